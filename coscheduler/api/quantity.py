@@ -6,7 +6,7 @@ The API server accepts quantities in the grammar of ``resource.Quantity``::
     number   ::= digits | digits "." digits? | "." digits
     suffix   ::= binarySI | decimalSI | ("e" | "E") sign? digits
     binarySI ::= Ki | Mi | Gi | Ti | Pi | Ei
-    decimalSI::= m | "" | k | M | G | T | P | E
+    decimalSI::= n | u | m | "" | k | M | G | T | P | E
 
 We parse that grammar into an exact :class:`fractions.Fraction` and convert
 it once to the integers the scheduler computes with: milli-units for cpu and
@@ -55,6 +55,8 @@ _BINARY_SUFFIXES: Final[dict[str, int]] = {
     "Ei": 2**60,
 }
 _DECIMAL_SUFFIXES: Final[dict[str, Fraction]] = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
     "m": Fraction(1, 1000),
     "": Fraction(1),
     "k": Fraction(10**3),
@@ -73,7 +75,7 @@ _QUANTITY_RE: Final = re.compile(
     (?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)
     (?:
         [eE](?P<exponent>[+-]?[0-9]+)
-      | (?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)
+      | (?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)
     )?
     """,
     re.VERBOSE,
@@ -113,7 +115,7 @@ def parse_quantity(value: str | int) -> Fraction:
         raise QuantityError(
             value,
             "expected a number with an optional suffix "
-            "(m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e3)",
+            "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or an exponent (e3)",
         )
     number = Fraction(match["number"])
     if match["exponent"] is not None:
