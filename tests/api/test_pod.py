@@ -85,7 +85,8 @@ def test_fields() -> None:
     assert pod.host_ports == (HostPort("0.0.0.0", "TCP", 8080),)
     assert pod.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
     assert pod.required_affinity is None
-    assert pod.bound and not pod.terminal
+    assert pod.bound
+    assert not pod.terminal
 
 
 def test_equal_pods_share_a_shape() -> None:

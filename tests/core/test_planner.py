@@ -134,7 +134,8 @@ def test_bound_members_count_toward_min_member() -> None:
     snapshot = snapshot_of([node("a", cpu="4")], bound)
     decision = run(snapshot, group("train", 4), [pod("train-3", group="train")], bound)
     assert placed(decision) == {"default/train-3": "a"}
-    assert decision.bound == 3 and decision.needed == 1
+    assert decision.bound == 3
+    assert decision.needed == 1
 
 
 def test_admitted_group_places_what_fits() -> None:
@@ -142,7 +143,8 @@ def test_admitted_group_places_what_fits() -> None:
     snapshot = snapshot_of([node("a", cpu="6")], bound)
     decision = run(snapshot, group("train", 2), gang("train", 3, cpu="2")[:0] +
                    [pod(f"x-{i}", group="train", cpu="2") for i in range(2)], bound)
-    assert decision.ok and len(decision.bindings) == 1
+    assert decision.ok
+    assert len(decision.bindings) == 1
     assert decision.pending == ("default/x-1",)
 
 

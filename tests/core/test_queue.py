@@ -79,7 +79,8 @@ def test_success_removes_and_add_refreshes_order() -> None:
     queue.done(B, Code.SUCCESS)
     assert B not in queue
     queue.remove(A)
-    assert queue.pop() is None and len(queue) == 0
+    assert queue.pop() is None
+    assert len(queue) == 0
 
 
 def test_requeue_backs_off() -> None:

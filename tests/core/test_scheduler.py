@@ -31,12 +31,15 @@ def test_gang_waits_for_members_then_binds_when_the_last_arrives() -> None:
     for p in members[:2]:
         scheduler.upsert_pod(p)
     decision = scheduler.next_decision()
-    assert decision is not None and decision.status.code is Code.WAITING
+    assert decision is not None
+    assert decision.status.code is Code.WAITING
     assert decision.status.message == "2/3 members exist"
     assert scheduler.next_decision() is None
     scheduler.upsert_pod(members[2])
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok and len(decision.bindings) == 3
+    assert decision is not None
+    assert decision.ok
+    assert len(decision.bindings) == 3
     assert scheduler.next_decision() is None
     assert TRAIN not in scheduler.queue
 
@@ -47,12 +50,14 @@ def test_pods_of_other_schedulers_count_but_are_not_placed() -> None:
     scheduler.upsert_pod(pod("pending-theirs", scheduler="default-scheduler"))
     scheduler.upsert_pod(pod("mine", cpu="2"))
     decision = scheduler.next_decision()
-    assert decision is not None and decision.status.code is Code.UNSCHEDULABLE
+    assert decision is not None
+    assert decision.status.code is Code.UNSCHEDULABLE
     assert scheduler.next_decision() is None
     scheduler.upsert_pod(pod("theirs", cpu="3", node="n0", phase="Succeeded",
                              scheduler="default-scheduler"))
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok
+    assert decision is not None
+    assert decision.ok
 
 
 def test_missing_group_waits_until_created() -> None:
@@ -60,10 +65,12 @@ def test_missing_group_waits_until_created() -> None:
     for p in gang("train", 2):
         scheduler.upsert_pod(p)
     decision = scheduler.next_decision()
-    assert decision is not None and decision.status.reason == REASON_GROUP_NOT_FOUND
+    assert decision is not None
+    assert decision.status.reason == REASON_GROUP_NOT_FOUND
     scheduler.upsert_group(group("train", 2))
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok
+    assert decision is not None
+    assert decision.ok
 
 
 def test_missing_group_can_mean_lone_pods() -> None:
@@ -81,13 +88,16 @@ def test_timeout_is_counted_from_the_first_attempt() -> None:
     for p in gang("train", 2):
         scheduler.upsert_pod(p)
     first = scheduler.next_decision()
-    assert first is not None and first.status.code is Code.UNSCHEDULABLE
+    assert first is not None
+    assert first.status.code is Code.UNSCHEDULABLE
     clock.advance(31)
     late = scheduler.next_decision()
-    assert late is not None and late.status.reason == REASON_TIMEOUT
+    assert late is not None
+    assert late.status.reason == REASON_TIMEOUT
     clock.advance(10)
     again = scheduler.next_decision()
-    assert again is not None and again.status.reason != REASON_TIMEOUT  # a new window
+    assert again is not None
+    assert again.status.reason != REASON_TIMEOUT
 
 
 def test_binding_failure_forgets_and_backs_off() -> None:
@@ -96,7 +106,8 @@ def test_binding_failure_forgets_and_backs_off() -> None:
     for p in gang("train", 2):
         scheduler.upsert_pod(p)
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok
+    assert decision is not None
+    assert decision.ok
     assert scheduler.snapshot.allocated("n0")["cpu"] == 2000
     scheduler.binding_failed(decision.bindings[0])
     assert scheduler.snapshot.allocated("n0")["cpu"] == 1000
@@ -110,7 +121,8 @@ def test_bound_pods_complete_a_partially_bound_gang_after_restart() -> None:
     for i in range(4):
         scheduler.upsert_pod(pod(f"train-{i}", group="train", node="n0" if i < 2 else None))
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok
+    assert decision is not None
+    assert decision.ok
     assert [b.name for b in decision.bindings] == ["train-2", "train-3"]
 
 
@@ -121,9 +133,12 @@ def test_priority_orders_groups() -> None:
     for p in [*gang("low", 2), *gang("high", 2)]:
         scheduler.upsert_pod(p)
     first = scheduler.next_decision()
-    assert first is not None and first.group.name == "high" and first.ok
+    assert first is not None
+    assert first.group.name == "high"
+    assert first.ok
     second = scheduler.next_decision()
-    assert second is not None and not second.ok
+    assert second is not None
+    assert not second.ok
 
 
 def test_node_heartbeat_does_not_wake_backed_off_groups() -> None:
@@ -134,7 +149,8 @@ def test_node_heartbeat_does_not_wake_backed_off_groups() -> None:
     assert scheduler.next_decision() is None
     scheduler.upsert_node(node("n0", cpu="2"))
     decision = scheduler.next_decision()
-    assert decision is not None and decision.ok
+    assert decision is not None
+    assert decision.ok
 
 
 def test_try_group_leaves_no_trace() -> None:

@@ -35,7 +35,8 @@ def test_assume_then_forget_and_confirmation() -> None:
     p = pod("p", cpu="2")
     snapshot.assume(p, "a")
     snapshot.update_pod(p)  # the watch still shows it pending: stays assumed
-    assert snapshot.is_assumed(p.uid) and snapshot.node_of(p.uid) == "a"
+    assert snapshot.is_assumed(p.uid)
+    assert snapshot.node_of(p.uid) == "a"
     assert snapshot.forget(p.uid)
     assert snapshot.allocated("a") == {}
     snapshot.assume(p, "a")
