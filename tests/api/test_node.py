@@ -14,14 +14,24 @@ def raw_node(**parts: Any) -> dict[str, Any]:
 
 
 def test_fields() -> None:
-    node = NodeInfo.from_object(raw_node(
-        spec={"unschedulable": True,
-              "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}]},
-        status={"allocatable": {"cpu": "3900m", "memory": "15Gi", "pods": "110",
-                                "nvidia.com/gpu": "4"},
-                "capacity": {"cpu": "4"}}))
-    assert node.allocatable == {"cpu": 3900, "memory": 15 * 2**30, "pods": 110,
-                                "nvidia.com/gpu": 4}
+    node = NodeInfo.from_object(
+        raw_node(
+            spec={
+                "unschedulable": True,
+                "taints": [{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+            },
+            status={
+                "allocatable": {
+                    "cpu": "3900m",
+                    "memory": "15Gi",
+                    "pods": "110",
+                    "nvidia.com/gpu": "4",
+                },
+                "capacity": {"cpu": "4"},
+            },
+        )
+    )
+    assert node.allocatable == {"cpu": 3900, "memory": 15 * 2**30, "pods": 110, "nvidia.com/gpu": 4}
     assert node.taints == (Taint("gpu", "true", "NoSchedule"),)
     assert node.unschedulable
     assert node.labels == {"zone": "a"}
@@ -32,11 +42,14 @@ def test_capacity_stands_in_for_missing_allocatable() -> None:
     assert node.allocatable == {"cpu": 2000}
 
 
-@pytest.mark.parametrize("raw", [
-    pytest.param(raw_node(status={"allocatable": {"cpu": "two"}}), id="bad-quantity"),
-    pytest.param(raw_node(spec={"taints": [{"key": "k", "effect": "Sometimes"}]}), id="effect"),
-    pytest.param(raw_node(spec={"unschedulable": "yes"}), id="unschedulable"),
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(raw_node(status={"allocatable": {"cpu": "two"}}), id="bad-quantity"),
+        pytest.param(raw_node(spec={"taints": [{"key": "k", "effect": "Sometimes"}]}), id="effect"),
+        pytest.param(raw_node(spec={"unschedulable": "yes"}), id="unschedulable"),
+    ],
+)
 def test_malformed_nodes_name_the_node(raw: dict[str, Any]) -> None:
     with pytest.raises(NodeParseError, match="node n1"):
         NodeInfo.from_object(raw)

@@ -50,8 +50,11 @@ def pod_object(
         labels[POD_GROUP_LABEL] = group
     if role is not None:
         labels[ROLE_LABEL] = role
-    container: dict[str, Any] = {"name": "main", "image": "busybox",
-                                 "resources": {"requests": wanted}}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": "busybox",
+        "resources": {"requests": wanted},
+    }
     if host_ports:
         container["ports"] = [{"containerPort": p, "hostPort": p} for p in host_ports]
     spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [container]}
@@ -64,17 +67,29 @@ def pod_object(
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     if affinity_terms is not None:
-        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": affinity_terms}}}
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": affinity_terms
+                }
+            }
+        }
     meta: dict[str, Any] = {
-        "name": name, "namespace": namespace, "uid": uid or f"uid-{namespace}-{name}",
-        "labels": labels, "creationTimestamp": f"2024-01-01T00:{created // 60:02d}:"
-        f"{created % 60:02d}Z",
+        "name": name,
+        "namespace": namespace,
+        "uid": uid or f"uid-{namespace}-{name}",
+        "labels": labels,
+        "creationTimestamp": f"2024-01-01T00:{created // 60:02d}:{created % 60:02d}Z",
     }
     if deleting:
         meta["deletionTimestamp"] = "2024-01-02T00:00:00Z"
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase},
+    }
 
 
 def pod(name: str, **fields: Any) -> PodInfo:
@@ -93,12 +108,16 @@ def node(
     unschedulable: bool = False,
 ) -> NodeInfo:
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
-    return NodeInfo.from_object({
-        "metadata": {"name": name, "labels": dict(labels or {})},
-        "spec": {"unschedulable": unschedulable,
-                 "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]},
-        "status": {"allocatable": allocatable, "capacity": allocatable},
-    })
+    return NodeInfo.from_object(
+        {
+            "metadata": {"name": name, "labels": dict(labels or {})},
+            "spec": {
+                "unschedulable": unschedulable,
+                "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],
+            },
+            "status": {"allocatable": allocatable, "capacity": allocatable},
+        }
+    )
 
 
 def group(
@@ -113,10 +132,14 @@ def group(
     created: float = 0.0,
 ) -> GroupPolicy:
     return GroupPolicy(
-        namespace=namespace, name=name, min_member=min_member,
+        namespace=namespace,
+        name=name,
+        min_member=min_member,
         role_minimums=dict(roles or {}),
         min_resources=parse_resource_list(dict(min_resources or {})),
-        priority=priority, schedule_timeout_seconds=timeout, created=created,
+        priority=priority,
+        schedule_timeout_seconds=timeout,
+        created=created,
     )
 
 

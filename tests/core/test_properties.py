@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from builders import Clock, group, node, pod
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +25,7 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import Decision, GroupKey, GroupPolicy, Scheduler, SchedulerSettings, Strategy
 from coscheduler.core.scoring import score, scores
+from tests.core.builders import Clock, group, node, pod
 
 
 @dataclass
@@ -41,38 +41,58 @@ def worlds(draw: Any) -> World:
     node_count = draw(st.integers(1, 6))
     nodes = []
     for i in range(node_count):
-        nodes.append(node(
-            f"n{i}", cpu=str(draw(st.integers(1, 8))), memory=f"{draw(st.integers(1, 16))}Gi",
-            pods=str(draw(st.integers(1, 6))),
-            extra={"nvidia.com/gpu": str(draw(st.integers(0, 2)))},
-            labels={"zone": draw(st.sampled_from(["a", "b"]))},
-            taints=[("gpu", "true", "NoSchedule")] if draw(st.booleans()) and i % 3 == 0 else [],
-        ))
+        nodes.append(
+            node(
+                f"n{i}",
+                cpu=str(draw(st.integers(1, 8))),
+                memory=f"{draw(st.integers(1, 16))}Gi",
+                pods=str(draw(st.integers(1, 6))),
+                extra={"nvidia.com/gpu": str(draw(st.integers(0, 2)))},
+                labels={"zone": draw(st.sampled_from(["a", "b"]))},
+                taints=[("gpu", "true", "NoSchedule")]
+                if draw(st.booleans()) and i % 3 == 0
+                else [],
+            )
+        )
     groups, pods = [], []
     for g in range(draw(st.integers(1, 4))):
         name = f"g{g}"
         size = draw(st.integers(1, 6))
         min_member = draw(st.integers(1, size + 1))
-        groups.append(group(name, min_member, priority=draw(st.sampled_from([None, 0, 5])),
-                            created=float(draw(st.integers(0, 3)))))
+        groups.append(
+            group(
+                name,
+                min_member,
+                priority=draw(st.sampled_from([None, 0, 5])),
+                created=float(draw(st.integers(0, 3))),
+            )
+        )
         cpu = draw(st.sampled_from(["500m", "1", "2", "3"]))
         gpu = draw(st.sampled_from(["0", "0", "1"]))
         selector = draw(st.sampled_from([None, None, {"zone": "a"}]))
         tolerate = draw(st.booleans())
         for i in range(size):
-            pods.append(pod(
-                f"{name}-{i}", group=name, cpu=cpu, memory=f"{draw(st.integers(1, 4))}Gi",
-                requests={"nvidia.com/gpu": gpu}, node_selector=selector,
-                priority=draw(st.sampled_from([0, 1])), created=draw(st.integers(0, 5)),
-                tolerations=[{"key": "gpu", "operator": "Exists"}] if tolerate else [],
-            ))
+            pods.append(
+                pod(
+                    f"{name}-{i}",
+                    group=name,
+                    cpu=cpu,
+                    memory=f"{draw(st.integers(1, 4))}Gi",
+                    requests={"nvidia.com/gpu": gpu},
+                    node_selector=selector,
+                    priority=draw(st.sampled_from([0, 1])),
+                    created=draw(st.integers(0, 5)),
+                    tolerations=[{"key": "gpu", "operator": "Exists"}] if tolerate else [],
+                )
+            )
     for i in range(draw(st.integers(0, 3))):
         pods.append(pod(f"lone-{i}", cpu=draw(st.sampled_from(["1", "2"]))))
     return World(nodes, groups, pods)
 
 
-def feed(world: World, shuffle: random.Random | None = None,
-         strategy: Strategy = Strategy.MOST_ALLOCATED) -> Scheduler:
+def feed(
+    world: World, shuffle: random.Random | None = None, strategy: Strategy = Strategy.MOST_ALLOCATED
+) -> Scheduler:
     scheduler = Scheduler(Clock(), SchedulerSettings(strategy=strategy))
     items: list[Any] = [*world.nodes, *world.groups, *world.pods]
     if shuffle is not None:
@@ -112,8 +132,9 @@ def test_gangs_are_placed_whole_or_not_at_all(world: World) -> None:
     scheduler = feed(world)
     minimum = {p.key: p.min_member for p in world.groups}
     while True:
-        before = {key: len(scheduler.members(key)[1])
-                  for key in {GroupKey.of_pod(p) for p in world.pods}}
+        before = {
+            key: len(scheduler.members(key)[1]) for key in {GroupKey.of_pod(p) for p in world.pods}
+        }
         decision = scheduler.next_decision()
         if decision is None:
             break
@@ -128,15 +149,18 @@ def test_gangs_are_placed_whole_or_not_at_all(world: World) -> None:
 @given(worlds(), st.randoms(use_true_random=False))
 def test_decisions_do_not_depend_on_feeding_order(world: World, rng: random.Random) -> None:
     def outcome(scheduler: Scheduler) -> list[tuple[str, str, tuple[tuple[str, str], ...]]]:
-        return [(str(d.group), d.status.message, tuple((b.name, b.node) for b in d.bindings))
-                for d in drain(scheduler)]
+        return [
+            (str(d.group), d.status.message, tuple((b.name, b.node) for b in d.bindings))
+            for d in drain(scheduler)
+        ]
 
     assert outcome(feed(world)) == outcome(feed(world, shuffle=rng))
 
 
 @given(st.integers(2, 8), st.integers(1, 4), st.sampled_from(list(Strategy)))
-def test_two_sixty_percent_gangs_never_both_partial(nodes: int, per_node: int,
-                                                    strategy: Strategy) -> None:
+def test_two_sixty_percent_gangs_never_both_partial(
+    nodes: int, per_node: int, strategy: Strategy
+) -> None:
     capacity = nodes * per_node
     need = capacity * 6 // 10 + 1
     world = World(
@@ -161,8 +185,9 @@ def test_no_group_jumps_a_higher_one_that_fits(world: World) -> None:
             policy = scheduler.policy(key)
             if not pending or policy is None:
                 continue
-            priority = policy.priority if policy.priority is not None else max(
-                p.priority for p in pending)
+            priority = (
+                policy.priority if policy.priority is not None else max(p.priority for p in pending)
+            )
             order = (-priority, policy.created, key.namespace, key.name, key.kind)
             attempt = scheduler.try_group(key)
             waiting[key] = (order, attempt.ok and bool(attempt.bindings) and not bound)
@@ -177,15 +202,20 @@ def test_no_group_jumps_a_higher_one_that_fits(world: World) -> None:
                 assert not fits, f"{decision.group} placed while {key} fits and is ahead"
 
 
-@given(st.lists(st.tuples(st.integers(1, 2**40), st.integers(0, 2**40)), min_size=1,
-                max_size=20), st.integers(0, 2**20), st.sampled_from(list(Strategy)))
-def test_vector_and_plain_scores_agree(rows: list[tuple[int, int]], request: int,
-                                       strategy: Strategy) -> None:
+@given(
+    st.lists(st.tuples(st.integers(1, 2**40), st.integers(0, 2**40)), min_size=1, max_size=20),
+    st.integers(0, 2**20),
+    st.sampled_from(list(Strategy)),
+)
+def test_vector_and_plain_scores_agree(
+    rows: list[tuple[int, int]], request: int, strategy: Strategy
+) -> None:
     allocatable = np.array([[a, a] for a, _ in rows], dtype=np.int64)
     used = np.array([[u, u // 2] for _, u in rows], dtype=np.int64)
     scored = [(0, 1.0), (1, 2.0)]
     wanted = {0: request, 1: request}
     vector = scores(strategy, allocatable, used, wanted, scored)
     for i in range(len(rows)):
-        assert vector[i] == score(strategy, allocatable[i].tolist(), used[i].tolist(), wanted,
-                                  scored)
+        assert vector[i] == score(
+            strategy, allocatable[i].tolist(), used[i].tolist(), wanted, scored
+        )

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from builders import Clock
-
 from coscheduler.core import ClusterEvent, Code, GroupKey, GroupQueue, QueueSettings
+from tests.core.builders import Clock
 
 A, B, C = GroupKey("ns", "a"), GroupKey("ns", "b"), GroupKey("ns", "c")
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from builders import Clock, gang, group, node, pod
-
 from coscheduler.core import (
     REASON_GROUP_NOT_FOUND,
     REASON_TIMEOUT,
@@ -12,12 +10,14 @@ from coscheduler.core import (
     Scheduler,
     SchedulerSettings,
 )
+from tests.core.builders import Clock, gang, group, node, pod
 
 TRAIN = GroupKey("default", "train")
 
 
-def cluster(*nodes_cpu: str, clock: Clock | None = None,
-            settings: SchedulerSettings | None = None) -> Scheduler:
+def cluster(
+    *nodes_cpu: str, clock: Clock | None = None, settings: SchedulerSettings | None = None
+) -> Scheduler:
     scheduler = Scheduler(clock or Clock(), settings)
     for i, cpu in enumerate(nodes_cpu):
         scheduler.upsert_node(node(f"n{i}", cpu=cpu))
@@ -53,8 +53,9 @@ def test_pods_of_other_schedulers_count_but_are_not_placed() -> None:
     assert decision is not None
     assert decision.status.code is Code.UNSCHEDULABLE
     assert scheduler.next_decision() is None
-    scheduler.upsert_pod(pod("theirs", cpu="3", node="n0", phase="Succeeded",
-                             scheduler="default-scheduler"))
+    scheduler.upsert_pod(
+        pod("theirs", cpu="3", node="n0", phase="Succeeded", scheduler="default-scheduler")
+    )
     decision = scheduler.next_decision()
     assert decision is not None
     assert decision.ok

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from builders import node, pod
-
 from coscheduler.core import Snapshot, Statement
 from coscheduler.core.filters import check_node
+from tests.core.builders import node, pod
 
 
 def test_pods_count_whoever_bound_them_until_terminal() -> None:
@@ -50,8 +49,13 @@ def test_statement_discard_restores_exactly() -> None:
     snapshot = Snapshot()
     snapshot.upsert_node(node("a", cpu="4", extra={"nvidia.com/gpu": "2"}))
     statement = Statement(snapshot)
-    statement.assume([pod("p", cpu="1", requests={"nvidia.com/gpu": "1"}),
-                      pod("q", cpu="1", requests={"nvidia.com/gpu": "1"})], "a")
+    statement.assume(
+        [
+            pod("p", cpu="1", requests={"nvidia.com/gpu": "1"}),
+            pod("q", cpu="1", requests={"nvidia.com/gpu": "1"}),
+        ],
+        "a",
+    )
     assert snapshot.allocated("a")["nvidia.com/gpu"] == 2
     statement.discard()
     assert snapshot.allocated("a") == {}
@@ -60,17 +64,29 @@ def test_statement_discard_restores_exactly() -> None:
 
 def test_vector_feasibility_agrees_with_plain_filters() -> None:
     snapshot = Snapshot()
-    nodes = [node("a", cpu="2"), node("b", labels={"zone": "x"}),
-             node("c", taints=[("gpu", "true", "NoSchedule")]), node("d", unschedulable=True),
-             node("e", cpu="8", extra={"nvidia.com/gpu": "1"})]
+    nodes = [
+        node("a", cpu="2"),
+        node("b", labels={"zone": "x"}),
+        node("c", taints=[("gpu", "true", "NoSchedule")]),
+        node("d", unschedulable=True),
+        node("e", cpu="8", extra={"nvidia.com/gpu": "1"}),
+    ]
     for n in nodes:
         snapshot.upsert_node(n)
     snapshot.update_pod(pod("hp", node="e", host_ports=[80]))
-    pods = [pod("p1", cpu="4"), pod("p2", node_selector={"zone": "x"}),
-            pod("p3", tolerations=[{"operator": "Exists"}]),
-            pod("p4", requests={"nvidia.com/gpu": "1"}), pod("p5", host_ports=[80]),
-            pod("p6", affinity_terms=[{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": ["b", "c"]}]}])]
+    pods = [
+        pod("p1", cpu="4"),
+        pod("p2", node_selector={"zone": "x"}),
+        pod("p3", tolerations=[{"operator": "Exists"}]),
+        pod("p4", requests={"nvidia.com/gpu": "1"}),
+        pod("p5", host_ports=[80]),
+        pod(
+            "p6",
+            affinity_terms=[
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b", "c"]}]}
+            ],
+        ),
+    ]
     for p in pods:
         mask = snapshot.feasible(p)
         for n in nodes:
