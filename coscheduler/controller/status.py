@@ -120,9 +120,16 @@ def _count(members: Iterable[Member]) -> _Counts:
                 for resource, amount in member.requests.items():
                     allocated[resource] = allocated.get(resource, 0) + amount
     return _Counts(
-        pending, scheduled, running, succeeded, failed, unknown, bound_active, allocated,
+        pending,
+        scheduled,
+        running,
+        succeeded,
+        failed,
+        unknown,
+        bound_active,
+        allocated,
         tuple(sorted(owners)),
-    )  # fmt: skip
+    )
 
 
 def _phase(counts: _Counts, min_member: int) -> PodGroupPhase:
@@ -188,38 +195,53 @@ def derive(
     counts = _count(members)
     phase = _phase(counts, spec.min_member)
     placed = phase in (
-        PodGroupPhase.SCHEDULED, PodGroupPhase.RUNNING, PodGroupPhase.FINISHED,
-    )  # fmt: skip
+        PodGroupPhase.SCHEDULED,
+        PodGroupPhase.RUNNING,
+        PodGroupPhase.FINISHED,
+    )
     bound = counts.bound_active + counts.succeeded
     if placed:
         scheduled_condition = _condition(
-            previous, ConditionType.SCHEDULED, ConditionStatus.TRUE,
+            previous,
+            ConditionType.SCHEDULED,
+            ConditionStatus.TRUE,
             ConditionReason.ALL_MEMBERS_SCHEDULED,
-            f"{bound} of minMember {spec.min_member} members are bound", now,
-        )  # fmt: skip
+            f"{bound} of minMember {spec.min_member} members are bound",
+            now,
+        )
     else:
         scheduled_condition = _condition(
-            previous, ConditionType.SCHEDULED, ConditionStatus.FALSE,
+            previous,
+            ConditionType.SCHEDULED,
+            ConditionStatus.FALSE,
             verdict.reason if verdict else "Waiting",
             f"{bound} of minMember {spec.min_member} members are bound"
             + (f": {verdict.message}" if verdict else ""),
             now,
-        )  # fmt: skip
+        )
     if verdict is not None and not placed:
         unschedulable = _condition(
-            previous, ConditionType.UNSCHEDULABLE, ConditionStatus.TRUE,
-            verdict.reason, verdict.message, now,
-        )  # fmt: skip
+            previous,
+            ConditionType.UNSCHEDULABLE,
+            ConditionStatus.TRUE,
+            verdict.reason,
+            verdict.message,
+            now,
+        )
     else:
         unschedulable = _condition(
-            previous, ConditionType.UNSCHEDULABLE, ConditionStatus.FALSE,
-            "Schedulable", "the group can be placed" if not placed else "the group is placed",
+            previous,
+            ConditionType.UNSCHEDULABLE,
+            ConditionStatus.FALSE,
+            "Schedulable",
+            "the group can be placed" if not placed else "the group is placed",
             now,
-        )  # fmt: skip
+        )
     others = [
-        c for c in previous.conditions
+        c
+        for c in previous.conditions
         if c.type not in (ConditionType.SCHEDULED, ConditionType.UNSCHEDULABLE)
-    ]  # fmt: skip
+    ]
     start = previous.schedule_start_time
     if start is None and (verdict is not None or counts.scheduled > 0):
         start = now

@@ -29,7 +29,7 @@ import structlog
 
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 
-__all__ = ["EventRecorder", "ObjectRef"]
+__all__ = ["EventKind", "EventRecorder", "ObjectRef"]
 
 log = structlog.get_logger(__name__)
 

@@ -1,0 +1,267 @@
+"""``coscheduler run``: the whole operator, wired together.
+
+Start-up, in order, and why:
+
+1. Connect to the API server and serve ``/metrics``, ``/healthz``, ``/readyz``
+   at once, so probes answer while this replica waits for the Lease.
+2. Campaign for the Lease (unless leader election is off). Everything below
+   runs only while leading; losing the Lease ends the process, and a restart
+   rebuilds all state from the API server.
+3. List and watch nodes, pods and PriorityClasses; list PodGroups once. Only
+   when all are listed does the loop start, so that nothing is decided on a
+   partial picture (a pod whose PodGroup was not listed yet would look
+   orphaned). Bound pods count as placed, pending ones are queued: a gang
+   half-bound by a previous leader is completed, never bound twice.
+4. Start the scheduling loop, the status writer, the event recorder, the pod
+   condition writer, and Kopf with its PodGroup watch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import kopf
+import structlog
+
+from coscheduler.api import labels
+from coscheduler.controller.handlers import build_registry, kopf_settings
+from coscheduler.controller.writer import StatusWriter
+from coscheduler.core.group import GroupKey
+from coscheduler.core.queue import QueueSettings
+from coscheduler.core.scheduler import Scheduler, SchedulerSettings
+from coscheduler.core.scoring import Strategy
+from coscheduler.runtime.binder import Binder
+from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.events import EventRecorder, ObjectRef
+from coscheduler.runtime.kube import ApiError, KubeClient
+from coscheduler.runtime.leader import LeaderElector
+from coscheduler.runtime.loop import SchedulingLoop
+from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.serving import HealthServer
+from coscheduler.runtime.settings import ScoreStrategy, Settings
+from coscheduler.runtime.watch import Listed, Watch
+
+__all__ = ["run"]
+
+log = structlog.get_logger(__name__)
+
+_PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+_STRATEGIES = {
+    ScoreStrategy.MOST_ALLOCATED: Strategy.MOST_ALLOCATED,
+    ScoreStrategy.LEAST_ALLOCATED: Strategy.LEAST_ALLOCATED,
+}
+
+
+@dataclasses.dataclass
+class _Health:
+    leading: bool = False
+    synced: bool = False
+    tasks: list[asyncio.Task[Any]] = dataclasses.field(default_factory=list)
+
+    def alive(self) -> bool:
+        return not any(task.done() for task in self.tasks)
+
+    def ready(self) -> bool:
+        return self.synced or not self.leading
+
+
+async def run(settings: Settings) -> None:
+    """Run until cancelled, or until the Lease is lost (then raise)."""
+    client = await KubeClient.connect(
+        kubeconfig=settings.kubeconfig,
+        qps=settings.client.qps,
+        burst=settings.client.burst,
+        timeout_seconds=settings.client.request_timeout_seconds,
+        max_connections=settings.client.bind_concurrency + 16,
+    )
+    metrics = Metrics()
+    health = _Health()
+    server = HealthServer(metrics, alive=health.alive, ready=health.ready)
+    await server.start(settings.serving.address, settings.serving.port)
+    log.info("serving", address=settings.serving.address, port=server.port)
+
+    def on_leading(leading: bool) -> None:
+        health.leading = leading
+        metrics.leader.set(1 if leading else 0)
+
+    try:
+        if settings.leader_election.enabled:
+            elector = LeaderElector(client, settings.leader_election, on_change=on_leading)
+            await elector.run(lambda: _lead(settings, client, metrics, health))
+        else:
+            on_leading(True)
+            await _lead(settings, client, metrics, health)
+    finally:
+        await server.stop()
+        await client.close()
+
+
+def _pod_ref(obj: InvalidObject) -> ObjectRef:
+    if obj.kind == labels.KIND:
+        return ObjectRef(f"{labels.GROUP}/{labels.VERSION}", obj.kind, obj.namespace,
+                         obj.name, obj.uid)  # fmt: skip
+    return ObjectRef("v1", obj.kind, obj.namespace or "default", obj.name, obj.uid)
+
+
+async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health: _Health) -> None:
+    scheduler = Scheduler(
+        time.monotonic,
+        SchedulerSettings(
+            scheduler_name=settings.scheduler_name,
+            strategy=_STRATEGIES[settings.score_strategy],
+            queue=QueueSettings(
+                initial_backoff_seconds=settings.backoff.initial_seconds,
+                max_backoff_seconds=settings.backoff.max_seconds,
+                unschedulable_flush_seconds=settings.backoff.unschedulable_flush_seconds,
+            ),
+        ),
+    )
+    events = EventRecorder(
+        client,
+        interval_seconds=settings.event_interval_seconds,
+        on_drop=metrics.events_dropped.inc,
+    )
+    state = ClusterState(scheduler)
+    writer = StatusWriter(state=state, client=client, events=events, metrics=metrics)
+    pod_conditions = PodConditionWriter(
+        client, still_pending=lambda uid: _still_pending(scheduler, uid)
+    )
+    loop = SchedulingLoop(
+        state=state,
+        binder=Binder(client, concurrency=settings.client.bind_concurrency),
+        events=events,
+        pod_conditions=pod_conditions,
+        metrics=metrics,
+    )
+
+    def group_changed(key: GroupKey) -> None:
+        writer.mark(key)
+
+    def invalid(obj: InvalidObject) -> None:
+        reason = "FailedScheduling" if obj.kind == "Pod" else "InvalidObject"
+        events.record(_pod_ref(obj), "Warning", reason, f"cannot be read: {obj.message}")
+
+    state.on_group_changed = group_changed
+    state.on_invalid = invalid
+    namespaces = frozenset(settings.namespaces)
+
+    def upsert_pod(raw: Mapping[str, Any]) -> None:
+        if namespaces and (raw.get("metadata") or {}).get("namespace") not in namespaces:
+            raw = _not_ours(raw)
+        state.upsert_pod(raw)
+
+    def replace_pods(objects: list[dict[str, Any]]) -> None:
+        state.replace_pods(
+            [o if not namespaces or o["metadata"].get("namespace") in namespaces
+             else _not_ours(o) for o in objects]
+        )  # fmt: skip
+
+    watch_timeout = settings.client.watch_timeout_seconds
+    feeds = {
+        "nodes": (
+            Watch(client, "/api/v1/nodes", timeout_seconds=watch_timeout),
+            state.replace_nodes,
+            state.upsert_node,
+            state.remove_node,
+        ),
+        "pods": (
+            Watch(client, "/api/v1/pods", timeout_seconds=watch_timeout),
+            replace_pods,
+            upsert_pod,
+            state.remove_pod,
+        ),
+        "priorityclasses": (
+            Watch(client, _PRIORITY_CLASSES, timeout_seconds=watch_timeout),
+            state.replace_priority_classes,
+            state.set_priority_class,
+            lambda o: state.set_priority_class(o, deleted=True),
+        ),
+    }
+    listed = {name: asyncio.Event() for name in feeds}
+    async with asyncio.TaskGroup() as tasks:
+        for name, (watch, replace, upsert, remove) in feeds.items():
+            health.tasks.append(
+                tasks.create_task(
+                    _feed(watch, replace, upsert, remove, listed[name], loop.wake),
+                    name=f"watch-{name}",
+                )
+            )
+        await asyncio.gather(*(event.wait() for event in listed.values()))
+        state.replace_podgroups(await _list_podgroups(client))
+        log.info(
+            "cluster listed",
+            nodes=sum(1 for _ in scheduler.snapshot.nodes()),
+            podgroups=len(state.podgroups),
+            queued=len(scheduler.queue),
+        )
+        registry = build_registry(state=state, client=client, on_podgroup_changed=loop.wake)
+        kopf_namespaces: dict[str, Any] = (
+            {"namespaces": list(namespaces)} if namespaces else {"clusterwide": True}
+        )
+        for name, coroutine in {
+            "scheduling-loop": loop.run(),
+            "status-writer": writer.run(),
+            "events": events.run(),
+            "pod-conditions": pod_conditions.run(),
+            "kopf": kopf.operator(
+                registry=registry,
+                settings=kopf_settings(watch_timeout_seconds=watch_timeout),
+                standalone=True,
+                **kopf_namespaces,
+            ),
+        }.items():
+            health.tasks.append(tasks.create_task(coroutine, name=name))
+        writer.mark_all()
+        health.synced = True
+        log.info("scheduling", scheduler_name=settings.scheduler_name)
+
+
+def _still_pending(scheduler: Scheduler, uid: str) -> bool:
+    pod = scheduler.pod(uid)
+    return pod is not None and not pod.bound and not scheduler.snapshot.is_assumed(uid)
+
+
+def _not_ours(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod outside the watched namespaces: counted on its node, never scheduled."""
+    spec = dict(raw.get("spec") or {})
+    spec["schedulerName"] = ""
+    return {**raw, "spec": spec}
+
+
+async def _list_podgroups(client: KubeClient) -> list[dict[str, Any]]:
+    try:
+        answer = await client.call("GET", f"/apis/{labels.GROUP}/{labels.VERSION}/{labels.PLURAL}")
+    except ApiError as error:
+        if error.status != 404:
+            raise
+        log.error(
+            "the PodGroup CRD is not installed: pods that name a group will wait; "
+            "install it with kubectl apply -f crds/podgroups.yaml"
+        )
+        return []
+    items: list[dict[str, Any]] = answer.get("items") or []
+    return items
+
+
+async def _feed(
+    watch: Watch,
+    replace: Callable[[list[dict[str, Any]]], object],
+    upsert: Callable[[dict[str, Any]], object],
+    remove: Callable[[dict[str, Any]], object],
+    listed: asyncio.Event,
+    wake: Callable[[], None],
+) -> None:
+    async for item in watch:
+        if isinstance(item, Listed):
+            replace(item.objects)
+            listed.set()
+        elif item.type == "DELETED":
+            remove(item.object)
+        else:
+            upsert(item.object)
+        wake()

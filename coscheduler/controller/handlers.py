@@ -1,0 +1,93 @@
+"""The Kopf side: the process's one PodGroup watch, and how Kopf logs in.
+
+Kopf watches PodGroups (list, watch, resume, relist: its watcher is robust)
+and hands every event to :func:`build_registry`'s handler, which feeds the
+shared :class:`~coscheduler.runtime.cluster.ClusterState`. The scheduling
+loop and the status writer both read from there, so there is one PodGroup
+watch in the process.
+
+Only a low-level ``on.event`` handler is registered, on purpose: Kopf's
+change handlers (create/update/resume) record their progress in annotations,
+and its daemons and timers put a finalizer on every object. A finalizer
+would block ``kubectl delete podgroup`` whenever coscheduler is not running;
+nothing here needs one, since a PodGroup's deletion requires no clean-up.
+
+Kopf runs only while this replica holds the Lease (see ``coscheduler.app``),
+so it needs no peering of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import kopf
+
+from coscheduler.api import labels
+from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.kube import KubeClient
+
+__all__ = ["build_registry", "kopf_settings"]
+
+
+def kopf_settings(*, watch_timeout_seconds: int) -> kopf.OperatorSettings:
+    settings = kopf.OperatorSettings()
+    # Our own EventRecorder writes the events a person needs; Kopf's would
+    # repeat its log lines as events.
+    settings.posting.enabled = False
+    settings.watching.server_timeout = watch_timeout_seconds
+    settings.watching.client_timeout = watch_timeout_seconds + 30
+    settings.watching.connect_timeout = 30
+    settings.networking.request_timeout = 60
+    # No change handlers: nothing is persisted, but keep Kopf's own marks out
+    # of our status (whose schema would prune them anyway).
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
+    return settings
+
+
+async def _connection_info(client: KubeClient) -> kopf.ConnectionInfo:
+    """Kopf logs in with the very credentials the rest of the process uses."""
+    config = client.api_client.configuration
+    header = await config.get_api_key_with_prefix("BearerToken")
+    scheme, token = None, None
+    if header:
+        parts = str(header).split(" ", 1)
+        scheme, token = (parts[0], parts[1]) if len(parts) == 2 else (None, parts[0])
+    return kopf.ConnectionInfo(
+        server=str(config.host),
+        ca_path=config.ssl_ca_cert,
+        insecure=not config.verify_ssl,
+        scheme=scheme,
+        token=token,
+        certificate_path=config.cert_file,
+        private_key_path=config.key_file,
+    )
+
+
+def build_registry(
+    *,
+    state: ClusterState,
+    client: KubeClient,
+    on_podgroup_changed: Callable[[], None],
+) -> kopf.OperatorRegistry:
+    """A Kopf registry whose one handler feeds PodGroup events into ``state``."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(registry=registry)
+    async def login(**_: Any) -> kopf.ConnectionInfo:
+        return await _connection_info(client)
+
+    @kopf.on.event(labels.GROUP, labels.VERSION, labels.PLURAL, registry=registry)
+    async def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
+        body = event["object"]
+        if event["type"] == "DELETED":
+            state.remove_podgroup(body)
+        else:
+            state.upsert_podgroup(body)
+        on_podgroup_changed()
+
+    del login, podgroup_event  # registered; the names are not used
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    return registry

@@ -1,0 +1,140 @@
+"""Writes each PodGroup's status when its members, object or verdict change.
+
+Changes arrive as group keys marked dirty (from pod and PodGroup watch
+events and from the scheduling loop's verdicts). The writer waits a short
+moment before each round, so the dozens of pod events of one gang being bound
+become one status write, not dozens. Per dirty group, one round:
+
+1. derives the new status from the members (:func:`status.derive`);
+2. writes it with a merge patch of ``/status`` only if it differs from the
+   status last seen or written;
+3. records an Event on the PodGroup for each transition (phase changes,
+   a new reason for being unschedulable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections import Counter
+
+import aiohttp
+import structlog
+
+from coscheduler.api import labels
+from coscheduler.api.podgroup import PodGroup, PodGroupPhase
+from coscheduler.controller.status import Transition, Verdict, derive
+from coscheduler.core.group import GroupKey
+from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
+from coscheduler.runtime.metrics import Metrics
+
+__all__ = ["StatusWriter"]
+
+log = structlog.get_logger(__name__)
+
+
+class StatusWriter:
+    def __init__(
+        self,
+        *,
+        state: ClusterState,
+        client: KubeClient,
+        events: EventRecorder,
+        metrics: Metrics,
+        debounce_seconds: float = 0.25,
+        concurrency: int = 8,
+    ) -> None:
+        self._state = state
+        self._client = client
+        self._events = events
+        self._metrics = metrics
+        self._debounce = debounce_seconds
+        self._slots = asyncio.Semaphore(concurrency)
+        self._dirty: set[GroupKey] = set()
+        self._wake = asyncio.Event()
+        self.writes = 0
+
+    def mark(self, key: GroupKey) -> None:
+        """The group's status may have changed."""
+        if key.lone:
+            return
+        self._dirty.add(key)
+        self._wake.set()
+
+    def mark_all(self) -> None:
+        for key in self._state.podgroups:
+            self.mark(key)
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(self._debounce)
+            self._wake.clear()
+            keys, self._dirty = self._dirty, set()
+            await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
+            self._report_phases()
+
+    def _report_phases(self) -> None:
+        phases = Counter(group.status.phase for group in self._state.podgroups.values())
+        for phase in PodGroupPhase:
+            self._metrics.podgroups.labels(phase=phase.value).set(phases.get(phase, 0))
+
+    async def _reconcile(self, key: GroupKey) -> None:
+        group = self._state.podgroups.get(key)
+        if group is None:
+            return
+        verdict = self._state.verdicts.get(key)
+        status, transitions = derive(
+            spec=group.spec,
+            previous=group.status,
+            members=self._state.group_pods(key),
+            verdict=Verdict(verdict.reason, verdict.message) if verdict else None,
+            now=datetime.datetime.now(datetime.UTC).replace(microsecond=0),
+        )
+        if status == group.status:
+            return
+        body = {"status": status.model_dump(mode="json", by_alias=True)}
+        path = (
+            f"/apis/{labels.GROUP}/{labels.VERSION}/namespaces/{key.namespace}"
+            f"/{labels.PLURAL}/{key.name}/status"
+        )
+        async with self._slots:
+            try:
+                response = await self._client.request(
+                    "PATCH", path, body=body, content_type=MERGE_PATCH
+                )
+            except (aiohttp.ClientError, TimeoutError) as error:
+                log.warning("status not written", group=str(key), error=str(error))
+                self.mark(key)
+                return
+        if response.status == 404:
+            return
+        if response.status != 200:
+            log.warning(
+                "status refused",
+                group=str(key),
+                status=response.status,
+                body=response.body[:500].decode("utf-8", "replace"),
+            )
+            return
+        self.writes += 1
+        # Remember what was written, so that the next round compares with it
+        # even before the PodGroup's own watch event arrives.
+        current = self._state.podgroups.get(key)
+        if current is not None:
+            self._state.podgroups[key] = current.model_copy(update={"status": status})
+        self._record(group, transitions)
+
+    def _record(self, group: PodGroup, transitions: list[Transition]) -> None:
+        ref = ObjectRef(
+            f"{labels.GROUP}/{labels.VERSION}",
+            labels.KIND,
+            group.namespace,
+            group.name,
+            group.uid or "",
+        )
+        for transition in transitions:
+            kind: EventKind = "Warning" if transition.kind == "Warning" else "Normal"
+            self._events.record(ref, kind, transition.reason, transition.message)

@@ -1,0 +1,298 @@
+"""What this process knows of the cluster, fed by the watches.
+
+:class:`ClusterState` turns raw watch objects into the core's plain data and
+feeds the core's :class:`~coscheduler.core.scheduler.Scheduler`; next to it,
+it keeps what the status controller needs and the core does not: every pod
+that names a group whatever its phase (succeeded and failed members count in
+a PodGroup's status, not in scheduling), the PodGroup objects themselves, the
+loop's latest verdict per group, and PriorityClass values.
+
+It decides nothing. A malformed object is logged, reported to ``on_invalid``
+(which turns it into an Event) and skipped: one bad pod must never stop the
+scheduling of the others.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from pydantic import ValidationError
+
+from coscheduler.api import labels
+from coscheduler.api.node import NodeInfo, NodeParseError
+from coscheduler.api.pod import PodInfo, PodParseError
+from coscheduler.api.podgroup import PodGroup
+from coscheduler.api.quantity import QuantityError
+from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.scheduler import Scheduler
+
+__all__ = ["ClusterState", "GroupVerdict", "InvalidObject"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidObject:
+    """An object that could not be read, with the reason in a person's words."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GroupVerdict:
+    """The loop's latest conclusion about a group it could not place."""
+
+    reason: str
+    message: str
+    at: datetime.datetime
+
+
+def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = raw.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _created(group: PodGroup) -> float:
+    created = group.creation_timestamp
+    return created.timestamp() if created is not None else 0.0
+
+
+@dataclass
+class ClusterState:
+    """The scheduler's inputs, plus what status reconciliation needs."""
+
+    scheduler: Scheduler
+    #: Called with a group's key whenever its members, object or verdict change.
+    on_group_changed: Callable[[GroupKey], None] = lambda _key: None
+    #: Called for an object that could not be read.
+    on_invalid: Callable[[InvalidObject], None] = lambda _obj: None
+    podgroups: dict[GroupKey, PodGroup] = field(default_factory=dict)
+    verdicts: dict[GroupKey, GroupVerdict] = field(default_factory=dict)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+    _group_pods: dict[GroupKey, dict[str, PodInfo]] = field(default_factory=dict)
+    _pod_group: dict[str, GroupKey] = field(default_factory=dict)
+    _invalid_pods: set[str] = field(default_factory=set)
+    _pod_uids: set[str] = field(default_factory=set)
+
+    # -- nodes ---------------------------------------------------------------
+
+    def replace_nodes(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every node: forget the nodes it no longer has."""
+        seen: set[str] = set()
+        for raw in objects:
+            name = self.upsert_node(raw)
+            if name is not None:
+                seen.add(name)
+        for node in list(self.scheduler.snapshot.nodes()):
+            if node.name not in seen:
+                self.scheduler.remove_node(node.name)
+
+    def upsert_node(self, raw: Mapping[str, Any]) -> str | None:
+        try:
+            node = NodeInfo.from_object(raw)
+        except (NodeParseError, QuantityError) as error:
+            meta = _meta(raw)
+            name = str(meta.get("name", ""))
+            log.warning("node skipped", node=name, error=str(error))
+            self.on_invalid(InvalidObject("Node", "", name, str(meta.get("uid", "")), str(error)))
+            if name:
+                self.scheduler.remove_node(name)
+            return None
+        self.scheduler.upsert_node(node)
+        return node.name
+
+    def remove_node(self, raw: Mapping[str, Any]) -> None:
+        name = _meta(raw).get("name")
+        if isinstance(name, str):
+            self.scheduler.remove_node(name)
+
+    # -- pods ----------------------------------------------------------------
+
+    def replace_pods(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every pod: forget the pods it no longer has."""
+        seen: set[str] = set()
+        for raw in objects:
+            pod = self.upsert_pod(raw)
+            if pod is not None:
+                seen.add(pod.uid)
+        for uid in [uid for uid in self._pod_uids if uid not in seen]:
+            self._remove_pod_uid(uid)
+
+    def upsert_pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
+        """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
+        try:
+            pod = PodInfo.from_object(raw)
+        except (PodParseError, QuantityError) as error:
+            meta = _meta(raw)
+            uid = str(meta.get("uid", ""))
+            if uid not in self._invalid_pods:
+                self._invalid_pods.add(uid)
+                log.warning(
+                    "pod skipped",
+                    pod=f"{meta.get('namespace')}/{meta.get('name')}",
+                    error=str(error),
+                )
+                self.on_invalid(
+                    InvalidObject(
+                        "Pod",
+                        str(meta.get("namespace", "")),
+                        str(meta.get("name", "")),
+                        uid,
+                        str(error),
+                    )
+                )
+            if uid:
+                self._remove_pod_uid(uid)
+            return None
+        self._invalid_pods.discard(pod.uid)
+        self._pod_uids.add(pod.uid)
+        self.scheduler.upsert_pod(pod)
+        self._index_member(pod)
+        return pod
+
+    def remove_pod(self, raw: Mapping[str, Any]) -> None:
+        uid = _meta(raw).get("uid")
+        if isinstance(uid, str):
+            self._remove_pod_uid(uid)
+
+    def _remove_pod_uid(self, uid: str) -> None:
+        self._invalid_pods.discard(uid)
+        self._pod_uids.discard(uid)
+        self.scheduler.remove_pod(uid)
+        key = self._pod_group.pop(uid, None)
+        if key is not None:
+            members = self._group_pods.get(key)
+            if members is not None:
+                members.pop(uid, None)
+                if not members:
+                    del self._group_pods[key]
+            self.on_group_changed(key)
+
+    def _index_member(self, pod: PodInfo) -> None:
+        key = GroupKey(pod.namespace, pod.group) if pod.group is not None else None
+        previous = self._pod_group.get(pod.uid)
+        if previous is not None and previous != key:
+            self._remove_pod_uid_from(previous, pod.uid)
+        if key is None:
+            self._pod_group.pop(pod.uid, None)
+            return
+        self._group_pods.setdefault(key, {})[pod.uid] = pod
+        self._pod_group[pod.uid] = key
+        self.on_group_changed(key)
+
+    def _remove_pod_uid_from(self, key: GroupKey, uid: str) -> None:
+        members = self._group_pods.get(key)
+        if members is not None:
+            members.pop(uid, None)
+            if not members:
+                del self._group_pods[key]
+        self.on_group_changed(key)
+
+    def group_pods(self, key: GroupKey) -> list[PodInfo]:
+        """Every pod that names the group, whatever its phase or scheduler."""
+        return list(self._group_pods.get(key, {}).values())
+
+    # -- PodGroups -----------------------------------------------------------
+
+    def replace_podgroups(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every PodGroup: forget the ones it no longer has."""
+        seen: set[GroupKey] = set()
+        for raw in objects:
+            key = self.upsert_podgroup(raw)
+            if key is not None:
+                seen.add(key)
+        for key in [k for k in self.podgroups if k not in seen]:
+            self._remove_podgroup_key(key)
+
+    def upsert_podgroup(self, raw: Mapping[str, Any]) -> GroupKey | None:
+        meta = _meta(raw)
+        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        try:
+            group = PodGroup.model_validate(raw)
+        except ValidationError as error:
+            # The CRD's schema should have refused this object; it may predate it.
+            message = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+            )
+            log.warning("PodGroup skipped", group=str(key), error=message)
+            self.on_invalid(
+                InvalidObject(
+                    labels.KIND, key.namespace, key.name, str(meta.get("uid", "")), message
+                )
+            )
+            self._remove_podgroup_key(key)
+            return None
+        self.podgroups[key] = group
+        self.scheduler.upsert_group(self._policy(group))
+        self.on_group_changed(key)
+        return key
+
+    def remove_podgroup(self, raw: Mapping[str, Any]) -> None:
+        meta = _meta(raw)
+        self._remove_podgroup_key(
+            GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        )
+
+    def _remove_podgroup_key(self, key: GroupKey) -> None:
+        self.podgroups.pop(key, None)
+        self.verdicts.pop(key, None)
+        self.scheduler.remove_group(key.namespace, key.name)
+
+    def _policy(self, group: PodGroup) -> GroupPolicy:
+        spec = group.spec
+        priority = spec.priority
+        if priority is None and spec.priority_class_name is not None:
+            priority = self.priority_classes.get(spec.priority_class_name)
+        return GroupPolicy(
+            namespace=group.namespace,
+            name=group.name,
+            min_member=spec.min_member,
+            role_minimums=spec.role_minimums(),
+            min_resources=spec.min_resource_amounts(),
+            priority=priority,
+            schedule_timeout_seconds=spec.schedule_timeout_seconds,
+            created=_created(group),
+            queue=spec.queue,
+        )
+
+    # -- PriorityClasses -----------------------------------------------------
+
+    def replace_priority_classes(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every PriorityClass."""
+        self.priority_classes.clear()
+        for raw in objects:
+            self.set_priority_class(raw)
+
+    def set_priority_class(self, raw: Mapping[str, Any], *, deleted: bool = False) -> None:
+        name = _meta(raw).get("name")
+        value = raw.get("value")
+        if not isinstance(name, str):
+            return
+        if deleted or not isinstance(value, int):
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = value
+        for group in list(self.podgroups.values()):
+            if group.spec.priority_class_name == name and group.spec.priority is None:
+                self.scheduler.upsert_group(self._policy(group))
+
+    # -- verdicts ------------------------------------------------------------
+
+    def set_verdict(self, key: GroupKey, verdict: GroupVerdict | None) -> None:
+        before = self.verdicts.get(key)
+        if verdict is None:
+            if before is not None:
+                del self.verdicts[key]
+                self.on_group_changed(key)
+            return
+        if before is None or (before.reason, before.message) != (verdict.reason, verdict.message):
+            self.verdicts[key] = verdict
+            self.on_group_changed(key)

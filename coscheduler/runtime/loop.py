@@ -1,0 +1,223 @@
+"""The scheduling loop: ask the core for the next decision, carry it out.
+
+Order of work, and why:
+
+1. The core decides synchronously (``Scheduler.next_decision``); its bindings
+   are already assumed in the snapshot, so the next decision sees them.
+2. Bindings go out in a background task and the loop goes on to the next
+   group at once: the API server's latency never stalls planning. A failed
+   binding is reported back to the core (``binding_failed``), which forgets
+   the assumption and backs the group off; a pod gone (404) or bound
+   elsewhere (409) is left to its own watch event.
+3. A group that cannot be placed gets its verdict recorded (the status
+   controller writes it on the PodGroup), ``PodScheduled=False`` on its pending
+   pods and a ``FailedScheduling`` event on each (deduplicated).
+4. Between decisions the loop yields to the event loop, so watch events are
+   applied while a long queue is worked through.
+5. With nothing ready, it sleeps until the queue's next backoff expires or a
+   watch event wakes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import time
+from collections.abc import Callable
+
+import structlog
+
+from coscheduler.api.podgroup import ConditionReason
+from coscheduler.core.group import GroupKey
+from coscheduler.core.planner import Decision
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.statement import Binding
+from coscheduler.core.status import (
+    REASON_GROUP_NOT_FOUND,
+    REASON_NOT_ENOUGH_MEMBERS,
+    REASON_NOT_ENOUGH_RESOURCES,
+    REASON_TIMEOUT,
+    Code,
+)
+from coscheduler.runtime.binder import Binder, BindIntent, BindOutcome, BindResult
+from coscheduler.runtime.cluster import ClusterState, GroupVerdict
+from coscheduler.runtime.events import EventRecorder, ObjectRef
+from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.podstatus import PodConditionWriter
+
+__all__ = ["SchedulingLoop"]
+
+log = structlog.get_logger(__name__)
+
+# The core's reasons, as the PodGroup condition spells them.
+_CONDITION_REASONS = {
+    REASON_NOT_ENOUGH_MEMBERS: ConditionReason.NOT_ENOUGH_MEMBERS,
+    REASON_NOT_ENOUGH_RESOURCES: ConditionReason.NOT_ENOUGH_RESOURCES,
+    REASON_TIMEOUT: ConditionReason.TIMEOUT,
+}
+# Decisions between two yields to the event loop (rule 4).
+_DECISIONS_PER_YIELD = 16
+
+
+def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
+    return ObjectRef("v1", "Pod", namespace, name, uid)
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        *,
+        state: ClusterState,
+        binder: Binder,
+        events: EventRecorder,
+        pod_conditions: PodConditionWriter,
+        metrics: Metrics,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._state = state
+        self._scheduler: Scheduler = state.scheduler
+        self._binder = binder
+        self._events = events
+        self._pod_conditions = pod_conditions
+        self._metrics = metrics
+        self._wall_clock = wall_clock
+        self._wake = asyncio.Event()
+        self._binds: set[asyncio.Task[None]] = set()
+        # When each group waiting to be admitted was first tried (gang wait).
+        self._first_tried: dict[GroupKey, float] = {}
+        self.decisions = 0
+
+    def wake(self) -> None:
+        """Something changed that may make a group placeable: look again."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        since_yield = 0
+        while True:
+            self._wake.clear()
+            started = time.perf_counter()
+            decision = self._scheduler.next_decision()
+            if decision is None:
+                self._report_queue()
+                await self._sleep_until_ready()
+                since_yield = 0
+                continue
+            self._metrics.planner_duration.observe(time.perf_counter() - started)
+            self.decisions += 1
+            self._carry_out(decision)
+            since_yield += 1
+            if since_yield >= _DECISIONS_PER_YIELD:
+                since_yield = 0
+                await asyncio.sleep(0)
+
+    async def drain(self) -> None:
+        """Wait for bindings in flight (used at shutdown and by tests)."""
+        while self._binds:
+            await asyncio.gather(*self._binds, return_exceptions=True)
+
+    def _report_queue(self) -> None:
+        for pool, size in self._scheduler.queue.sizes().items():
+            self._metrics.queue_length.labels(pool=pool).set(size)
+
+    async def _sleep_until_ready(self) -> None:
+        ready_at = self._scheduler.queue.peek_ready()
+        timeout = None if ready_at is None else max(0.0, ready_at - self._scheduler.clock())
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+
+    # -- carrying out one decision -------------------------------------------
+
+    def _carry_out(self, decision: Decision) -> None:
+        key = decision.group
+        status = decision.status
+        result = "scheduled" if decision.bindings else status.code.value.lower()
+        self._metrics.scheduling_attempts.labels(result=result).inc()
+        if decision.bindings:
+            task = asyncio.create_task(self._bind(key, decision.bindings))
+            self._binds.add(task)
+            task.add_done_callback(self._binds.discard)
+        if decision.admitted:
+            first = self._first_tried.pop(key, None)
+            if decision.bindings:
+                self._metrics.gang_wait.observe(
+                    0.0 if first is None else self._wall_clock() - first
+                )
+            self._state.set_verdict(key, None)
+            return
+        self._first_tried.setdefault(key, self._wall_clock())
+        if status.code is Code.SUCCESS:
+            return
+        log.info(
+            "group not placed",
+            group=str(key),
+            reason=status.reason,
+            message=status.message,
+            members=decision.members,
+            bound=decision.bound,
+        )
+        if not key.lone and status.reason != REASON_GROUP_NOT_FOUND:
+            condition_reason = _CONDITION_REASONS.get(
+                status.reason, ConditionReason.NOT_ENOUGH_RESOURCES
+            )
+            self._state.set_verdict(
+                key,
+                GroupVerdict(
+                    condition_reason.value, status.message, datetime.datetime.now(datetime.UTC)
+                ),
+            )
+        self._tell_pending_pods(key, status.message)
+
+    def _tell_pending_pods(self, key: GroupKey, message: str) -> None:
+        pending, _ = self._scheduler.members(key)
+        for pod in pending:
+            self._pod_conditions.unschedulable(pod.uid, pod.namespace, pod.name, message)
+            self._events.record(
+                _pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling", message
+            )
+
+    async def _bind(self, key: GroupKey, bindings: tuple[Binding, ...]) -> None:
+        intents = []
+        for binding in bindings:
+            pod = self._scheduler.pod(binding.uid)
+            if pod is None:  # deleted since the decision
+                self._scheduler.binding_failed(binding)
+                continue
+            intents.append(BindIntent(pod.namespace, pod.name, pod.uid, binding.node))
+        started = self._wall_clock()
+        results = await self._binder.bind_all(intents)
+        by_uid = {binding.uid: binding for binding in bindings}
+        failed = 0
+        for result in results:
+            failed += self._record(by_uid[result.intent.uid], result, started)
+        if failed:
+            log.warning("bindings failed", group=str(key), failed=failed, total=len(results))
+            self.wake()
+
+    def _record(self, binding: Binding, result: BindResult, started: float) -> int:
+        intent = result.intent
+        if result.outcome is BindOutcome.BOUND:
+            self._metrics.pods_bound.inc()
+            pod = self._scheduler.pod(intent.uid)
+            if pod is not None and pod.created:
+                self._metrics.scheduling_latency.observe(max(0.0, started - pod.created))
+            self._pod_conditions.forget(intent.uid)
+            self._events.record(
+                _pod_ref(intent.namespace, intent.name, intent.uid),
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {intent.namespace}/{intent.name} to {intent.node}",
+            )
+            return 0
+        self._metrics.bind_errors.labels(outcome=result.outcome.value).inc()
+        if result.outcome is BindOutcome.FAILED:
+            log.warning(
+                "binding failed",
+                pod=f"{intent.namespace}/{intent.name}",
+                node=intent.node,
+                error=result.detail,
+            )
+            self._scheduler.binding_failed(binding)
+            return 1
+        # Gone or bound elsewhere: the pod's watch event corrects the snapshot.
+        return 0

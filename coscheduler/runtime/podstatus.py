@@ -1,0 +1,128 @@
+"""The ``PodScheduled`` condition on pods that cannot be placed yet.
+
+kubectl shows a pending pod's ``PodScheduled=False`` condition and its message
+in ``describe``, so a person can see why it waits. Writes are kept off the
+binding path and are few:
+
+1. Only the latest message per pod is kept; an older one waiting to be
+   written is replaced, not queued behind it.
+2. A message already written is not written again.
+3. A pod that was bound or deleted meanwhile is skipped (``still_pending``).
+4. At most ``concurrency`` writes are in flight; they share the client's
+   rate limit with everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiohttp
+import structlog
+
+from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
+
+__all__ = ["PodConditionWriter"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Update:
+    namespace: str
+    name: str
+    message: str
+
+
+class PodConditionWriter:
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        still_pending: Callable[[str], bool],
+        concurrency: int = 4,
+        max_remembered: int = 100_000,
+    ) -> None:
+        self._client = client
+        self._still_pending = still_pending
+        self._concurrency = concurrency
+        self._max_remembered = max_remembered
+        self._queued: OrderedDict[str, _Update] = OrderedDict()
+        self._written: OrderedDict[str, str] = OrderedDict()
+        self._wake = asyncio.Event()
+
+    def unschedulable(self, uid: str, namespace: str, name: str, message: str) -> None:
+        """Say on the pod that it cannot be scheduled, and why (rules 1 and 2)."""
+        if self._written.get(uid) == message:
+            self._queued.pop(uid, None)
+            return
+        self._queued[uid] = _Update(namespace, name, message)
+        self._queued.move_to_end(uid)
+        self._wake.set()
+
+    def forget(self, uid: str) -> None:
+        """The pod was bound or deleted: nothing more to say about it."""
+        self._queued.pop(uid, None)
+        self._written.pop(uid, None)
+
+    async def run(self) -> None:
+        workers = [asyncio.create_task(self._work()) for _ in range(self._concurrency)]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for worker in workers:
+                worker.cancel()
+
+    async def _work(self) -> None:
+        while True:
+            if not self._queued:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            uid, update = self._queued.popitem(last=False)
+            if not self._still_pending(uid):
+                continue
+            try:
+                await self._write(uid, update)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                log.warning(
+                    "pod condition not written",
+                    pod=f"{update.namespace}/{update.name}",
+                    error=str(error),
+                )
+
+    async def _write(self, uid: str, update: _Update) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "metadata": {"uid": uid},
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": update.message,
+                        "lastTransitionTime": now,
+                    }
+                ]
+            },
+        }
+        response = await self._client.request(
+            "PATCH",
+            f"/api/v1/namespaces/{update.namespace}/pods/{update.name}/status",
+            body=body,
+            content_type=STRATEGIC_MERGE_PATCH,
+        )
+        if response.status == 200:
+            self._written[uid] = update.message
+            while len(self._written) > self._max_remembered:
+                self._written.popitem(last=False)
+        elif response.status not in (404, 409):
+            log.warning(
+                "pod condition refused",
+                pod=f"{update.namespace}/{update.name}",
+                status=response.status,
+            )
