@@ -132,7 +132,7 @@ class PodGroupSpec(_Model):
     """What the user asks for. Only ``min_member`` is required."""
 
     min_member: Annotated[int, Field(ge=1, le=MAX_MIN_MEMBER)]
-    min_resources: ResourceList | None = None
+    min_resources: Annotated[ResourceList, Field(max_length=32)] | None = None
     schedule_timeout_seconds: Annotated[int, Field(ge=1)] | None = None
     priority_class_name: Annotated[str, Field(min_length=1, max_length=253)] | None = None
     priority: int | None = None

@@ -18,7 +18,15 @@ from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "podgroups.yaml"
 # Keywords whose values must be equal wherever either side states them.
-COMPARED_KEYWORDS = ("minimum", "maximum", "minLength", "maxLength", "maxItems", "enum")
+COMPARED_KEYWORDS = (
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "maxItems",
+    "maxProperties",
+    "enum",
+)
 
 
 @pytest.fixture(scope="module")
