@@ -214,6 +214,14 @@ class Cluster:
             )
         return result
 
+    def apply(self, manifest: str | Path, *, namespace: str | None = None) -> str:
+        """``kubectl apply`` YAML text or a file (server-side validation, as a user would)."""
+        args = ["apply", "-f", str(manifest) if isinstance(manifest, Path) else "-"]
+        if namespace:
+            args += ["-n", namespace]
+        text = None if isinstance(manifest, Path) else manifest
+        return self.kubectl(*args, input=text).stdout
+
     def add_nodes(self, specs: Sequence[nodes.NodeSpec], *, wait_ready: bool = True) -> list[str]:
         return nodes.add_nodes(self.api, specs, wait_ready=wait_ready)
 
