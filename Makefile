@@ -1,0 +1,39 @@
+# coscheduler's tasks. `make test` is what CI runs; `make demo` is the main job.
+# Every target installs what it needs into .venv first, from pyproject.toml.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PY_SOURCES := coscheduler tests
+
+.PHONY: help install lint unit test clean
+
+help:
+	@echo "make test     lint, type-check, and run every test (builds the local control plane on first use)"
+	@echo "make unit     lint and run the unit and property tests only"
+	@echo "make lint     ruff, mypy --strict and import-linter"
+	@echo "make clean    remove the virtualenv and caches of this checkout"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/mypy coscheduler
+	$(BIN)/lint-imports
+
+unit: lint
+	$(BIN)/pytest tests
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,163 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+The API server accepts quantities in the grammar of ``resource.Quantity``::
+
+    quantity ::= sign? number suffix
+    number   ::= digits | digits "." digits? | "." digits
+    suffix   ::= binarySI | decimalSI | ("e" | "E") sign? digits
+    binarySI ::= Ki | Mi | Gi | Ti | Pi | Ei
+    decimalSI::= n | u | m | "" | k | M | G | T | P | E
+
+We parse that grammar into an exact :class:`fractions.Fraction` and convert
+it once to the integers the scheduler computes with: milli-units for cpu and
+plain units (bytes, counts) for everything else. Like the API server's
+``MilliValue()`` and ``Value()``, the conversion rounds up, so a request is
+never under-counted. No float ever enters: ``0.1`` cpu is 100 millicores,
+not 100.00000000000001.
+
+No well-kept Python library parses this grammar on its own (the official
+synchronous client has a helper, but it is one function in a very large
+package, and lax about forms the API server refuses), so the grammar lives
+here and is tested against a table of quantities the API server accepts and
+refuses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Final
+
+__all__ = [
+    "MILLI_RESOURCES",
+    "QuantityError",
+    "ResourceAmounts",
+    "parse_quantity",
+    "parse_resource_list",
+    "resource_amount",
+    "to_milli",
+    "to_units",
+]
+
+#: A ResourceList in the scheduler's integers: resource name → amount.
+ResourceAmounts = dict[str, int]
+
+#: Resources counted in milli-units; every other resource in whole units.
+MILLI_RESOURCES: Final[frozenset[str]] = frozenset({"cpu"})
+
+_BINARY_SUFFIXES: Final[dict[str, int]] = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+_DECIMAL_SUFFIXES: Final[dict[str, Fraction]] = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+
+# "E" alone is the exa suffix; "E" followed by digits is an exponent. The
+# regular expression tries the exponent form first, as the API server does.
+_QUANTITY_RE: Final = re.compile(
+    r"""
+    (?P<sign>[+-])?
+    (?P<number>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)
+    (?:
+        [eE](?P<exponent>[+-]?[0-9]+)
+      | (?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)
+    )?
+    """,
+    re.VERBOSE,
+)
+
+# The API server refuses exponents this large; so do we, before Fraction
+# would try to build a number with a billion digits.
+_MAX_EXPONENT: Final = 1000
+
+
+class QuantityError(ValueError):
+    """A quantity that the Kubernetes API server would refuse."""
+
+    def __init__(self, value: object, why: str) -> None:
+        self.value = value
+        super().__init__(f"invalid quantity {value!r}: {why}")
+
+
+def parse_quantity(value: str | int) -> Fraction:
+    """Parse a Kubernetes quantity into its exact value.
+
+    ``value`` is a string as the API server stores it (``"100m"``, ``"2Gi"``,
+    ``"1e3"``) or a plain integer as YAML may give it. Raises
+    :class:`QuantityError`, quoting the value, for anything else.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(value, "a boolean is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise QuantityError(value, f"expected a string or an integer, got {type(value).__name__}")
+    text = value.strip()
+    if text != value:
+        raise QuantityError(value, "surrounding whitespace is not allowed")
+    match = _QUANTITY_RE.fullmatch(text)
+    if match is None:
+        raise QuantityError(
+            value,
+            "expected a number with an optional suffix "
+            "(n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or an exponent (e3)",
+        )
+    number = Fraction(match["number"])
+    if match["exponent"] is not None:
+        exponent = int(match["exponent"])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(value, "exponent out of range")
+        scale = Fraction(10) ** exponent
+    elif match["suffix"] in _BINARY_SUFFIXES:
+        scale = Fraction(_BINARY_SUFFIXES[match["suffix"]])
+    else:
+        scale = _DECIMAL_SUFFIXES[match["suffix"] or ""]
+    magnitude = number * scale
+    return -magnitude if match["sign"] == "-" else magnitude
+
+
+def to_milli(value: str | int) -> int:
+    """The quantity in thousandths, rounded up (``"100m"`` → 100, ``"1.5"`` → 1500)."""
+    return math.ceil(parse_quantity(value) * 1000)
+
+
+def to_units(value: str | int) -> int:
+    """The quantity in whole units, rounded up (``"2Ki"`` → 2048, ``"1500m"`` → 2)."""
+    return math.ceil(parse_quantity(value))
+
+
+def resource_amount(resource: str, value: str | int) -> int:
+    """The integer the scheduler uses for ``resource``: millicores for cpu, units otherwise."""
+    return to_milli(value) if resource in MILLI_RESOURCES else to_units(value)
+
+
+def parse_resource_list(resources: dict[str, str | int] | None) -> ResourceAmounts:
+    """Convert a Kubernetes ResourceList into integers, refusing negative amounts.
+
+    The error names the resource as well as the value, so a user can find it.
+    """
+    amounts: ResourceAmounts = {}
+    for name, value in (resources or {}).items():
+        try:
+            amount = resource_amount(name, value)
+        except QuantityError as error:
+            raise QuantityError(value, f"resource {name!r}: {error}") from error
+        if amount < 0:
+            raise QuantityError(value, f"resource {name!r} must not be negative")
+        amounts[name] = amount
+    return amounts

@@ -1,0 +1,271 @@
+"""A PodGroup's status, derived from its members and the scheduler's verdict.
+
+Pure and synchronous: given the group's spec, its previous status, its member
+pods and what the scheduling loop last concluded about it, :func:`derive`
+returns the new status and the transitions worth an Event. The Kopf handlers
+and the status writer around it only move data in and out.
+
+Counters:
+
+* ``pending``: members not bound to a node and not finished;
+* ``scheduled``: members bound to a node, whatever their phase since;
+* ``running``, ``succeeded``, ``failed``, ``unknown``: members in that phase.
+
+Phase, the first rule that holds wins (``bound`` counts bound members that
+have not finished, ``done`` those that succeeded or failed):
+
+1. ``Finished``: no member pending or bound-and-active, ≥ minMember succeeded.
+2. ``Running``: ≥ minMember running or succeeded, and some running.
+3. ``Failed``: a member failed, and the rest are not enough to run.
+4. ``Unknown``: some members' state is unknown (their node is lost) and the
+   group would be running with them.
+5. ``Scheduled``: ≥ minMember bound (running or not).
+6. ``Scheduling``: some members bound, fewer than minMember.
+7. ``Pending``: nothing bound.
+
+A Failed group recovers by the same rules once replacements come up.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from coscheduler.api.podgroup import (
+    ConditionReason,
+    ConditionStatus,
+    ConditionType,
+    PodGroupCondition,
+    PodGroupPhase,
+    PodGroupSpec,
+    PodGroupStatus,
+)
+from coscheduler.api.quantity import ResourceAmounts
+
+__all__ = ["Member", "Transition", "Verdict", "derive", "format_resources"]
+
+
+class Member(Protocol):
+    """What the status needs to know of one member pod."""
+
+    @property
+    def phase(self) -> str: ...
+    @property
+    def node_name(self) -> str | None: ...
+    @property
+    def requests(self) -> Mapping[str, int]: ...
+    @property
+    def controller_uid(self) -> str | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The scheduling loop's latest conclusion about a group that is not placed.
+
+    ``reason`` is a :class:`ConditionReason` value; ``message`` is the planner's
+    sentence for people ("0/3 nodes are available for 4 pods of ...").
+    """
+
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A change worth an Event on the PodGroup."""
+
+    kind: str  # "Normal" or "Warning"
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    pending: int = 0
+    scheduled: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    unknown: int = 0
+    bound_active: int = 0
+    allocated: dict[str, int] = field(default_factory=dict)
+    owners: tuple[str, ...] = ()
+
+
+def _count(members: Iterable[Member]) -> _Counts:
+    pending = scheduled = running = succeeded = failed = unknown = bound_active = 0
+    allocated: dict[str, int] = {}
+    owners: set[str] = set()
+    for member in members:
+        if member.controller_uid:
+            owners.add(member.controller_uid)
+        phase = member.phase
+        bound = bool(member.node_name)
+        if phase == "Succeeded":
+            succeeded += 1
+        elif phase == "Failed":
+            failed += 1
+        elif phase == "Unknown":
+            unknown += 1
+        elif phase == "Running":
+            running += 1
+        elif not bound:
+            pending += 1
+        if bound:
+            scheduled += 1
+            if phase in ("Pending", "Running", "Unknown"):
+                bound_active += 1
+                for resource, amount in member.requests.items():
+                    allocated[resource] = allocated.get(resource, 0) + amount
+    return _Counts(
+        pending, scheduled, running, succeeded, failed, unknown, bound_active, allocated,
+        tuple(sorted(owners)),
+    )  # fmt: skip
+
+
+def _phase(counts: _Counts, min_member: int) -> PodGroupPhase:
+    c = counts
+    active = c.pending + c.bound_active
+    if active == 0 and c.succeeded >= min_member:
+        return PodGroupPhase.FINISHED
+    if c.running > 0 and c.running + c.succeeded >= min_member:
+        return PodGroupPhase.RUNNING
+    if c.failed > 0:
+        return PodGroupPhase.FAILED
+    if c.unknown > 0 and c.running + c.succeeded + c.unknown >= min_member:
+        return PodGroupPhase.UNKNOWN
+    if c.bound_active + c.succeeded >= min_member:
+        return PodGroupPhase.SCHEDULED
+    if c.bound_active > 0:
+        return PodGroupPhase.SCHEDULING
+    return PodGroupPhase.PENDING
+
+
+def format_resources(amounts: ResourceAmounts) -> dict[str, str]:
+    """Integers back to canonical quantity strings: millicores as ``1500m``."""
+    result: dict[str, str] = {}
+    for resource, amount in sorted(amounts.items()):
+        if resource == "cpu":
+            result[resource] = f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
+        else:
+            result[resource] = str(amount)
+    return result
+
+
+def _condition(
+    previous: PodGroupStatus,
+    condition_type: ConditionType,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    now: datetime.datetime,
+) -> PodGroupCondition:
+    """A condition whose transition time moves only when its status changes."""
+    before = previous.condition(condition_type)
+    transition_time = now
+    if before is not None and before.status == status and before.last_transition_time:
+        transition_time = before.last_transition_time
+    return PodGroupCondition(
+        type=condition_type,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=transition_time,
+    )
+
+
+def derive(
+    *,
+    spec: PodGroupSpec,
+    previous: PodGroupStatus,
+    members: Iterable[Member],
+    verdict: Verdict | None,
+    now: datetime.datetime,
+) -> tuple[PodGroupStatus, list[Transition]]:
+    """The group's new status and the transitions since ``previous``."""
+    counts = _count(members)
+    phase = _phase(counts, spec.min_member)
+    placed = phase in (
+        PodGroupPhase.SCHEDULED, PodGroupPhase.RUNNING, PodGroupPhase.FINISHED,
+    )  # fmt: skip
+    bound = counts.bound_active + counts.succeeded
+    if placed:
+        scheduled_condition = _condition(
+            previous, ConditionType.SCHEDULED, ConditionStatus.TRUE,
+            ConditionReason.ALL_MEMBERS_SCHEDULED,
+            f"{bound} of minMember {spec.min_member} members are bound", now,
+        )  # fmt: skip
+    else:
+        scheduled_condition = _condition(
+            previous, ConditionType.SCHEDULED, ConditionStatus.FALSE,
+            verdict.reason if verdict else "Waiting",
+            f"{bound} of minMember {spec.min_member} members are bound"
+            + (f": {verdict.message}" if verdict else ""),
+            now,
+        )  # fmt: skip
+    if verdict is not None and not placed:
+        unschedulable = _condition(
+            previous, ConditionType.UNSCHEDULABLE, ConditionStatus.TRUE,
+            verdict.reason, verdict.message, now,
+        )  # fmt: skip
+    else:
+        unschedulable = _condition(
+            previous, ConditionType.UNSCHEDULABLE, ConditionStatus.FALSE,
+            "Schedulable", "the group can be placed" if not placed else "the group is placed",
+            now,
+        )  # fmt: skip
+    others = [
+        c for c in previous.conditions
+        if c.type not in (ConditionType.SCHEDULED, ConditionType.UNSCHEDULABLE)
+    ]  # fmt: skip
+    start = previous.schedule_start_time
+    if start is None and (verdict is not None or counts.scheduled > 0):
+        start = now
+    status = PodGroupStatus(
+        phase=phase,
+        conditions=[scheduled_condition, unschedulable, *others],
+        pending=counts.pending,
+        scheduled=counts.scheduled,
+        running=counts.running,
+        succeeded=counts.succeeded,
+        failed=counts.failed,
+        unknown=counts.unknown,
+        schedule_start_time=start,
+        # Several owners (rare: a group spread over two Jobs) are listed up
+        # to what the field holds.
+        occupied_by=",".join(counts.owners[:6]) or None,
+        allocated=dict(format_resources(counts.allocated)) or None,
+    )
+    return status, _transitions(previous, status, verdict, spec.min_member)
+
+
+def _transitions(
+    previous: PodGroupStatus, status: PodGroupStatus, verdict: Verdict | None, min_member: int
+) -> list[Transition]:
+    transitions: list[Transition] = []
+    if status.phase != previous.phase:
+        kind = (
+            "Warning" if status.phase in (PodGroupPhase.FAILED, PodGroupPhase.UNKNOWN) else "Normal"
+        )
+        transitions.append(
+            Transition(
+                kind,
+                status.phase.value,
+                f"phase {previous.phase.value} -> {status.phase.value}: "
+                f"{status.scheduled} scheduled, {status.running} running, "
+                f"{status.succeeded} succeeded, {status.failed} failed "
+                f"(minMember {min_member})",
+            )
+        )
+    before = previous.condition(ConditionType.UNSCHEDULABLE)
+    after = status.condition(ConditionType.UNSCHEDULABLE)
+    if (
+        verdict is not None
+        and after is not None
+        and after.status == ConditionStatus.TRUE
+        and (before is None or before.status != after.status or before.message != after.message)
+    ):
+        transitions.append(Transition("Warning", "FailedScheduling", verdict.message))
+    return transitions

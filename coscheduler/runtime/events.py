@@ -1,0 +1,175 @@
+"""Kubernetes Events, deduplicated and rate-limited.
+
+``record()`` never blocks the scheduling loop: it queues the event and a
+background task writes it. Two rules keep a large waiting gang from flooding
+the API server:
+
+1. The same (object, reason, message) within ``interval_seconds`` of its last
+   write is only counted. After the interval the next occurrence PATCHes the
+   existing Event's ``count`` and ``lastTimestamp``, as kubectl shows it
+   ("x12 over 3m"), instead of creating another object.
+2. Writes pass the client's rate limiter, and at most ``max_pending`` events
+   wait in the queue; beyond that new ones are dropped (and counted), never
+   the loop slowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+import aiohttp
+import structlog
+
+from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
+
+__all__ = ["EventRecorder", "ObjectRef"]
+
+log = structlog.get_logger(__name__)
+
+EventKind = Literal["Normal", "Warning"]
+_REPORTING_COMPONENT: Final = "coscheduler"
+_MESSAGE_LIMIT: Final = 1024  # the API server truncates longer event notes
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The object an event is about."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+
+@dataclass(slots=True)
+class _Series:
+    event_name: str
+    count: int
+    first_seen: str
+    last_written: float
+    unwritten: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    ref: ObjectRef
+    kind: EventKind
+    reason: str
+    message: str
+    key: tuple[str, str, str]
+
+
+def _timestamp() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class EventRecorder:
+    """Writes core/v1 Events for coscheduler; see the module docstring for the rules."""
+
+    client: KubeClient
+    interval_seconds: float = 30.0
+    max_pending: int = 10_000
+    max_series: int = 50_000
+    clock: Callable[[], float] = time.monotonic
+    on_drop: Callable[[], None] | None = None
+    _queue: asyncio.Queue[_Pending] = field(init=False)
+    _series: OrderedDict[tuple[str, str, str], _Series] = field(init=False)
+    _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
+
+    def __post_init__(self) -> None:
+        self._queue = asyncio.Queue(maxsize=self.max_pending)
+        self._series = OrderedDict()
+
+    def record(self, ref: ObjectRef, kind: EventKind, reason: str, message: str) -> None:
+        """Queue an event about ``ref``; dropped or merged per the module's rules."""
+        message = message[:_MESSAGE_LIMIT]
+        key = (ref.uid, reason, message)
+        series = self._series.get(key)
+        if series is not None and self.clock() - series.last_written < self.interval_seconds:
+            series.unwritten += 1
+            return
+        try:
+            self._queue.put_nowait(_Pending(ref, kind, reason, message, key))
+        except asyncio.QueueFull:
+            if self.on_drop is not None:
+                self.on_drop()
+
+    async def run(self) -> None:
+        """Write queued events until cancelled."""
+        while True:
+            pending = await self._queue.get()
+            try:
+                await self._write(pending)
+            except (aiohttp.ClientError, TimeoutError) as error:
+                log.warning("event not written", reason=pending.reason, error=str(error))
+
+    async def _write(self, pending: _Pending) -> None:
+        series = self._series.get(pending.key)
+        now = _timestamp()
+        if series is not None:
+            if self.clock() - series.last_written < self.interval_seconds:
+                series.unwritten += 1
+                return
+            series.count += series.unwritten + 1
+            series.unwritten = 0
+            series.last_written = self.clock()
+            response = await self.client.request(
+                "PATCH",
+                f"/api/v1/namespaces/{pending.ref.namespace}/events/{series.event_name}",
+                body={"count": series.count, "lastTimestamp": now},
+                content_type=MERGE_PATCH,
+            )
+            if response.status == 200:
+                self._series.move_to_end(pending.key)
+                return
+            # The event expired (events have a TTL) or was deleted: start anew.
+            del self._series[pending.key]
+        await self._create(pending, now)
+
+    async def _create(self, pending: _Pending, now: str) -> None:
+        ref = pending.ref
+        name = f"{ref.name}.{self._instance}{uuid.uuid4().hex[:8]}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": ref.namespace},
+            "involvedObject": {
+                "apiVersion": ref.api_version,
+                "kind": ref.kind,
+                "namespace": ref.namespace,
+                "name": ref.name,
+                "uid": ref.uid,
+            },
+            "type": pending.kind,
+            "reason": pending.reason,
+            "message": pending.message,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {"component": _REPORTING_COMPONENT},
+            "reportingComponent": _REPORTING_COMPONENT,
+            "reportingInstance": self._instance,
+        }
+        response = await self.client.request(
+            "POST", f"/api/v1/namespaces/{ref.namespace}/events", body=body
+        )
+        if response.status not in (200, 201):
+            log.warning(
+                "event refused",
+                reason=pending.reason,
+                status=response.status,
+                body=response.body[:300].decode("utf-8", "replace"),
+            )
+            return
+        self._series[pending.key] = _Series(name, 1, now, self.clock())
+        while len(self._series) > self.max_series:
+            self._series.popitem(last=False)

@@ -1,0 +1,209 @@
+"""A thin, fast door to the API server on top of kubernetes_asyncio.
+
+kubernetes_asyncio gives us what is hard to get right: kubeconfig and
+in-cluster loading, TLS, tokens and their refresh. Its generated models are
+slow to decode (hundreds of microseconds per pod), so on the hot paths
+(watches, lists, bindings) we ask it for raw responses and decode the bytes
+with orjson ourselves; callers keep only the fields they need.
+
+Every request passes a client-side rate limiter (QPS and burst, as client-go
+does), so coscheduler never floods a shared API server. Watch streams take a
+token to open, not per event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aiohttp
+import orjson
+from aiolimiter import AsyncLimiter
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+
+__all__ = ["ApiError", "KubeClient", "Response"]
+
+JSON: Final = "application/json"
+MERGE_PATCH: Final = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+# Watch streams can carry objects up to etcd's request limit in one line.
+_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
+
+
+class ApiError(Exception):
+    """A request the API server answered with an error status.
+
+    ``status`` is the HTTP code; ``reason`` and ``message`` come from the
+    Status object the server sends (``NotFound``, ``Conflict``, ``Expired``...).
+    """
+
+    def __init__(self, *, method: str, path: str, status: int, body: bytes) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.reason = ""
+        self.message = body[:500].decode("utf-8", "replace")
+        with contextlib.suppress(orjson.JSONDecodeError, AttributeError, TypeError):
+            decoded = orjson.loads(body)
+            self.reason = str(decoded.get("reason", ""))
+            self.message = str(decoded.get("message", self.message))
+        super().__init__(f"{method} {path}: {status} {self.reason}: {self.message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A raw answer: the status code and the undecoded body."""
+
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return orjson.loads(self.body) if self.body else None
+
+
+class KubeClient:
+    """Raw, rate-limited requests to one API server. Create with :meth:`connect`."""
+
+    def __init__(self, api: k8s_client.ApiClient, *, qps: float, burst: int, timeout: float):
+        self._api = api
+        self._limiter = AsyncLimiter(max_rate=burst, time_period=burst / qps)
+        self._timeout = timeout
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        kubeconfig: str | None,
+        qps: float,
+        burst: int,
+        timeout_seconds: float,
+        max_connections: int = 128,
+    ) -> KubeClient:
+        """Load credentials from ``kubeconfig``, or in-cluster when it is None."""
+        configuration = k8s_client.Configuration()
+        if kubeconfig is None:
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration
+            )
+        configuration.connection_pool_maxsize = max_connections
+        api = k8s_client.ApiClient(configuration)
+        api.user_agent = "coscheduler"
+        return cls(api, qps=qps, burst=burst, timeout=timeout_seconds)
+
+    @property
+    def api_client(self) -> k8s_client.ApiClient:
+        """The underlying client, for the few calls where generated models are fine."""
+        return self._api
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] | None,
+        body: Any,
+        content_type: str,
+        request_timeout: aiohttp.ClientTimeout | float | None,
+    ) -> aiohttp.ClientResponse:
+        await self._limiter.acquire()
+        response: aiohttp.ClientResponse = await self._api.call_api(
+            path,
+            method,
+            query_params=list(query or ()),
+            header_params={"Accept": JSON, "Content-Type": content_type},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=request_timeout if request_timeout is not None else self._timeout,
+        )
+        return response
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> Response:
+        """Send a request and return its status and raw body, whatever the status."""
+        response = await self._send(
+            method, path, query=query, body=body, content_type=content_type, request_timeout=None
+        )
+        try:
+            return Response(response.status, await response.read())
+        finally:
+            response.release()
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> Any:
+        """Send a request and return the decoded body; raise :class:`ApiError` on failure."""
+        response = await self.request(
+            method, path, query=query, body=body, content_type=content_type
+        )
+        if not 200 <= response.status < 300:
+            raise ApiError(method=method, path=path, status=response.status, body=response.body)
+        return response.json()
+
+    async def stream_lines(
+        self, path: str, *, query: Sequence[tuple[str, str]], read_timeout_seconds: float
+    ) -> AsyncGenerator[bytes]:
+        """Yield the lines of a streaming GET (a watch), without the newlines.
+
+        Raises :class:`ApiError` when the server refuses the stream, and
+        ``TimeoutError`` when nothing at all arrives for ``read_timeout_seconds``
+        (a silent, half-dead connection).
+        """
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._timeout, sock_read=read_timeout_seconds
+        )
+        response = await self._send(
+            "GET", path, query=query, body=None, content_type=JSON, request_timeout=timeout
+        )
+        try:
+            if response.status != 200:
+                raise ApiError(
+                    method="GET", path=path, status=response.status, body=await response.read()
+                )
+            pending = b""
+            async for chunk in response.content.iter_any():
+                pending += chunk
+                if b"\n" not in chunk:
+                    if len(pending) > _MAX_LINE_BYTES:
+                        raise ValueError(f"watch line over {_MAX_LINE_BYTES} bytes from {path}")
+                    continue
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line:
+                        yield line
+            if pending.strip():
+                yield pending
+        finally:
+            response.release()
+
+
+def query_params(params: Mapping[str, str | int | bool | None]) -> list[tuple[str, str]]:
+    """Query parameters in the API server's spelling, dropping the unset ones."""
+    result: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        result.append((key, text))
+    return result

@@ -1,0 +1,62 @@
+"""The HTTP endpoint: ``/metrics``, ``/healthz`` (alive) and ``/readyz`` (ready).
+
+* ``/healthz`` answers 200 while the process's event loop turns and its
+  long-running tasks are alive; a probe failure restarts the container.
+* ``/readyz`` answers 200 once this replica is useful: a standby that waits
+  for the Lease is ready, a leader is ready once its caches are filled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from coscheduler.runtime.metrics import Metrics
+
+__all__ = ["HealthServer"]
+
+
+class HealthServer:
+    def __init__(
+        self,
+        metrics: Metrics,
+        *,
+        alive: Callable[[], bool],
+        ready: Callable[[], bool],
+    ) -> None:
+        self._metrics = metrics
+        self._alive = alive
+        self._ready = ready
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    async def start(self, address: str, port: int) -> None:
+        app = web.Application()
+        app.router.add_get("/metrics", self._serve_metrics)
+        app.router.add_get("/healthz", self._serve_health)
+        app.router.add_get("/readyz", self._serve_ready)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, address, port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or ()
+        self.port = int(sockets[0].getsockname()[1]) if sockets else port
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _serve_metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self._metrics.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _serve_health(self, _: web.Request) -> web.Response:
+        ok = self._alive()
+        return web.Response(status=200 if ok else 503, text="ok\n" if ok else "unhealthy\n")
+
+    async def _serve_ready(self, _: web.Request) -> web.Response:
+        ok = self._ready()
+        return web.Response(status=200 if ok else 503, text="ok\n" if ok else "not ready\n")
