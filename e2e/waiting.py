@@ -23,8 +23,8 @@ DEFAULT_INTERVAL_SECONDS = 0.2
 MAX_SHOWN_CHARACTERS = 3000
 
 
-class WaitTimeout(AssertionError):
-    """The awaited condition did not hold in time (an AssertionError, so pytest reports a failure)."""
+class WaitTimeoutError(AssertionError):
+    """The condition did not hold in time; an AssertionError, so pytest reports a failure."""
 
 
 def wait_for(
@@ -44,14 +44,14 @@ def wait_for(
     while True:
         try:
             value = fetch()
-        except Exception as error:  # noqa: BLE001 - the error is what we show when we give up
+        except Exception as error:
             seen = error
         else:
             if condition(value) if condition is not None else bool(value):
                 return value
             seen = value
         if time.monotonic() >= deadline:
-            raise WaitTimeout(_message(describe, timeout, seen))
+            raise WaitTimeoutError(_message(describe, timeout, seen))
         time.sleep(interval)
 
 
@@ -60,7 +60,7 @@ async def async_wait_for(
     condition: Callable[[T], bool] | None = None,
     *,
     describe: str,
-    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,  # noqa: ASYNC109 - the message needs the last value seen
     interval: float = DEFAULT_INTERVAL_SECONDS,
 ) -> T:
     """The same as ``wait_for`` for async tests: ``fetch`` may be a coroutine function."""
@@ -70,14 +70,14 @@ async def async_wait_for(
         try:
             result: Any = fetch()
             value: T = await result if inspect.isawaitable(result) else result
-        except Exception as error:  # noqa: BLE001 - shown when we give up
+        except Exception as error:
             seen = error
         else:
             if condition(value) if condition is not None else bool(value):
                 return value
             seen = value
         if time.monotonic() >= deadline:
-            raise WaitTimeout(_message(describe, timeout, seen))
+            raise WaitTimeoutError(_message(describe, timeout, seen))
         await asyncio.sleep(interval)
 
 
