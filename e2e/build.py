@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from e2e import versions
+from e2e.processes import interrupt_on_sigterm, parent_death_signal
 
 PROGRESS_INTERVAL_SECONDS = 30.0
 """How often a long build step reports that it is still running."""
@@ -310,9 +311,16 @@ class _GoRunner:
                 stdout=subprocess.PIPE,
                 stderr=log,
                 text=True,
+                preexec_fn=parent_death_signal(),
             )
-            with _ticker(lambda: self.report(f"{self.label}: {step} ... {_elapsed(started)}")):
-                stdout, _ = process.communicate()
+            try:
+                with _ticker(lambda: self.report(f"{self.label}: {step} ... {_elapsed(started)}")):
+                    stdout, _ = process.communicate()
+            except BaseException:
+                # Interrupted: stop go before the staging directory is removed under it.
+                process.kill()
+                process.wait()
+                raise
             log.write(stdout)
         self.last_output = stdout
         if process.returncode != 0:
@@ -409,6 +417,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m e2e.build``: build everything (the same as ``python -m e2e.cluster build``)."""
     del argv
+    interrupt_on_sigterm()
     try:
         built = ensure_built()
     except BuildError as error:

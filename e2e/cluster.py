@@ -28,6 +28,7 @@ from pathlib import Path
 from e2e import build, nodes
 from e2e.api import ApiError
 from e2e.controlplane import Cluster, ClusterOptions, StartupError
+from e2e.processes import interrupt_on_sigterm
 
 
 def default_state_dir() -> Path:
@@ -209,6 +210,7 @@ def cmd_nodes(args: argparse.Namespace, state_dir: Path) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    interrupt_on_sigterm()
     state_dir = default_state_dir()
     # `kubectl` passes every following argument through untouched (flags included).
     index = 2 if argv[:1] == ["--state-dir"] else 0

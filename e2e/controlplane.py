@@ -95,6 +95,14 @@ class ClusterState:
         return cls(**json.loads(path.read_text()))
 
 
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl failed; unlike its base class, the message includes what kubectl said."""
+
+    def __str__(self) -> str:
+        command = " ".join(str(a) for a in self.cmd[2:])
+        return f"kubectl {command} failed (exit {self.returncode}): {str(self.stderr).strip()}"
+
+
 class Cluster:
     """A running local control plane; use ``Cluster.start`` or ``Cluster.attach``."""
 
@@ -140,7 +148,7 @@ class Cluster:
         """Start every component (see the module docstring); stop them all if one fails."""
         binaries = build.binaries()
         state_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("pki", "logs", STATE_FILE, "kwok.yaml"):
+        for stale in ("pki", "logs", STATE_FILE, "kwok.yaml", "kwok"):
             _remove(state_dir / stale)
         data_dir = Path(tempfile.mkdtemp(prefix="coscheduler-etcd-"))
         ports = {
@@ -183,8 +191,9 @@ class Cluster:
             process.stop()
         self.processes.clear()
         _remove(Path(self.state.data_dir))
-        _remove(self.pki_dir)
-        _remove(self.state_dir / STATE_FILE)
+        for leftover in ("pki", "kwok", "kwok.yaml", STATE_FILE):
+            _remove(self.state_dir / leftover)
+        _remove(self.kubeconfig)
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
 
@@ -209,9 +218,7 @@ class Cluster:
             argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
         )
         if check and result.returncode != 0:
-            raise subprocess.CalledProcessError(
-                result.returncode, argv, output=result.stdout, stderr=result.stderr
-            )
+            raise KubectlError(result.returncode, argv, output=result.stdout, stderr=result.stderr)
         return result
 
     def apply(self, manifest: str | Path, *, namespace: str | None = None) -> str:
@@ -242,10 +249,14 @@ class Cluster:
         timeout = options.startup_timeout_seconds
         material = pki.generate(self.pki_dir, service_ip=FIRST_SERVICE_IP)
 
-        def launch(name: str, argv: list[str]) -> Process:
+        def launch(name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
             report(f"starting {name}")
             process = Process.start(
-                name, argv, log=self.logs_dir / f"{name}.log", die_with_parent=not detached
+                name,
+                argv,
+                log=self.logs_dir / f"{name}.log",
+                env=env,
+                die_with_parent=not detached,
             )
             self.processes.append(process)
             self.state.processes = [asdict(p.record) for p in self.processes]
@@ -284,7 +295,11 @@ class Cluster:
         config.write_text(
             kwok_stages.config_yaml(job_duration_seconds=options.job_duration_seconds)
         )
-        kwok = launch("kwok", _kwok_args(binaries, self.state, config))
+        # KWOK_WORKDIR: kwok would otherwise also read the user's ~/.kwok/kwok.yaml.
+        workdir = self.state_dir / "kwok"
+        kwok = launch(
+            "kwok", _kwok_args(binaries, self.state, config), env={"KWOK_WORKDIR": str(workdir)}
+        )
         wait_until(
             lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"),
             timeout=timeout,
@@ -392,4 +407,4 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-__all__ = ["Cluster", "ClusterOptions", "ClusterState", "StartupError"]
+__all__ = ["Cluster", "ClusterOptions", "ClusterState", "KubectlError", "StartupError"]

@@ -23,34 +23,26 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import FrameType
 
 import pytest
 
 from e2e import build, nodes
 from e2e.cluster import default_state_dir
 from e2e.controlplane import Cluster, ClusterOptions
+from e2e.processes import interrupt_on_sigterm
 from e2e.waiting import wait_for
 
 NodeFactory = Callable[..., list[str]]
-
-
-def _raise_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    del frame
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture(scope="session")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """A real control plane for the whole session (etcd, kube-apiserver, controllers, KWOK)."""
     build.ensure_built()
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        # A CI runner's SIGTERM then unwinds through the finalisers below, like Ctrl-C.
-        signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    interrupt_on_sigterm()  # a CI runner's SIGTERM then unwinds through the finalisers below
     options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") == "1")
     state_dir = Path(tempfile.mkdtemp(prefix="coscheduler-e2e-"))
     running = Cluster.start(state_dir, options)

@@ -92,7 +92,7 @@ class Process:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_parent_death_signal() if die_with_parent else None,
+                preexec_fn=parent_death_signal() if die_with_parent else None,
                 env={**os.environ, **(env or {})},
             )
         record = ProcessRecord(name=name, pid=popen.pid, binary=str(argv[0]), log=str(log))
@@ -154,7 +154,22 @@ class Process:
                 self._popen.wait(timeout=1)
 
 
-def _parent_death_signal(signum: int = signal.SIGTERM) -> Callable[[], None]:
+def interrupt_on_sigterm() -> None:
+    """Make SIGTERM raise KeyboardInterrupt, so that ``finally`` blocks clean up as on Ctrl-C.
+
+    Only when SIGTERM still has its default action (which kills Python at once,
+    skipping every finaliser); a handler someone else installed is left alone.
+    """
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    del frame
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def parent_death_signal(signum: int = signal.SIGTERM) -> Callable[[], None]:
     """A ``preexec_fn`` asking Linux (prctl PR_SET_PDEATHSIG) to signal the child when we die."""
     libc = ctypes.CDLL(None, use_errno=True)
     pr_set_pdeathsig = 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from e2e.controlplane import ClusterState
-from e2e.processes import ProcessRecord
+from e2e.processes import ProcessRecord, interrupt_on_sigterm
 
 pytestmark = pytest.mark.e2e
 
@@ -35,6 +35,7 @@ def _cli(state_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def state_dir(tmp_path: Path) -> Iterator[Path]:
     """A state directory of its own, so this test never touches the developer's .e2e/."""
     directory = tmp_path / "state"
+    interrupt_on_sigterm()  # so that `down` below runs even if CI terminates the session
     try:
         yield directory
     finally:
