@@ -423,6 +423,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BuildError as error:
         report_to_stderr(f"error: {error}")
         return 1
+    except KeyboardInterrupt:
+        report_to_stderr("interrupted; nothing half-built was kept")
+        return 130
     for path in vars(built).values():
         print(path)
     return 0

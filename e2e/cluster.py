@@ -236,6 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (build.BuildError, StartupError, ApiError, ValueError) as error:
         _say(f"error: {error}")
         return 1
+    except KeyboardInterrupt:
+        _say("interrupted; everything started by this command was stopped")
+        return 130
 
 
 if __name__ == "__main__":

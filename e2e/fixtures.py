@@ -19,6 +19,7 @@ Environment:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -41,7 +42,10 @@ NodeFactory = Callable[..., list[str]]
 @pytest.fixture(scope="session")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """A real control plane for the whole session (etcd, kube-apiserver, controllers, KWOK)."""
-    build.ensure_built()
+    # A cold build takes minutes: show its progress through pytest's output capture.
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        build.ensure_built()
     interrupt_on_sigterm()  # a CI runner's SIGTERM then unwinds through the finalisers below
     options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") == "1")
     state_dir = Path(tempfile.mkdtemp(prefix="coscheduler-e2e-"))
