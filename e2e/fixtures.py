@@ -49,20 +49,31 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     interrupt_on_sigterm()  # a CI runner's SIGTERM then unwinds through the finalisers below
     options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") == "1")
     state_dir = Path(tempfile.mkdtemp(prefix="coscheduler-e2e-"))
-    running = Cluster.start(state_dir, options)
+    failed = True
     try:
-        yield running
+        running = Cluster.start(state_dir, options)
+        try:
+            yield running
+        finally:
+            running.stop()
+        failed = bool(request.session.testsfailed)
     finally:
-        running.stop()
-        if request.session.testsfailed:
-            saved = default_state_dir() / "test-logs"
-            shutil.rmtree(saved, ignore_errors=True)
-            shutil.copytree(running.logs_dir, saved, dirs_exist_ok=True)
-            print(f"\n[e2e] component logs of the failed session copied to {saved}")
+        if failed:
+            _save_logs(state_dir / "logs")
         if os.environ.get("COSCHEDULER_E2E_KEEP") == "1":
             print(f"\n[e2e] cluster state kept in {state_dir}")
         else:
             shutil.rmtree(state_dir, ignore_errors=True)
+
+
+def _save_logs(logs: Path) -> None:
+    """Keep the components' logs of a failed session in .e2e/test-logs/ for diagnosis."""
+    if not logs.is_dir():
+        return
+    saved = default_state_dir() / "test-logs"
+    shutil.rmtree(saved, ignore_errors=True)
+    shutil.copytree(logs, saved)
+    print(f"\n[e2e] component logs of the failed session copied to {saved}")
 
 
 @pytest.fixture(scope="session")
