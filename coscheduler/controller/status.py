@@ -57,7 +57,7 @@ class Member(Protocol):
     @property
     def requests(self) -> Mapping[str, int]: ...
     @property
-    def controller_uid(self) -> str | None: ...
+    def owner_uid(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +99,8 @@ def _count(members: Iterable[Member]) -> _Counts:
     allocated: dict[str, int] = {}
     owners: set[str] = set()
     for member in members:
-        if member.controller_uid:
-            owners.add(member.controller_uid)
+        if member.owner_uid:
+            owners.add(member.owner_uid)
         phase = member.phase
         bound = bool(member.node_name)
         if phase == "Succeeded":

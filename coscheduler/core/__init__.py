@@ -4,4 +4,52 @@ The core takes plain data (nodes, pods, groups, cluster events) and returns
 decisions (bindings, or reasons why not). It never awaits, never performs I/O
 and never imports asyncio, Kopf or a Kubernetes client: that keeps it testable
 by unit and property tests and usable offline by ``coscheduler simulate``.
+
+The runtime uses :class:`Scheduler` (feed it nodes, pods and group policies;
+ask :meth:`Scheduler.next_decision`; report :meth:`Scheduler.binding_failed`).
+The pieces underneath are usable on their own: :class:`Snapshot`,
+:func:`plan`, :class:`GroupQueue`, :class:`Statement`.
 """
+
+from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.planner import Decision, plan
+from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
+from coscheduler.core.scheduler import Scheduler, SchedulerSettings
+from coscheduler.core.scoring import Strategy
+from coscheduler.core.snapshot import Diagnosis, Snapshot
+from coscheduler.core.statement import Binding, Statement
+from coscheduler.core.status import (
+    REASON_GROUP_NOT_FOUND,
+    REASON_NOT_ENOUGH_MEMBERS,
+    REASON_NOT_ENOUGH_RESOURCES,
+    REASON_SCHEDULED,
+    REASON_TIMEOUT,
+    REASON_UNSCHEDULABLE,
+    Code,
+    Status,
+)
+
+__all__ = [
+    "REASON_GROUP_NOT_FOUND",
+    "REASON_NOT_ENOUGH_MEMBERS",
+    "REASON_NOT_ENOUGH_RESOURCES",
+    "REASON_SCHEDULED",
+    "REASON_TIMEOUT",
+    "REASON_UNSCHEDULABLE",
+    "Binding",
+    "ClusterEvent",
+    "Code",
+    "Decision",
+    "Diagnosis",
+    "GroupKey",
+    "GroupPolicy",
+    "GroupQueue",
+    "QueueSettings",
+    "Scheduler",
+    "SchedulerSettings",
+    "Snapshot",
+    "Statement",
+    "Status",
+    "Strategy",
+    "plan",
+]

@@ -27,7 +27,7 @@ class FakeMember:
     phase: str = "Pending"
     node_name: str | None = None
     requests: Mapping[str, int] = field(default_factory=lambda: {"cpu": 1000, "pods": 1})
-    controller_uid: str | None = "rs-1"
+    owner_uid: str | None = "rs-1"
 
 
 def members(**counts: int) -> list[FakeMember]:

@@ -1,0 +1,143 @@
+"""Nodes as the scheduler sees them: slim, typed, immutable, parsed once.
+
+Like :mod:`coscheduler.api.pod`, this keeps only what node fit reads (name,
+labels, allocatable, taints, ``spec.unschedulable``), with quantities turned
+into integers once. Allocatable falls back to capacity when a node reports no
+allocatable (some fake and very old kubelets do), as the scheduler would
+otherwise see a node with room for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from coscheduler.api.quantity import QuantityError, resource_amount
+
+__all__ = ["TAINT_EFFECTS", "NodeInfo", "NodeParseError", "Taint"]
+
+#: The effects a taint may have.
+TAINT_EFFECTS: Final = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+
+class NodeParseError(ValueError):
+    """A node object the scheduler cannot read; the message names the node and the value."""
+
+    def __init__(self, node: str, why: str) -> None:
+        self.node = node
+        super().__init__(f"node {node}: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """One ``spec.taints`` entry."""
+
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """The fields of a node that node fit reads, already converted.
+
+    ``allocatable`` is in the scheduler's integers (millicores, bytes,
+    counts). ``signature`` is a hashable key of what filters other than
+    free capacity read: nodes with equal signatures suit exactly the same pods.
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Mapping[str, int]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    signature: tuple[object, ...]
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> NodeInfo:
+        """Parse a raw node (``orjson.loads`` of the API's JSON)."""
+        return _parse_node(raw)
+
+    @classmethod
+    def build(
+        cls,
+        name: str,
+        *,
+        allocatable: Mapping[str, int],
+        labels: Mapping[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        unschedulable: bool = False,
+    ) -> NodeInfo:
+        """A node from already converted values (tests, simulations, benchmarks)."""
+        labels = dict(labels or {})
+        return cls(
+            name=name,
+            labels=labels,
+            allocatable=dict(allocatable),
+            taints=taints,
+            unschedulable=unschedulable,
+            signature=(tuple(sorted(labels.items())), taints, unschedulable),
+        )
+
+
+def _parse_node(raw: Mapping[str, Any]) -> NodeInfo:
+    if not isinstance(raw, Mapping):
+        raise NodeParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        raise NodeParseError("<unknown>", f"metadata.name is missing in {meta!r}")
+    name: str = meta["name"]
+
+    def fail(why: str) -> NodeParseError:
+        return NodeParseError(name, why)
+
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
+        raise fail(f"metadata.labels must map strings to strings, got {labels!r}")
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
+        raise fail("spec and status must be objects")
+
+    resources = status.get("allocatable")
+    where = "status.allocatable"
+    if resources is None:
+        resources, where = status.get("capacity") or {}, "status.capacity"
+    if not isinstance(resources, Mapping):
+        raise fail(f"{where} must be an object, got {resources!r}")
+    allocatable: dict[str, int] = {}
+    for resource, quantity in resources.items():
+        try:
+            allocatable[resource] = resource_amount(resource, quantity)
+        except QuantityError as error:
+            raise fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
+
+    taints = []
+    raw_taints = spec.get("taints") or []
+    if not isinstance(raw_taints, list):
+        raise fail(f"spec.taints must be a list, got {raw_taints!r}")
+    for index, entry in enumerate(raw_taints):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
+            raise fail(f"spec.taints[{index}] needs a string key, got {entry!r}")
+        effect = entry.get("effect")
+        if effect not in TAINT_EFFECTS:
+            raise fail(
+                f"spec.taints[{index}].effect = {effect!r} is not one of "
+                "NoSchedule, PreferNoSchedule, NoExecute"
+            )
+        value = entry.get("value") or ""
+        if not isinstance(value, str):
+            raise fail(f"spec.taints[{index}].value must be a string, got {value!r}")
+        taints.append(Taint(key=entry["key"], value=value, effect=effect))
+
+    unschedulable = spec.get("unschedulable") or False
+    if not isinstance(unschedulable, bool):
+        raise fail(f"spec.unschedulable must be a boolean, got {unschedulable!r}")
+    return NodeInfo.build(
+        name,
+        allocatable=allocatable,
+        labels=dict(labels),
+        taints=tuple(taints),
+        unschedulable=unschedulable,
+    )

@@ -1,0 +1,464 @@
+"""Pods as the scheduler sees them: slim, typed, immutable, parsed once.
+
+The watch delivers pods as raw JSON objects. Turning each into the client's
+generated ``V1Pod`` model costs far more than the scheduler can afford at
+thousands of pods per second (see the design's "Performance" section), so this
+module keeps only the fields that scheduling decisions read, converted once:
+quantities into integers (millicores, bytes, counts) and the pod's *effective*
+requests computed here, the way Kubernetes computes them, so nothing
+downstream parses a quantity again.
+
+Effective requests (as ``k8s.io/component-helpers/resource.PodRequests``):
+
+1. Per container, a resource with a limit but no request requests its limit
+   (the API server's defaulting; applied again here, which is harmless).
+2. The regular containers' requests are summed.
+3. Init containers run in order. A restartable one (``restartPolicy:
+   Always``, a sidecar) keeps running: its requests are added to the sum and to
+   a running total of sidecars started so far. A regular init container needs
+   its own requests plus the sidecars started before it, only while it runs.
+4. The result is, per resource, the larger of the sum (2-3) and the largest
+   need of any single init step (3).
+5. ``spec.overhead`` is added.
+6. Every pod takes one unit of the node's ``pods`` capacity.
+
+Anything malformed raises :class:`PodParseError`, which names the pod and
+quotes the bad value, never a bare ``KeyError`` or ``TypeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Final
+
+from coscheduler.api.labels import pod_group_name, pod_role
+from coscheduler.api.quantity import QuantityError, ResourceAmounts, resource_amount
+
+__all__ = [
+    "POD_RESOURCE",
+    "TERMINAL_PHASES",
+    "HostPort",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PodInfo",
+    "PodParseError",
+    "Toleration",
+    "effective_requests",
+]
+
+#: The resource counting pods on a node; every pod requests exactly one.
+POD_RESOURCE: Final = "pods"
+#: Phases after which a pod holds no resources on its node.
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
+_TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
+_EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
+
+
+class PodParseError(ValueError):
+    """A pod object the scheduler cannot read; the message names the pod and the value."""
+
+    def __init__(self, pod: str, why: str) -> None:
+        self.pod = pod
+        super().__init__(f"pod {pod}: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    """One ``spec.tolerations`` entry; ``operator`` is ``Equal`` or ``Exists``."""
+
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    """A ``matchExpressions``/``matchFields`` entry of a node selector term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """Requirements that must all hold; an empty term matches no node."""
+
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A host port a container binds: ``0.0.0.0`` stands for every address."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """The fields of a pod that scheduling reads, already converted.
+
+    ``requests`` is the effective request (see the module docstring), always
+    including ``pods: 1``. ``required_affinity`` is None when the pod has no
+    required node affinity, else its terms (ORed). ``placement`` is a hashable
+    key of everything that decides *which* nodes suit the pod apart from free
+    capacity; ``shape`` adds the requests and host ports: two pods with equal
+    shapes fit exactly the same nodes.
+    """
+
+    namespace: str
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    group: str | None
+    role: str | None
+    scheduler_name: str
+    node_name: str | None
+    phase: str
+    deleting: bool
+    priority: int
+    created: float
+    owner_uid: str | None
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str]
+    required_affinity: tuple[NodeSelectorTerm, ...] | None
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    placement: tuple[object, ...]
+    shape: tuple[object, ...]
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, as kubectl and events spell it."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        """True once the pod has succeeded or failed: it holds nothing any more."""
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def bound(self) -> bool:
+        """True when the pod has a node (bound by us or by anyone)."""
+        return self.node_name is not None
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> PodInfo:
+        """Parse a raw pod (``orjson.loads`` of the API's JSON)."""
+        return _parse_pod(raw)
+
+
+def effective_requests(
+    containers: list[ResourceAmounts],
+    init_containers: list[tuple[ResourceAmounts, bool]],
+    overhead: ResourceAmounts,
+) -> dict[str, int]:
+    """The pod's effective requests from its containers' own (rules 2-6).
+
+    ``init_containers`` pairs each init container's requests with whether it
+    is restartable (a sidecar), in spec order.
+    """
+    total: dict[str, int] = {}
+    for requests in containers:
+        _add(total, requests)
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for requests, restartable in init_containers:
+        if restartable:
+            _add(total, requests)
+            _add(sidecars, requests)
+            step = sidecars
+        else:
+            step = dict(sidecars)
+            _add(step, requests)
+        for resource, amount in step.items():
+            if amount > init_peak.get(resource, 0):
+                init_peak[resource] = amount
+    for resource, amount in init_peak.items():
+        if amount > total.get(resource, 0):
+            total[resource] = amount
+    _add(total, overhead)
+    total[POD_RESOURCE] = 1
+    return total
+
+
+def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for resource, amount in amounts.items():
+        into[resource] = into.get(resource, 0) + amount
+
+
+@lru_cache(maxsize=4096)
+def _amount(resource: str, value: str | int) -> int:
+    # Pods of one workload repeat the same few quantity strings: parse each once.
+    return resource_amount(resource, value)
+
+
+class _Reader:
+    """Typed access to a raw object that turns every surprise into PodParseError."""
+
+    __slots__ = ("who",)
+
+    def __init__(self, who: str) -> None:
+        self.who = who
+
+    def fail(self, why: str) -> PodParseError:
+        return PodParseError(self.who, why)
+
+    def mapping(self, value: object, where: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(f"{where} must be an object, got {value!r}")
+        return value
+
+    def items(self, value: object, where: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(f"{where} must be a list, got {value!r}")
+        return value
+
+    def text(self, value: object, where: str, default: str = "") -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(f"{where} must be a string, got {value!r}")
+        return value
+
+    def integer(self, value: object, where: str, default: int = 0) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"{where} must be an integer, got {value!r}")
+        return value
+
+    def strings(self, value: object, where: str) -> dict[str, str]:
+        mapping = self.mapping(value, where)
+        for key, item in mapping.items():
+            if not isinstance(item, str):
+                raise self.fail(f"{where}[{key!r}] must be a string, got {item!r}")
+        return dict(mapping)
+
+    def resources(self, value: object, where: str) -> dict[str, int]:
+        amounts: dict[str, int] = {}
+        for resource, quantity in self.mapping(value, where).items():
+            try:
+                amount = _amount(resource, quantity)
+            except (QuantityError, TypeError) as error:
+                raise self.fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
+            if amount < 0:
+                raise self.fail(f"{where}[{resource!r}] = {quantity!r} must not be negative")
+            amounts[resource] = amount
+        return amounts
+
+    def timestamp(self, value: object, where: str) -> float:
+        if value is None:
+            return 0.0
+        text = self.text(value, where)
+        try:
+            return datetime.fromisoformat(text).timestamp()
+        except ValueError as error:
+            raise self.fail(f"{where} = {text!r} is not an RFC 3339 time") from error
+
+
+def _container_requests(
+    reader: _Reader, container: Mapping[str, Any], where: str
+) -> ResourceAmounts:
+    """A container's requests, a limit standing in for a missing request (rule 1)."""
+    resources = reader.mapping(container.get("resources"), f"{where}.resources")
+    requests = reader.resources(resources.get("requests"), f"{where}.resources.requests")
+    limits = reader.resources(resources.get("limits"), f"{where}.resources.limits")
+    for resource, amount in limits.items():
+        requests.setdefault(resource, amount)
+    return requests
+
+
+def _parse_requirements(
+    reader: _Reader, raw: object, where: str
+) -> tuple[NodeSelectorRequirement, ...]:
+    requirements = []
+    for index, item in enumerate(reader.items(raw, where)):
+        here = f"{where}[{index}]"
+        entry = reader.mapping(item, here)
+        key = reader.text(entry.get("key"), f"{here}.key")
+        operator = reader.text(entry.get("operator"), f"{here}.operator")
+        if operator not in _SELECTOR_OPERATORS:
+            raise reader.fail(
+                f"{here}.operator = {operator!r} is not one of In, NotIn, "
+                "Exists, DoesNotExist, Gt, Lt"
+            )
+        values = tuple(
+            reader.text(value, f"{here}.values")
+            for value in reader.items(entry.get("values"), f"{here}.values")
+        )
+        if operator in ("Gt", "Lt"):
+            if len(values) != 1:
+                raise reader.fail(f"{here}: {operator} needs exactly one value, got {values!r}")
+            try:
+                int(values[0])
+            except ValueError as error:
+                raise reader.fail(
+                    f"{here}: {operator} value {values[0]!r} is not an integer"
+                ) from error
+        requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
+    return tuple(requirements)
+
+
+def _parse_affinity(
+    reader: _Reader, spec: Mapping[str, Any]
+) -> tuple[NodeSelectorTerm, ...] | None:
+    affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
+    node_affinity = reader.mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+    where = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return None
+    selector = reader.mapping(required, where)
+    terms = []
+    for index, item in enumerate(
+        reader.items(selector.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms")
+    ):
+        here = f"{where}.nodeSelectorTerms[{index}]"
+        term = reader.mapping(item, here)
+        terms.append(
+            NodeSelectorTerm(
+                match_expressions=_parse_requirements(
+                    reader, term.get("matchExpressions"), f"{here}.matchExpressions"
+                ),
+                match_fields=_parse_requirements(
+                    reader, term.get("matchFields"), f"{here}.matchFields"
+                ),
+            )
+        )
+    return tuple(terms)
+
+
+def _parse_tolerations(reader: _Reader, raw: object) -> tuple[Toleration, ...]:
+    tolerations = []
+    for index, item in enumerate(reader.items(raw, "spec.tolerations")):
+        here = f"spec.tolerations[{index}]"
+        entry = reader.mapping(item, here)
+        operator = reader.text(entry.get("operator"), f"{here}.operator", "Equal") or "Equal"
+        if operator not in _TOLERATION_OPERATORS:
+            raise reader.fail(f"{here}.operator = {operator!r} is not Equal or Exists")
+        effect = reader.text(entry.get("effect"), f"{here}.effect")
+        if effect not in _EFFECTS:
+            raise reader.fail(f"{here}.effect = {effect!r} is not a taint effect")
+        tolerations.append(
+            Toleration(
+                key=reader.text(entry.get("key"), f"{here}.key"),
+                operator=operator,
+                value=reader.text(entry.get("value"), f"{here}.value"),
+                effect=effect,
+            )
+        )
+    return tuple(tolerations)
+
+
+def _parse_host_ports(reader: _Reader, containers: list[Any]) -> tuple[HostPort, ...]:
+    # As kube-scheduler's NodePorts: the ports of the regular containers.
+    ports: set[HostPort] = set()
+    for index, container in enumerate(containers):
+        where = f"spec.containers[{index}].ports"
+        for number, item in enumerate(reader.items(container.get("ports"), where)):
+            entry = reader.mapping(item, f"{where}[{number}]")
+            port = reader.integer(entry.get("hostPort"), f"{where}[{number}].hostPort")
+            if port <= 0:
+                continue
+            ports.add(
+                HostPort(
+                    ip=reader.text(entry.get("hostIP"), f"{where}[{number}].hostIP") or "0.0.0.0",
+                    protocol=reader.text(entry.get("protocol"), f"{where}[{number}].protocol")
+                    or "TCP",
+                    port=port,
+                )
+            )
+    return tuple(sorted(ports, key=lambda p: (p.port, p.protocol, p.ip)))
+
+
+def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
+    if not isinstance(raw, Mapping):
+        raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
+    meta_raw = raw.get("metadata")
+    meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
+    namespace = meta.get("namespace") or "default"
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    reader = _Reader(f"{namespace}/{name}")
+    if not isinstance(meta_raw, Mapping):
+        raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
+    namespace = reader.text(namespace, "metadata.namespace")
+    name = reader.text(meta.get("name"), "metadata.name")
+    if not name:
+        raise reader.fail("metadata.name is missing")
+    uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
+    labels = reader.strings(meta.get("labels"), "metadata.labels")
+    owner_uid = None
+    for index, item in enumerate(
+        reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
+    ):
+        owner = reader.mapping(item, f"metadata.ownerReferences[{index}]")
+        if owner.get("controller") is True:
+            owner_uid = reader.text(owner.get("uid"), f"metadata.ownerReferences[{index}].uid")
+            break
+
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
+
+    containers = reader.items(spec.get("containers"), "spec.containers")
+    container_amounts = []
+    for index, item in enumerate(containers):
+        where = f"spec.containers[{index}]"
+        container_amounts.append(_container_requests(reader, reader.mapping(item, where), where))
+    init_amounts = []
+    for index, item in enumerate(reader.items(spec.get("initContainers"), "spec.initContainers")):
+        where = f"spec.initContainers[{index}]"
+        container = reader.mapping(item, where)
+        restartable = reader.text(container.get("restartPolicy"), f"{where}.restartPolicy")
+        init_amounts.append(
+            (_container_requests(reader, container, where), restartable == "Always")
+        )
+    overhead = reader.resources(spec.get("overhead"), "spec.overhead")
+    requests = effective_requests(container_amounts, init_amounts, overhead)
+
+    node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
+    affinity = _parse_affinity(reader, spec)
+    tolerations = _parse_tolerations(reader, spec.get("tolerations"))
+    host_ports = _parse_host_ports(
+        reader, [reader.mapping(c, "spec.containers") for c in containers]
+    )
+    placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
+    shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)
+
+    return PodInfo(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        labels=labels,
+        group=pod_group_name(labels),
+        role=pod_role(labels),
+        scheduler_name=reader.text(
+            spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"
+        ),
+        node_name=reader.text(spec.get("nodeName"), "spec.nodeName") or None,
+        phase=reader.text(status.get("phase"), "status.phase", "Pending"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        priority=reader.integer(spec.get("priority"), "spec.priority"),
+        created=reader.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        owner_uid=owner_uid,
+        requests=requests,
+        node_selector=node_selector,
+        required_affinity=affinity,
+        tolerations=tolerations,
+        host_ports=host_ports,
+        placement=placement,
+        shape=shape,
+    )

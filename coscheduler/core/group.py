@@ -1,0 +1,76 @@
+"""Groups as the core sees them: a key, and a plain policy.
+
+The runtime builds a :class:`GroupPolicy` from the PodGroup model (or, for a
+pod without a group, :meth:`GroupPolicy.lone`); the core never reads the
+pydantic model, so the two can evolve apart. A lone pod is a gang of one: it
+goes through the same queue and planner as any group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, NamedTuple
+
+from coscheduler.api.pod import PodInfo
+
+__all__ = ["DEFAULT_QUEUE", "KIND_POD", "KIND_POD_GROUP", "GroupKey", "GroupPolicy"]
+
+KIND_POD_GROUP: Final = "PodGroup"
+#: The kind of a lone pod's key: the pod is its own gang of one.
+KIND_POD: Final = "Pod"
+DEFAULT_QUEUE: Final = "default"
+
+
+class GroupKey(NamedTuple):
+    """Which group: a PodGroup, or a lone pod (``kind == "Pod"``)."""
+
+    namespace: str
+    name: str
+    kind: str = KIND_POD_GROUP
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def lone(self) -> bool:
+        return self.kind == KIND_POD
+
+    @classmethod
+    def of_pod(cls, pod: PodInfo) -> GroupKey:
+        """The key of the group the pod belongs to (its own key when it has none)."""
+        if pod.group is not None:
+            return cls(pod.namespace, pod.group)
+        return cls(pod.namespace, pod.name, KIND_POD)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPolicy:
+    """What the planner must honour for one group.
+
+    ``min_resources`` is in the scheduler's integers (millicores, bytes);
+    ``priority`` None means "the highest pending member's priority";
+    ``created`` is the group's creation time in seconds since the epoch.
+    """
+
+    namespace: str
+    name: str
+    min_member: int = 1
+    role_minimums: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Mapping[str, int] = field(default_factory=dict)
+    priority: int | None = None
+    schedule_timeout_seconds: int | None = None
+    created: float = 0.0
+    queue: str = DEFAULT_QUEUE
+    kind: str = KIND_POD_GROUP
+
+    @property
+    def key(self) -> GroupKey:
+        return GroupKey(self.namespace, self.name, self.kind)
+
+    @classmethod
+    def lone(cls, pod: PodInfo) -> GroupPolicy:
+        """The policy of a pod without a group: a gang of one, created with the pod."""
+        return cls(
+            namespace=pod.namespace, name=pod.name, min_member=1, created=pod.created, kind=KIND_POD
+        )

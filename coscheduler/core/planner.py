@@ -1,0 +1,341 @@
+"""The gang planner: place a group's needed members all together, or none.
+
+:func:`plan` takes one group (its policy, its pending and bound members) and
+the snapshot, and returns a :class:`Decision`. It follows these rules, in
+order; the first that ends the attempt decides:
+
+1. A pod naming a PodGroup that does not exist waits: ``GroupNotFound``.
+2. Members must exist: at least ``minMember`` pending + bound, and per role at
+   least its minimum; otherwise the group waits: ``NotEnoughMembers``.
+3. A group already *admitted* (``minMember`` and every role's minimum bound)
+   places its pending members one by one, each on its own; those that do not
+   fit wait for the next attempt.
+4. ``minResources``, less what the bound members already hold, must fit in
+   the free capacity of schedulable nodes: otherwise ``NotEnoughResources``.
+5. The trial: on a :class:`~coscheduler.core.statement.Statement`, members are
+   assumed in member order (priority, creation, name) until every role's
+   minimum and ``minMember`` are reached, counting bound members. A member
+   that does not fit is skipped (another of the same role may), and its
+   shape is not tried again in this trial. If the needs are met, the trial is
+   committed, then the remaining pending members are placed as in rule 3;
+   otherwise it is discarded and the snapshot is unchanged.
+6. A failure after ``scheduleTimeoutSeconds`` since the first attempt is
+   reported as ``Timeout`` (the code stays, so the queue still backs off).
+
+The cost is that of placing each member attempted (vector work over the nodes
+per run of identical pods, see :mod:`~coscheduler.core.placement`): linear in
+nodes x members, at worst.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from coscheduler.api.pod import PodInfo
+from coscheduler.core import reasons
+from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.placement import place_run
+from coscheduler.core.scoring import Strategy
+from coscheduler.core.snapshot import Diagnosis, Snapshot
+from coscheduler.core.statement import Binding, Statement
+from coscheduler.core.status import (
+    REASON_GROUP_NOT_FOUND,
+    REASON_NOT_ENOUGH_MEMBERS,
+    REASON_NOT_ENOUGH_RESOURCES,
+    REASON_SCHEDULED,
+    REASON_TIMEOUT,
+    REASON_UNSCHEDULABLE,
+    Code,
+    Status,
+)
+
+__all__ = ["Decision", "member_order", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one attempt for one group.
+
+    ``bindings`` are assumed in the snapshot already; the runtime binds them
+    and reports a failed one back (``forget``). ``bound`` is how many members
+    were bound before the attempt, ``needed`` how many more were needed to
+    reach ``minMember`` and the role minimums, ``admitted`` whether the group
+    holds them after this decision, ``pending`` the keys (namespace/name) of
+    the members still pending afterwards.
+    """
+
+    group: GroupKey
+    status: Status
+    bindings: tuple[Binding, ...] = ()
+    members: int = 0
+    bound: int = 0
+    needed: int = 0
+    admitted: bool = False
+    pending: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status.ok
+
+
+def member_order(pod: PodInfo) -> tuple[int, float, str]:
+    """Members are tried by priority (high first), creation, then name."""
+    return (-pod.priority, pod.created, pod.name)
+
+
+def plan(
+    snapshot: Snapshot,
+    group: GroupKey,
+    policy: GroupPolicy | None,
+    pending: Sequence[PodInfo],
+    bound: Sequence[PodInfo],
+    *,
+    strategy: Strategy = Strategy.MOST_ALLOCATED,
+    weights: Mapping[str, float] | None = None,
+    elapsed: float | None = None,
+) -> Decision:
+    """One attempt for one group (rules 1-6). ``elapsed`` is seconds since its first."""
+    pending = sorted(pending, key=member_order)
+    members = len(pending) + len(bound)
+    if policy is None:
+        return _finish(
+            group,
+            None,
+            elapsed,
+            Decision(
+                group,
+                Status(
+                    Code.WAITING, REASON_GROUP_NOT_FOUND, reasons.group_not_found(group, members)
+                ),
+                members=members,
+                bound=len(bound),
+                pending=_keys(pending),
+            ),
+        )
+
+    have = Counter(pod.role for pod in [*pending, *bound])
+    held = Counter(pod.role for pod in bound)
+    roles = {role: (have[role], minimum) for role, minimum in policy.role_minimums.items()}
+    if members < policy.min_member or any(h < m for h, m in roles.values()):
+        return _finish(
+            group,
+            policy,
+            elapsed,
+            Decision(
+                group,
+                Status(
+                    Code.WAITING,
+                    REASON_NOT_ENOUGH_MEMBERS,
+                    reasons.not_enough_members(members, policy.min_member, roles),
+                ),
+                members=members,
+                bound=len(bound),
+                pending=_keys(pending),
+            ),
+        )
+
+    role_needs = {
+        role: max(0, minimum - held[role]) for role, minimum in sorted(policy.role_minimums.items())
+    }
+    needed = max(policy.min_member - len(bound), sum(role_needs.values()), 0)
+    if needed == 0:
+        return _elastic(snapshot, group, pending, len(bound), members, strategy, weights)
+
+    if policy.min_resources:
+        wanted = dict(policy.min_resources)
+        for pod in bound:
+            for resource, amount in pod.requests.items():
+                if resource in wanted:
+                    wanted[resource] = max(0, wanted[resource] - amount)
+        free = snapshot.free_capacity()
+        if any(amount > free.get(resource, 0) for resource, amount in wanted.items()):
+            return _finish(
+                group,
+                policy,
+                elapsed,
+                Decision(
+                    group,
+                    Status(
+                        Code.UNSCHEDULABLE,
+                        REASON_NOT_ENOUGH_RESOURCES,
+                        reasons.min_resources_exceed(wanted, free),
+                    ),
+                    members=members,
+                    bound=len(bound),
+                    needed=needed,
+                    pending=_keys(pending),
+                ),
+            )
+
+    statement = Statement(snapshot)
+    placed, rest, failure = _trial(statement, pending, role_needs, needed, strategy, weights)
+    if placed < needed:
+        statement.discard()
+        message = reasons.unavailable(failure[1], group, needed, placed) if failure else ""
+        return _finish(
+            group,
+            policy,
+            elapsed,
+            Decision(
+                group,
+                Status(
+                    Code.UNSCHEDULABLE,
+                    REASON_UNSCHEDULABLE,
+                    message,
+                    failure[1].filter if failure else None,
+                ),
+                members=members,
+                bound=len(bound),
+                needed=needed,
+                pending=_keys(pending),
+            ),
+        )
+    bindings = statement.commit()
+    extra, left = _place_each(statement, rest, strategy, weights)
+    return Decision(
+        group,
+        Status(
+            Code.SUCCESS,
+            REASON_SCHEDULED,
+            f"{len(bound) + placed + len(extra)}/{members} members bound",
+        ),
+        bindings=bindings + extra,
+        members=members,
+        bound=len(bound),
+        needed=needed,
+        admitted=True,
+        pending=_keys(left),
+    )
+
+
+def _trial(
+    statement: Statement,
+    pending: list[PodInfo],
+    role_needs: Mapping[str, int],
+    needed: int,
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+) -> tuple[int, list[PodInfo], tuple[PodInfo, Diagnosis] | None]:
+    """Rule 5: how many were placed, the members not tried, the first failure."""
+    needs: dict[str | None, int] = {}
+    needs.update(role_needs)
+    slack = needed - sum(needs.values())
+    placed = 0
+    rest: list[PodInfo] = []
+    failed_shapes: set[tuple[object, ...]] = set()
+    failure: tuple[PodInfo, Diagnosis] | None = None
+    for run in _runs(pending):
+        role = run[0].role
+        useful = min(len(run), needs.get(role, 0) + slack)
+        if placed == needed or useful == 0 or run[0].shape in failed_shapes:
+            rest.extend(run)
+            continue
+        count = place_run(statement, run[:useful], strategy, weights)
+        own = min(count, needs.get(role, 0))
+        if own:
+            needs[role] -= own
+        slack -= count - own
+        placed += count
+        rest.extend(run[count:])
+        if count < useful:
+            failed_shapes.add(run[0].shape)
+            if failure is None:
+                failure = (run[count], statement.snapshot.diagnose(run[count]))
+    return placed, rest, failure
+
+
+def _elastic(
+    snapshot: Snapshot,
+    group: GroupKey,
+    pending: list[PodInfo],
+    bound: int,
+    members: int,
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+) -> Decision:
+    """Rule 3: an admitted group's pending members, each on its own."""
+    statement = Statement(snapshot)
+    bindings, left = _place_each(statement, pending, strategy, weights)
+    if bindings or not left:
+        return Decision(
+            group,
+            Status(
+                Code.SUCCESS, REASON_SCHEDULED, f"{bound + len(bindings)}/{members} members bound"
+            ),
+            bindings=bindings,
+            members=members,
+            bound=bound,
+            admitted=True,
+            pending=_keys(left),
+        )
+    diagnosis = snapshot.diagnose(left[0])
+    return Decision(
+        group,
+        Status(
+            Code.UNSCHEDULABLE,
+            REASON_UNSCHEDULABLE,
+            reasons.unavailable(diagnosis, group, len(left)),
+            diagnosis.filter,
+        ),
+        members=members,
+        bound=bound,
+        admitted=True,
+        pending=_keys(left),
+    )
+
+
+def _place_each(
+    statement: Statement,
+    pods: list[PodInfo],
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+) -> tuple[tuple[Binding, ...], list[PodInfo]]:
+    """Place pods individually (no gang): each kept if it fits."""
+    left: list[PodInfo] = []
+    failed_shapes: set[tuple[object, ...]] = set()
+    for run in _runs(pods):
+        if run[0].shape in failed_shapes:
+            left.extend(run)
+            continue
+        count = place_run(statement, run, strategy, weights)
+        if count < len(run):
+            failed_shapes.add(run[0].shape)
+            left.extend(run[count:])
+    return statement.commit(), left
+
+
+def _runs(pods: list[PodInfo]) -> list[list[PodInfo]]:
+    """Consecutive members of one shape and role."""
+    runs: list[list[PodInfo]] = []
+    for pod in pods:
+        if runs and runs[-1][0].shape == pod.shape and runs[-1][0].role == pod.role:
+            runs[-1].append(pod)
+        else:
+            runs.append([pod])
+    return runs
+
+
+def _keys(pods: Sequence[PodInfo]) -> tuple[str, ...]:
+    return tuple(pod.key for pod in pods)
+
+
+def _finish(
+    group: GroupKey, policy: GroupPolicy | None, elapsed: float | None, decision: Decision
+) -> Decision:
+    """Rule 6: a failure past the group's timeout is reported as a timeout."""
+    timeout = policy.schedule_timeout_seconds if policy is not None else None
+    if timeout is None or elapsed is None or elapsed < timeout:
+        return decision
+    status = decision.status
+    return Decision(
+        group,
+        Status(
+            status.code, REASON_TIMEOUT, reasons.timed_out(timeout, status.message), status.filter
+        ),
+        members=decision.members,
+        bound=decision.bound,
+        needed=decision.needed,
+        pending=decision.pending,
+    )

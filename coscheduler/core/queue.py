@@ -1,0 +1,257 @@
+"""The queue of groups waiting to be placed.
+
+Why three pools (as kube-scheduler's scheduling queue): a group that just
+failed should not be retried in a hot loop, yet it must be retried at once
+when the cluster changes in a way that can help it, and never forgotten.
+
+- *active*: ready to try, a heap ordered by (numbered rule)
+  1. priority, highest first;
+  2. group creation time, oldest first;
+  3. ``namespace/name`` (then kind), so the order is total and deterministic.
+- *backoff*: failed with ``UNSCHEDULABLE`` or ``ERROR``; each consecutive
+  failure doubles the wait from ``initial_backoff_seconds`` up to
+  ``max_backoff_seconds`` (kube-scheduler: 1 s to 10 s); moved to active
+  when the wait ends, or at once by a capacity event.
+- *unschedulable*: ``WAITING`` for members or for its PodGroup; time alone
+  does not help, so only an event about the group itself (or the periodic
+  flush after ``unschedulable_flush_seconds``) moves it to active.
+
+Which events help whom (:meth:`GroupQueue.on_event`):
+
+- capacity events (node added or changed, pod deleted or finished): every
+  group in backoff;
+- a group's own events (a member pod added or changed, the PodGroup created
+  or changed): that group, from any pool.
+
+Time comes from an injected clock (seconds, monotonic), never from ``time``:
+tests move it by hand. Every operation is O(log n) but a capacity event,
+which is O(k log n) for the k groups it wakes.
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coscheduler.core.group import GroupKey
+from coscheduler.core.status import Code
+
+__all__ = ["ClusterEvent", "GroupQueue", "QueueOrder", "QueueSettings"]
+
+#: Sort key of rules 1-3: (-priority, created, namespace, name, kind).
+QueueOrder = tuple[int, float, str, str, str]
+
+
+def order_of(key: GroupKey, priority: int, created: float) -> QueueOrder:
+    """The active heap's key for a group (rules 1-3)."""
+    return (-priority, created, key.namespace, key.name, key.kind)
+
+
+class ClusterEvent(enum.Enum):
+    """Cluster changes that can make a waiting group placeable."""
+
+    NODE_ADDED = "NodeAdded"
+    NODE_CHANGED = "NodeChanged"
+    POD_DELETED = "PodDeleted"
+    POD_FINISHED = "PodFinished"
+    BINDING_FAILED = "BindingFailed"
+    #: About one group only: a member added or changed, the PodGroup created or changed.
+    GROUP_CHANGED = "GroupChanged"
+
+
+CAPACITY_EVENTS = frozenset(
+    {
+        ClusterEvent.NODE_ADDED,
+        ClusterEvent.NODE_CHANGED,
+        ClusterEvent.POD_DELETED,
+        ClusterEvent.POD_FINISHED,
+        ClusterEvent.BINDING_FAILED,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """Backoff and flush timings, all in seconds."""
+
+    #: The wait after a group's first failure.
+    initial_backoff_seconds: float = 1.0
+    #: The cap on the doubling wait.
+    max_backoff_seconds: float = 10.0
+    #: How long a WAITING group stays unschedulable without an event about it.
+    unschedulable_flush_seconds: float = 60.0
+
+
+class GroupQueue:
+    """Active, backoff and unschedulable pools of groups (see the module docstring)."""
+
+    def __init__(self, clock: Callable[[], float], settings: QueueSettings | None = None) -> None:
+        self._clock = clock
+        self.settings = settings or QueueSettings()
+        self._order: dict[GroupKey, QueueOrder] = {}
+        self._attempts: dict[GroupKey, int] = {}
+        self._active: list[tuple[QueueOrder, GroupKey]] = []
+        self._in_active: dict[GroupKey, QueueOrder] = {}
+        self._backoff: list[tuple[float, QueueOrder, GroupKey]] = []
+        self._backoff_until: dict[GroupKey, float] = {}
+        self._waiting: list[tuple[float, QueueOrder, GroupKey]] = []
+        self._waiting_since: dict[GroupKey, float] = {}
+        # Popped and not yet done; and those an event reached meanwhile.
+        self._in_flight: set[GroupKey] = set()
+        self._woken_in_flight: set[GroupKey] = set()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._order
+
+    def pool(self, key: GroupKey) -> str | None:
+        """``active``, ``backoff``, ``unschedulable`` or None (tests, metrics)."""
+        if key in self._in_active:
+            return "active"
+        if key in self._backoff_until:
+            return "backoff"
+        if key in self._waiting_since:
+            return "unschedulable"
+        if key in self._in_flight:
+            return "in-flight"
+        return None
+
+    def attempts(self, key: GroupKey) -> int:
+        return self._attempts.get(key, 0)
+
+    def sizes(self) -> dict[str, int]:
+        return {
+            "active": len(self._in_active),
+            "backoff": len(self._backoff_until),
+            "unschedulable": len(self._waiting_since),
+        }
+
+    def add(self, key: GroupKey, priority: int, created: float) -> None:
+        """Queue a group, or refresh its order; a new group goes to active.
+
+        A group already backing off, or being tried, keeps its place (its order
+        is updated).
+        """
+        order = order_of(key, priority, created)
+        known = key in self._order
+        if known and self._order[key] == order:
+            return
+        self._order[key] = order
+        if key in self._in_active or not known:
+            self._push_active(key)
+
+    def remove(self, key: GroupKey) -> None:
+        """Drop a group from every pool (deleted, or nothing left to place)."""
+        self._order.pop(key, None)
+        self._attempts.pop(key, None)
+        self._in_active.pop(key, None)
+        self._backoff_until.pop(key, None)
+        self._waiting_since.pop(key, None)
+        self._in_flight.discard(key)
+        self._woken_in_flight.discard(key)
+
+    def pop(self) -> GroupKey | None:
+        """The next group to try, after moving groups whose wait is over to active."""
+        self._flush()
+        while self._active:
+            order, key = heapq.heappop(self._active)
+            if self._in_active.get(key) == order:
+                del self._in_active[key]
+                self._in_flight.add(key)
+                return key
+        return None
+
+    def peek_ready(self) -> float | None:
+        """When the next backed-off or waiting group becomes ready (for a timer)."""
+        times = [until for until, _, key in self._backoff[:1] if key in self._backoff_until]
+        times += [
+            since + self.settings.unschedulable_flush_seconds
+            for since, _, key in self._waiting[:1]
+            if key in self._waiting_since
+        ]
+        return min(times) if times else None
+
+    def done(self, key: GroupKey, code: Code) -> None:
+        """Record the outcome of the attempt on a popped group (see :class:`Code`).
+
+        A failed group that an event reached while it was being tried goes back
+        to active at once: the event may have changed what the attempt saw.
+        """
+        self._in_flight.discard(key)
+        woken = key in self._woken_in_flight
+        self._woken_in_flight.discard(key)
+        if key not in self._order:
+            return
+        now = self._clock()
+        if code is not Code.SUCCESS and woken:
+            self._attempts[key] = self._attempts.get(key, 0) + 1
+            self._push_active(key)
+            return
+        if code is Code.SUCCESS:
+            self._attempts.pop(key, None)
+            self._order.pop(key, None)
+            return
+        if code is Code.WAITING:
+            self._waiting_since[key] = now
+            heapq.heappush(self._waiting, (now, self._order[key], key))
+            return
+        attempts = self._attempts.get(key, 0) + 1
+        self._attempts[key] = attempts
+        wait = min(
+            self.settings.initial_backoff_seconds * 2 ** (attempts - 1),
+            self.settings.max_backoff_seconds,
+        )
+        self._backoff_until[key] = now + wait
+        heapq.heappush(self._backoff, (now + wait, self._order[key], key))
+
+    def requeue(self, key: GroupKey, code: Code) -> None:
+        """Put a known group in the pool an attempt ending with ``code`` leads to."""
+        if key not in self._order or key in self._in_flight:
+            return
+        self._in_active.pop(key, None)
+        self._backoff_until.pop(key, None)
+        self._waiting_since.pop(key, None)
+        self.done(key, code)
+
+    def on_event(self, event: ClusterEvent, key: GroupKey | None = None) -> int:
+        """Move the groups this event can help to active; how many moved."""
+        if event is ClusterEvent.GROUP_CHANGED:
+            if key is None or key not in self._order or key in self._in_active:
+                return 0
+            if key in self._in_flight:
+                self._woken_in_flight.add(key)
+                return 0
+            self._backoff_until.pop(key, None)
+            self._waiting_since.pop(key, None)
+            self._push_active(key)
+            return 1
+        self._woken_in_flight |= self._in_flight
+        moved = list(self._backoff_until)
+        for group in moved:
+            del self._backoff_until[group]
+            self._push_active(group)
+        self._backoff.clear()
+        return len(moved)
+
+    def _push_active(self, key: GroupKey) -> None:
+        order = self._order[key]
+        self._in_active[key] = order
+        heapq.heappush(self._active, (order, key))
+
+    def _flush(self) -> None:
+        now = self._clock()
+        while self._backoff and self._backoff[0][0] <= now:
+            until, _, key = heapq.heappop(self._backoff)
+            if self._backoff_until.get(key) == until:
+                del self._backoff_until[key]
+                self._push_active(key)
+        horizon = now - self.settings.unschedulable_flush_seconds
+        while self._waiting and self._waiting[0][0] <= horizon:
+            since, _, key = heapq.heappop(self._waiting)
+            if self._waiting_since.get(key) == since:
+                del self._waiting_since[key]
+                self._push_active(key)

@@ -1,0 +1,82 @@
+"""Every failure message of the core, rendered in one place.
+
+Why one place: the same facts reach a person through a PodGroup condition,
+events on the group and on each pod, and logs. Written here once, they read
+the same everywhere and follow kube-scheduler's style, numbers first, so that
+people and tools used to ``0/N nodes are available: ...`` read ours as well.
+
+Rules for the node histogram:
+
+1. each node is counted under the reasons of the first filter refusing it
+   (a node short of two resources counts under both);
+2. reasons are listed by count, largest first, then by wording;
+3. the message ends with a full stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from coscheduler.core.group import GroupKey
+from coscheduler.core.resources import format_amounts
+from coscheduler.core.snapshot import Diagnosis
+
+__all__ = [
+    "group_not_found",
+    "min_resources_exceed",
+    "not_enough_members",
+    "subject",
+    "timed_out",
+    "unavailable",
+]
+
+
+def subject(group: GroupKey, pods: int) -> str:
+    """``4 pods of group default/train``, or ``pod default/web-0`` for a lone pod."""
+    if group.lone:
+        return f"pod {group}"
+    return f"{pods} pod{'s' if pods != 1 else ''} of group {group}"
+
+
+def unavailable(diagnosis: Diagnosis, group: GroupKey, pods: int, placed: int = 0) -> str:
+    """``0/100 nodes are available for 4 pods of group default/train: 96 Insufficient cpu.``"""
+    histogram = sorted(diagnosis.reasons.items(), key=lambda item: (-item[1], item[0]))
+    text = f"{diagnosis.available}/{diagnosis.nodes} nodes are available for {subject(group, pods)}"
+    if histogram:
+        text += ": " + ", ".join(f"{count} {reason}" for reason, count in histogram)
+    if placed:
+        text += f" (after {placed} of them were placed)"
+    return text + "."
+
+
+def not_enough_members(
+    existing: int, minimum: int, roles: Mapping[str, tuple[int, int]] | None = None
+) -> str:
+    """``3/4 members exist``, then each short role: ``role worker: 1/2 members exist``."""
+    parts = []
+    if existing < minimum:
+        parts.append(f"{existing}/{minimum} members exist")
+    for role in sorted(roles or {}):
+        have, need = (roles or {})[role]
+        if have < need:
+            parts.append(f"role {role}: {have}/{need} members exist")
+    return "; ".join(parts)
+
+
+def min_resources_exceed(wanted: Mapping[str, int], free: Mapping[str, int]) -> str:
+    """``minResources cpu=64 exceeds free capacity cpu=40`` (only the short resources)."""
+    short = sorted(name for name, amount in wanted.items() if amount > free.get(name, 0))
+    return (
+        f"minResources {format_amounts({n: wanted[n] for n in short})} exceeds free "
+        f"capacity {format_amounts({n: free.get(n, 0) for n in short})}"
+    )
+
+
+def group_not_found(group: GroupKey, pods: int) -> str:
+    """``PodGroup default/train does not exist; 3 pods name it``."""
+    return f"PodGroup {group} does not exist; {pods} pod{'s' if pods != 1 else ''} name it"
+
+
+def timed_out(seconds: int, message: str) -> str:
+    """The timeout, with the reason the group did not fit in that time."""
+    return f"not scheduled within scheduleTimeoutSeconds={seconds}: {message}"

@@ -1,0 +1,275 @@
+"""The core's one entry point for the runtime: state in, decisions out.
+
+The runtime feeds every watch event in (nodes, pods, PodGroups) and asks for
+the next decision; it executes the bindings and reports failed ones. This
+class keeps the pieces consistent so the runtime never has to: the snapshot
+(what is allocated where), the members of each group (pending and bound), the
+queue (what to try next) and the time of each group's first attempt (for
+``scheduleTimeoutSeconds``). It never awaits and never reads a clock other
+than the one it is given.
+
+Membership rules, in order:
+
+1. Only pods whose ``spec.schedulerName`` is ours are members; every bound,
+   non-terminal pod counts in the snapshot whoever bound it.
+2. A member is *bound* when it has a node or is assumed on one (binding in
+   flight), and is not terminal; it counts toward ``minMember``.
+3. A member is *pending* when it has no node, is not terminal and is not
+   being deleted.
+4. A pod joins the group its labels name, in its namespace; without such a
+   label it is a gang of one. A pod naming a PodGroup that does not exist
+   waits for it (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
+from coscheduler.api.node import NodeInfo
+from coscheduler.api.pod import PodInfo
+from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
+from coscheduler.core.planner import Decision, plan
+from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
+from coscheduler.core.scoring import Strategy
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import Binding
+from coscheduler.core.status import REASON_TIMEOUT, Code
+
+__all__ = ["Scheduler", "SchedulerSettings"]
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerSettings:
+    """How the core decides."""
+
+    #: The ``spec.schedulerName`` whose pods we place.
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    #: How nodes are ranked.
+    strategy: Strategy = Strategy.MOST_ALLOCATED
+    #: Per resource scoring weights (default 1 for every requested resource).
+    weights: Mapping[str, float] = field(default_factory=dict)
+    #: Queue timings.
+    queue: QueueSettings = field(default_factory=QueueSettings)
+    #: Place pods that name a missing PodGroup as gangs of one instead of waiting.
+    lone_when_group_missing: bool = False
+
+
+@dataclass(slots=True)
+class _Members:
+    pending: dict[str, PodInfo] = field(default_factory=dict)
+    bound: dict[str, PodInfo] = field(default_factory=dict)
+
+
+class Scheduler:
+    """Snapshot, members, queue and planner, kept consistent."""
+
+    def __init__(
+        self, clock: Callable[[], float], settings: SchedulerSettings | None = None
+    ) -> None:
+        self.settings = settings or SchedulerSettings()
+        self.clock = clock
+        self.snapshot = Snapshot()
+        self.queue = GroupQueue(clock, self.settings.queue)
+        self._policies: dict[GroupKey, GroupPolicy] = {}
+        self._pods: dict[str, PodInfo] = {}
+        self._member_of: dict[str, GroupKey] = {}
+        self._members: dict[GroupKey, _Members] = {}
+        self._first_attempt: dict[GroupKey, float] = {}
+
+    # -- reading -------------------------------------------------------------
+
+    def pod(self, uid: str) -> PodInfo | None:
+        return self._pods.get(uid)
+
+    def policy(self, key: GroupKey) -> GroupPolicy | None:
+        """The group's policy; a lone pod's is derived from the pod."""
+        if key.kind == KIND_POD:
+            members = self._members.get(key)
+            pods = [*members.pending.values(), *members.bound.values()] if members else []
+            return GroupPolicy.lone(pods[0]) if pods else None
+        return self._policies.get(key)
+
+    def members(self, key: GroupKey) -> tuple[list[PodInfo], list[PodInfo]]:
+        """The group's pending and bound members (rules 2 and 3)."""
+        members = self._members.get(key)
+        if members is None:
+            return [], []
+        return list(members.pending.values()), list(members.bound.values())
+
+    def group_of(self, uid: str) -> GroupKey | None:
+        return self._member_of.get(uid)
+
+    # -- nodes ---------------------------------------------------------------
+
+    def upsert_node(self, node: NodeInfo) -> None:
+        before = self.snapshot.node(node.name)
+        if before == node:
+            return
+        added = self.snapshot.upsert_node(node)
+        self.queue.on_event(ClusterEvent.NODE_ADDED if added else ClusterEvent.NODE_CHANGED)
+
+    def remove_node(self, name: str) -> None:
+        self.snapshot.remove_node(name)
+
+    # -- pods ----------------------------------------------------------------
+
+    def upsert_pod(self, pod: PodInfo) -> None:
+        before = self._pods.get(pod.uid)
+        self.snapshot.update_pod(pod)
+        self._pods[pod.uid] = pod
+        key, state = self._membership(pod)
+        was_pending = self._file(pod, key, state)
+        if before is not None and before.bound and not before.terminal and pod.terminal:
+            self.queue.on_event(ClusterEvent.POD_FINISHED)
+        if key is not None and state == "pending" and not was_pending:
+            self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
+    def remove_pod(self, uid: str) -> None:
+        """A pod was deleted."""
+        pod = self._pods.pop(uid, None)
+        held = self.snapshot.node_of(uid) is not None
+        self.snapshot.remove_pod(uid)
+        if pod is not None:
+            self._file(pod, None, None)
+        if held:
+            self.queue.on_event(ClusterEvent.POD_DELETED)
+
+    # -- groups --------------------------------------------------------------
+
+    def upsert_group(self, policy: GroupPolicy) -> None:
+        key = policy.key
+        if self._policies.get(key) == policy:
+            return
+        self._policies[key] = policy
+        self._sync(key)
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
+    def remove_group(self, namespace: str, name: str) -> None:
+        key = GroupKey(namespace, name)
+        self._policies.pop(key, None)
+        self._first_attempt.pop(key, None)
+        self._sync(key)
+
+    # -- deciding ------------------------------------------------------------
+
+    def next_decision(self) -> Decision | None:
+        """Try the next group in the queue; None when no group is ready."""
+        while True:
+            key = self.queue.pop()
+            if key is None:
+                return None
+            pending, bound = self.members(key)
+            if not pending:
+                self.queue.remove(key)
+                continue
+            return self._decide(key, pending, bound)
+
+    def try_group(self, key: GroupKey) -> Decision:
+        """What an attempt would decide now, leaving every state unchanged."""
+        pending, bound = self.members(key)
+        decision = plan(
+            self.snapshot,
+            key,
+            self.policy(key),
+            pending,
+            bound,
+            strategy=self.settings.strategy,
+            weights=self.settings.weights,
+        )
+        for binding in decision.bindings:
+            self.snapshot.forget(binding.uid)
+        return decision
+
+    def binding_failed(self, binding: Binding) -> None:
+        """The runtime could not bind: forget the assumption and back off the group."""
+        if not self.snapshot.forget(binding.uid):
+            return
+        pod = self._pods.get(binding.uid)
+        if pod is None:
+            return
+        key, state = self._membership(pod)
+        self._file(pod, key, state)
+        self.queue.on_event(ClusterEvent.BINDING_FAILED)
+        if key is not None:
+            self.queue.requeue(key, Code.ERROR)
+
+    # -- internals -----------------------------------------------------------
+
+    def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
+        now = self.clock()
+        first = self._first_attempt.setdefault(key, now)
+        decision = plan(
+            self.snapshot,
+            key,
+            self.policy(key),
+            pending,
+            bound,
+            strategy=self.settings.strategy,
+            weights=self.settings.weights,
+            elapsed=now - first,
+        )
+        if decision.admitted:
+            self._first_attempt.pop(key, None)
+        elif decision.status.reason == REASON_TIMEOUT:
+            self._first_attempt[key] = now
+        for binding in decision.bindings:
+            pod = self._pods[binding.uid]
+            self._file(pod, key, "bound")
+        code = decision.status.code
+        if code is Code.SUCCESS and decision.pending:
+            code = Code.UNSCHEDULABLE
+        self.queue.done(key, code)
+        return decision
+
+    def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
+        """Rules 1-4: the pod's group and whether it is pending or bound there."""
+        if pod.scheduler_name != self.settings.scheduler_name or pod.terminal:
+            return None, None
+        key = GroupKey.of_pod(pod)
+        if self.settings.lone_when_group_missing and not key.lone and key not in self._policies:
+            key = GroupKey(pod.namespace, pod.name, KIND_POD)
+        if pod.node_name is not None or self.snapshot.is_assumed(pod.uid):
+            return key, "bound"
+        if pod.deleting:
+            return None, None
+        return key, "pending"
+
+    def _file(self, pod: PodInfo, key: GroupKey | None, state: str | None) -> bool:
+        """Put the pod in its group's pending or bound set; True if it was pending before."""
+        previous = self._member_of.pop(pod.uid, None)
+        was_pending = False
+        if previous is not None:
+            members = self._members[previous]
+            was_pending = members.pending.pop(pod.uid, None) is not None and previous == key
+            members.bound.pop(pod.uid, None)
+        if key is not None and state is not None:
+            members = self._members.setdefault(key, _Members())
+            (members.pending if state == "pending" else members.bound)[pod.uid] = pod
+            self._member_of[pod.uid] = key
+        if previous is not None and previous != key:
+            self._sync(previous)
+        if key is not None:
+            self._sync(key)
+        return was_pending
+
+    def _sync(self, key: GroupKey) -> None:
+        """Keep the queue entry in step with the group's pending members."""
+        members = self._members.get(key)
+        if members is None or not members.pending:
+            self.queue.remove(key)
+            self._first_attempt.pop(key, None)
+            if members is not None and not members.bound:
+                del self._members[key]
+            return
+        policy = self._policies.get(key)
+        if policy is not None and policy.priority is not None:
+            priority = policy.priority
+        else:
+            priority = max(pod.priority for pod in members.pending.values())
+        if policy is not None:
+            created = policy.created
+        else:
+            created = min(pod.created for pod in members.pending.values())
+        self.queue.add(key, priority, created)

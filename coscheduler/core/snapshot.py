@@ -1,0 +1,526 @@
+"""The cluster as the planner sees it: nodes, and what is allocated on them.
+
+Why it is shaped like this: the planner asks "which nodes can take a pod of
+this shape, and which is best?" thousands of times per second over thousands
+of nodes. Answering with a Python loop over nodes per pod would cost
+milliseconds per pod. So the snapshot keeps nodes in *slots* of NumPy arrays
+(allocatable and allocated amounts as int64 matrices, one column per
+resource) and answers for all nodes at once, in a handful of vector
+operations per shape of pod.
+
+Filters 1-3 (cordon, taints, affinity) read only what a node *is*. Nodes are
+grouped into classes by equal taints and cordon, and by equal labels; each
+class is judged once per set of tolerations (or of selectors) and the verdict
+is cached, so a new node or a new pod shape costs one evaluation per class,
+not per node. A pod whose affinity names nodes (``matchFields``) is judged
+node by node; such pods are rare.
+
+Every update is O(1) (amortised; O(resources) NumPy scalars) or O(log n):
+node added, changed or removed; pod added, bound, finished or deleted;
+``assume`` (a planned binding counts at once) and ``forget`` (a binding that
+failed). The ranking by node name, which breaks score ties, is rebuilt lazily
+after nodes come or go (never on pod changes).
+
+Invariants:
+
+1. A pod counts on a node when it is bound (``spec.nodeName``) and not
+   terminal, whichever scheduler bound it, or when it is assumed there.
+2. Pods may name nodes the snapshot does not know (yet); their usage applies
+   when the node arrives, and stays remembered when it leaves.
+3. An assumed pod stays assumed while the API still shows it unbound, until it
+   is seen bound (then it counts as bound), is forgotten, or is deleted.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from coscheduler.api.node import NodeInfo
+from coscheduler.api.pod import HostPort, PodInfo
+from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
+from coscheduler.core.resources import ResourceColumns
+
+__all__ = ["Diagnosis", "Snapshot"]
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+_Vector = tuple[tuple[int, ...], IntArray]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """Why nodes refused one pod: the node count and a reason histogram.
+
+    ``by_filter`` counts the nodes refused by each filter (a node is refused
+    by the first failing filter, but may carry several resource reasons).
+    """
+
+    nodes: int
+    available: int
+    reasons: Mapping[str, int]
+    by_filter: Mapping[str, int]
+
+    @property
+    def filter(self) -> str | None:
+        """The filter that refused the most nodes (ties: first in name order)."""
+        if not self.by_filter:
+            return None
+        return min(self.by_filter, key=lambda name: (-self.by_filter[name], name))
+
+
+@dataclass(slots=True)
+class _Placed:
+    pod: PodInfo
+    node: str
+    vector: _Vector
+    assumed: bool
+
+
+class _Classes:
+    """Interned keys with reference counts; ids are recycled when unused."""
+
+    __slots__ = ("_free", "_ids", "keys", "refs", "samples")
+
+    def __init__(self) -> None:
+        self._ids: dict[Hashable, int] = {}
+        self._free: list[int] = []
+        self.keys: list[Hashable | None] = []
+        self.refs: list[int] = []
+        self.samples: list[NodeInfo | None] = []
+
+    def acquire(self, key: Hashable, node: NodeInfo) -> tuple[int, bool]:
+        """The class id of ``key``; True when the id is new or recycled."""
+        known = self._ids.get(key)
+        if known is not None:
+            self.refs[known] += 1
+            return known, False
+        if self._free:
+            new = self._free.pop()
+            self.keys[new], self.refs[new], self.samples[new] = key, 1, node
+        else:
+            new = len(self.keys)
+            self.keys.append(key)
+            self.refs.append(1)
+            self.samples.append(node)
+        self._ids[key] = new
+        return new, True
+
+    def release(self, class_id: int) -> None:
+        self.refs[class_id] -= 1
+        if self.refs[class_id] == 0:
+            del self._ids[self.keys[class_id]]
+            self.keys[class_id] = None
+            self.samples[class_id] = None
+            self._free.append(class_id)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+class _Verdicts:
+    """Cached filter verdicts per class id: -1 unknown, 0 refused, 1 accepted."""
+
+    __slots__ = ("_by_key", "classes")
+
+    def __init__(self, classes: _Classes) -> None:
+        self.classes = classes
+        self._by_key: dict[Hashable, npt.NDArray[np.int8]] = {}
+
+    def forget_class(self, class_id: int) -> None:
+        for verdicts in self._by_key.values():
+            if class_id < len(verdicts):
+                verdicts[class_id] = -1
+
+    def mask(self, key: Hashable, accepts: Callable[[NodeInfo], bool]) -> BoolArray:
+        """Per class id, whether the class accepts pods with this ``key``."""
+        size = len(self.classes)
+        verdicts = self._by_key.get(key)
+        if verdicts is None or len(verdicts) < size:
+            grown = np.full(max(size, 1), -1, dtype=np.int8)
+            if verdicts is not None:
+                grown[: len(verdicts)] = verdicts
+            verdicts = grown
+            self._by_key[key] = verdicts
+        unknown = np.flatnonzero(verdicts[:size] < 0)
+        for class_id in unknown.tolist():
+            sample = self.classes.samples[class_id]
+            verdicts[class_id] = 0 if sample is None or not accepts(sample) else 1
+        return verdicts[:size] > 0
+
+
+class Snapshot:
+    """Nodes and allocations, with vector queries for the planner."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.columns = ResourceColumns()
+        capacity = max(capacity, 1)
+        width = len(self.columns)
+        self._alloc: IntArray = np.zeros((capacity, width), dtype=np.int64)
+        self._used: IntArray = np.zeros((capacity, width), dtype=np.int64)
+        self._live: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        self._taint_class = np.zeros(capacity, dtype=np.int64)
+        self._label_class = np.zeros(capacity, dtype=np.int64)
+        self._rank: IntArray = np.zeros(capacity, dtype=np.int64)
+        self._rank_stale = False
+        self._nodes: list[NodeInfo | None] = []
+        self._slots: dict[str, int] = {}
+        self._free_slots: list[int] = []
+        self._taint_classes = _Classes()
+        self._label_classes = _Classes()
+        self._taint_verdicts = _Verdicts(self._taint_classes)
+        self._label_verdicts = _Verdicts(self._label_classes)
+        self._pods: dict[str, _Placed] = {}
+        self._on_node: dict[str, set[str]] = {}
+        self._ports: dict[str, ports.PortSet] = {}
+        self._vectors: dict[tuple[tuple[str, int], ...], _Vector] = {}
+
+    # -- reading -----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._slots
+
+    def node(self, name: str) -> NodeInfo | None:
+        slot = self._slots.get(name)
+        return None if slot is None else self._nodes[slot]
+
+    def nodes(self) -> Iterator[NodeInfo]:
+        """The nodes, in name order."""
+        for name in sorted(self._slots):
+            node = self._nodes[self._slots[name]]
+            assert node is not None
+            yield node
+
+    def allocated(self, name: str) -> dict[str, int]:
+        """What is allocated on a node (bound and assumed pods), non-zero amounts only."""
+        totals: Counter[str] = Counter()
+        for uid in self._on_node.get(name, ()):
+            for resource, amount in self._pods[uid].pod.requests.items():
+                totals[resource] += amount
+        return {resource: amount for resource, amount in totals.items() if amount}
+
+    def pods_on(self, name: str) -> list[PodInfo]:
+        return [self._pods[uid].pod for uid in sorted(self._on_node.get(name, ()))]
+
+    def ports_on(self, name: str) -> ports.PortSet:
+        return self._ports.get(name) or ports.PortSet()
+
+    def node_of(self, uid: str) -> str | None:
+        """The node a pod counts on (bound or assumed), or None."""
+        placed = self._pods.get(uid)
+        return None if placed is None else placed.node
+
+    def is_assumed(self, uid: str) -> bool:
+        placed = self._pods.get(uid)
+        return placed is not None and placed.assumed
+
+    def free_capacity(self, *, schedulable_only: bool = True) -> dict[str, int]:
+        """Free capacity summed over nodes (a node's overcommit counts as zero).
+
+        Cordoned nodes are left out by default: they take no new pods.
+        """
+        size = len(self._nodes)
+        live = self._live[:size].copy()
+        if schedulable_only:
+            for slot in np.flatnonzero(live).tolist():
+                node = self._nodes[slot]
+                if node is not None and node.unschedulable:
+                    live[slot] = False
+        free = np.maximum(self._alloc[:size][live] - self._used[:size][live], 0).sum(axis=0)
+        return {self.columns.name(c): int(free[c]) for c in range(len(self.columns))}
+
+    # -- nodes -------------------------------------------------------------
+
+    def upsert_node(self, node: NodeInfo) -> bool:
+        """Add or replace a node; True when it was new."""
+        self._ensure_columns(node.allocatable)
+        slot = self._slots.get(node.name)
+        added = slot is None
+        if slot is None:
+            slot = self._take_slot()
+            self._slots[node.name] = slot
+            self._rank_stale = True
+            self._used[slot] = 0
+            for uid in self._on_node.get(node.name, ()):
+                self._count(slot, self._pods[uid].vector, 1)
+        else:
+            self._release_classes(slot)
+        self._nodes[slot] = node
+        self._live[slot] = True
+        row = self._alloc[slot]
+        row[:] = 0
+        for resource, amount in node.allocatable.items():
+            row[self.columns.column(resource)] = amount
+        taint_id, fresh = self._taint_classes.acquire((node.taints, node.unschedulable), node)
+        if fresh:
+            self._taint_verdicts.forget_class(taint_id)
+        label_id, fresh = self._label_classes.acquire(node.signature[0], node)
+        if fresh:
+            self._label_verdicts.forget_class(label_id)
+        self._taint_class[slot] = taint_id
+        self._label_class[slot] = label_id
+        return added
+
+    def remove_node(self, name: str) -> bool:
+        """Remove a node (its pods stay remembered); True when it was known."""
+        slot = self._slots.pop(name, None)
+        if slot is None:
+            return False
+        self._release_classes(slot)
+        self._nodes[slot] = None
+        self._live[slot] = False
+        self._alloc[slot] = 0
+        self._used[slot] = 0
+        self._free_slots.append(slot)
+        self._rank_stale = True
+        return True
+
+    # -- pods --------------------------------------------------------------
+
+    def update_pod(self, pod: PodInfo) -> None:
+        """Take in a pod as the API shows it (rules 1 and 3)."""
+        placed = self._pods.get(pod.uid)
+        counts = pod.node_name is not None and not pod.terminal
+        if placed is not None and placed.assumed and pod.node_name is None and not pod.terminal:
+            placed.pod = pod
+            return
+        if placed is not None:
+            if counts and placed.node == pod.node_name and not placed.assumed:
+                placed.pod = pod
+                return
+            self._unplace(pod.uid)
+        if counts and pod.node_name is not None:
+            self._place(pod, pod.node_name, assumed=False, times=1)
+
+    def remove_pod(self, uid: str) -> None:
+        """A pod was deleted: whatever it held is free."""
+        if uid in self._pods:
+            self._unplace(uid)
+
+    def assume(self, pod: PodInfo, node: str) -> None:
+        """Count a planned binding at once."""
+        self.assume_many((pod,), node)
+
+    def assume_many(self, pods: Iterable[PodInfo], node: str) -> None:
+        """Count planned bindings of pods of one shape on one node, in one update."""
+        batch = list(pods)
+        if not batch:
+            return
+        for pod in batch:
+            if pod.uid in self._pods:
+                self._unplace(pod.uid)
+        vector = self._vector(batch[0].requests)
+        slot = self._slots.get(node)
+        for pod in batch:
+            self._pods[pod.uid] = _Placed(pod, node, vector, assumed=True)
+            self._on_node.setdefault(node, set()).add(pod.uid)
+        if slot is not None:
+            self._count(slot, vector, len(batch))
+        if batch[0].host_ports:
+            self._ports.setdefault(node, ports.PortSet()).add(batch[0].host_ports, len(batch))
+
+    def forget(self, uid: str) -> bool:
+        """Undo an assumption (the binding failed or was discarded); True when assumed."""
+        placed = self._pods.get(uid)
+        if placed is None or not placed.assumed:
+            return False
+        self._unplace(uid)
+        return True
+
+    # -- queries for the planner -------------------------------------------
+
+    def request(self, pod: PodInfo) -> dict[int, int]:
+        """The pod's requests by column."""
+        columns, amounts = self._vector(pod.requests)
+        return dict(zip(columns, amounts.tolist(), strict=True))
+
+    def static_mask(self, pod: PodInfo) -> BoolArray:
+        """Per slot: live, and filters 1-3 accept the pod."""
+        size = len(self._nodes)
+        mask = self._live[:size].copy()
+        if not mask.any():
+            return mask
+        tolerations = pod.tolerations
+        mask &= self._taint_verdicts.mask(
+            tolerations,
+            lambda node: unschedulable.check(pod, node) is None and taints.check(pod, node) is None,
+        )[self._taint_class[:size]]
+        if affinity.selects_all(pod):
+            return mask
+        if affinity.uses_node_name(pod):
+            for slot in np.flatnonzero(mask).tolist():
+                node = self._nodes[slot]
+                mask[slot] = node is not None and affinity.matches(pod, node.labels, node.name)
+            return mask
+        mask &= self._label_verdicts.mask(
+            pod.placement[:2], lambda node: affinity.matches(pod, node.labels, node.name)
+        )[self._label_class[:size]]
+        return mask
+
+    def feasible(self, pod: PodInfo) -> BoolArray:
+        """Per slot: filters 1-5 accept the pod now."""
+        mask = self.static_mask(pod)
+        size = len(mask)
+        if pod.host_ports:
+            self._refuse_ports(mask, pod.host_ports)
+        columns, amounts = self._vector(pod.requests)
+        for column, amount in zip(columns, amounts.tolist(), strict=True):
+            if amount > 0:
+                mask &= (self._alloc[:size, column] - self._used[:size, column]) >= amount
+        return mask
+
+    def rows(self, slots: npt.NDArray[np.intp]) -> tuple[IntArray, IntArray]:
+        """Allocatable and allocated rows of these slots (copies)."""
+        return self._alloc[slots], self._used[slots]
+
+    def ranks(self, slots: npt.NDArray[np.intp]) -> IntArray:
+        """Each slot's position in node-name order (the tie-break)."""
+        if self._rank_stale:
+            for position, name in enumerate(sorted(self._slots)):
+                self._rank[self._slots[name]] = position
+            self._rank_stale = False
+        return self._rank[slots]
+
+    def name_of(self, slot: int) -> str:
+        node = self._nodes[slot]
+        assert node is not None
+        return node.name
+
+    def diagnose(self, pod: PodInfo) -> Diagnosis:
+        """Why each node refuses the pod now, by the first failing filter."""
+        size = len(self._nodes)
+        remaining = self._live[:size].copy()
+        reasons: Counter[str] = Counter()
+        by_filter: Counter[str] = Counter()
+        for class_id in np.unique(self._taint_class[:size][remaining]).tolist():
+            sample = self._taint_classes.samples[class_id]
+            assert sample is not None
+            for name, check in (
+                (unschedulable.NAME, unschedulable.check),
+                (taints.NAME, taints.check),
+            ):
+                reason = check(pod, sample)
+                if reason is not None:
+                    refused = remaining & (self._taint_class[:size] == class_id)
+                    count = int(refused.sum())
+                    reasons[reason] += count
+                    by_filter[name] += count
+                    remaining &= ~refused
+                    break
+        matching = self.static_mask(pod)
+        refused = remaining & ~matching
+        if refused.any():
+            reasons[affinity.REASON] += int(refused.sum())
+            by_filter[affinity.NAME] += int(refused.sum())
+            remaining &= matching
+        if pod.host_ports:
+            free = remaining.copy()
+            self._refuse_ports(free, pod.host_ports)
+            refused = remaining & ~free
+            if refused.any():
+                reasons[ports.REASON] += int(refused.sum())
+                by_filter[ports.NAME] += int(refused.sum())
+                remaining = free
+        columns, amounts = self._vector(pod.requests)
+        short = np.zeros(size, dtype=np.bool_)
+        for column, amount in zip(columns, amounts.tolist(), strict=True):
+            if amount <= 0:
+                continue
+            lacking = remaining & (
+                (self._alloc[:size, column] - self._used[:size, column]) < amount
+            )
+            if lacking.any():
+                reasons[fit.reason(self.columns.name(column))] += int(lacking.sum())
+                short |= lacking
+        if short.any():
+            by_filter[fit.NAME] += int(short.sum())
+            remaining &= ~short
+        return Diagnosis(
+            nodes=len(self._slots),
+            available=int(remaining.sum()),
+            reasons=dict(reasons),
+            by_filter=dict(by_filter),
+        )
+
+    # -- internals ---------------------------------------------------------
+
+    def _refuse_ports(self, mask: BoolArray, wanted: tuple[HostPort, ...]) -> None:
+        for name, used in self._ports.items():
+            slot = self._slots.get(name)
+            if slot is not None and mask[slot] and used.conflicts(wanted):
+                mask[slot] = False
+
+    def _vector(self, requests: Mapping[str, int]) -> _Vector:
+        key = tuple(sorted(requests.items()))
+        vector = self._vectors.get(key)
+        if vector is None:
+            self._ensure_columns(requests)
+            columns = tuple(self.columns.column(name) for name, _ in key)
+            vector = (columns, np.array([amount for _, amount in key], dtype=np.int64))
+            self._vectors[key] = vector
+        return vector
+
+    def _count(self, slot: int, vector: _Vector, times: int) -> None:
+        columns, amounts = vector
+        self._used[slot, list(columns)] += amounts * times
+
+    def _place(self, pod: PodInfo, node: str, *, assumed: bool, times: int) -> None:
+        vector = self._vector(pod.requests)
+        self._pods[pod.uid] = _Placed(pod, node, vector, assumed)
+        self._on_node.setdefault(node, set()).add(pod.uid)
+        slot = self._slots.get(node)
+        if slot is not None:
+            self._count(slot, vector, times)
+        if pod.host_ports:
+            self._ports.setdefault(node, ports.PortSet()).add(pod.host_ports)
+
+    def _unplace(self, uid: str) -> None:
+        placed = self._pods.pop(uid)
+        on_node = self._on_node.get(placed.node)
+        if on_node is not None:
+            on_node.discard(uid)
+            if not on_node:
+                del self._on_node[placed.node]
+        slot = self._slots.get(placed.node)
+        if slot is not None:
+            self._count(slot, placed.vector, -1)
+        if placed.pod.host_ports:
+            used = self._ports.get(placed.node)
+            if used is not None:
+                used.remove(placed.pod.host_ports)
+                if not used:
+                    del self._ports[placed.node]
+
+    def _take_slot(self) -> int:
+        if self._free_slots:
+            return self._free_slots.pop()
+        slot = len(self._nodes)
+        self._nodes.append(None)
+        if slot >= len(self._live):
+            grow = len(self._live)
+            self._alloc = np.concatenate([self._alloc, np.zeros_like(self._alloc[:grow])])
+            self._used = np.concatenate([self._used, np.zeros_like(self._used[:grow])])
+            self._live = np.concatenate([self._live, np.zeros(grow, dtype=np.bool_)])
+            self._taint_class = np.concatenate([self._taint_class, np.zeros(grow, np.int64)])
+            self._label_class = np.concatenate([self._label_class, np.zeros(grow, np.int64)])
+            self._rank = np.concatenate([self._rank, np.zeros(grow, np.int64)])
+        return slot
+
+    def _release_classes(self, slot: int) -> None:
+        self._taint_classes.release(int(self._taint_class[slot]))
+        self._label_classes.release(int(self._label_class[slot]))
+
+    def _ensure_columns(self, names: Iterable[str]) -> None:
+        if self.columns.ensure(names):
+            extra = len(self.columns) - self._alloc.shape[1]
+            if extra > 0:
+                pad = ((0, 0), (0, extra))
+                self._alloc = np.pad(self._alloc, pad)
+                self._used = np.pad(self._used, pad)

@@ -1,0 +1,69 @@
+"""A trial placement that can be undone: assume, then commit or discard.
+
+Why: a gang is placed all together or not at all. The planner assumes each
+member on the snapshot as it goes (so the next member sees the room the
+previous ones took) and writes every step to an undo log. If a needed member
+does not fit, :meth:`Statement.discard` forgets the assumptions in reverse
+order and the snapshot is exactly as before. If all fit,
+:meth:`Statement.commit` keeps them and returns the bindings for the runtime
+to execute. No pod ever holds resources while waiting for the rest of its
+gang, so two gangs can never deadlock each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from coscheduler.api.pod import PodInfo
+from coscheduler.core.snapshot import Snapshot
+
+__all__ = ["Binding", "Statement"]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """An intent to bind a pod to a node (a ``Binding`` the runtime will create)."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+
+class Statement:
+    """An undo log of assumptions on one snapshot."""
+
+    __slots__ = ("_log", "snapshot")
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self._log: list[tuple[Sequence[PodInfo], str]] = []
+
+    def __len__(self) -> int:
+        return sum(len(pods) for pods, _ in self._log)
+
+    def assume(self, pods: Sequence[PodInfo], node: str) -> None:
+        """Place pods of one shape on a node, counting them at once."""
+        for pod in pods:
+            if self.snapshot.node_of(pod.uid) is not None:
+                raise ValueError(f"pod {pod.key} already counts on a node")
+        self.snapshot.assume_many(pods, node)
+        self._log.append((pods, node))
+
+    def discard(self) -> None:
+        """Forget every assumption, last first."""
+        for pods, _ in reversed(self._log):
+            for pod in reversed(pods):
+                self.snapshot.forget(pod.uid)
+        self._log.clear()
+
+    def commit(self) -> tuple[Binding, ...]:
+        """Keep the assumptions; the bindings in the order they were planned."""
+        bindings = tuple(
+            Binding(pod.namespace, pod.name, pod.uid, node)
+            for pods, node in self._log
+            for pod in pods
+        )
+        self._log.clear()
+        return bindings

@@ -1,0 +1,208 @@
+"""Pod parsing: effective requests as Kubernetes computes them, and typed errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from coscheduler.api.pod import HostPort, PodInfo, PodParseError, Toleration
+
+
+def raw_pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u1", **meta},
+        "spec": spec,
+        "status": {"phase": "Pending"},
+    }
+
+
+def c(
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    restart: str | None = None,
+) -> dict[str, Any]:
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = requests
+    if limits is not None:
+        resources["limits"] = limits
+    container: dict[str, Any] = {"name": "x", "resources": resources}
+    if restart is not None:
+        container["restartPolicy"] = restart
+    return container
+
+
+# Rules from the Kubernetes documentation (resource management for pods,
+# init containers, sidecar containers, pod overhead).
+REQUEST_CASES = [
+    pytest.param(
+        {
+            "containers": [
+                c({"cpu": "250m", "memory": "64Mi"}),
+                c({"cpu": "250m", "memory": "64Mi"}),
+            ]
+        },
+        {"cpu": 500, "memory": 128 * 2**20, "pods": 1},
+        id="sum-of-containers",
+    ),
+    pytest.param(
+        {"containers": [c({"cpu": "1"})], "initContainers": [c({"cpu": "2"}), c({"cpu": "500m"})]},
+        {"cpu": 2000, "pods": 1},
+        id="init-container-max-wins",
+    ),
+    pytest.param(
+        {"containers": [c({"cpu": "3"})], "initContainers": [c({"cpu": "2"})]},
+        {"cpu": 3000, "pods": 1},
+        id="containers-exceed-init",
+    ),
+    pytest.param(
+        {"containers": [c({"cpu": "1"})], "initContainers": [c({"cpu": "500m"}, restart="Always")]},
+        {"cpu": 1500, "pods": 1},
+        id="sidecar-added",
+    ),
+    pytest.param(
+        {
+            "containers": [c({"cpu": "1"})],
+            "initContainers": [c({"cpu": "1"}, restart="Always"), c({"cpu": "2"})],
+        },
+        {"cpu": 3000, "pods": 1},
+        id="init-after-sidecar-adds-sidecar",
+    ),
+    pytest.param(
+        {
+            "containers": [c({"cpu": "1"})],
+            "initContainers": [c({"cpu": "2"}), c({"cpu": "1"}, restart="Always")],
+        },
+        {"cpu": 2000, "pods": 1},
+        id="init-before-sidecar-alone",
+    ),
+    pytest.param(
+        {"containers": [c({"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "120Mi"}},
+        {"cpu": 1250, "memory": 120 * 2**20, "pods": 1},
+        id="overhead-added",
+    ),
+    pytest.param(
+        {"containers": [c(limits={"cpu": "2", "memory": "1Gi"})]},
+        {"cpu": 2000, "memory": 2**30, "pods": 1},
+        id="limits-stand-for-requests",
+    ),
+    pytest.param(
+        {"containers": [c({"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})]},
+        {"cpu": 1000, "memory": 2**30, "pods": 1},
+        id="request-kept-limit-fills-gap",
+    ),
+    pytest.param(
+        {"containers": [c({"nvidia.com/gpu": "2"})]},
+        {"nvidia.com/gpu": 2, "pods": 1},
+        id="extended-resource",
+    ),
+    pytest.param({"containers": [c()]}, {"pods": 1}, id="best-effort-counts-one-pod"),
+]
+
+
+@pytest.mark.parametrize(("spec", "expected"), REQUEST_CASES)
+def test_effective_requests(spec: dict[str, Any], expected: dict[str, int]) -> None:
+    assert dict(PodInfo.from_object(raw_pod(spec)).requests) == expected
+
+
+def test_fields() -> None:
+    raw = raw_pod(
+        {
+            "schedulerName": "coscheduler",
+            "nodeName": "n1",
+            "priority": 7,
+            "containers": [
+                {
+                    "name": "a",
+                    "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81}],
+                }
+            ],
+            "nodeSelector": {"zone": "a"},
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+        labels={
+            "scheduling.sigs.k8s.io/pod-group": "train",
+            "scheduling.sigs.k8s.io/role": "worker",
+        },
+        creationTimestamp="2024-01-01T00:00:10Z",
+        deletionTimestamp="2024-01-01T00:01:00Z",
+        ownerReferences=[{"uid": "o1", "controller": False}, {"uid": "o2", "controller": True}],
+    )
+    pod = PodInfo.from_object(raw)
+    assert (pod.key, pod.group, pod.role, pod.scheduler_name) == (
+        "ns/p",
+        "train",
+        "worker",
+        "coscheduler",
+    )
+    assert (pod.node_name, pod.priority, pod.deleting, pod.owner_uid) == ("n1", 7, True, "o2")
+    assert pod.created == 1704067210.0
+    assert pod.host_ports == (HostPort("0.0.0.0", "TCP", 8080),)
+    assert pod.tolerations == (Toleration("gpu", "Exists", "", "NoSchedule"),)
+    assert pod.required_affinity is None
+    assert pod.bound
+    assert not pod.terminal
+
+
+def test_equal_pods_share_a_shape() -> None:
+    one = PodInfo.from_object(raw_pod({"containers": [c({"cpu": "1"})]}))
+    two = PodInfo.from_object(
+        {**raw_pod({"containers": [c({"cpu": "1000m"})]}), "metadata": {"name": "q", "uid": "u2"}}
+    )
+    assert one.shape == two.shape
+    hash(one.shape)
+
+
+@pytest.mark.parametrize(
+    ("raw", "quoted"),
+    [
+        pytest.param(raw_pod({"containers": [c({"cpu": "lots"})]}), "'lots'", id="bad-quantity"),
+        pytest.param(raw_pod({"containers": [c({"cpu": "-1"})]}), "'-1'", id="negative"),
+        pytest.param(raw_pod({"containers": "nope"}), "'nope'", id="containers-not-a-list"),
+        pytest.param(raw_pod({"containers": [], "priority": "high"}), "'high'", id="priority"),
+        pytest.param(
+            raw_pod({"containers": [], "tolerations": [{"operator": "Maybe"}]}),
+            "'Maybe'",
+            id="toleration-operator",
+        ),
+        pytest.param(
+            raw_pod(
+                {
+                    "containers": [],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {"key": "k", "operator": "Gt", "values": ["x"]}
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                }
+            ),
+            "'x'",
+            id="gt-not-integer",
+        ),
+        pytest.param(
+            raw_pod({"containers": []}, creationTimestamp="yesterday"),
+            "'yesterday'",
+            id="timestamp",
+        ),
+    ],
+)
+def test_malformed_pods_raise_typed_errors_naming_the_pod(raw: dict[str, Any], quoted: str) -> None:
+    with pytest.raises(PodParseError, match="ns/p") as error:
+        PodInfo.from_object(raw)
+    assert quoted in str(error.value)
+
+
+def test_missing_metadata_is_a_parse_error() -> None:
+    with pytest.raises(PodParseError):
+        PodInfo.from_object({"spec": {}})
+    with pytest.raises(PodParseError):
+        PodInfo.from_object({"metadata": {"namespace": "ns"}, "spec": {}})

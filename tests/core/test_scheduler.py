@@ -1,0 +1,163 @@
+"""The core's entry point: membership, queueing, timeouts and binding failures."""
+
+from __future__ import annotations
+
+from coscheduler.core import (
+    REASON_GROUP_NOT_FOUND,
+    REASON_TIMEOUT,
+    Code,
+    GroupKey,
+    Scheduler,
+    SchedulerSettings,
+)
+from tests.core.builders import Clock, gang, group, node, pod
+
+TRAIN = GroupKey("default", "train")
+
+
+def cluster(
+    *nodes_cpu: str, clock: Clock | None = None, settings: SchedulerSettings | None = None
+) -> Scheduler:
+    scheduler = Scheduler(clock or Clock(), settings)
+    for i, cpu in enumerate(nodes_cpu):
+        scheduler.upsert_node(node(f"n{i}", cpu=cpu))
+    return scheduler
+
+
+def test_gang_waits_for_members_then_binds_when_the_last_arrives() -> None:
+    scheduler = cluster("8")
+    scheduler.upsert_group(group("train", 3))
+    members = gang("train", 3)
+    for p in members[:2]:
+        scheduler.upsert_pod(p)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.code is Code.WAITING
+    assert decision.status.message == "2/3 members exist"
+    assert scheduler.next_decision() is None
+    scheduler.upsert_pod(members[2])
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+    assert len(decision.bindings) == 3
+    assert scheduler.next_decision() is None
+    assert TRAIN not in scheduler.queue
+
+
+def test_pods_of_other_schedulers_count_but_are_not_placed() -> None:
+    scheduler = cluster("4")
+    scheduler.upsert_pod(pod("theirs", cpu="3", node="n0", scheduler="default-scheduler"))
+    scheduler.upsert_pod(pod("pending-theirs", scheduler="default-scheduler"))
+    scheduler.upsert_pod(pod("mine", cpu="2"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.code is Code.UNSCHEDULABLE
+    assert scheduler.next_decision() is None
+    scheduler.upsert_pod(
+        pod("theirs", cpu="3", node="n0", phase="Succeeded", scheduler="default-scheduler")
+    )
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+
+
+def test_missing_group_waits_until_created() -> None:
+    scheduler = cluster("8")
+    for p in gang("train", 2):
+        scheduler.upsert_pod(p)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.reason == REASON_GROUP_NOT_FOUND
+    scheduler.upsert_group(group("train", 2))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+
+
+def test_missing_group_can_mean_lone_pods() -> None:
+    scheduler = cluster("8", settings=SchedulerSettings(lone_when_group_missing=True))
+    for p in gang("train", 2):
+        scheduler.upsert_pod(p)
+    decisions = [scheduler.next_decision(), scheduler.next_decision()]
+    assert all(d is not None and d.ok and d.group.lone for d in decisions)
+
+
+def test_timeout_is_counted_from_the_first_attempt() -> None:
+    clock = Clock()
+    scheduler = cluster("1", clock=clock)
+    scheduler.upsert_group(group("train", 2, timeout=30))
+    for p in gang("train", 2):
+        scheduler.upsert_pod(p)
+    first = scheduler.next_decision()
+    assert first is not None
+    assert first.status.code is Code.UNSCHEDULABLE
+    clock.advance(31)
+    late = scheduler.next_decision()
+    assert late is not None
+    assert late.status.reason == REASON_TIMEOUT
+    clock.advance(10)
+    again = scheduler.next_decision()
+    assert again is not None
+    assert again.status.reason != REASON_TIMEOUT
+
+
+def test_binding_failure_forgets_and_backs_off() -> None:
+    scheduler = cluster("2")
+    scheduler.upsert_group(group("train", 2))
+    for p in gang("train", 2):
+        scheduler.upsert_pod(p)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+    assert scheduler.snapshot.allocated("n0")["cpu"] == 2000
+    scheduler.binding_failed(decision.bindings[0])
+    assert scheduler.snapshot.allocated("n0")["cpu"] == 1000
+    assert scheduler.queue.pool(TRAIN) == "backoff"
+    assert len(scheduler.members(TRAIN)[0]) == 1
+
+
+def test_bound_pods_complete_a_partially_bound_gang_after_restart() -> None:
+    scheduler = cluster("4")
+    scheduler.upsert_group(group("train", 4))
+    for i in range(4):
+        scheduler.upsert_pod(pod(f"train-{i}", group="train", node="n0" if i < 2 else None))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+    assert [b.name for b in decision.bindings] == ["train-2", "train-3"]
+
+
+def test_priority_orders_groups() -> None:
+    scheduler = cluster("2")
+    scheduler.upsert_group(group("low", 2, created=1.0))
+    scheduler.upsert_group(group("high", 2, priority=10, created=2.0))
+    for p in [*gang("low", 2), *gang("high", 2)]:
+        scheduler.upsert_pod(p)
+    first = scheduler.next_decision()
+    assert first is not None
+    assert first.group.name == "high"
+    assert first.ok
+    second = scheduler.next_decision()
+    assert second is not None
+    assert not second.ok
+
+
+def test_node_heartbeat_does_not_wake_backed_off_groups() -> None:
+    scheduler = cluster("1")
+    scheduler.upsert_pod(pod("big", cpu="2"))
+    scheduler.next_decision()
+    scheduler.upsert_node(node("n0", cpu="1"))
+    assert scheduler.next_decision() is None
+    scheduler.upsert_node(node("n0", cpu="2"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+
+
+def test_try_group_leaves_no_trace() -> None:
+    scheduler = cluster("4")
+    scheduler.upsert_group(group("train", 2))
+    for p in gang("train", 2):
+        scheduler.upsert_pod(p)
+    assert scheduler.try_group(TRAIN).ok
+    assert scheduler.snapshot.allocated("n0") == {}

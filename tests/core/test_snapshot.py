@@ -1,0 +1,107 @@
+"""The snapshot: incremental updates, assume/forget, vector answers equal plain ones."""
+
+from __future__ import annotations
+
+from coscheduler.core import Snapshot, Statement
+from coscheduler.core.filters import check_node
+from tests.core.builders import node, pod
+
+
+def test_pods_count_whoever_bound_them_until_terminal() -> None:
+    snapshot = Snapshot()
+    snapshot.upsert_node(node("a", cpu="4"))
+    other = pod("x", cpu="3", node="a", scheduler="default-scheduler")
+    snapshot.update_pod(other)
+    assert snapshot.allocated("a") == {"cpu": 3000, "pods": 1}
+    snapshot.update_pod(pod("x", cpu="3", node="a", phase="Succeeded"))
+    assert snapshot.allocated("a") == {}
+    assert snapshot.free_capacity()["cpu"] == 4000
+
+
+def test_pod_on_unknown_node_applies_when_node_arrives() -> None:
+    snapshot = Snapshot()
+    snapshot.update_pod(pod("x", cpu="3", node="a"))
+    snapshot.upsert_node(node("a", cpu="4"))
+    assert snapshot.free_capacity()["cpu"] == 1000
+    snapshot.remove_node("a")
+    snapshot.upsert_node(node("a", cpu="8"))
+    assert snapshot.free_capacity()["cpu"] == 5000
+
+
+def test_assume_then_forget_and_confirmation() -> None:
+    snapshot = Snapshot()
+    snapshot.upsert_node(node("a", cpu="4"))
+    p = pod("p", cpu="2")
+    snapshot.assume(p, "a")
+    snapshot.update_pod(p)  # the watch still shows it pending: stays assumed
+    assert snapshot.is_assumed(p.uid)
+    assert snapshot.node_of(p.uid) == "a"
+    assert snapshot.forget(p.uid)
+    assert snapshot.allocated("a") == {}
+    snapshot.assume(p, "a")
+    snapshot.update_pod(pod("p", cpu="2", node="a"))  # confirmed bound
+    assert not snapshot.is_assumed(p.uid)
+    assert not snapshot.forget(p.uid)
+    assert snapshot.allocated("a") == {"cpu": 2000, "pods": 1}
+
+
+def test_statement_discard_restores_exactly() -> None:
+    snapshot = Snapshot()
+    snapshot.upsert_node(node("a", cpu="4", extra={"nvidia.com/gpu": "2"}))
+    statement = Statement(snapshot)
+    statement.assume(
+        [
+            pod("p", cpu="1", requests={"nvidia.com/gpu": "1"}),
+            pod("q", cpu="1", requests={"nvidia.com/gpu": "1"}),
+        ],
+        "a",
+    )
+    assert snapshot.allocated("a")["nvidia.com/gpu"] == 2
+    statement.discard()
+    assert snapshot.allocated("a") == {}
+    assert snapshot.free_capacity()["nvidia.com/gpu"] == 2
+
+
+def test_vector_feasibility_agrees_with_plain_filters() -> None:
+    snapshot = Snapshot()
+    nodes = [
+        node("a", cpu="2"),
+        node("b", labels={"zone": "x"}),
+        node("c", taints=[("gpu", "true", "NoSchedule")]),
+        node("d", unschedulable=True),
+        node("e", cpu="8", extra={"nvidia.com/gpu": "1"}),
+    ]
+    for n in nodes:
+        snapshot.upsert_node(n)
+    snapshot.update_pod(pod("hp", node="e", host_ports=[80]))
+    pods = [
+        pod("p1", cpu="4"),
+        pod("p2", node_selector={"zone": "x"}),
+        pod("p3", tolerations=[{"operator": "Exists"}]),
+        pod("p4", requests={"nvidia.com/gpu": "1"}),
+        pod("p5", host_ports=[80]),
+        pod(
+            "p6",
+            affinity_terms=[
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b", "c"]}]}
+            ],
+        ),
+    ]
+    for p in pods:
+        mask = snapshot.feasible(p)
+        for n in nodes:
+            slot = snapshot._slots[n.name]
+            plain = check_node(p, n, snapshot.allocated(n.name), snapshot.ports_on(n.name))
+            assert bool(mask[slot]) == (plain is None), (p.name, n.name, plain)
+
+
+def test_node_updates_keep_usage_and_classes() -> None:
+    snapshot = Snapshot()
+    snapshot.upsert_node(node("a", cpu="4"))
+    snapshot.update_pod(pod("x", cpu="1", node="a"))
+    snapshot.upsert_node(node("a", cpu="4", taints=[("t", "", "NoSchedule")]))
+    assert not snapshot.feasible(pod("p"))[0]
+    snapshot.upsert_node(node("a", cpu="4"))
+    assert snapshot.feasible(pod("p"))[0]
+    assert snapshot.free_capacity()["cpu"] == 3000
+    assert [n.name for n in snapshot.nodes()] == ["a"]
