@@ -1,0 +1,410 @@
+"""Start and stop a real control plane as local processes on 127.0.0.1.
+
+Order of start, each step waiting for the previous one to be ready:
+1. certificates (``e2e.pki``);
+2. etcd, data in a temporary directory, no fsync (a test cluster needs no
+   durability), ready when ``/health`` answers;
+3. kube-apiserver with TLS, client-certificate authentication and RBAC, ready
+   when ``/readyz`` answers 200 (RBAC's bootstrap roles are part of that);
+4. the kubeconfig, then kube-controller-manager (ReplicaSets, Jobs, garbage
+   collection, namespaces, service accounts and their tokens), ready when the
+   ``default`` ServiceAccount exists (pods cannot be created before that);
+5. KWOK with the pod stages of ``e2e.kwok_stages``, managing only nodes
+   annotated ``kwok.x-k8s.io/node=fake``.
+
+Stop is the reverse order, each process SIGTERMed, awaited, then killed. A
+start that fails part-way stops what it started and says which component
+failed, with the tail of its log. Every component logs to
+``<state dir>/logs/<component>.log``.
+
+A cluster can be owned (started by this Python process; its processes die with
+it, and ``stop`` is called by fixtures) or detached (started by ``e2e.cluster
+up``; it outlives the command, and ``state.json`` in its state directory lets
+a later command find, use and stop it).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from e2e import build, kwok_stages, nodes, pki
+from e2e.api import ApiClient, write_kubeconfig
+from e2e.processes import Process, ProcessRecord, StartupError, free_port, wait_until
+
+SERVICE_CIDR = "10.0.0.0/24"
+FIRST_SERVICE_IP = "10.0.0.1"
+STATE_FILE = "state.json"
+GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
+GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha1=true"
+
+Reporter = Callable[[str], None]
+
+
+def _quiet(message: str) -> None:
+    del message
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """Choices that change how the control plane is started."""
+
+    gang_api: bool = False
+    """Enable Kubernetes 1.35's native gang API (Workload, GangScheduling) on the API server."""
+
+    job_duration_seconds: float = 1.0
+    """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
+
+    startup_timeout_seconds: float = 90.0
+    """Per component; generous because a loaded 2-core machine is slow to start Go servers."""
+
+
+@dataclass
+class ClusterState:
+    """Everything needed to find a running cluster again: written to ``state.json``."""
+
+    state_dir: str
+    data_dir: str
+    kubeconfig: str
+    ports: dict[str, int]
+    options: dict[str, Any]
+    processes: list[dict[str, Any]] = field(default_factory=list)
+    started_at: float = field(default_factory=time.time)
+
+    def save(self) -> None:
+        path = Path(self.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.rename(path)
+
+    @classmethod
+    def load(cls, state_dir: Path) -> ClusterState | None:
+        path = state_dir / STATE_FILE
+        if not path.is_file():
+            return None
+        return cls(**json.loads(path.read_text()))
+
+
+class KubectlError(subprocess.CalledProcessError):
+    """kubectl failed; unlike its base class, the message includes what kubectl said."""
+
+    def __str__(self) -> str:
+        command = " ".join(str(a) for a in self.cmd[2:])
+        return f"kubectl {command} failed (exit {self.returncode}): {str(self.stderr).strip()}"
+
+
+class Cluster:
+    """A running local control plane; use ``Cluster.start`` or ``Cluster.attach``."""
+
+    def __init__(self, state: ClusterState, processes: list[Process], *, owned: bool) -> None:
+        self.state = state
+        self.processes = processes
+        self.owned = owned
+        self.api = ApiClient(port=state.ports["apiserver"], pki=pki.Pki(self.pki_dir))
+
+    # --- where things are ---------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return Path(self.state.state_dir)
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.state_dir / "pki"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.state.kubeconfig)
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.state.ports['apiserver']}"
+
+    # --- life cycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        state_dir: Path,
+        options: ClusterOptions = ClusterOptions(),
+        *,
+        detached: bool = False,
+        report: Reporter = _quiet,
+    ) -> Cluster:
+        """Start every component (see the module docstring); stop them all if one fails."""
+        binaries = build.binaries()
+        state_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("pki", "logs", STATE_FILE, "kwok.yaml", "kwok"):
+            _remove(state_dir / stale)
+        data_dir = Path(tempfile.mkdtemp(prefix="coscheduler-etcd-"))
+        ports = {
+            name: free_port()
+            for name in ("etcd_client", "etcd_peer", "apiserver", "controller_manager", "kwok")
+        }
+        state = ClusterState(
+            state_dir=str(state_dir),
+            data_dir=str(data_dir),
+            kubeconfig=str(state_dir / "kubeconfig"),
+            ports=ports,
+            options=asdict(options),
+        )
+        cluster = cls(state, [], owned=not detached)
+        try:
+            cluster._launch(binaries, options, detached=detached, report=report)
+        except BaseException:
+            cluster.stop()
+            raise
+        if not detached:
+            atexit.register(cluster.stop)
+        return cluster
+
+    @classmethod
+    def attach(cls, state_dir: Path) -> Cluster | None:
+        """Find the detached cluster recorded in ``state_dir``, or None if there is none."""
+        state = ClusterState.load(state_dir)
+        if state is None:
+            return None
+        records = [ProcessRecord(**p) for p in state.processes]
+        return cls(state, [Process.adopt(r) for r in records], owned=False)
+
+    def is_running(self) -> bool:
+        """True when every component still runs and the API server answers /readyz."""
+        return all(p.is_running() for p in self.processes) and self.api.healthy()
+
+    def stop(self) -> None:
+        """Stop the components in reverse order, then remove the etcd data and credentials."""
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes.clear()
+        _remove(Path(self.state.data_dir))
+        for leftover in ("pki", "kwok", "kwok.yaml", STATE_FILE):
+            _remove(self.state_dir / leftover)
+        _remove(self.kubeconfig)
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.stop)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- using it -----------------------------------------------------------------------------
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = 60.0,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this cluster and capture its output."""
+        argv = [str(build.binaries().kubectl), f"--kubeconfig={self.kubeconfig}", *args]
+        result = subprocess.run(
+            argv, input=input, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and result.returncode != 0:
+            raise KubectlError(result.returncode, argv, output=result.stdout, stderr=result.stderr)
+        return result
+
+    def apply(self, manifest: str | Path, *, namespace: str | None = None) -> str:
+        """``kubectl apply`` YAML text or a file (server-side validation, as a user would)."""
+        args = ["apply", "-f", str(manifest) if isinstance(manifest, Path) else "-"]
+        if namespace:
+            args += ["-n", namespace]
+        text = None if isinstance(manifest, Path) else manifest
+        return self.kubectl(*args, input=text).stdout
+
+    def add_nodes(self, specs: Sequence[nodes.NodeSpec], *, wait_ready: bool = True) -> list[str]:
+        return nodes.add_nodes(self.api, specs, wait_ready=wait_ready)
+
+    def remove_nodes(self, names: Sequence[str], *, wait_gone: bool = True) -> None:
+        nodes.remove_nodes(self.api, names, wait_gone=wait_gone)
+
+    # --- starting the components --------------------------------------------------------------
+
+    def _launch(
+        self,
+        binaries: build.Binaries,
+        options: ClusterOptions,
+        *,
+        detached: bool,
+        report: Reporter,
+    ) -> None:
+        ports = self.state.ports
+        timeout = options.startup_timeout_seconds
+        material = pki.generate(self.pki_dir, service_ip=FIRST_SERVICE_IP)
+
+        def launch(name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
+            report(f"starting {name}")
+            process = Process.start(
+                name,
+                argv,
+                log=self.logs_dir / f"{name}.log",
+                env=env,
+                die_with_parent=not detached,
+            )
+            self.processes.append(process)
+            self.state.processes = [asdict(p.record) for p in self.processes]
+            self.state.save()
+            return process
+
+        started = time.monotonic()
+        etcd = launch("etcd", _etcd_args(binaries.etcd, self.state))
+        wait_until(
+            lambda: _http_ok(f"http://127.0.0.1:{ports['etcd_client']}/health"),
+            timeout=timeout,
+            what="etcd to answer /health",
+            watch=[etcd],
+        )
+        apiserver = launch(
+            "kube-apiserver", _apiserver_args(binaries, self.state, material, options)
+        )
+        wait_until(
+            self.api.healthy,
+            timeout=timeout,
+            what="kube-apiserver to answer /readyz with 200",
+            watch=[etcd, apiserver],
+        )
+        write_kubeconfig(self.kubeconfig, port=ports["apiserver"], pki=material)
+        manager = launch("kube-controller-manager", _manager_args(binaries, self.state, material))
+        wait_until(
+            lambda: (
+                self.api.get_or_none("/api/v1/namespaces/default/serviceaccounts/default")
+                is not None
+            ),
+            timeout=timeout,
+            what="kube-controller-manager to create the default ServiceAccount",
+            watch=[apiserver, manager],
+        )
+        config = self.state_dir / "kwok.yaml"
+        config.write_text(
+            kwok_stages.config_yaml(job_duration_seconds=options.job_duration_seconds)
+        )
+        # KWOK_WORKDIR: kwok would otherwise also read the user's ~/.kwok/kwok.yaml.
+        workdir = self.state_dir / "kwok"
+        kwok = launch(
+            "kwok", _kwok_args(binaries, self.state, config), env={"KWOK_WORKDIR": str(workdir)}
+        )
+        wait_until(
+            lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"),
+            timeout=timeout,
+            what="kwok to answer /healthz",
+            watch=[apiserver, kwok],
+        )
+        report(f"control plane ready in {time.monotonic() - started:.1f}s at {self.server}")
+
+
+# --- command lines ----------------------------------------------------------------------------
+
+
+def _etcd_args(binary: Path, state: ClusterState) -> list[str]:
+    client = f"http://127.0.0.1:{state.ports['etcd_client']}"
+    peer = f"http://127.0.0.1:{state.ports['etcd_peer']}"
+    return [
+        str(binary),
+        "--name=e2e",
+        f"--data-dir={state.data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=e2e={peer}",
+        "--initial-cluster-state=new",
+        "--unsafe-no-fsync=true",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_args(
+    binaries: build.Binaries, state: ClusterState, material: pki.Pki, options: ClusterOptions
+) -> list[str]:
+    args = [
+        str(binaries.kube_apiserver),
+        f"--etcd-servers=http://127.0.0.1:{state.ports['etcd_client']}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={state.ports['apiserver']}",
+        "--advertise-address=127.0.0.1",
+        "--endpoint-reconciler-type=none",
+        f"--cert-dir={material.directory}",
+        f"--tls-cert-file={material.serving_cert}",
+        f"--tls-private-key-file={material.serving_key}",
+        f"--client-ca-file={material.ca_cert}",
+        "--authorization-mode=RBAC",
+        "--anonymous-auth=false",
+        f"--service-cluster-ip-range={SERVICE_CIDR}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={material.service_account_public_key}",
+        f"--service-account-signing-key-file={material.service_account_key}",
+        "--allow-privileged=true",
+        "--profiling=false",
+        "--v=1",
+    ]
+    if options.gang_api:
+        args += [f"--feature-gates={GANG_FEATURE_GATES}", f"--runtime-config={GANG_RUNTIME_CONFIG}"]
+    return args
+
+
+def _manager_args(binaries: build.Binaries, state: ClusterState, material: pki.Pki) -> list[str]:
+    kubeconfig = state.kubeconfig
+    return [
+        str(binaries.kube_controller_manager),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={state.ports['controller_manager']}",
+        "--leader-elect=false",
+        f"--service-account-private-key-file={material.service_account_key}",
+        f"--root-ca-file={material.ca_cert}",
+        f"--cluster-signing-cert-file={material.ca_cert}",
+        f"--cluster-signing-key-file={material.ca_key}",
+        "--kube-api-qps=200",
+        "--kube-api-burst=400",
+        "--profiling=false",
+        "--v=1",
+    ]
+
+
+def _kwok_args(binaries: build.Binaries, state: ClusterState, config: Path) -> list[str]:
+    return [
+        str(binaries.kwok),
+        f"--kubeconfig={state.kubeconfig}",
+        f"--config={config}",
+        "--manage-all-nodes=false",
+        f"--manage-nodes-with-annotation-selector={nodes.KWOK_SELECTOR}",
+        f"--server-address=127.0.0.1:{state.ports['kwok']}",
+        "--node-ip=127.0.0.1",
+    ]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+__all__ = ["Cluster", "ClusterOptions", "ClusterState", "KubectlError", "StartupError"]

@@ -1,0 +1,179 @@
+"""The pod lifecycle KWOK plays on fake nodes: bound pods run, and may finish.
+
+Why our own pod stages: KWOK v0.7.0's built-in ("fast") pod stages complete a
+Job's pod the moment it runs, so a test could never observe a Job running, nor
+a gang whose members finish at different times. These stages keep the
+built-in behaviour otherwise and add a delay:
+
+1. pod-ready: a pod bound to a managed node and not being deleted becomes
+   Running with Ready conditions and a pod IP.
+2. pod-complete-annotated: a Running pod with the annotation
+   ``COMPLETE_AFTER_ANNOTATION`` (a Go duration such as ``30s``, or an RFC 3339
+   time) becomes Succeeded after that delay, whoever owns it.
+3. pod-complete-job: a Running pod owned by a Job, without that annotation,
+   becomes Succeeded after the cluster's default Job duration.
+4. pod-delete: a pod being deleted loses its finalizers and is removed, as a
+   kubelet would confirm.
+
+Node stages are not given, so KWOK keeps its built-in ones (initialise the
+node's conditions, keep it Ready, heartbeat its Lease): it replaces the
+defaults of a kind only when stages of that kind are configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+COMPLETE_AFTER_ANNOTATION = "e2e.coscheduler.dev/complete-after"
+"""Pod annotation: how long after Running the fake pod finishes (``5s``, ``1m30s``)."""
+
+_API_VERSION = "kwok.x-k8s.io/v1alpha1"
+_ANNOTATION_KEY = f'.metadata.annotations["{COMPLETE_AFTER_ANNOTATION}"]'
+_NOT_DELETING = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+_RUNNING = {"key": ".status.phase", "operator": "In", "values": ["Running"]}
+
+_READY_STATUS = """\
+{{ $now := Now }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Initialized
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: Ready
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: ContainersReady
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: PodScheduled
+{{ range .spec.readinessGates }}
+- lastTransitionTime: {{ $now | Quote }}
+  status: "True"
+  type: {{ .conditionType | Quote }}
+{{ end }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  restartCount: 0
+  started: true
+  state:
+    running:
+      startedAt: {{ $now | Quote }}
+{{ end }}
+initContainerStatuses:
+{{ range .spec.initContainers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: true
+  restartCount: 0
+  state:
+    terminated:
+      exitCode: 0
+      finishedAt: {{ $now | Quote }}
+      reason: Completed
+      startedAt: {{ $now | Quote }}
+{{ end }}
+hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) \
+( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+phase: Running
+startTime: {{ $now | Quote }}
+"""
+
+_SUCCEEDED_STATUS = """\
+{{ $now := Now }}
+{{ $root := . }}
+conditions:
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  type: Ready
+  reason: PodCompleted
+- lastTransitionTime: {{ $now | Quote }}
+  status: "False"
+  type: ContainersReady
+  reason: PodCompleted
+{{ range .status.conditions }}
+{{ if and (ne .type "Ready") (ne .type "ContainersReady") }}
+- lastTransitionTime: {{ .lastTransitionTime | Quote }}
+  status: {{ .status | Quote }}
+  type: {{ .type | Quote }}
+{{ end }}
+{{ end }}
+containerStatuses:
+{{ range .spec.containers }}
+- image: {{ .image | Quote }}
+  name: {{ .name | Quote }}
+  ready: false
+  restartCount: 0
+  started: false
+  state:
+    terminated:
+      exitCode: 0
+      finishedAt: {{ $now | Quote }}
+      reason: Completed
+      startedAt: {{ $root.status.startTime | Quote }}
+{{ end }}
+phase: Succeeded
+"""
+
+
+def _stage(
+    name: str, expressions: list[dict[str, Any]], next_: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": _API_VERSION,
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {"matchExpressions": expressions},
+            **extra,
+            "next": next_,
+        },
+    }
+
+
+def pod_stages(*, job_duration_seconds: float) -> list[dict[str, Any]]:
+    """The Stage documents described in the module docstring."""
+    job_delay_ms = int(job_duration_seconds * 1000)
+    return [
+        _stage(
+            "pod-ready",
+            [_NOT_DELETING, {"key": ".status.podIP", "operator": "DoesNotExist"}],
+            {"statusTemplate": _READY_STATUS},
+        ),
+        _stage(
+            "pod-complete-annotated",
+            [_NOT_DELETING, _RUNNING, {"key": _ANNOTATION_KEY, "operator": "Exists"}],
+            {"statusTemplate": _SUCCEEDED_STATUS},
+            delay={"durationMilliseconds": 0, "durationFrom": {"expressionFrom": _ANNOTATION_KEY}},
+        ),
+        _stage(
+            "pod-complete-job",
+            [
+                _NOT_DELETING,
+                _RUNNING,
+                {"key": _ANNOTATION_KEY, "operator": "DoesNotExist"},
+                {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
+            ],
+            {"statusTemplate": _SUCCEEDED_STATUS},
+            delay={"durationMilliseconds": job_delay_ms},
+        ),
+        _stage(
+            "pod-delete",
+            [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
+            {"finalizers": {"empty": True}, "delete": True},
+        ),
+    ]
+
+
+def config_yaml(*, job_duration_seconds: float) -> str:
+    """The ``--config`` file for kwok: the pod stages as a YAML stream."""
+    return yaml.safe_dump_all(
+        pod_stages(job_duration_seconds=job_duration_seconds), sort_keys=False
+    )

@@ -1,0 +1,205 @@
+"""The certificates and keys of a local cluster, generated fresh for every cluster.
+
+Why generated in Python: the API server must run with real TLS and a real
+client certificate so that authentication and RBAC are exercised as in a
+production cluster, and ``cryptography`` makes that material in milliseconds
+without any external tool. TLS keys are ECDSA P-256 (fast to generate); the
+service-account signing key is RSA, the algorithm every Kubernetes client of
+tokens accepts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALIDITY = datetime.timedelta(days=30)
+"""Long enough for any local session; the material is thrown away with the cluster."""
+
+PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Paths of the PEM files the components and clients need."""
+
+    directory: Path
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.directory / "ca.crt"
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory / "ca.key"
+
+    @property
+    def serving_cert(self) -> Path:
+        return self.directory / "apiserver.crt"
+
+    @property
+    def serving_key(self) -> Path:
+        return self.directory / "apiserver.key"
+
+    @property
+    def admin_cert(self) -> Path:
+        return self.directory / "admin.crt"
+
+    @property
+    def admin_key(self) -> Path:
+        return self.directory / "admin.key"
+
+    @property
+    def service_account_key(self) -> Path:
+        return self.directory / "sa.key"
+
+    @property
+    def service_account_public_key(self) -> Path:
+        return self.directory / "sa.pub"
+
+
+def generate(directory: Path, *, service_ip: str) -> Pki:
+    """Write a CA, the API server's serving cert, an admin client cert and the SA key pair.
+
+    ``service_ip`` is the first address of the service range: in-cluster
+    clients reach the API server as ``kubernetes.default.svc`` at that IP.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    pki = Pki(directory)
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+
+    ca_key = _ec_key()
+    ca_name = _name("coscheduler-e2e-ca")
+    ca_cert = (
+        _builder(ca_name, ca_name, ca_key, now)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_pair(pki.ca_cert, pki.ca_key, ca_cert, ca_key)
+
+    dns_names = [
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        "kubernetes.default.svc.cluster.local",
+    ]
+    ips = ["127.0.0.1", service_ip]
+    san = x509.SubjectAlternativeName(
+        [
+            *(x509.DNSName(n) for n in dns_names),
+            *(x509.IPAddress(ipaddress.ip_address(i)) for i in ips),
+        ]
+    )
+    serving_key = _ec_key()
+    serving_cert = (
+        _leaf(
+            _name("kube-apiserver"),
+            serving_key,
+            ca_cert,
+            ca_key,
+            now,
+            ExtendedKeyUsageOID.SERVER_AUTH,
+        )
+        .add_extension(san, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    _write_pair(pki.serving_cert, pki.serving_key, serving_cert, serving_key)
+
+    admin_key = _ec_key()
+    admin_name = _name("coscheduler-e2e-admin", organization="system:masters")
+    admin_cert = _leaf(
+        admin_name, admin_key, ca_cert, ca_key, now, ExtendedKeyUsageOID.CLIENT_AUTH
+    ).sign(ca_key, hashes.SHA256())
+    _write_pair(pki.admin_cert, pki.admin_key, admin_cert, admin_key)
+
+    sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pki.service_account_key.write_bytes(_private_pem(sa_key))
+    pki.service_account_public_key.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    for path in directory.iterdir():
+        path.chmod(0o600)
+    return pki
+
+
+def _ec_key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _name(common_name: str, *, organization: str | None = None) -> x509.Name:
+    attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
+    if organization:
+        attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    return x509.Name(attributes)
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, key: PrivateKey, now: datetime.datetime
+) -> x509.CertificateBuilder:
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now)
+        .not_valid_after(now + VALIDITY)
+    )
+
+
+def _leaf(
+    subject: x509.Name,
+    key: PrivateKey,
+    ca_cert: x509.Certificate,
+    ca_key: PrivateKey,
+    now: datetime.datetime,
+    usage: x509.ObjectIdentifier,
+) -> x509.CertificateBuilder:
+    authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
+    return (
+        _builder(subject, ca_cert.subject, key, now)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(authority, critical=False)
+    )
+
+
+def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
+    """CA: keyCertSign and cRLSign (strict X.509 checks demand them); leaf: digitalSignature."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def _private_pem(key: PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _write_pair(cert_path: Path, key_path: Path, cert: x509.Certificate, key: PrivateKey) -> None:
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(_private_pem(key))

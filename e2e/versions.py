@@ -1,0 +1,30 @@
+"""The one place where the versions of the local control plane are pinned.
+
+Why these: Kubernetes 1.35.4 is the newest release whose every staging module
+is served by the Go module proxy reachable here (1.34.7 is not complete), and
+1.35 carries the native gang API (``scheduling.k8s.io/v1alpha1``) that the
+benchmarks compare against. etcd 3.6 is the line Kubernetes 1.35 is tested
+with and has ``--unsafe-no-fsync``. KWOK v0.7.0 installs with a plain
+``go install`` and still falls back to its built-in stages when given none.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+KUBERNETES: Final = "v1.35.4"
+"""Release of ``k8s.io/kubernetes``; its staging modules are ``v0.<minor>.<patch>``."""
+
+ETCD: Final = "v3.6.5"
+"""Release of ``go.etcd.io/etcd/server/v3``."""
+
+KWOK: Final = "v0.7.0"
+"""Release of ``sigs.k8s.io/kwok``."""
+
+
+def staging_version(kubernetes: str = KUBERNETES) -> str:
+    """Return the version of the ``k8s.io/*`` staging modules of a release (v1.35.4 -> v0.35.4)."""
+    major, minor, patch = kubernetes.removeprefix("v").split(".")
+    if major != "1":
+        raise ValueError(f"unexpected Kubernetes version {kubernetes!r}: expected v1.MINOR.PATCH")
+    return f"v0.{minor}.{patch}"
