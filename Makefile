@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-PY_SOURCES := coscheduler tests
+PY_SOURCES := coscheduler tests e2e
 
-.PHONY: help install lint unit test clean
+.PHONY: help install lint unit cluster-build test clean
 
 help:
 	@echo "make test     lint, type-check, and run every test (builds the local control plane on first use)"
@@ -32,7 +32,12 @@ lint: $(STAMP)
 unit: lint
 	$(BIN)/pytest tests
 
-test: lint
+# The local control plane is built from Go modules the first time (minutes,
+# with progress), then taken from ~/.cache/coscheduler.
+cluster-build: $(STAMP)
+	$(BIN)/python -m e2e.cluster build
+
+test: lint cluster-build
 	$(BIN)/pytest
 
 clean:
