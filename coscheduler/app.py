@@ -138,6 +138,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         pod_conditions=pod_conditions,
         metrics=metrics,
     )
+    pod_conditions.idle = loop.binds_idle
 
     def group_changed(key: GroupKey) -> None:
         writer.mark(key)

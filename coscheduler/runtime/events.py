@@ -4,10 +4,13 @@
 background task writes it. Two rules keep a large waiting gang from flooding
 the API server:
 
-1. The same (object, reason, message) within ``interval_seconds`` of its last
-   write is only counted. After the interval the next occurrence PATCHes the
-   existing Event's ``count`` and ``lastTimestamp``, as kubectl shows it
-   ("x12 over 3m"), instead of creating another object.
+1. The same (object, reason) within ``interval_seconds`` of its last write
+   is only counted, whatever its message. After the interval the next
+   occurrence PATCHes the existing Event's ``count``, ``lastTimestamp`` and
+   ``message`` (the latest), as kubectl shows it ("x12 over 3m"), instead of
+   creating another object. A waiting pod whose reason's wording changes
+   with every attempt ("3/4 members exist", "4/5 ...") still costs one write
+   per interval.
 2. Writes pass the client's rate limiter, and at most ``max_pending`` events
    wait in the queue; beyond that new ones are dropped (and counted), never
    the loop slowed.
@@ -64,7 +67,7 @@ class _Pending:
     kind: EventKind
     reason: str
     message: str
-    key: tuple[str, str, str]
+    key: tuple[str, str]
 
 
 def _timestamp() -> str:
@@ -82,7 +85,7 @@ class EventRecorder:
     clock: Callable[[], float] = time.monotonic
     on_drop: Callable[[], None] | None = None
     _queue: asyncio.Queue[_Pending] = field(init=False)
-    _series: OrderedDict[tuple[str, str, str], _Series] = field(init=False)
+    _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
 
     def __post_init__(self) -> None:
@@ -92,7 +95,7 @@ class EventRecorder:
     def record(self, ref: ObjectRef, kind: EventKind, reason: str, message: str) -> None:
         """Queue an event about ``ref``; dropped or merged per the module's rules."""
         message = message[:_MESSAGE_LIMIT]
-        key = (ref.uid, reason, message)
+        key = (ref.uid, reason)
         series = self._series.get(key)
         if series is not None and self.clock() - series.last_written < self.interval_seconds:
             series.unwritten += 1
@@ -125,7 +128,7 @@ class EventRecorder:
             response = await self.client.request(
                 "PATCH",
                 f"/api/v1/namespaces/{pending.ref.namespace}/events/{series.event_name}",
-                body={"count": series.count, "lastTimestamp": now},
+                body={"count": series.count, "lastTimestamp": now, "message": pending.message},
                 content_type=MERGE_PATCH,
             )
             if response.status == 200:

@@ -60,6 +60,27 @@ _CONDITION_REASONS = {
 _DECISIONS_PER_YIELD = 16
 
 
+def _pod_message(key: GroupKey, reason: str, message: str) -> str:
+    """What a waiting pod says about itself.
+
+    While a group gathers members, the planner's count ("3/4 members exist")
+    changes with every pod created; written on each pod it would cost a write
+    per pod per new member. The pods say where to look instead, in words that
+    stay the same; the PodGroup's condition carries the counts.
+    """
+    if reason == REASON_NOT_ENOUGH_MEMBERS:
+        return (
+            f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
+            f"{key.name} -n {key.namespace}"
+        )
+    if reason == REASON_GROUP_NOT_FOUND:
+        return (
+            f"PodGroup {key} does not exist: create it, or correct the pod's label "
+            f"scheduling.sigs.k8s.io/pod-group"
+        )
+    return message
+
+
 def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
     return ObjectRef("v1", "Pod", namespace, name, uid)
 
@@ -84,6 +105,9 @@ class SchedulingLoop:
         self._wall_clock = wall_clock
         self._wake = asyncio.Event()
         self._binds: set[asyncio.Task[None]] = set()
+        #: Set while no binding is in flight: lower-priority writers wait for it.
+        self.binds_idle = asyncio.Event()
+        self.binds_idle.set()
         # When each group waiting to be admitted was first tried (gang wait).
         self._first_tried: dict[GroupKey, float] = {}
         self.decisions = 0
@@ -116,6 +140,11 @@ class SchedulingLoop:
         while self._binds:
             await asyncio.gather(*self._binds, return_exceptions=True)
 
+    def _bind_done(self, task: asyncio.Task[None]) -> None:
+        self._binds.discard(task)
+        if not self._binds:
+            self.binds_idle.set()
+
     def _report_queue(self) -> None:
         for pool, size in self._scheduler.queue.sizes().items():
             self._metrics.queue_length.labels(pool=pool).set(size)
@@ -136,7 +165,8 @@ class SchedulingLoop:
         if decision.bindings:
             task = asyncio.create_task(self._bind(key, decision.bindings))
             self._binds.add(task)
-            task.add_done_callback(self._binds.discard)
+            self.binds_idle.clear()
+            task.add_done_callback(self._bind_done)
         if decision.admitted:
             first = self._first_tried.pop(key, None)
             if decision.bindings:
@@ -166,7 +196,7 @@ class SchedulingLoop:
                     condition_reason.value, status.message, datetime.datetime.now(datetime.UTC)
                 ),
             )
-        self._tell_pending_pods(key, status.message)
+        self._tell_pending_pods(key, _pod_message(key, status.reason, status.message))
 
     def _tell_pending_pods(self, key: GroupKey, message: str) -> None:
         pending, _ = self._scheduler.members(key)

@@ -8,8 +8,9 @@ binding path and are few:
    written is replaced, not queued behind it.
 2. A message already written is not written again.
 3. A pod that was bound or deleted meanwhile is skipped (``still_pending``).
-4. At most ``concurrency`` writes are in flight; they share the client's
-   rate limit with everything else.
+4. At most ``concurrency`` writes are in flight, and none while bindings
+   are (``idle``): they share the client's rate limit, and placing pods
+   matters more than explaining why others wait.
 """
 
 from __future__ import annotations
@@ -43,11 +44,13 @@ class PodConditionWriter:
         client: KubeClient,
         *,
         still_pending: Callable[[str], bool],
+        idle: asyncio.Event | None = None,
         concurrency: int = 4,
         max_remembered: int = 100_000,
     ) -> None:
         self._client = client
         self._still_pending = still_pending
+        self.idle = idle
         self._concurrency = concurrency
         self._max_remembered = max_remembered
         self._queued: OrderedDict[str, _Update] = OrderedDict()
@@ -82,6 +85,10 @@ class PodConditionWriter:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
+            if self.idle is not None:
+                await self.idle.wait()
+                if not self._queued:
+                    continue
             uid, update = self._queued.popitem(last=False)
             if not self._still_pending(uid):
                 continue
