@@ -23,12 +23,22 @@ import orjson
 from aiolimiter import AsyncLimiter
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_delay,
+    wait_exponential_jitter,
+)
 
 __all__ = ["ApiError", "KubeClient", "Response"]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+# Answers that say "try again": throttled, or a server (re)starting.
+_TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+# How long a read is retried before its error is passed on.
+_READ_RETRY_SECONDS: Final = 60.0
 # Watch streams can carry objects up to etcd's request limit in one line.
 _MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
@@ -153,13 +163,30 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
     ) -> Any:
-        """Send a request and return the decoded body; raise :class:`ApiError` on failure."""
-        response = await self.request(
-            method, path, query=query, body=body, content_type=content_type
+        """Send a request and return the decoded body; raise :class:`ApiError` on failure.
+
+        A GET that meets a transient failure (throttling, a server starting, a
+        dropped connection) is retried with jittered exponential backoff for up
+        to a minute: reads are idempotent, and a fresh API server or a CRD just
+        installed answers 429 for a moment.
+        """
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_is_transient) if method == "GET" else _never,
+            wait=wait_exponential_jitter(initial=0.2, max=5.0),
+            stop=stop_after_delay(_READ_RETRY_SECONDS),
+            reraise=True,
         )
-        if not 200 <= response.status < 300:
-            raise ApiError(method=method, path=path, status=response.status, body=response.body)
-        return response.json()
+        async for attempt in retrying:
+            with attempt:
+                response = await self.request(
+                    method, path, query=query, body=body, content_type=content_type
+                )
+                if not 200 <= response.status < 300:
+                    raise ApiError(
+                        method=method, path=path, status=response.status, body=response.body
+                    )
+                return response.json()
+        raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def stream_lines(
         self, path: str, *, query: Sequence[tuple[str, str]], read_timeout_seconds: float
@@ -196,6 +223,16 @@ class KubeClient:
                 yield pending
         finally:
             response.release()
+
+
+def _is_transient(error: BaseException) -> bool:
+    if isinstance(error, ApiError):
+        return error.status in _TRANSIENT_STATUSES
+    return isinstance(error, aiohttp.ClientError | TimeoutError)
+
+
+def _never(_: object) -> bool:
+    return False
 
 
 def query_params(params: Mapping[str, str | int | bool | None]) -> list[tuple[str, str]]:

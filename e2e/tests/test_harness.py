@@ -35,23 +35,6 @@ def _phase(pod: Json) -> str:
     return str(pod.get("status", {}).get("phase", ""))
 
 
-@pytest.fixture(scope="module")
-def podgroup_crd(cluster: Cluster) -> str:
-    """The project's CRD, applied as a user would and Established."""
-    cluster.apply(CRD)
-    wait_for(
-        lambda: cluster.api.get(
-            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
-        ),
-        lambda crd: any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in crd.get("status", {}).get("conditions", [])
-        ),
-        describe=f"CRD {CRD_NAME} to be Established",
-    )
-    return CRD_NAME
-
-
 def test_crd_applies_and_get_pg_shows_printer_columns(
     cluster: Cluster, namespace: str, podgroup_crd: str
 ) -> None:

@@ -1,0 +1,662 @@
+"""coscheduler on a real control plane: gangs placed whole or not at all.
+
+Each test gets its own namespace, its own pool of KWOK nodes (a label its
+pods select) and its own ``coscheduler run`` process watching that namespace,
+so tests never compete for capacity or for the scheduler's attention.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from e2e import workloads as w
+from e2e.api import Json
+from e2e.controlplane import Cluster
+from e2e.fixtures import NodeFactory
+from e2e.scheduler import SchedulerProcess
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+StartScheduler = Callable[..., SchedulerProcess]
+
+
+@pytest.fixture
+def pool() -> str:
+    return f"p-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def add_nodes(node_factory: NodeFactory, pool: str) -> Callable[..., list[str]]:
+    """Nodes of this test's pool: ``add_nodes(2, cpu="8")``."""
+
+    def add(count: int = 1, **kwargs: Any) -> list[str]:
+        labels = {w.POOL_LABEL: pool, **kwargs.pop("labels", {})}
+        return node_factory(count, labels=labels, **kwargs)
+
+    return add
+
+
+@pytest.fixture
+def start_scheduler(
+    cluster: Cluster,
+    namespace: str,
+    podgroup_crd: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[StartScheduler]:
+    """Start ``coscheduler run`` for this test's namespace; stopped (log shown on failure) after."""
+    started: list[SchedulerProcess] = []
+
+    def start(*args: str, wait_ready: bool = True, leader_elect: bool = False) -> SchedulerProcess:
+        flags = ["--namespace", namespace, "--backoff-max-seconds", "2"]
+        if not leader_elect:
+            flags.append("--no-leader-elect")
+        process = SchedulerProcess(
+            kubeconfig=cluster.kubeconfig,
+            log_path=tmp_path / f"coscheduler-{len(started)}.log",
+            args=[*flags, "--metrics-port", "0", *args],
+        )
+        started.append(process)
+        return process.start(wait_ready=wait_ready)
+
+    failed_before = request.session.testsfailed
+    try:
+        yield start
+    finally:
+        for process in started:
+            process.stop()
+        if request.session.testsfailed > failed_before:
+            for process in started:
+                print(f"\n--- {process.log_path} ---\n{process.log()[-6000:]}")
+
+
+# -- reading the cluster ------------------------------------------------------------------------
+
+
+def pods(cluster: Cluster, namespace: str, selector: str | None = None) -> list[Json]:
+    return w.list_pods(cluster.api, namespace, selector)
+
+
+def bound(items: list[Json]) -> list[Json]:
+    return [p for p in items if p.get("spec", {}).get("nodeName")]
+
+
+def phases(items: list[Json]) -> list[str]:
+    return sorted(str(p.get("status", {}).get("phase")) for p in items)
+
+
+def podgroup(cluster: Cluster, namespace: str, name: str) -> Json:
+    return cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
+
+
+def condition(group: Json, kind: str) -> Json:
+    for item in group.get("status", {}).get("conditions", []):
+        if item["type"] == kind:
+            return dict(item)
+    return {}
+
+
+def events(cluster: Cluster, namespace: str, name: str) -> list[Json]:
+    path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"
+    items: list[Json] = cluster.api.get(path).get("items", [])
+    return items
+
+
+def wait_group(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    check: Callable[[Json], bool],
+    what: str,
+    timeout: float = 60.0,
+) -> Json:
+    return wait_for(
+        lambda: podgroup(cluster, namespace, name),
+        check,
+        describe=f"PodGroup {namespace}/{name}: {what}",
+        timeout=timeout,
+    )
+
+
+def hold(
+    cluster: Cluster, namespace: str, seconds: float, check: Callable[[list[Json]], bool], what: str
+) -> None:
+    """Assert that ``check`` holds for every look during ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        items = pods(cluster, namespace)
+        seen = [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in items]
+        assert check(items), f"{what}; pods and nodes: {seen}"
+        time.sleep(0.5)
+
+
+def node_usage_ok(cluster: Cluster, pool: str, cpu_per_node: int) -> bool:
+    """No node of the pool holds more cpu than it has."""
+    used: dict[str, int] = {}
+    for pod in cluster.api.get("/api/v1/pods").get("items", []):
+        node = pod["spec"].get("nodeName")
+        if not node or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        if pod["spec"].get("nodeSelector", {}).get(w.POOL_LABEL) != pool:
+            continue
+        cpu = pod["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+        used[node] = used.get(node, 0) + int(cpu)
+    return all(total <= cpu_per_node for total in used.values())
+
+
+# -- the scenarios ------------------------------------------------------------------------------
+
+
+def test_seed_gang_runs_when_four_fit(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="8")  # room for 2 pods of 3 cpu per node: 4 in all
+    start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "seed", 4)
+    w.create_replicaset(
+        cluster.api, namespace, "seed", replicas=6, pool=pool, cpu="3", group="seed"
+    )
+
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: phases(items).count("Running") == 4 and len(items) == 6,
+        describe="4 of the 6 seed pods Running",
+    )
+    hold(cluster, namespace, 3, lambda items: len(bound(items)) == 4, "exactly 4 pods stay bound")
+    group = wait_group(
+        cluster,
+        namespace,
+        "seed",
+        lambda g: (
+            g.get("status", {}).get("phase") == "Running"
+            and g["status"].get("pending") == 2
+            and g["status"].get("running") == 4
+        ),
+        "Running with 4 running and 2 pending",
+    )
+    assert group["status"]["scheduled"] == 4
+    assert condition(group, "Scheduled")["status"] == "True"
+    assert group["status"]["allocated"]["cpu"] == "12"
+    reasons = {e["reason"] for e in events(cluster, namespace, "seed")}
+    assert "Running" in reasons
+    scheduled = [
+        e
+        for p in bound(pods(cluster, namespace))
+        for e in events(cluster, namespace, p["metadata"]["name"])
+        if e["reason"] == "Scheduled"
+    ]
+    assert len(scheduled) == 4
+    assert all(e["message"].startswith(f"Successfully assigned {namespace}/") for e in scheduled)
+
+
+def test_seed_gang_waits_whole_when_only_three_fit(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="8")  # 2 pods of 3 cpu
+    add_nodes(1, cpu="4")  # 1 pod of 3 cpu: room for 3 in all
+    start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "seed", 4)
+    w.create_replicaset(
+        cluster.api, namespace, "seed", replicas=6, pool=pool, cpu="3", group="seed"
+    )
+
+    group = wait_group(
+        cluster,
+        namespace,
+        "seed",
+        lambda g: condition(g, "Unschedulable").get("reason") == "NotEnoughResources",
+        "Unschedulable because of resources",
+    )
+    message = condition(group, "Unschedulable")["message"]
+    assert f"pods of group {namespace}/seed" in message
+    assert "Insufficient cpu" in message
+    hold(cluster, namespace, 4, lambda items: not bound(items), "no pod is bound")
+    assert group["status"]["phase"] == "Pending"
+    assert group["status"]["pending"] == 6
+
+    pod_name = pods(cluster, namespace)[0]["metadata"]["name"]
+    pod = wait_for(
+        lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/{pod_name}"),
+        lambda p: any(
+            c["type"] == "PodScheduled" and c["status"] == "False"
+            for c in p["status"].get("conditions", [])
+        ),
+        describe="PodScheduled=False on a waiting pod",
+    )
+    (scheduled,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert scheduled["reason"] == "Unschedulable"
+    assert "Insufficient cpu" in scheduled["message"]
+    wait_for(
+        lambda: events(cluster, namespace, pod_name),
+        lambda items: any(e["reason"] == "FailedScheduling" for e in items),
+        describe="a FailedScheduling event on a waiting pod",
+    )
+
+
+def test_two_gangs_of_sixty_percent_never_both_partial(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(5, cpu="4")  # 20 cpu; each gang needs 3 x 4 = 12 (60 %)
+    for name in ("first", "second"):
+        w.create_podgroup(cluster.api, namespace, name, 3)
+        w.create_job(
+            cluster.api,
+            namespace,
+            name,
+            parallelism=3,
+            pool=pool,
+            cpu="4",
+            group=name,
+            run_seconds=6,
+        )
+    start_scheduler()
+
+    def one_whole_other_waiting(items: list[Json]) -> bool:
+        by_group: dict[str, int] = {}
+        for p in bound(items):
+            if p["status"].get("phase") in ("Succeeded", "Failed"):
+                continue
+            group = p["metadata"]["labels"][w.GROUP_LABEL]
+            by_group[group] = by_group.get(group, 0) + 1
+        return all(count == 3 for count in by_group.values())
+
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) >= 3,
+        describe="one gang bound",
+    )
+    hold(cluster, namespace, 3, one_whole_other_waiting, "every gang is whole or not started")
+    for name in ("first", "second"):
+        wait_group(
+            cluster,
+            namespace,
+            name,
+            lambda g: g.get("status", {}).get("phase") == "Finished",
+            "Finished (both gangs run in turn)",
+            timeout=90,
+        )
+    assert node_usage_ok(cluster, pool, 4)
+
+
+def test_gang_waits_for_a_node_then_runs(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="4")
+    start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "grow", 3)
+    w.create_replicaset(
+        cluster.api, namespace, "grow", replicas=3, pool=pool, cpu="4", group="grow"
+    )
+    wait_group(
+        cluster,
+        namespace,
+        "grow",
+        lambda g: condition(g, "Unschedulable").get("status") == "True",
+        "Unschedulable",
+    )
+    hold(cluster, namespace, 2, lambda items: not bound(items), "nothing bound before the node")
+    add_nodes(1, cpu="4")
+    wait_group(
+        cluster,
+        namespace,
+        "grow",
+        lambda g: g.get("status", {}).get("phase") == "Running",
+        "Running",
+    )
+
+
+def test_higher_priority_group_goes_first(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="8")  # room for one gang of 2 x 4 cpu
+    w.create_podgroup(cluster.api, namespace, "low", 2, priority=1)
+    w.create_replicaset(cluster.api, namespace, "low", replicas=2, pool=pool, cpu="4", group="low")
+    time.sleep(1)  # the low group is older: only priority can put the high one first
+    w.create_podgroup(cluster.api, namespace, "high", 2, priority=100)
+    w.create_replicaset(
+        cluster.api, namespace, "high", replicas=2, pool=pool, cpu="4", group="high"
+    )
+    wait_for(lambda: pods(cluster, namespace), lambda items: len(items) == 4, describe="4 pods")
+    start_scheduler()
+    wait_group(
+        cluster,
+        namespace,
+        "high",
+        lambda g: g.get("status", {}).get("phase") == "Running",
+        "high Running",
+    )
+    low = wait_group(
+        cluster,
+        namespace,
+        "low",
+        lambda g: condition(g, "Unschedulable").get("status") == "True",
+        "low Unschedulable",
+    )
+    assert low["status"]["scheduled"] == 0
+
+
+def test_roles_must_all_reach_their_minimum(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="8")
+    start_scheduler()
+    w.create_podgroup(
+        cluster.api,
+        namespace,
+        "mpi",
+        3,
+        roles=[{"name": "launcher", "minMember": 1}, {"name": "worker", "minMember": 2}],
+    )
+    w.create_replicaset(
+        cluster.api,
+        namespace,
+        "workers",
+        replicas=3,
+        pool=pool,
+        cpu="1",
+        group="mpi",
+        role="worker",
+    )
+    group = wait_group(
+        cluster,
+        namespace,
+        "mpi",
+        lambda g: condition(g, "Unschedulable").get("reason") == "NotEnoughMembers",
+        "waiting for its launcher",
+    )
+    assert "launcher" in condition(group, "Unschedulable")["message"]
+    hold(
+        cluster, namespace, 2, lambda items: not bound(items), "no worker bound without a launcher"
+    )
+    w.create_pod(
+        cluster.api, namespace, "launcher", pool=pool, cpu="1", group="mpi", role="launcher"
+    )
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) == 4,
+        describe="launcher and 3 workers bound",
+    )
+
+
+def test_min_resources_above_free_capacity_is_refused(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="8")
+    start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "big", 1, minResources={"cpu": "100000"})
+    w.create_pod(cluster.api, namespace, "big-0", pool=pool, cpu="1", group="big")
+    group = wait_group(
+        cluster,
+        namespace,
+        "big",
+        lambda g: condition(g, "Unschedulable").get("reason") == "NotEnoughResources",
+        "refused for minResources",
+    )
+    assert "minResources cpu=100000" in condition(group, "Unschedulable")["message"]
+    hold(cluster, namespace, 2, lambda items: not bound(items), "nothing bound")
+
+
+def test_timeout_marks_the_group_and_it_still_runs_later(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="4")
+    start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "slow", 2, scheduleTimeoutSeconds=3)
+    w.create_replicaset(
+        cluster.api, namespace, "slow", replicas=2, pool=pool, cpu="4", group="slow"
+    )
+    group = wait_group(
+        cluster,
+        namespace,
+        "slow",
+        lambda g: condition(g, "Unschedulable").get("reason") == "Timeout",
+        "timed out",
+    )
+    assert "3" in condition(group, "Unschedulable")["message"]
+    add_nodes(1, cpu="4")
+    wait_group(
+        cluster,
+        namespace,
+        "slow",
+        lambda g: g.get("status", {}).get("phase") == "Running",
+        "Running after the node",
+    )
+
+
+def test_lone_pods_and_pods_of_other_schedulers(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    (node,) = add_nodes(1, cpu="4")
+    # A pod of another scheduler, bound by hand: coscheduler must leave it and count it.
+    w.create_pod(cluster.api, namespace, "foreign", pool=pool, cpu="3", scheduler="someone-else")
+    cluster.api.create(
+        f"/api/v1/namespaces/{namespace}/pods/foreign/binding",
+        {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "foreign"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        },
+    )
+    w.create_pod(
+        cluster.api, namespace, "unscheduled-foreign", pool=pool, cpu="1", scheduler="someone-else"
+    )
+    start_scheduler()
+    w.create_pod(cluster.api, namespace, "lone-small", pool=pool, cpu="1")
+    w.create_pod(cluster.api, namespace, "lone-big", pool=pool, cpu="2")
+    wait_for(
+        lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/lone-small"),
+        lambda p: p["spec"].get("nodeName") == node,
+        describe="the lone small pod bound",
+    )
+    hold(
+        cluster,
+        namespace,
+        3,
+        lambda items: all(
+            not p["spec"].get("nodeName")
+            for p in items
+            if p["metadata"]["name"] in ("lone-big", "unscheduled-foreign")
+        ),
+        "the big pod does not fit beside the foreign one; the foreign pending pod is left",
+    )
+
+
+def test_missing_podgroup_waits_with_an_event_then_schedules(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="8")
+    start_scheduler()
+    w.create_pod(cluster.api, namespace, "orphan", pool=pool, cpu="1", group="later")
+    found = wait_for(
+        lambda: events(cluster, namespace, "orphan"),
+        lambda items: any("does not exist" in e["message"] for e in items),
+        describe="an event saying the PodGroup does not exist",
+    )
+    assert any(f"PodGroup {namespace}/later does not exist" in e["message"] for e in found)
+    w.create_podgroup(cluster.api, namespace, "later", 1)
+    wait_for(
+        lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/orphan"),
+        lambda p: bool(p["spec"].get("nodeName")),
+        describe="the pod bound",
+    )
+
+
+def test_crash_between_bindings_is_completed_by_the_next_start(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(4, cpu="8")
+    w.create_podgroup(cluster.api, namespace, "crash", 8)
+    w.create_replicaset(
+        cluster.api, namespace, "crash", replicas=8, pool=pool, cpu="2", group="crash"
+    )
+    wait_for(lambda: pods(cluster, namespace), lambda items: len(items) == 8, describe="8 pods")
+    # One request a second: the gang's bindings trickle out, so a kill lands between two.
+    slow = start_scheduler("--qps", "1", "--burst", "1")
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) >= 2,
+        describe="some members bound",
+        timeout=30,
+    )
+    slow.kill()
+    partial = len(bound(pods(cluster, namespace)))
+    assert 0 < partial < 8, f"the kill should land mid-gang, {partial} bound"
+    start_scheduler()
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) == 8,
+        describe="the whole gang bound after the restart",
+    )
+    assert node_usage_ok(cluster, pool, 8)
+    assert len({p["metadata"]["uid"] for p in pods(cluster, namespace)}) == 8
+
+
+def test_standby_replica_takes_over_when_the_leader_dies(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="8")
+    lease = [
+        "--lease-namespace",
+        namespace,
+        "--lease-duration-seconds",
+        "4",
+        "--renew-deadline-seconds",
+        "3",
+        "--retry-period-seconds",
+        "1",
+    ]
+    first = start_scheduler(*lease, "--identity", "first", leader_elect=True)
+    second = start_scheduler(*lease, "--identity", "second", leader_elect=True, wait_ready=False)
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/coscheduler"
+    assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "first"
+    w.create_podgroup(cluster.api, namespace, "before", 2)
+    w.create_replicaset(
+        cluster.api, namespace, "before", replicas=2, pool=pool, cpu="1", group="before"
+    )
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) == 2,
+        describe="the leader binds",
+    )
+    assert '"event": "scheduling"' not in second.log()
+
+    first.kill()
+    killed_at = time.monotonic()
+    second.wait_ready(timeout=30)
+    took = time.monotonic() - killed_at
+    assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "second"
+    assert took < 4 + 3 + 5, f"takeover took {took:.1f}s"
+    w.create_podgroup(cluster.api, namespace, "after", 2)
+    w.create_replicaset(
+        cluster.api, namespace, "after", replicas=2, pool=pool, cpu="1", group="after"
+    )
+    wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: len(bound(items)) == 4,
+        describe="the new leader binds",
+    )
+
+
+def test_describe_podgroup_tells_the_story(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="4")
+    process = start_scheduler()
+    w.create_podgroup(cluster.api, namespace, "story", 2)
+    w.create_replicaset(
+        cluster.api, namespace, "story", replicas=2, pool=pool, cpu="4", group="story"
+    )
+    wait_group(
+        cluster,
+        namespace,
+        "story",
+        lambda g: condition(g, "Unschedulable").get("status") == "True",
+        "waiting",
+    )
+    add_nodes(1, cpu="4")
+    wait_group(
+        cluster,
+        namespace,
+        "story",
+        lambda g: g.get("status", {}).get("phase") == "Running",
+        "Running",
+    )
+    text = wait_for(
+        lambda: cluster.kubectl("describe", "podgroup", "story", "-n", namespace).stdout,
+        lambda out: "FailedScheduling" in out and "Running" in out,
+        describe="describe shows the events",
+    )
+    for expected in (
+        "Phase:",
+        "Running",
+        "Min Member:",
+        "Scheduled:",
+        "Conditions:",
+        "Unschedulable",
+        "MinMemberScheduled",
+        "Insufficient cpu",
+    ):
+        assert expected in text, f"{expected!r} missing from:\n{text}"
+    metrics = process.metrics()
+    assert "coscheduler_pods_bound_total 2.0" in metrics
+    assert 'coscheduler_scheduling_attempts_total{result="unschedulable"}' in metrics

@@ -1,0 +1,173 @@
+"""Objects of the scenarios: PodGroups, ReplicaSets, Jobs and pods, as plain JSON.
+
+Every workload pins its pods to a *pool* of nodes (a label the test's own
+nodes carry), so tests sharing one cluster never compete for capacity.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2e.api import ApiClient, Json
+from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
+
+__all__ = [
+    "POOL_LABEL",
+    "create_job",
+    "create_pod",
+    "create_podgroup",
+    "create_replicaset",
+    "list_pods",
+    "podgroup",
+]
+
+POOL_LABEL = "e2e.coscheduler.dev/pool"
+GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
+ROLE_LABEL = "scheduling.sigs.k8s.io/role"
+COMPLETE_AFTER = COMPLETE_AFTER_ANNOTATION
+PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+
+
+def _pod_spec(
+    *,
+    pool: str,
+    cpu: str,
+    memory: str = "1Gi",
+    scheduler: str = "coscheduler",
+    restart: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> Json:
+    spec: Json = {
+        "schedulerName": scheduler,
+        "nodeSelector": {POOL_LABEL: pool},
+        "terminationGracePeriodSeconds": 0,
+        "containers": [
+            {
+                "name": "work",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory, **(extra or {})}},
+            }
+        ],
+    }
+    if restart:
+        spec["restartPolicy"] = restart
+    return spec
+
+
+def _labels(group: str | None, role: str | None, app: str) -> dict[str, str]:
+    labels = {"app": app}
+    if group:
+        labels[GROUP_LABEL] = group
+    if role:
+        labels[ROLE_LABEL] = role
+    return labels
+
+
+def podgroup(name: str, min_member: int, **spec: Any) -> Json:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+def create_podgroup(
+    api: ApiClient, namespace: str, name: str, min_member: int, **spec: Any
+) -> Json:
+    return api.create(PODGROUPS.format(ns=namespace), podgroup(name, min_member, **spec))
+
+
+def create_replicaset(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    replicas: int,
+    pool: str,
+    cpu: str,
+    group: str | None = None,
+    role: str | None = None,
+    priority_class: str | None = None,
+) -> Json:
+    labels = _labels(group, role, name)
+    spec = _pod_spec(pool=pool, cpu=cpu)
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return api.create(
+        f"/apis/apps/v1/namespaces/{namespace}/replicasets",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": replicas,
+                "selector": {"matchLabels": {"app": name}},
+                "template": {"metadata": {"labels": labels}, "spec": spec},
+            },
+        },
+    )
+
+
+def create_job(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    parallelism: int,
+    pool: str,
+    cpu: str,
+    group: str | None = None,
+    run_seconds: float = 3.0,
+) -> Json:
+    """A Job whose pods KWOK completes ``run_seconds`` after they start running."""
+    return api.create(
+        f"/apis/batch/v1/namespaces/{namespace}/jobs",
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "parallelism": parallelism,
+                "completions": parallelism,
+                "backoffLimit": 0,
+                "template": {
+                    "metadata": {
+                        "labels": _labels(group, None, name),
+                        "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
+                    },
+                    "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
+                },
+            },
+        },
+    )
+
+
+def create_pod(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    pool: str,
+    cpu: str,
+    group: str | None = None,
+    role: str | None = None,
+    scheduler: str = "coscheduler",
+) -> Json:
+    return api.create(
+        f"/api/v1/namespaces/{namespace}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": _labels(group, role, name)},
+            "spec": _pod_spec(pool=pool, cpu=cpu, scheduler=scheduler),
+        },
+    )
+
+
+def list_pods(api: ApiClient, namespace: str, selector: str | None = None) -> list[Json]:
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    if selector:
+        path += f"?labelSelector={selector}"
+    items: list[Json] = api.get(path).get("items", [])
+    return items
