@@ -7,9 +7,11 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PY_SOURCES := coscheduler tests e2e
 
-.PHONY: help install lint unit cluster-build test clean
+.PHONY: help install lint unit cluster-build test demo demo-down clean
 
 help:
+	@echo "make demo     a sandbox cluster with coscheduler placing real gangs (left running)"
+	@echo "make demo-down  stop the sandbox"
 	@echo "make test     lint, type-check, and run every test (builds the local control plane on first use)"
 	@echo "make unit     lint and run the unit and property tests only"
 	@echo "make lint     ruff, mypy --strict and import-linter"
@@ -39,6 +41,12 @@ cluster-build: $(STAMP)
 
 test: lint cluster-build
 	$(BIN)/pytest
+
+demo: $(STAMP)
+	$(BIN)/python -m e2e.demo up
+
+demo-down: $(STAMP)
+	$(BIN)/python -m e2e.demo down
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

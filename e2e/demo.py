@@ -1,0 +1,204 @@
+"""``make demo``: a sandbox cluster with coscheduler placing real gangs.
+
+``python -m e2e.demo`` (or ``up``):
+
+1. builds the local control plane the first time (minutes, with progress),
+   else takes it from the cache;
+2. starts the sandbox (or reuses the running one) with 5 general nodes of
+   8 cpu and 2 GPU nodes (4 ``nvidia.com/gpu`` each, tainted);
+3. installs the PodGroup CRD and starts ``coscheduler run`` in the
+   background (its log in ``.e2e/logs/coscheduler.log``);
+4. applies examples from ``manifests/examples/`` in namespace ``demo``: the
+   seed gang, a GPU gang and two contending Jobs of which only one fits;
+5. shows ``kubectl get podgroups,pods -o wide`` as they change, then
+   ``kubectl describe podgroup`` of a waiting gang and of a running one;
+6. leaves everything running and says how to explore and how to stop.
+
+``python -m e2e.demo down`` stops coscheduler and the sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from e2e import build, nodes
+from e2e.cluster import default_state_dir
+from e2e.controlplane import Cluster, ClusterOptions
+from e2e.scheduler import SchedulerProcess
+from e2e.waiting import wait_for
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "manifests" / "examples"
+NAMESPACE = "demo"
+SHOWN = ("seed-gang.yaml", "gpu-gang.yaml", "contention-pair.yaml")
+
+
+def _say(message: str) -> None:
+    print(f"\n\033[1m==> {message}\033[0m", flush=True)
+
+
+def _sandbox(state_dir: Path) -> Cluster:
+    cluster = Cluster.attach(state_dir)
+    if cluster is not None and cluster.is_running():
+        _say(f"reusing the running sandbox at {cluster.server}")
+        return cluster
+    if cluster is not None:
+        cluster.stop()
+    _say("building (first time only) and starting the sandbox control plane")
+    build.ensure_built()
+    cluster = Cluster.start(state_dir, ClusterOptions(), detached=True,
+                            report=lambda m: print(f"    {m}", flush=True))  # fmt: skip
+    general = [nodes.NodeSpec(name=f"general-{i}", cpu="8", memory="32Gi") for i in range(5)]
+    gpu = [
+        nodes.NodeSpec(
+            name=f"gpu-{i}", cpu="16", memory="64Gi", gpus=4,
+            labels={"accelerator": "nvidia"},
+            taints=(nodes.Taint.parse("nvidia.com/gpu=present:NoSchedule"),),
+        )
+        for i in range(2)
+    ]  # fmt: skip
+    print("    adding 5 general nodes (8 cpu) and 2 GPU nodes (4 nvidia.com/gpu, tainted)")
+    cluster.add_nodes([*general, *gpu])
+    return cluster
+
+
+def _pid_file(state_dir: Path) -> Path:
+    return state_dir / "coscheduler.pid"
+
+
+def _stop_scheduler(state_dir: Path) -> None:
+    pid_file = _pid_file(state_dir)
+    if not pid_file.exists():
+        return
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.2)
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    pid_file.unlink(missing_ok=True)
+
+
+def _scheduler(cluster: Cluster, state_dir: Path) -> SchedulerProcess:
+    _stop_scheduler(state_dir)
+    log = cluster.logs_dir / "coscheduler.log"
+    log.unlink(missing_ok=True)
+    process = SchedulerProcess(
+        kubeconfig=cluster.kubeconfig,
+        log_path=log,
+        args=["--no-leader-elect", "--metrics-port", "0"],
+    ).start()
+    _pid_file(state_dir).write_text(str(process.pid))
+    return process
+
+
+def _kubectl(cluster: Cluster, *args: str) -> str:
+    return cluster.kubectl(*args, check=False).stdout
+
+
+def _show(cluster: Cluster, title: str) -> None:
+    print(f"\n--- {title}: kubectl get podgroups,pods -n {NAMESPACE} -o wide", flush=True)
+    print(_kubectl(cluster, "get", "podgroups,pods", "-n", NAMESPACE, "-o", "wide"), flush=True)
+
+
+def _phase(cluster: Cluster, group: str) -> str:
+    return _kubectl(cluster, "get", "podgroup", group, "-n", NAMESPACE,
+                    "-o", "jsonpath={.status.phase}").strip()  # fmt: skip
+
+
+def up(state_dir: Path, *, watch_seconds: float) -> int:
+    cluster = _sandbox(state_dir)
+    _say("installing the PodGroup CRD: kubectl apply -f crds/podgroups.yaml")
+    print(_kubectl(cluster, "apply", "-f", str(REPO / "crds" / "podgroups.yaml")), end="")
+    wait_for(
+        lambda: _kubectl(cluster, "get", "crd", "podgroups.scheduling.sigs.k8s.io",
+                         "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}"),
+        lambda status: status.strip() == "True",
+        describe="the PodGroup CRD to be established",
+    )  # fmt: skip
+    _say("starting coscheduler run in the background")
+    process = _scheduler(cluster, state_dir)
+    print(f"    pid {process.pid}, log {process.log_path}")
+
+    _say(f"applying examples in namespace {NAMESPACE}: {', '.join(SHOWN)}")
+    _kubectl(cluster, "create", "namespace", NAMESPACE)
+    wait_for(lambda: _kubectl(cluster, "get", "serviceaccount", "default", "-n", NAMESPACE),
+             describe="the demo namespace's default ServiceAccount")  # fmt: skip
+    for name in SHOWN:
+        print(f"\n$ kubectl apply -n {NAMESPACE} -f manifests/examples/{name}")
+        print(_kubectl(cluster, "apply", "-n", NAMESPACE, "-f", str(EXAMPLES / name)), end="")
+        if name == "seed-gang.yaml":
+            # The contenders are sized for the room the seed gang leaves.
+            wait_for(lambda: _phase(cluster, "seed"), lambda phase: phase == "Running",
+                     describe="the seed gang Running")  # fmt: skip
+            _show(cluster, "the seed gang placed")
+
+    _say("watching the gangs being placed")
+    deadline = time.monotonic() + watch_seconds
+    shown_at = 0.0
+    while time.monotonic() < deadline:
+        phases = {g: _phase(cluster, g) for g in ("seed", "llm", "contender-a", "contender-b")}
+        settled = (
+            phases["seed"] == "Running" and phases["llm"] == "Running"
+            and sorted([phases["contender-a"], phases["contender-b"]]) == ["Pending", "Running"]
+        )  # fmt: skip
+        if time.monotonic() - shown_at > 5 or settled:
+            _show(cluster, f"after {watch_seconds - (deadline - time.monotonic()):.0f}s")
+            shown_at = time.monotonic()
+        if settled:
+            break
+        time.sleep(1)
+
+    waiting = next(
+        (g for g in ("contender-a", "contender-b") if _phase(cluster, g) == "Pending"),
+        "contender-b",
+    )
+    _say(f"a waiting gang: kubectl describe podgroup {waiting} -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", "podgroup", waiting, "-n", NAMESPACE))
+    _say(f"a running gang: kubectl describe podgroup seed -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", "podgroup", "seed", "-n", NAMESPACE))
+
+    _say("the sandbox stays up; explore it")
+    print(
+        f"""    python -m e2e.cluster kubectl get podgroups -A        (any kubectl command)
+    python -m e2e.cluster kubectl apply -n {NAMESPACE} -f manifests/examples/roles-gang.yaml
+    python -m e2e.cluster nodes add --count 2 --cpu 8 --memory 32Gi
+    curl -s http://127.0.0.1:{process.port}/metrics | grep ^coscheduler_
+    tail -f {process.log_path}
+    export KUBECONFIG={cluster.kubeconfig}   (then plain kubectl, if you have one)
+
+    In about 30 s the running contender's Jobs finish and the waiting one runs.
+    Stop everything with: make demo-down   (or: python -m e2e.demo down)"""
+    )
+    return 0
+
+
+def down(state_dir: Path) -> int:
+    _stop_scheduler(state_dir)
+    return subprocess.call([sys.executable, "-m", "e2e.cluster", "--state-dir", str(state_dir),
+                            "down"])  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m e2e.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("command", nargs="?", default="up", choices=["up", "down"])
+    parser.add_argument("--state-dir", type=Path, default=default_state_dir())
+    parser.add_argument("--watch-seconds", type=float, default=90.0)
+    args = parser.parse_args(argv)
+    if args.command == "down":
+        return down(args.state_dir)
+    return up(args.state_dir, watch_seconds=args.watch_seconds)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
