@@ -13,12 +13,12 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from e2e.waiting import wait_for
 
-__all__ = ["SchedulerProcess"]
+__all__ = ["SchedulerProcess", "StartScheduler"]
 
 
 def _console_script() -> list[str]:
@@ -124,3 +124,7 @@ class SchedulerProcess:
         self._process.wait(timeout=10)
         # Give the kernel a moment to close its sockets.
         time.sleep(0.1)
+
+
+#: The ``start_scheduler`` fixture: ``start_scheduler(*flags, wait_ready=..., leader_elect=...)``.
+StartScheduler = Callable[..., SchedulerProcess]

@@ -1,14 +1,28 @@
 """The harness's own tests use the same fixtures the project's tests import."""
 
+import secrets
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from e2e import workloads as w
 from e2e.controlplane import Cluster
-from e2e.fixtures import cluster, kubeconfig, namespace, node_factory
+from e2e.fixtures import NodeFactory, cluster, kubeconfig, namespace, node_factory
+from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.waiting import wait_for
 
-__all__ = ["cluster", "kubeconfig", "namespace", "node_factory", "podgroup_crd"]
+__all__ = [
+    "add_nodes",
+    "cluster",
+    "kubeconfig",
+    "namespace",
+    "node_factory",
+    "podgroup_crd",
+    "pool",
+    "start_scheduler",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "podgroups.yaml"
@@ -30,3 +44,53 @@ def podgroup_crd(cluster: Cluster) -> str:
         describe=f"CRD {CRD_NAME} to be Established",
     )
     return CRD_NAME
+
+
+@pytest.fixture
+def pool() -> str:
+    return f"p-{secrets.token_hex(4)}"
+
+
+@pytest.fixture
+def add_nodes(node_factory: NodeFactory, pool: str) -> Callable[..., list[str]]:
+    """Nodes of this test's pool: ``add_nodes(2, cpu="8")``."""
+
+    def add(count: int = 1, **kwargs: Any) -> list[str]:
+        labels = {w.POOL_LABEL: pool, **kwargs.pop("labels", {})}
+        return node_factory(count, labels=labels, **kwargs)
+
+    return add
+
+
+@pytest.fixture
+def start_scheduler(
+    cluster: Cluster,
+    namespace: str,
+    podgroup_crd: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+) -> Iterator[StartScheduler]:
+    """Start ``coscheduler run`` for this test's namespace; stopped (log shown on failure) after."""
+    started: list[SchedulerProcess] = []
+
+    def start(*args: str, wait_ready: bool = True, leader_elect: bool = False) -> SchedulerProcess:
+        flags = ["--namespace", namespace, "--backoff-max-seconds", "2"]
+        if not leader_elect:
+            flags.append("--no-leader-elect")
+        process = SchedulerProcess(
+            kubeconfig=cluster.kubeconfig,
+            log_path=tmp_path / f"coscheduler-{len(started)}.log",
+            args=[*flags, "--metrics-port", "0", *args],
+        )
+        started.append(process)
+        return process.start(wait_ready=wait_ready)
+
+    failed_before = request.session.testsfailed
+    try:
+        yield start
+    finally:
+        for process in started:
+            process.stop()
+        if request.session.testsfailed > failed_before:
+            for process in started:
+                print(f"\n--- {process.log_path} ---\n{process.log()[-6000:]}")

@@ -7,75 +7,18 @@ so tests never compete for capacity or for the scheduler's attention.
 
 from __future__ import annotations
 
-import secrets
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
-from e2e.fixtures import NodeFactory
-from e2e.scheduler import SchedulerProcess
+from e2e.scheduler import StartScheduler
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-
-StartScheduler = Callable[..., SchedulerProcess]
-
-
-@pytest.fixture
-def pool() -> str:
-    return f"p-{secrets.token_hex(4)}"
-
-
-@pytest.fixture
-def add_nodes(node_factory: NodeFactory, pool: str) -> Callable[..., list[str]]:
-    """Nodes of this test's pool: ``add_nodes(2, cpu="8")``."""
-
-    def add(count: int = 1, **kwargs: Any) -> list[str]:
-        labels = {w.POOL_LABEL: pool, **kwargs.pop("labels", {})}
-        return node_factory(count, labels=labels, **kwargs)
-
-    return add
-
-
-@pytest.fixture
-def start_scheduler(
-    cluster: Cluster,
-    namespace: str,
-    podgroup_crd: str,
-    tmp_path: Path,
-    request: pytest.FixtureRequest,
-) -> Iterator[StartScheduler]:
-    """Start ``coscheduler run`` for this test's namespace; stopped (log shown on failure) after."""
-    started: list[SchedulerProcess] = []
-
-    def start(*args: str, wait_ready: bool = True, leader_elect: bool = False) -> SchedulerProcess:
-        flags = ["--namespace", namespace, "--backoff-max-seconds", "2"]
-        if not leader_elect:
-            flags.append("--no-leader-elect")
-        process = SchedulerProcess(
-            kubeconfig=cluster.kubeconfig,
-            log_path=tmp_path / f"coscheduler-{len(started)}.log",
-            args=[*flags, "--metrics-port", "0", *args],
-        )
-        started.append(process)
-        return process.start(wait_ready=wait_ready)
-
-    failed_before = request.session.testsfailed
-    try:
-        yield start
-    finally:
-        for process in started:
-            process.stop()
-        if request.session.testsfailed > failed_before:
-            for process in started:
-                print(f"\n--- {process.log_path} ---\n{process.log()[-6000:]}")
-
 
 # -- reading the cluster ------------------------------------------------------------------------
 
