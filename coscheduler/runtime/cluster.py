@@ -150,7 +150,10 @@ class ClusterState:
                     )
                 )
             if uid:
+                # Forget any readable version we had, but remember it was
+                # reported, so each of its events does not report it again.
                 self._remove_pod_uid(uid)
+                self._invalid_pods.add(uid)
             return None
         self._invalid_pods.discard(pod.uid)
         self._pod_uids.add(pod.uid)

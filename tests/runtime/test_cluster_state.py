@@ -1,0 +1,135 @@
+"""ClusterState: raw watch objects in, the real core fed; bad objects reported, never fatal."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from coscheduler.core.group import GroupKey
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.cluster import ClusterState, GroupVerdict, InvalidObject
+from tests.core.builders import pod_object
+
+
+def node_object(name: str, cpu: str = "8") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "uid": f"uid-{name}"},
+        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
+    }
+
+
+def podgroup_object(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-pg-{name}",
+            "creationTimestamp": "2026-11-23T10:00:00Z",
+        },
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.changed: list[GroupKey] = []
+        self.invalid: list[InvalidObject] = []
+
+
+def make_state() -> tuple[ClusterState, Recorder]:
+    seen = Recorder()
+    state = ClusterState(
+        Scheduler(lambda: 0.0),
+        on_group_changed=seen.changed.append,
+        on_invalid=seen.invalid.append,
+    )
+    return state, seen
+
+
+def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
+    state, seen = make_state()
+    state.replace_nodes([node_object("n1")])
+    bad = pod_object("bad", cpu="lots")
+    state.replace_pods([bad, pod_object("good", cpu="1")])
+
+    assert [(i.kind, i.name) for i in seen.invalid] == [("Pod", "bad")]
+    assert "'lots'" in seen.invalid[0].message
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert [b.uid for b in decision.bindings] == ["uid-default-good"]
+    # Reported once, not at every event of the same pod.
+    state.upsert_pod(bad)
+    assert len(seen.invalid) == 1
+
+
+def test_a_malformed_node_is_reported_and_dropped() -> None:
+    state, seen = make_state()
+    broken = node_object("n2")
+    broken["status"]["allocatable"]["cpu"] = "eight"
+    state.replace_nodes([node_object("n1"), broken])
+    assert [i.name for i in seen.invalid] == ["n2"]
+    assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
+
+
+def test_an_invalid_podgroup_is_reported_and_ignored() -> None:
+    state, seen = make_state()
+    state.replace_podgroups([podgroup_object("zero", 0)])
+    assert [i.kind for i in seen.invalid] == ["PodGroup"]
+    assert "minMember" in seen.invalid[0].message
+    assert state.podgroups == {}
+
+
+def test_relist_forgets_what_disappeared() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object("n1"), node_object("n2")])
+    state.replace_pods([pod_object("a", group="g", node="n1"), pod_object("b", group="g")])
+    state.replace_podgroups([podgroup_object("g", 2)])
+    key = GroupKey("default", "g")
+    assert {p.name for p in state.group_pods(key)} == {"a", "b"}
+
+    state.replace_nodes([node_object("n1")])
+    state.replace_pods([pod_object("a", group="g", node="n1")])
+    state.replace_podgroups([])
+    assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
+    assert {p.name for p in state.group_pods(key)} == {"a"}
+    assert key not in state.podgroups
+
+
+def test_group_members_include_finished_pods_for_status() -> None:
+    state, seen = make_state()
+    state.replace_pods(
+        [
+            pod_object("done", group="g", node="n1", phase="Succeeded"),
+            pod_object("failed", group="g", node="n1", phase="Failed"),
+            pod_object("waiting", group="g"),
+        ]
+    )
+    key = GroupKey("default", "g")
+    assert {p.phase for p in state.group_pods(key)} == {"Succeeded", "Failed", "Pending"}
+    assert key in seen.changed
+
+
+def test_priority_class_resolves_group_priority() -> None:
+    state, _ = make_state()
+    state.replace_priority_classes([{"metadata": {"name": "urgent"}, "value": 1000}])
+    state.replace_podgroups([podgroup_object("g", 1, priorityClassName="urgent")])
+    policy = state.scheduler.policy(GroupKey("default", "g"))
+    assert policy is not None
+    assert policy.priority == 1000
+    state.set_priority_class({"metadata": {"name": "urgent"}, "value": 5})
+    policy = state.scheduler.policy(GroupKey("default", "g"))
+    assert policy is not None
+    assert policy.priority == 5
+
+
+def test_verdicts_notify_only_on_change() -> None:
+    state, seen = make_state()
+    key = GroupKey("default", "g")
+    now = datetime.datetime(2026, 11, 23, tzinfo=datetime.UTC)
+    state.set_verdict(key, GroupVerdict("NotEnoughResources", "no room", now))
+    state.set_verdict(key, GroupVerdict("NotEnoughResources", "no room", now))
+    state.set_verdict(key, None)
+    state.set_verdict(key, None)
+    assert seen.changed == [key, key]
