@@ -155,3 +155,21 @@ def write_kubeconfig(path: Path, *, port: int, pki: Pki, name: str = "coschedule
     path.write_text(json.dumps(config, indent=2) + "\n")
     path.chmod(0o600)
     return path
+
+
+def write_token_kubeconfig(path: Path, *, server: str, ca_cert: Path, token: str) -> Path:
+    """A kubeconfig that authenticates with a bearer token only (a ServiceAccount's)."""
+    ca = base64.b64encode(ca_cert.read_bytes()).decode()
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "e2e", "cluster": {"server": server, "certificate-authority-data": ca}}
+        ],
+        "users": [{"name": "sa", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "e2e", "user": "sa"}}],
+        "current-context": "sa",
+    }
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    path.chmod(0o600)
+    return path

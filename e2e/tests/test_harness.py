@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from kubernetes_asyncio import config as k8s_config
 
 from e2e import build
 from e2e import versions as pinned
-from e2e.api import ApiError, Json
+from e2e.api import ApiError, Json, write_token_kubeconfig
 from e2e.controlplane import Cluster
 from e2e.nodes import GPU_RESOURCE
 from e2e.tests import manifests
@@ -44,8 +43,15 @@ def test_crd_applies_and_get_pg_shows_printer_columns(
 
     header, row = table.splitlines()[:2]
     assert header.split() == [
-        "NAME", "PHASE", "MINMEMBER", "SCHEDULED", "RUNNING", "SUCCEEDED", "FAILED", "AGE",
-    ]  # fmt: skip
+        "NAME",
+        "PHASE",
+        "MINMEMBER",
+        "SCHEDULED",
+        "RUNNING",
+        "SUCCEEDED",
+        "FAILED",
+        "AGE",
+    ]
     assert row.split()[0] == "trainers"
     assert "4" in row.split()
 
@@ -203,26 +209,9 @@ def test_removed_node_is_gone(cluster: Cluster, node_factory: Callable[..., list
 
 
 def _service_account_kubeconfig(cluster: Cluster, token: str, path: Path) -> Path:
-    """A kubeconfig that authenticates with the token only (no admin certificate)."""
-    ca = base64.b64encode(cluster.api.pki.ca_cert.read_bytes()).decode()
-    path.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {
-                        "name": "e2e",
-                        "cluster": {"server": cluster.server, "certificate-authority-data": ca},
-                    }
-                ],
-                "users": [{"name": "sa", "user": {"token": token}}],
-                "contexts": [{"name": "sa", "context": {"cluster": "e2e", "user": "sa"}}],
-                "current-context": "sa",
-            }
-        )
+    return write_token_kubeconfig(
+        path, server=cluster.server, ca_cert=cluster.api.pki.ca_cert, token=token
     )
-    return path
 
 
 def test_rbac_denies_a_service_account_what_it_was_not_granted(

@@ -1,0 +1,120 @@
+"""The manifests' RBAC is enough for coscheduler, and no more than it needs.
+
+coscheduler runs here with the ServiceAccount's own token (from the
+TokenRequest API), not as cluster admin: if a verb it uses were missing from
+the ClusterRole or Role, this test would see the gang stay unbound, the status
+unwritten or the Lease not taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from e2e import workloads as w
+from e2e.api import write_token_kubeconfig
+from e2e.controlplane import Cluster
+from e2e.scheduler import SchedulerProcess
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+SYSTEM = "coscheduler-system"
+
+
+@pytest.fixture
+def service_account_kubeconfig(cluster: Cluster, podgroup_crd: str, tmp_path: Path) -> Path:
+    cluster.apply(MANIFESTS / "namespace.yaml")
+    cluster.apply(MANIFESTS / "rbac.yaml")
+    token = cluster.api.create(
+        f"/api/v1/namespaces/{SYSTEM}/serviceaccounts/coscheduler/token",
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    return write_token_kubeconfig(
+        tmp_path / "coscheduler.kubeconfig",
+        server=cluster.server,
+        ca_cert=cluster.api.pki.ca_cert,
+        token=token,
+    )
+
+
+def test_manifests_pass_server_side_dry_run(cluster: Cluster, podgroup_crd: str) -> None:
+    cluster.apply(MANIFESTS / "namespace.yaml")
+    for name in ("rbac.yaml", "deployment.yaml"):
+        out = cluster.kubectl("apply", "--dry-run=server", "-f", str(MANIFESTS / name)).stdout
+        assert "(server dry run)" in out
+
+
+def test_coscheduler_works_with_exactly_its_service_account(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    service_account_kubeconfig: Path,
+    tmp_path: Path,
+) -> None:
+    add_nodes(1, cpu="8")
+    process = SchedulerProcess(
+        kubeconfig=service_account_kubeconfig,
+        log_path=tmp_path / "coscheduler.log",
+        args=[
+            "--namespace",
+            namespace,
+            "--lease-namespace",
+            SYSTEM,
+            "--identity",
+            "rbac-test",
+            "--metrics-port",
+            "0",
+        ],
+    )
+    try:
+        process.start()
+        w.create_podgroup(cluster.api, namespace, "rbac", 2)
+        w.create_replicaset(
+            cluster.api, namespace, "rbac", replicas=2, pool=pool, cpu="1", group="rbac"
+        )
+        wait_for(
+            lambda: w.list_pods(cluster.api, namespace),
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 2,
+            describe="the gang bound under the ServiceAccount",
+        )
+        wait_for(
+            lambda: cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/rbac"),
+            lambda g: (g.get("status") or {}).get("phase") == "Running",
+            describe="status written under the ServiceAccount",
+        )
+        events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        assert any(e["reason"] == "Scheduled" for e in events)
+        lease = cluster.api.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/coscheduler"
+        )
+        assert lease["spec"]["holderIdentity"] == "rbac-test"
+        log = process.log()
+        assert " 403 " not in log, log[-3000:]
+        assert "Forbidden" not in log, log[-3000:]
+    except BaseException:
+        print(f"--- coscheduler log ---\n{process.log()[-6000:]}")
+        raise
+    finally:
+        process.stop()
+
+    # And not more than needed: a verb it never uses stays denied.
+    denied = cluster.kubectl(
+        f"--kubeconfig={service_account_kubeconfig}",
+        "delete",
+        "pods",
+        "--all",
+        "-n",
+        namespace,
+        check=False,
+    )
+    assert denied.returncode != 0
+    assert "forbidden" in denied.stderr.lower()
+    secrets = cluster.kubectl(
+        f"--kubeconfig={service_account_kubeconfig}", "get", "secrets", "-A", check=False
+    )
+    assert "forbidden" in secrets.stderr.lower()
