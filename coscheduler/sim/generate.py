@@ -6,8 +6,9 @@ uniformly from the given choices and its run time uniformly from a range.
 The same settings and seed always give the same file.
 
 The *offered load* printed in the file's header is the cpu-seconds the gangs
-ask for over the cpu-seconds the cluster has while they arrive: above 1 the
-backlog grows, and the policies' differences show.
+ask for over the cpu-seconds the cluster has while they arrive (arrival rate
+x mean cpu-seconds per gang / cluster cpu): above 1 a backlog builds up, and
+the policies' differences show.
 """
 
 from __future__ import annotations
@@ -128,7 +129,6 @@ def offered_load(scenario: dict[str, Any]) -> float:
     )
     asked = sum(to_milli(g["requests"]["cpu"]) * g["minMember"] * g["runSeconds"] for g in gangs)
     span = max(g["arrivalSeconds"] for g in gangs) - min(g["arrivalSeconds"] for g in gangs)
-    span = max(span, max(g["runSeconds"] for g in gangs))
     return asked / (capacity * span) if capacity and span else math.inf
 
 

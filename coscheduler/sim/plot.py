@@ -34,15 +34,23 @@ def write_plot(results: Sequence[Replay], path: Path, title: str = "") -> None:
         ) from error
 
     figure, (usage, waits) = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    # Lines run to the latest end among the replays: a deadlock holds its level forever.
+    last_time = max((r.end for r in results), default=0.0)
+    longest_wait = max(
+        (w for r in results for g in r.gangs if (w := g.wait) is not None), default=0.0
+    )
     for result in results:
         name = result.policy.value
         color = _COLORS.get(name)
         capacity = result.cpu_capacity or 1
-        times = [t for t, _, _ in result.timeline]
-        used = [100 * u / capacity for _, u, _ in result.timeline]
-        held = [100 * (u + p) / capacity for _, u, p in result.timeline]
+        timeline = [*result.timeline]
+        if timeline and timeline[-1][0] < last_time:
+            timeline.append((last_time, *timeline[-1][1:]))
+        times = [t for t, _, _ in timeline]
+        used = [100 * u / capacity for _, u, _ in timeline]
+        held = [100 * (u + p) / capacity for _, u, p in timeline]
         usage.step(times, used, where="post", color=color, label=f"{name}: used by running gangs")
-        if any(p for _, _, p in result.timeline):
+        if any(p for _, _, p in timeline):
             usage.step(
                 times,
                 held,
@@ -53,14 +61,11 @@ def write_plot(results: Sequence[Replay], path: Path, title: str = "") -> None:
             )
         gangs = len(result.gangs)
         started = sorted(w for g in result.gangs if (w := g.wait) is not None)
-        if gangs and started:
-            fractions = [(i + 1) / gangs for i in range(len(started))]
+        if gangs:
+            xs = [0.0, *started, max(longest_wait, 1.0)]
+            ys = [0.0, *((i + 1) / gangs for i in range(len(started))), len(started) / gangs]
             waits.step(
-                started,
-                fractions,
-                where="post",
-                color=color,
-                label=f"{name}: {len(started)}/{gangs} started",
+                xs, ys, where="post", color=color, label=f"{name}: {len(started)}/{gangs} started"
             )
     usage.set_xlabel("simulated time (s)")
     usage.set_ylabel("cpu of the cluster (%)")
