@@ -63,7 +63,6 @@ class FitIndex:
 
     def build(self) -> None:
         """Compute every shape's room from the snapshot as it is now."""
-        width = len(self._snapshot.columns)
         for pod in self._pods:
             self._snapshot.request(pod)  # makes sure every requested resource has a column
         width = len(self._snapshot.columns)

@@ -131,7 +131,6 @@ class _Live:
     nodes: set[str] = field(default_factory=set)
     #: Bumped whenever the gang's place in the waiting line changes (stale entries).
     version: int = 0
-    done: bool = False
 
 
 def _template(gang: Gang) -> PodInfo:
@@ -333,7 +332,6 @@ class _Engine:
 
     def _complete(self, live: _Live) -> None:
         live.version += 1  # leaves the waiting line
-        live.done = True
         live.outcome.finish = self.now
         scheduler = self.scheduler
         for uid in live.pending:
