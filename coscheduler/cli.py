@@ -5,8 +5,8 @@ Subcommands:
 * ``version``: print the version.
 * ``run``: the operator (scheduling loop and PodGroup controller). Every flag
   has a ``COSCHEDULER_*`` environment variable; a flag given wins.
-* ``simulate``: replay a workload against the core with no cluster (arrives
-  with the simulator issue).
+* ``simulate``: replay a workload against the core with no cluster, gang
+  planner against a one-pod-at-a-time baseline (:mod:`coscheduler.sim`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from coscheduler import __version__
 from coscheduler.runtime.settings import LogFormat, LogLevel, ScoreStrategy, Settings
+from coscheduler.sim.command import simulate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -33,6 +34,10 @@ def main() -> None:
 def version() -> None:
     """Print the version of coscheduler."""
     click.echo(f"coscheduler {__version__}")
+
+
+# `coscheduler simulate`: offline replay and workload generator (coscheduler/sim/command.py).
+main.add_command(simulate)
 
 
 # (flag, settings path, click options) for every setting of `run`.

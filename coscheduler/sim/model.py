@@ -1,0 +1,303 @@
+"""The simulator's input: a cluster and a workload, in one YAML file.
+
+Why a schema of its own rather than Kubernetes objects: a simulation is about
+*many* equal things (a pool of 5,000 identical nodes, 300 gangs arriving every
+few seconds), so a node pool or a series of gangs is one entry with a
+``count``. Field names follow Kubernetes (camelCase, quantities as strings such
+as ``500m`` or ``4Gi``) and carry their unit when they are times::
+
+    cluster:
+      nodes:
+        - name: cpu            # with count > 1: cpu-0, cpu-1, ...
+          count: 4
+          allocatable: {cpu: "8", memory: 32Gi}   # pods defaults to 110
+          labels: {pool: cpu}
+          taints: [{key: gpu, value: "true", effect: NoSchedule}]
+    workload:
+      gangs:
+        - name: train          # with count > 1: train-0, train-1, ...
+          size: 4              # pods in the gang
+          minMember: 4         # pods that must run together (default: size)
+          requests: {cpu: "3", memory: 4Gi}   # per pod
+          priority: 0
+          arrivalSeconds: 0    # when its pods are created
+          runSeconds: 600      # how long it runs once minMember are bound
+          count: 1
+          intervalSeconds: 0   # between the arrivals of a series (count > 1)
+          nodeSelector: {pool: cpu}
+          tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+
+Every mistake is reported with its path in the file and what was expected,
+all at once (:class:`ScenarioError`), never as a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from coscheduler.api.node import NodeInfo
+from coscheduler.api.node import Taint as NodeTaint
+from coscheduler.api.pod import POD_RESOURCE
+from coscheduler.api.quantity import QuantityError, resource_amount
+
+__all__ = [
+    "DEFAULT_NODE_PODS",
+    "Gang",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "parse_scenario",
+]
+
+#: The kubelet's default ``pods`` capacity, used when a node pool does not say.
+DEFAULT_NODE_PODS = 110
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be simulated; the message lists every problem."""
+
+
+def _amounts(value: object) -> dict[str, int]:
+    """A ResourceList in the scheduler's integers (millicores, bytes, counts)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a map of resource name to quantity, got {value!r}")
+    amounts: dict[str, int] = {}
+    for name, quantity in value.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"resource names are strings, got {name!r}")
+        if isinstance(quantity, float):
+            quantity = repr(quantity)
+        try:
+            amount = resource_amount(name, quantity)
+        except QuantityError as error:
+            raise ValueError(f"{name}: {error}") from None
+        if amount < 0:
+            raise ValueError(f"{name}: {quantity!r} must not be negative")
+        amounts[name] = amount
+    return amounts
+
+
+#: Quantities as users write them, converted on input.
+ResourceList = Annotated[dict[str, int], BeforeValidator(_amounts)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class TaintSpec(_Strict):
+    key: str = Field(min_length=1)
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class TolerationSpec(_Strict):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class NodePool(_Strict):
+    """``count`` equal nodes."""
+
+    name: str = Field(min_length=1)
+    count: int = Field(1, ge=1)
+    allocatable: ResourceList
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[TaintSpec] = Field(default_factory=list)
+    unschedulable: bool = False
+
+
+class GangSeries(_Strict):
+    """``count`` equal gangs arriving ``intervalSeconds`` apart."""
+
+    name: str = Field(min_length=1)
+    size: int = Field(ge=1)
+    min_member: int | None = Field(None, alias="minMember", ge=1)
+    requests: ResourceList = Field(default_factory=dict)
+    priority: int = 0
+    arrival_seconds: float = Field(0.0, alias="arrivalSeconds", ge=0)
+    run_seconds: float = Field(alias="runSeconds", gt=0)
+    count: int = Field(1, ge=1)
+    interval_seconds: float = Field(0.0, alias="intervalSeconds", ge=0)
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    tolerations: list[TolerationSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _min_member_fits(self) -> GangSeries:
+        if self.min_member is not None and self.min_member > self.size:
+            raise ValueError(
+                f"minMember {self.min_member} is larger than size {self.size}: "
+                "the gang could never start"
+            )
+        return self
+
+
+class ClusterSpec(_Strict):
+    nodes: list[NodePool] = Field(min_length=1)
+
+
+class WorkloadSpec(_Strict):
+    gangs: list[GangSeries] = Field(min_length=1)
+
+
+class ScenarioSpec(_Strict):
+    cluster: ClusterSpec
+    workload: WorkloadSpec
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> ScenarioSpec:
+        for what, names in (
+            ("node", [n for pool in self.cluster.nodes for n in _names(pool.name, pool.count)]),
+            ("gang", [n for s in self.workload.gangs for n in _names(s.name, s.count)]),
+        ):
+            seen: set[str] = set()
+            for name in names:
+                if name in seen:
+                    raise ValueError(f"two {what}s are named {name!r} (after expanding count)")
+                seen.add(name)
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """One gang of the workload, as the replay uses it.
+
+    ``requests`` are per pod, in the scheduler's integers; ``min_member`` is
+    how many pods must be bound before the gang starts running.
+    """
+
+    name: str
+    size: int
+    min_member: int
+    requests: Mapping[str, int]
+    priority: int
+    arrival: float
+    run: float
+    node_selector: Mapping[str, str]
+    tolerations: tuple[Mapping[str, str], ...]
+
+    @property
+    def cpu(self) -> int:
+        """Millicores per pod."""
+        return self.requests.get("cpu", 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A validated scenario: the nodes and the gangs, expanded."""
+
+    nodes: tuple[NodeInfo, ...]
+    gangs: tuple[Gang, ...]
+
+    @property
+    def cpu_capacity(self) -> int:
+        """Millicores of schedulable nodes."""
+        return sum(n.allocatable.get("cpu", 0) for n in self.nodes if not n.unschedulable)
+
+    @property
+    def pods(self) -> int:
+        return sum(g.size for g in self.gangs)
+
+
+def _names(name: str, count: int) -> list[str]:
+    if count == 1:
+        return [name]
+    width = len(str(count - 1))
+    return [f"{name}-{i:0{width}d}" for i in range(count)]
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or "(top level)"
+
+
+def _explain(error: ValidationError, source: str) -> ScenarioError:
+    lines = []
+    for item in error.errors():
+        # pydantic's loc names the function-validator too; users need the field only.
+        loc = tuple(p for p in item["loc"] if not str(p).startswith("function-"))
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] in ("missing", "extra_forbidden", "literal_error"):
+            lines.append(f"  {_location(loc)}: {message}")
+        else:
+            lines.append(f"  {_location(loc)}: {message} (got {item.get('input')!r})")
+    return ScenarioError(f"{source}: invalid scenario:\n" + "\n".join(lines))
+
+
+def _expand(spec: ScenarioSpec) -> Scenario:
+    nodes: list[NodeInfo] = []
+    for pool in spec.cluster.nodes:
+        allocatable = {POD_RESOURCE: DEFAULT_NODE_PODS, **pool.allocatable}
+        taints = tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints)
+        for name in _names(pool.name, pool.count):
+            nodes.append(
+                NodeInfo.build(
+                    name,
+                    allocatable=allocatable,
+                    labels=pool.labels,
+                    taints=taints,
+                    unschedulable=pool.unschedulable,
+                )
+            )
+    gangs: list[Gang] = []
+    for series in spec.workload.gangs:
+        tolerations = tuple(t.model_dump(exclude_defaults=True) for t in series.tolerations)
+        for index, name in enumerate(_names(series.name, series.count)):
+            gangs.append(
+                Gang(
+                    name=name,
+                    size=series.size,
+                    min_member=series.min_member or series.size,
+                    requests=dict(series.requests),
+                    priority=series.priority,
+                    arrival=series.arrival_seconds + index * series.interval_seconds,
+                    run=series.run_seconds,
+                    node_selector=dict(series.node_selector),
+                    tolerations=tolerations,
+                )
+            )
+    return Scenario(nodes=tuple(nodes), gangs=tuple(gangs))
+
+
+def parse_scenario(raw: Any, source: str = "scenario") -> Scenario:
+    """Validate a scenario already read from YAML; raises :class:`ScenarioError`."""
+    if not isinstance(raw, Mapping):
+        raise ScenarioError(
+            f"{source}: expected a map with 'cluster' and 'workload', got {type(raw).__name__}"
+        )
+    try:
+        spec = ScenarioSpec.model_validate(raw)
+    except ValidationError as error:
+        raise _explain(error, source) from None
+    return _expand(spec)
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and validate a scenario file; raises :class:`ScenarioError`."""
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise ScenarioError(f"{path}: {error.strerror}") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        raw = yaml.load(text, Loader=loader)  # a safe loader, C or Python
+    except yaml.YAMLError as error:
+        raise ScenarioError(f"{path}: not valid YAML: {error}") from None
+    return parse_scenario(raw, str(path))

@@ -1,0 +1,205 @@
+"""What a replay means: the figures per policy, as a table or as JSON.
+
+Definitions (all times in seconds of simulated time):
+
+- *makespan*: from the first arrival to the last completion; none when some
+  gang never started (the workload never completes).
+- *wait*: from a gang's arrival to its start (``minMember`` bound); the mean
+  and the p99 (nearest rank) are over the gangs that started.
+- *utilization*: cpu used by started gangs, over the cpu of schedulable nodes,
+  averaged from the first arrival to the end of the replay; *allocated* adds
+  the cpu that partially placed gangs hold while they wait.
+- *partial gangs*: gangs that held some, but fewer than ``minMember``, bound
+  pods at some moment; *partial cpu-seconds*: the cpu those pods held until
+  their gang started (or until the end of the replay).
+- *deadlocked*: gangs that never started while holding pods at the end: no
+  completion was left that could free what they wait for.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from coscheduler.sim.replay import Replay
+
+__all__ = ["Stuck", "Summary", "render_table", "summarize", "to_json"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stuck:
+    """A gang that never started, and what it held at the end."""
+
+    name: str
+    bound: int
+    min_member: int
+    cpu_millis: int
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """The figures of one replay (see the module docstring)."""
+
+    policy: str
+    gangs: int
+    started: int
+    finished: int
+    makespan_seconds: float | None
+    last_completion_seconds: float | None
+    wait_mean_seconds: float | None
+    wait_p99_seconds: float | None
+    utilization: float | None
+    allocated: float | None
+    partial_gangs: int
+    partial_cpu_seconds: float
+    deadlocked: tuple[Stuck, ...]
+    #: Gangs that never started and hold nothing (waiting behind the others, or too big).
+    never_started: tuple[str, ...]
+    replay_seconds: float | None = None
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Nearest-rank percentile: the smallest value with ``fraction`` of values at or below."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(fraction * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarize(result: Replay, replay_seconds: float | None = None) -> Summary:
+    outcomes = result.gangs
+    waits = [o.wait for o in outcomes if o.wait is not None]
+    finishes = [o.finish for o in outcomes if o.finish is not None]
+    horizon = result.end - result.begin
+    capacity = result.cpu_capacity * horizon
+    deadlocked = tuple(
+        Stuck(o.gang.name, o.bound, o.gang.min_member, o.bound * o.gang.cpu)
+        for o in outcomes
+        if o.start is None and o.bound > 0
+    )
+    never = tuple(o.gang.name for o in outcomes if o.start is None and o.bound == 0)
+    return Summary(
+        policy=result.policy.value,
+        gangs=len(outcomes),
+        started=len(waits),
+        finished=len(finishes),
+        makespan_seconds=(
+            max(finishes) - result.begin if finishes and len(finishes) == len(outcomes) else None
+        ),
+        last_completion_seconds=max(finishes) if finishes else None,
+        wait_mean_seconds=sum(waits) / len(waits) if waits else None,
+        wait_p99_seconds=percentile(waits, 0.99) if waits else None,
+        utilization=result.useful_cpu_ms / capacity if capacity > 0 else None,
+        allocated=(
+            (result.useful_cpu_ms + result.partial_cpu_ms) / capacity if capacity > 0 else None
+        ),
+        partial_gangs=sum(1 for o in outcomes if o.partial),
+        partial_cpu_seconds=result.partial_cpu_ms / 1000,
+        deadlocked=deadlocked,
+        never_started=never,
+        replay_seconds=replay_seconds,
+    )
+
+
+def to_json(summary: Summary) -> dict[str, Any]:
+    """The summary as plain JSON values (camelCase keys, like the scenario file)."""
+    return {
+        "policy": summary.policy,
+        "gangs": summary.gangs,
+        "started": summary.started,
+        "finished": summary.finished,
+        "makespanSeconds": summary.makespan_seconds,
+        "lastCompletionSeconds": summary.last_completion_seconds,
+        "waitMeanSeconds": summary.wait_mean_seconds,
+        "waitP99Seconds": summary.wait_p99_seconds,
+        "cpuUtilization": summary.utilization,
+        "cpuAllocated": summary.allocated,
+        "partialGangs": summary.partial_gangs,
+        "partialCpuSeconds": summary.partial_cpu_seconds,
+        "deadlockedGangs": [
+            {
+                "name": s.name,
+                "bound": s.bound,
+                "minMember": s.min_member,
+                "cpu": s.cpu_millis / 1000,
+            }
+            for s in summary.deadlocked
+        ],
+        "neverStartedGangs": list(summary.never_started),
+        "replaySeconds": summary.replay_seconds,
+    }
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "never"
+    if abs(value) < 100:
+        return f"{value:.1f} s"
+    return f"{value:,.0f} s"
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+_COLUMNS = (
+    "policy",
+    "finished",
+    "makespan",
+    "wait mean",
+    "wait p99",
+    "cpu used",
+    "cpu held",
+    "partial gangs",
+    "partial cpu·s",
+    "deadlocked",
+)
+
+
+def render_table(summaries: Sequence[Summary]) -> str:
+    """A fixed-width table, one row per policy, then notes on stuck gangs."""
+    rows = [list(_COLUMNS)]
+    for s in summaries:
+        rows.append(
+            [
+                s.policy,
+                f"{s.finished}/{s.gangs}",
+                _seconds(s.makespan_seconds),
+                "—" if s.wait_mean_seconds is None else _seconds(s.wait_mean_seconds),
+                "—" if s.wait_p99_seconds is None else _seconds(s.wait_p99_seconds),
+                _percent(s.utilization),
+                _percent(s.allocated),
+                str(s.partial_gangs),
+                f"{s.partial_cpu_seconds:,.0f}",
+                str(len(s.deadlocked)),
+            ]
+        )
+    widths = [max(len(row[c]) for row in rows) for c in range(len(_COLUMNS))]
+    lines = []
+    for number, row in enumerate(rows):
+        cells = [
+            cell.ljust(width) if c == 0 else cell.rjust(width)
+            for c, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if number == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    for s in summaries:
+        if s.deadlocked:
+            shown = ", ".join(
+                f"{d.name} ({d.bound}/{d.min_member} bound)" for d in s.deadlocked[:4]
+            )
+            more = f" and {len(s.deadlocked) - 4} more" if len(s.deadlocked) > 4 else ""
+            lines.append(
+                f"{s.policy}: deadlock: {len(s.deadlocked)} gang(s) hold part of their "
+                f"members and wait forever: {shown}{more}"
+            )
+        if s.never_started:
+            shown = ", ".join(s.never_started[:4])
+            more = f" and {len(s.never_started) - 4} more" if len(s.never_started) > 4 else ""
+            lines.append(
+                f"{s.policy}: {len(s.never_started)} gang(s) never started "
+                f"and hold nothing: {shown}{more}"
+            )
+    return "\n".join(lines)
