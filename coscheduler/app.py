@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import kopf
@@ -101,11 +101,10 @@ async def run(settings: Settings) -> None:
         await client.close()
 
 
-def _pod_ref(obj: InvalidObject) -> ObjectRef:
-    if obj.kind == labels.KIND:
-        return ObjectRef(f"{labels.GROUP}/{labels.VERSION}", obj.kind, obj.namespace,
-                         obj.name, obj.uid)  # fmt: skip
-    return ObjectRef("v1", obj.kind, obj.namespace or "default", obj.name, obj.uid)
+def _ref_of(obj: InvalidObject) -> ObjectRef:
+    """Where an Event about an unreadable object goes (a Node's lands in ``default``)."""
+    api_version = f"{labels.GROUP}/{labels.VERSION}" if obj.kind == labels.KIND else "v1"
+    return ObjectRef(api_version, obj.kind, obj.namespace or "default", obj.name, obj.uid)
 
 
 async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health: _Health) -> None:
@@ -126,7 +125,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         interval_seconds=settings.event_interval_seconds,
         on_drop=metrics.events_dropped.inc,
     )
-    state = ClusterState(scheduler)
+    state = ClusterState(scheduler, namespaces=frozenset(settings.namespaces))
     writer = StatusWriter(state=state, client=client, events=events, metrics=metrics)
     pod_conditions = PodConditionWriter(
         client, still_pending=lambda uid: _still_pending(scheduler, uid)
@@ -145,22 +144,11 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
 
     def invalid(obj: InvalidObject) -> None:
         reason = "FailedScheduling" if obj.kind == "Pod" else "InvalidObject"
-        events.record(_pod_ref(obj), "Warning", reason, f"cannot be read: {obj.message}")
+        events.record(_ref_of(obj), "Warning", reason, f"cannot be read: {obj.message}")
 
     state.on_group_changed = group_changed
     state.on_invalid = invalid
-    namespaces = frozenset(settings.namespaces)
-
-    def upsert_pod(raw: Mapping[str, Any]) -> None:
-        if namespaces and (raw.get("metadata") or {}).get("namespace") not in namespaces:
-            raw = _not_ours(raw)
-        state.upsert_pod(raw)
-
-    def replace_pods(objects: list[dict[str, Any]]) -> None:
-        state.replace_pods(
-            [o if not namespaces or o["metadata"].get("namespace") in namespaces
-             else _not_ours(o) for o in objects]
-        )  # fmt: skip
+    namespaces = state.namespaces
 
     watch_timeout = settings.client.watch_timeout_seconds
     feeds = {
@@ -172,8 +160,8 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         ),
         "pods": (
             Watch(client, "/api/v1/pods", timeout_seconds=watch_timeout),
-            replace_pods,
-            upsert_pod,
+            state.replace_pods,
+            state.upsert_pod,
             state.remove_pod,
         ),
         "priorityclasses": (
@@ -225,13 +213,6 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
 def _still_pending(scheduler: Scheduler, uid: str) -> bool:
     pod = scheduler.pod(uid)
     return pod is not None and not pod.bound and not scheduler.snapshot.is_assumed(uid)
-
-
-def _not_ours(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """A pod outside the watched namespaces: counted on its node, never scheduled."""
-    spec = dict(raw.get("spec") or {})
-    spec["schedulerName"] = ""
-    return {**raw, "spec": spec}
 
 
 async def _list_podgroups(client: KubeClient) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ scheduling of the others.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class ClusterState:
     """The scheduler's inputs, plus what status reconciliation needs."""
 
     scheduler: Scheduler
+    #: Namespaces whose pods we schedule; empty means all. Pods elsewhere still
+    #: count on their nodes: they use capacity whoever placed them.
+    namespaces: frozenset[str] = frozenset()
     #: Called with a group's key whenever its members, object or verdict change.
     on_group_changed: Callable[[GroupKey], None] = lambda _key: None
     #: Called for an object that could not be read.
@@ -155,6 +159,8 @@ class ClusterState:
                 self._remove_pod_uid(uid)
                 self._invalid_pods.add(uid)
             return None
+        if self.namespaces and pod.namespace not in self.namespaces:
+            pod = dataclasses.replace(pod, scheduler_name="")  # not ours to place
         self._invalid_pods.discard(pod.uid)
         self._pod_uids.add(pod.uid)
         self.scheduler.upsert_pod(pod)

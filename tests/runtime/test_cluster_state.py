@@ -133,3 +133,19 @@ def test_verdicts_notify_only_on_change() -> None:
     state.set_verdict(key, None)
     state.set_verdict(key, None)
     assert seen.changed == [key, key]
+
+
+def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> None:
+    state = ClusterState(Scheduler(lambda: 0.0), namespaces=frozenset({"mine"}))
+    state.replace_nodes([node_object("n1", cpu="4")])
+    state.replace_pods(
+        [
+            pod_object("theirs-bound", namespace="other", cpu="3", node="n1"),
+            pod_object("theirs-pending", namespace="other", cpu="1"),
+            pod_object("mine", namespace="mine", cpu="2"),
+        ]
+    )
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert decision.bindings == ()  # 3 of 4 cpu are held by the other namespace's pod
+    assert state.scheduler.next_decision() is None  # the other pending pod is not queued
