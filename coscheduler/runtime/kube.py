@@ -172,7 +172,7 @@ class KubeClient:
         """
         retrying = AsyncRetrying(
             retry=retry_if_exception(_is_transient) if method == "GET" else _never,
-            wait=wait_exponential_jitter(initial=0.2, max=5.0),
+            wait=wait_exponential_jitter(multiplier=0.2, max=5.0),
             stop=stop_after_delay(_READ_RETRY_SECONDS),
             reraise=True,
         )
