@@ -137,4 +137,8 @@ class StatusWriter:
         )
         for transition in transitions:
             kind: EventKind = "Warning" if transition.kind == "Warning" else "Normal"
-            self._events.record(ref, kind, transition.reason, transition.message)
+            # A PodGroup's story must be current in `kubectl describe`: a new
+            # reason for waiting shows within seconds, not an event interval.
+            self._events.record(
+                ref, kind, transition.reason, transition.message, change_interval=2.0
+            )

@@ -1,17 +1,20 @@
 """Kubernetes Events, deduplicated and rate-limited.
 
 ``record()`` never blocks the scheduling loop: it queues the event and a
-background task writes it. Two rules keep a large waiting gang from flooding
-the API server:
+background task writes it. Events of one object and reason form a *series*,
+one Event object whose ``count``, ``lastTimestamp`` and ``message`` are
+patched, as kubectl shows it ("x12 over 3m"). The rules that keep a large
+waiting gang from flooding the API server, and keep what it shows true:
 
-1. The same (object, reason) within ``interval_seconds`` of its last write
-   is only counted, whatever its message. After the interval the next
-   occurrence PATCHes the existing Event's ``count``, ``lastTimestamp`` and
-   ``message`` (the latest), as kubectl shows it ("x12 over 3m"), instead of
-   creating another object. A waiting pod whose reason's wording changes
-   with every attempt ("3/4 members exist", "4/5 ...") still costs one write
-   per interval.
-2. Writes pass the client's rate limiter, and at most ``max_pending`` events
+1. The same message again within ``interval_seconds`` of the series' last
+   write is only counted; the count lands with the next write.
+2. A new message is written at once if the series was last written at least
+   ``change_interval`` ago (an argument of ``record``; by default
+   ``interval_seconds``); otherwise it waits and the latest one is written
+   when that time has passed. So the message a person reads is never older
+   than ``change_interval``, and a pod whose reason's wording changes with
+   every attempt costs one write per interval, not one per attempt.
+3. Writes pass the client's rate limiter, and at most ``max_pending`` events
    wait in the queue; beyond that new ones are dropped (and counted), never
    the loop slowed.
 """
@@ -56,9 +59,12 @@ class ObjectRef:
 class _Series:
     event_name: str
     count: int
-    first_seen: str
+    message: str
     last_written: float
     unwritten: int = 0
+    #: A newer message waiting for its turn (rule 2), and when it may go.
+    deferred: _Pending | None = None
+    deferred_until: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,30 +92,66 @@ class EventRecorder:
     on_drop: Callable[[], None] | None = None
     _queue: asyncio.Queue[_Pending] = field(init=False)
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
+    _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
 
     def __post_init__(self) -> None:
         self._queue = asyncio.Queue(maxsize=self.max_pending)
         self._series = OrderedDict()
 
-    def record(self, ref: ObjectRef, kind: EventKind, reason: str, message: str) -> None:
-        """Queue an event about ``ref``; dropped or merged per the module's rules."""
+    def record(
+        self,
+        ref: ObjectRef,
+        kind: EventKind,
+        reason: str,
+        message: str,
+        *,
+        change_interval: float | None = None,
+    ) -> None:
+        """Queue an event about ``ref``; merged, deferred or dropped per the module's rules."""
         message = message[:_MESSAGE_LIMIT]
         key = (ref.uid, reason)
+        pending = _Pending(ref, kind, reason, message, key)
         series = self._series.get(key)
-        if series is not None and self.clock() - series.last_written < self.interval_seconds:
-            series.unwritten += 1
-            return
+        if series is not None:
+            since = self.clock() - series.last_written
+            if message == series.message and since < self.interval_seconds:
+                series.unwritten += 1  # rule 1
+                return
+            wait = self.interval_seconds if change_interval is None else change_interval
+            if message != series.message and since < wait:
+                series.deferred = pending  # rule 2
+                series.deferred_until = series.last_written + wait
+                self._deferred.add(key)
+                return
+        self._enqueue(pending)
+
+    def _enqueue(self, pending: _Pending) -> None:
         try:
-            self._queue.put_nowait(_Pending(ref, kind, reason, message, key))
+            self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             if self.on_drop is not None:
                 self.on_drop()
 
+    def _release_deferred(self) -> None:
+        now = self.clock()
+        for key in list(self._deferred):
+            series = self._series.get(key)
+            if series is None or series.deferred is None:
+                self._deferred.discard(key)
+            elif series.deferred_until <= now:
+                self._enqueue(series.deferred)
+                series.deferred = None
+                self._deferred.discard(key)
+
     async def run(self) -> None:
         """Write queued events until cancelled."""
         while True:
-            pending = await self._queue.get()
+            self._release_deferred()
+            try:
+                pending = await asyncio.wait_for(self._queue.get(), timeout=1.0)
+            except TimeoutError:
+                continue
             try:
                 await self._write(pending)
             except (aiohttp.ClientError, TimeoutError) as error:
@@ -119,11 +161,9 @@ class EventRecorder:
         series = self._series.get(pending.key)
         now = _timestamp()
         if series is not None:
-            if self.clock() - series.last_written < self.interval_seconds:
-                series.unwritten += 1
-                return
             series.count += series.unwritten + 1
             series.unwritten = 0
+            series.message = pending.message
             series.last_written = self.clock()
             response = await self.client.request(
                 "PATCH",
@@ -173,6 +213,6 @@ class EventRecorder:
                 body=response.body[:300].decode("utf-8", "replace"),
             )
             return
-        self._series[pending.key] = _Series(name, 1, now, self.clock())
+        self._series[pending.key] = _Series(name, 1, pending.message, self.clock())
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)

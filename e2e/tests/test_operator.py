@@ -573,7 +573,7 @@ def test_describe_podgroup_tells_the_story(
         cluster,
         namespace,
         "story",
-        lambda g: condition(g, "Unschedulable").get("status") == "True",
+        lambda g: condition(g, "Unschedulable").get("reason") == "NotEnoughResources",
         "waiting",
     )
     add_nodes(1, cpu="4")

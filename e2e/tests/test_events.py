@@ -1,0 +1,64 @@
+"""The runtime's EventRecorder against a real API server: merged repeats, current messages."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from coscheduler.runtime.events import EventRecorder, ObjectRef
+from coscheduler.runtime.kube import KubeClient
+from e2e.api import Json
+from e2e.controlplane import Cluster
+from e2e.waiting import async_wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+async def client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    kube = await KubeClient.connect(
+        kubeconfig=str(kubeconfig), qps=100, burst=100, timeout_seconds=10
+    )
+    try:
+        yield kube
+    finally:
+        await kube.close()
+
+
+async def test_repeats_are_counted_and_a_new_message_replaces_the_old(
+    cluster: Cluster, namespace: str, client: KubeClient
+) -> None:
+    config_map = cluster.api.create(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subject"}},
+    )
+    ref = ObjectRef("v1", "ConfigMap", namespace, "subject", config_map["metadata"]["uid"])
+    recorder = EventRecorder(client, interval_seconds=1.0)
+    writer = asyncio.create_task(recorder.run())
+
+    def events() -> list[Json]:
+        path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name=subject"
+        items: list[Json] = cluster.api.get(path)["items"]
+        return items
+
+    try:
+        for _ in range(5):
+            recorder.record(ref, "Warning", "FailedScheduling", "first reason")
+        (first,) = await async_wait_for(events, lambda items: len(items) == 1, describe="one event")
+        assert first["message"] == "first reason"
+
+        recorder.record(ref, "Warning", "FailedScheduling", "second reason", change_interval=0.5)
+        (latest,) = await async_wait_for(
+            events,
+            lambda items: len(items) == 1 and items[0]["message"] == "second reason",
+            describe="the same event, now with the second reason",
+            timeout=10,
+        )
+        assert latest["count"] >= 2
+        assert latest["reason"] == "FailedScheduling"
+        assert latest["source"]["component"] == "coscheduler"
+    finally:
+        writer.cancel()
