@@ -62,6 +62,12 @@ class _Health:
     leading: bool = False
     synced: bool = False
     tasks: list[asyncio.Task[Any]] = dataclasses.field(default_factory=list)
+    #: The task of ``run``; cancelling it shuts the whole process down cleanly.
+    main: asyncio.Task[Any] | None = None
+
+    def stop_process(self) -> None:
+        if self.main is not None:
+            self.main.cancel()
 
     def alive(self) -> bool:
         return not any(task.done() for task in self.tasks)
@@ -80,7 +86,7 @@ async def run(settings: Settings) -> None:
         max_connections=settings.client.bind_concurrency + 16,
     )
     metrics = Metrics()
-    health = _Health()
+    health = _Health(main=asyncio.current_task())
     server = HealthServer(metrics, alive=health.alive, ready=health.ready)
     await server.start(settings.serving.address, settings.serving.port)
     log.info("serving", address=settings.serving.address, port=server.port)
@@ -197,17 +203,35 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             "status-writer": writer.run(),
             "events": events.run(),
             "pod-conditions": pod_conditions.run(),
-            "kopf": kopf.operator(
+            "kopf": _run_kopf(
                 registry=registry,
                 settings=kopf_settings(watch_timeout_seconds=watch_timeout),
-                standalone=True,
-                **kopf_namespaces,
+                namespaces=kopf_namespaces,
+                on_signal=health.stop_process,
             ),
         }.items():
             health.tasks.append(tasks.create_task(coroutine, name=name))
         writer.mark_all()
         health.synced = True
         log.info("scheduling", scheduler_name=settings.scheduler_name)
+
+
+async def _run_kopf(
+    *,
+    registry: kopf.OperatorRegistry,
+    settings: kopf.OperatorSettings,
+    namespaces: dict[str, Any],
+    on_signal: Callable[[], None],
+) -> None:
+    """Kopf's operator, which also takes over SIGTERM and SIGINT.
+
+    Kopf installs its own signal handlers (replacing the CLI's) and returns
+    when it receives one: that is the process being asked to stop, so stop
+    everything, releasing the Lease on the way out.
+    """
+    await kopf.operator(registry=registry, settings=settings, standalone=True, **namespaces)
+    log.info("stopping on a signal")
+    on_signal()
 
 
 def _still_pending(scheduler: Scheduler, uid: str) -> bool:

@@ -106,15 +106,16 @@ class SchedulerProcess:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as answer:
             return str(answer.read().decode())
 
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM, then SIGKILL if it does not exit in time; the exit code of a clean exit."""
         if self._process is None or self._process.poll() is not None:
-            return
+            return None if self._process is None else self._process.returncode
         self._process.send_signal(signal.SIGTERM)
         try:
-            self._process.wait(timeout=timeout)
+            return self._process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
+            return None
 
     def kill(self) -> None:
         """SIGKILL: a crash, with no chance to release anything."""

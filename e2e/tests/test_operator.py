@@ -603,3 +603,18 @@ def test_describe_podgroup_tells_the_story(
     metrics = process.metrics()
     assert "coscheduler_pods_bound_total 2.0" in metrics
     assert 'coscheduler_scheduling_attempts_total{result="unschedulable"}' in metrics
+
+
+def test_sigterm_stops_cleanly_and_releases_the_lease(
+    cluster: Cluster, namespace: str, start_scheduler: StartScheduler
+) -> None:
+    process = start_scheduler(
+        "--lease-namespace", namespace, "--identity", "leaving", leader_elect=True
+    )
+    lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/coscheduler"
+    assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "leaving"
+    started = time.monotonic()
+    assert process.stop(timeout=10) == 0, process.log()[-3000:]
+    assert time.monotonic() - started < 10
+    # Released, so that a standby takes over at once instead of after the lease duration.
+    assert cluster.api.get(lease_path)["spec"].get("holderIdentity", "") == ""
