@@ -190,6 +190,7 @@ def _run_one(
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                         "crd/podgroups.scheduling.sigs.k8s.io",
                         "crd/podgroups.scheduling.x-k8s.io")  # fmt: skip
+        _wait_crd_storage(cluster)
         progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
         ctx = PeerContext(
             binaries=binaries, kubeconfig=cluster.kubeconfig, work_dir=trial_dir / "peer",
@@ -217,6 +218,29 @@ def _run_one(
         if cluster is not None:
             progress.status("stopping the control plane")
             cluster.stop()
+
+
+def _wait_crd_storage(cluster: Cluster, within: float = 60.0) -> None:
+    """Wait until both PodGroup kinds can be listed.
+
+    A CRD is Established before its storage serves: for a moment a list answers 429
+    "storage is (re)initializing". In a real cluster the CRDs were installed long before
+    the scheduler starts; so here too.
+    """
+    paths = (
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.k8s.io/v1alpha1/workloads",
+    )
+    deadline = time.monotonic() + within
+    for path in paths:
+        while True:
+            status, body = cluster.api.raw("GET", path + "?limit=1")
+            if status == 200:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"GET {path} still answers {status} after {within:.0f}s: {body}")
+            time.sleep(0.2)
 
 
 def command_line() -> str:

@@ -362,10 +362,16 @@ async def run_trial(
             raise ValueError(workload.kind)
         await asyncio.sleep(SETTLE_SECONDS)
         after = analysis.parse_request_totals(await kube.text("/metrics"))
+        own = await _own_metrics(peer)
         await sampler.stop()
         for process in peer.processes:
             process.ensure_running()
         result.cost = _cost(sampler, recorder, infos)
+        if "coscheduler_planner_duration_seconds_sum" in own:
+            planner = own["coscheduler_planner_duration_seconds_sum"]
+            figures["planner_seconds"] = round(planner, 3)
+            if result.cost["cpu_s"]:
+                figures["planner_share"] = round(planner / result.cost["cpu_s"], 4)
         result.requests = analysis.request_delta(before, after)
         failures = analysis.check_outcome(
             recorder, nodes, infos, expect_all_bound=True,
@@ -398,6 +404,32 @@ async def run_trial(
         await kube.close()
         result.wall_seconds = round(time.monotonic() - wall, 1)
     return result
+
+
+async def _own_metrics(peer: Peer) -> dict[str, float]:
+    """The peer's own Prometheus metrics (ours only), unlabelled samples by name."""
+    port = getattr(peer, "metrics_port", 0)
+    if not port:
+        return {}
+    import aiohttp
+
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"http://127.0.0.1:{port}/metrics", timeout=aiohttp.ClientTimeout(10)) as r,
+        ):
+            text = await r.text()
+    except (aiohttp.ClientError, TimeoutError):
+        return {}
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            name, _, value = line.partition(" ")
+            try:
+                values[name] = float(value)
+            except ValueError:
+                continue
+    return values
 
 
 def _cost(sampler: Sampler, recorder: Recorder, infos: dict[str, GangInfo]) -> Json:
