@@ -43,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         "100-node version for a quick look",
     )
     run.add_argument(
+        "--gang-sizes",
+        default="1,8,64,512",
+        help="gang sizes of the throughput workload (default 1,8,64,512)",
+    )
+    run.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -51,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-report", action="store_true", help="do not rewrite RESULTS.md")
     run.add_argument(
         "--keep-failed-logs", type=Path, default=None, help="copy the logs of failed trials here"
+    )
+    run.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="record ours with py-spy during throughput trials (collapsed stacks "
+        "in DIR; perturbs the figures: profile in a separate run)",
     )
     commands.add_parser("report", help="rewrite bench/RESULTS.md and plots from bench/results")
     commands.add_parser("build", help="build or find the peers' binaries")
@@ -79,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         if peer not in ALL_PEERS:
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
-    suite = runner.build_suite(args.suite, peers, regimes, args.scale)
+    sizes = tuple(int(x) for x in args.gang_sizes.split(","))
+    suite = runner.build_suite(args.suite, peers, regimes, args.scale, sizes)
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))
         if args.suite == "smoke"

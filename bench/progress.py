@@ -75,8 +75,8 @@ def _headline(result: Any) -> str:
     if not result.ok:
         return ""
     if "bind_rate_pods_per_s" in f:
-        rate, after = f["bind_rate_pods_per_s"], f["all_bound_after_start_s"]
-        return f" - {rate} pods/s, all bound {after}s after start"
+        rate, after = f["pods_per_s_from_start"], f["all_bound_after_start_s"]
+        return f" - {rate} pods/s (all bound {after}s after the peer's start)"
     if "p99_s" in f:
         return f" - gang latency p50 {f['p50_s']}s p99 {f['p99_s']}s"
     if "makespan_s" in f:

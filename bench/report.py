@@ -118,8 +118,9 @@ def _throughput(trials: list[Json], kind: str = "throughput") -> list[str]:
         cases = sorted({(t["params"]["gang_size"], t["params"]["nodes"], t["params"]["pods"])
                         for t in rows})  # fmt: skip
         lines += [
-            f"**Client QPS {qps:g} / burst {burst}** - bind rate in pods/s (first binding to "
-            "last), higher is better; in brackets, seconds from the peer's start to all bound.",
+            f"**Client QPS {qps:g} / burst {burst}** - pods bound per second from the peer's "
+            "start to the last binding (its start-up included), higher is better; in "
+            "brackets, the bind rate from its first binding to its last.",
             "",
             "| pods | gang size | nodes | "
             + " | ".join(peers)
@@ -140,7 +141,7 @@ def _throughput(trials: list[Json], kind: str = "throughput") -> list[str]:
 
             def rate(p: str, size: int = size, nodes: int = nodes, by: dict = by) -> float | None:
                 t = by.get((size, nodes, p))
-                return t["figures"].get("bind_rate_pods_per_s") if t and t["ok"] else None
+                return t["figures"].get("pods_per_s_from_start") if t and t["ok"] else None
 
             lines.append(
                 f"| {pods:,} | {size} | {nodes:,} | " + " | ".join(cells)
@@ -330,9 +331,9 @@ def _scale(trials: list[Json]) -> list[str]:
     by = {(t["params"]["nodes"], t["peer"]): t for t in trials}
     nodes_list = sorted({t["params"]["nodes"] for t in trials})
     lines = [
-        "Throughput workload, gangs of 64, high QPS, as the node count grows: bind rate "
-        "(pods/s) / scheduler CPU-seconds per 10,000 pods / the planner's share of that CPU "
-        "(ours only: `coscheduler_planner_duration_seconds_sum` over CPU-seconds).",
+        "Throughput workload, gangs of 64, high QPS, as the node count grows: pods/s from "
+        "the peer's start / scheduler CPU-seconds per 10,000 pods / the planner's share of "
+        "that CPU (ours only: `coscheduler_planner_duration_seconds_sum` over CPU-seconds).",
         "",
         "| nodes | pods | " + " | ".join(peers) + " |",
         "|---|---|" + "---|" * len(peers),
@@ -349,7 +350,9 @@ def _scale(trials: list[Json]) -> list[str]:
             f, c = t["figures"], t["cost"]
             share = f.get("planner_share")
             extra = f" / {share:.0%}" if share is not None else ""
-            cells.append(f"{f['bind_rate_pods_per_s']:,.0f} / {c['cpu_s_per_10k_pods']:.1f}{extra}")
+            cells.append(
+                f"{f['pods_per_s_from_start']:,.0f} / {c['cpu_s_per_10k_pods']:.1f}{extra}"
+            )
         lines.append(f"| {nodes:,} | {pods} | " + " | ".join(cells) + " |")
     return [*lines, ""]
 
@@ -383,7 +386,7 @@ def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
                         match = [
                             t for t in rows if t["peer"] == p and t["params"]["gang_size"] == s
                         ]
-                        values.append(match[0]["figures"]["bind_rate_pods_per_s"] if match else 0)
+                        values.append(match[0]["figures"]["pods_per_s_from_start"] if match else 0)
                     ax.bar([x + i * width for x in range(len(sizes))], values, width,
                            label=p, color=colors.get(p))  # fmt: skip
                 ax.set_xticks([x + width * (len(peers) - 1) / 2 for x in range(len(sizes))])

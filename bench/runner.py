@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from bench import build as bench_build
+from bench import identity
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
 from bench.progress import Progress
 from e2e import nodes as e2e_nodes
 from e2e import versions as e2e_versions
-from e2e.controlplane import Cluster, ClusterOptions
+from e2e.controlplane import Cluster, ClusterOptions, StartupError
 
 Json = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +51,13 @@ class Suite:
 CONTENTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: over-commits by design"}
 
 
-def build_suite(name: str, peers: list[str], regimes: list[str], scale: str) -> Suite:
+def build_suite(
+    name: str,
+    peers: list[str],
+    regimes: list[str],
+    scale: str,
+    sizes: tuple[int, ...] = (1, 8, 64, 512),
+) -> Suite:
     """The trials of a suite; peers inner-most so that machine noise spreads over all."""
     suite = Suite(name)
     big = scale == "full"
@@ -67,7 +74,6 @@ def build_suite(name: str, peers: list[str], regimes: list[str], scale: str) -> 
         add([wl.throughput(12, 4, 4, timeout=90)], regimes)
         add([wl.contention(4, 8, (4,), 2.0, 2, 2.0, timeout=90)], regimes)
         return suite
-    sizes = (1, 8, 64, 512)
     if name in ("throughput", "all"):
         for regime in regimes:
             pods = 10_000 if regime == "high" else 2_048
@@ -117,7 +123,7 @@ def machine() -> Json:
 
 def run_suite(
     suite: Suite, *, command: str, out_dir: Path, keep_logs: Path | None = None,
-    progress: Progress | None = None,
+    progress: Progress | None = None, profile_dir: Path | None = None,
 ) -> Path:  # fmt: skip
     progress = progress or Progress()
     progress.status("building or finding the binaries")
@@ -138,14 +144,17 @@ def run_suite(
                      f" | {peer.name} | QPS {spec.regime.qps:g}/{spec.regime.burst}")  # fmt: skip
             progress.begin(title)
             trial_dir = scratch / f"trial-{index:03d}"
-            result = _run_one(spec, peer, binaries, trial_dir, progress)
+            result = _run_one(spec, peer, binaries, trial_dir, progress, profile_dir, index)
             results.append(result.to_json())
             progress.end(result)
             if keep_logs is not None and not result.ok:
                 target = keep_logs / f"trial-{index:03d}-{peer.name}"
-                shutil.copytree(trial_dir / "logs", target / "logs", dirs_exist_ok=True)
-                shutil.copytree(trial_dir / "state" / "logs", target / "control-plane",
-                                dirs_exist_ok=True)  # fmt: skip
+                for source, name in (
+                    (trial_dir / "logs", "logs"),
+                    (trial_dir / "state" / "logs", "control-plane"),
+                ):
+                    if source.is_dir():
+                        shutil.copytree(source, target / name, dirs_exist_ok=True)
                 progress.log(f"logs of the failed trial kept in {target}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -167,7 +176,13 @@ def run_suite(
 
 
 def _run_one(
-    spec: TrialSpec, peer, binaries, trial_dir: Path, progress: Progress
+    spec: TrialSpec,
+    peer,
+    binaries,
+    trial_dir: Path,
+    progress: Progress,
+    profile_dir: Path | None = None,
+    index: int = 0,
 ) -> wl.TrialResult:
     workload = spec.workload
     state_dir = trial_dir / "state"
@@ -175,9 +190,19 @@ def _run_one(
     try:
         progress.status(f"starting a control plane and {workload.nodes.count} KWOK nodes")
         t0 = time.monotonic()
-        cluster = Cluster.start(
-            state_dir, ClusterOptions(gang_api=True, startup_timeout_seconds=120)
+        options = ClusterOptions(
+            gang_api=True, startup_timeout_seconds=120, audit_policy=identity.AUDIT_POLICY
         )
+        for attempt in (1, 2, 3):
+            try:
+                cluster = Cluster.start(state_dir, options)
+                break
+            except StartupError as error:
+                # Ports are picked free, then bound by the component: another process on
+                # the machine may take one in between ("address already in use").
+                if attempt == 3 or "address already in use" not in str(error):
+                    raise
+                progress.log("a port was taken under us; starting the control plane again")
         shape = workload.nodes
         specs = [
             e2e_nodes.NodeSpec(name=f"kwok-node-{i}", cpu=shape.cpu, memory=shape.memory,
@@ -193,8 +218,15 @@ def _run_one(
         _wait_crd_storage(cluster)
         progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
         ctx = PeerContext(
-            binaries=binaries, kubeconfig=cluster.kubeconfig, work_dir=trial_dir / "peer",
+            binaries=binaries, work_dir=trial_dir / "peer",
+            kubeconfig=identity.peer_kubeconfig(
+                cluster.pki_dir, cluster.state.ports["apiserver"], trial_dir / "peer.kubeconfig"
+            ),
+            audit_log=cluster.logs_dir / "audit.log",
             qps=spec.regime.qps, burst=spec.regime.burst, log_dir=trial_dir / "logs",
+            profile_dir=profile_dir,
+            label=f"{index:03d}-{workload.kind}-{workload.params.get('gang_size', '')}-"
+                  f"{workload.nodes.count}n-{spec.regime.name}",
         )  # fmt: skip
         return asyncio.run(
             wl.run_trial(

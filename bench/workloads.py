@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import analysis
+from bench import analysis, identity
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import ApiError, Kube, gather_limited
 from bench.observe import Recorder
@@ -33,7 +33,7 @@ from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
 
 Json = dict[str, Any]
 CREATE_CONCURRENCY = 32
-SETTLE_SECONDS = 5.0
+SETTLE_SECONDS = 3.0
 """After the last binding: trailing status and event writes are counted in the cost."""
 
 
@@ -319,6 +319,7 @@ async def run_trial(
             peer.start(ctx)
             sampler = Sampler({p.name: p.record.pid for p in peer.processes})
             sampler.start()
+            profiler = await _start_profiler(ctx, peer)
             await _wait_progress(
                 recorder,
                 progress,
@@ -329,6 +330,7 @@ async def run_trial(
                 lambda r: r.bound_count,
             )
             figures = analysis.throughput_figures(recorder, started)
+            _stop_profiler(profiler)
         elif workload.kind in ("latency", "contention"):
             progress.status("starting the peer")
             peer.start(ctx)
@@ -360,6 +362,9 @@ async def run_trial(
                 )
         else:
             raise ValueError(workload.kind)
+        # KWOK turns each bound pod Running with one status write; wait for all of them so
+        # that this write is in every peer's count exactly once, whatever the peer's pace.
+        await recorder.wait(_all_running, within=120, poll=0.5)
         await asyncio.sleep(SETTLE_SECONDS)
         after = analysis.parse_request_totals(await kube.text("/metrics"))
         own = await _own_metrics(peer)
@@ -373,6 +378,9 @@ async def run_trial(
             if result.cost["cpu_s"]:
                 figures["planner_share"] = round(planner / result.cost["cpu_s"], 4)
         result.requests = analysis.request_delta(before, after)
+        if ctx.audit_log is not None:
+            own_requests, _ = identity.count_requests(ctx.audit_log)
+            figures["peer_requests"] = own_requests
         failures = analysis.check_outcome(
             recorder, nodes, infos, expect_all_bound=True,
             gang_peer=peer.gangs and workload.kind != "contention",
@@ -404,6 +412,45 @@ async def run_trial(
         await kube.close()
         result.wall_seconds = round(time.monotonic() - wall, 1)
     return result
+
+
+async def _start_profiler(ctx: PeerContext, peer: Peer):
+    """py-spy on ours for the scheduling phase, when the run asks for it (--profile DIR)."""
+    if ctx.profile_dir is None or peer.name != "ours" or not peer.processes:
+        return None
+    import shutil
+    import subprocess
+    import sys
+
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    ctx.profile_dir.mkdir(parents=True, exist_ok=True)
+    out = ctx.profile_dir / f"{ctx.label}.txt"
+    # py-spy cannot attach before the interpreter is up ("Failed to find python version").
+    await asyncio.sleep(0.7)
+    with (ctx.profile_dir / f"{ctx.label}.py-spy.log").open("w") as log:
+        return subprocess.Popen(  # noqa: ASYNC220 - starting it is instant
+            [spy, "record", "--pid", str(peer.processes[0].record.pid), "--rate", "100",
+             "--format", "raw", "--output", str(out), "--nonblocking"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def _stop_profiler(profiler) -> None:
+    if profiler is None:
+        return
+    import signal
+    import subprocess
+
+    profiler.send_signal(signal.SIGINT)
+    try:
+        profiler.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        profiler.kill()
+        profiler.wait()
+
+
+def _all_running(recorder: Recorder) -> bool:
+    return all(p.phase != "Pending" for p in recorder.pods.values() if p.bound is not None)
 
 
 async def _own_metrics(peer: Peer) -> dict[str, float]:
