@@ -362,9 +362,6 @@ async def run_trial(
                 )
         else:
             raise ValueError(workload.kind)
-        # KWOK turns each bound pod Running with one status write; wait for all of them so
-        # that this write is in every peer's count exactly once, whatever the peer's pace.
-        await recorder.wait(_all_running, within=120, poll=0.5)
         await asyncio.sleep(SETTLE_SECONDS)
         after = analysis.parse_request_totals(await kube.text("/metrics"))
         own = await _own_metrics(peer)
