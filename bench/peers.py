@@ -76,6 +76,8 @@ class Peer:
     gangs: bool
     capacity_checks: bool = True
     processes: list[Process] = field(default_factory=list)
+    metrics_port: int = 0
+    metrics_scheme: str = "http"
 
     @property
     def scheduler_name(self) -> str:
@@ -115,6 +117,18 @@ class Peer:
     def versions(self) -> str:
         return ""
 
+    def serving_flags(self, ctx: PeerContext) -> list[str]:
+        """kube-scheduler's secure port on 127.0.0.1 with /metrics readable without a token
+        (its self-signed certificate in the work dir): the runner reads its Permit waits."""
+        self.metrics_port = free_port()
+        self.metrics_scheme = "https"
+        return [
+            f"--secure-port={self.metrics_port}",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={ctx.work_dir / 'serving'}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        ]
+
 
 def _kube_scheduler_config(ctx: PeerContext, profile: Json) -> Path:
     config = {
@@ -136,7 +150,6 @@ def _kube_scheduler_config(ctx: PeerContext, profile: Json) -> Path:
 class Ours(Peer):
     def __init__(self) -> None:
         super().__init__("ours", "coscheduler run (this repository)", gangs=True)
-        self.metrics_port = 0
 
     def group_object(self, gang: Gang) -> tuple[str, Json] | None:
         if gang.size == 1:
@@ -224,7 +237,7 @@ class Reference(Peer):
             [
                 str(ctx.binaries.reference_scheduler),
                 f"--config={config}",
-                "--secure-port=0",
+                *self.serving_flags(ctx),
                 "--v=1",
             ],
             [
@@ -249,7 +262,7 @@ class Default(Peer):
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
         return [
             [str(ctx.binaries.control_plane.kube_scheduler), f"--config={config}",
-             "--secure-port=0", "--v=1"]
+             *self.serving_flags(ctx), "--v=1"]
         ]  # fmt: skip
 
     def versions(self) -> str:
@@ -287,7 +300,7 @@ class Native(Peer):
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
         return [
             [str(ctx.binaries.control_plane.kube_scheduler), f"--config={config}",
-             f"--feature-gates={NATIVE_GATES}", "--secure-port=0", "--v=1"]
+             f"--feature-gates={NATIVE_GATES}", *self.serving_flags(ctx), "--v=1"]
         ]  # fmt: skip
 
     def versions(self) -> str:

@@ -283,6 +283,8 @@ def _contention(trials: list[Json]) -> list[str]:
         ("partially_bound_gangs", "gangs ever partially bound", 0),
         ("held_by_incomplete_gangs_cpu_s", "cpu-seconds held by incomplete gangs", 1),
         ("bind_burst_cpu_s", "cpu-seconds in bind bursts (not holding)", 2),
+        ("permit_wait_cpu_s", "cpu-seconds reserved at Permit, unbound (all)", 1),
+        ("permit_wait_rejected_cpu_s", "... of which for gangs then rejected", 1),
     ]
     for regime in ("high", "default"):
         rows = {t["peer"]: t for t in trials if t["regime"] == regime}
@@ -308,7 +310,8 @@ def _contention(trials: list[Json]) -> list[str]:
                 cells.append(cell if t["ok"] or key in ("partially_bound_gangs",
                              "held_by_incomplete_gangs_cpu_s") else f"{cell} (failed)")  # fmt: skip
             ratio = ("-" if key in ("partially_bound_gangs", "held_by_incomplete_gangs_cpu_s",
-                                    "bind_burst_cpu_s", "gangs_completed")
+                                    "bind_burst_cpu_s", "gangs_completed", "permit_wait_cpu_s",
+                                    "permit_wait_rejected_cpu_s")
                      else _ratio(values.get("ours"), values.get("reference")))  # fmt: skip
             ratio_n = "-" if ratio == "-" else _ratio(values.get("ours"), values.get("native"))
             lines.append(f"| {title} | " + " | ".join(cells) + f" | {ratio} | {ratio_n} |")
