@@ -350,6 +350,95 @@ def _scale(trials: list[Json]) -> list[str]:
     return [*lines, ""]
 
 
+def _goals(sources: dict[str, tuple[Path, Json]]) -> list[str]:
+    """The issue's goals, each with the measured value and whether it is met."""
+    rows: list[tuple[str, str, str]] = []
+
+    def trials(kind: str) -> list[Json]:
+        if kind not in sources:
+            return []
+        return [t for t in sources[kind][1]["trials"] if t["workload"] == kind]
+
+    def pick(kind: str, regime: str, peer: str, **params: Any) -> Json | None:
+        for t in trials(kind):
+            if (
+                t["regime"] == regime
+                and t["peer"] == peer
+                and t["ok"]
+                and all(t["params"].get(k) == v for k, v in params.items())
+            ):
+                return t
+        return None
+
+    def verdict(ok: bool | None) -> str:
+        return "n/a" if ok is None else ("met" if ok else "**not met**")
+
+    for regime in ("high", "default"):
+        sizes = sorted({t["params"]["gang_size"] for t in trials("throughput")
+                        if t["regime"] == regime})  # fmt: skip
+        for size in sizes:
+            ours = pick("throughput", regime, "ours", gang_size=size)
+            ref = pick("throughput", regime, "reference", gang_size=size)
+            ceil = pick("throughput", regime, "ceiling", gang_size=size)
+            if ours and ref:
+                r = (
+                    ours["figures"]["pods_per_s_from_start"]
+                    / ref["figures"]["pods_per_s_from_start"]
+                )
+                need = 1.5 if (regime == "high" and size >= 64) else 1.0
+                rows.append((f"{regime} QPS: throughput, gangs of {size}, >= {need}x reference",
+                             f"{r:.2f}x", verdict(r >= need)))  # fmt: skip
+            if regime == "high" and ours and ceil:
+                r = (
+                    ours["figures"]["pods_per_s_from_start"]
+                    / ceil["figures"]["pods_per_s_from_start"]
+                )
+                rows.append((f"high QPS: throughput, gangs of {size}, >= 80% of the ceiling",
+                             f"{r:.0%}", verdict(r >= 0.8)))  # fmt: skip
+            if ours and ref:
+                ow = sum(_peer_writes(ours).values()) / max(1, ours["cost"]["pods_bound"])
+                rw = sum(_peer_writes(ref).values()) / max(1, ref["cost"]["pods_bound"])
+                rows.append((f"{regime} QPS: API writes per pod <= reference's, gangs of {size}",
+                             f"{ow:.2f} vs {rw:.2f}", verdict(ow <= rw)))  # fmt: skip
+                oc, rc = ours["cost"]["cpu_s_per_10k_pods"], ref["cost"]["cpu_s_per_10k_pods"]
+                need = 2.0 if regime == "high" else 1.0
+                rows.append((f"{regime} QPS: CPU-s per 10k pods <= {need}x reference's, "
+                             f"gangs of {size}", f"{oc:.1f} vs {rc:.1f} ({oc / rc:.2f}x)",
+                             verdict(oc <= need * rc)))  # fmt: skip
+        ours = pick("latency", regime, "ours")
+        ref = pick("latency", regime, "reference")
+        if ours and ref:
+            o, r = ours["figures"]["p99_s"], ref["figures"]["p99_s"]
+            need = 0.5 if regime == "high" else 1.0
+            goal = f"{regime} QPS: p99 gang latency <= {need}x reference's"
+            rows.append((goal, f"{o:.3f}s vs {r:.3f}s ({o / r:.2f}x)", verdict(o <= need * r)))
+        ours = pick("contention", regime, "ours")
+        ref = pick("contention", regime, "reference")
+        if ours:
+            f = ours["figures"]
+            rows.append((f"{regime} QPS: zero partially bound gangs, zero cpu-s held (ours)",
+                         f"{f['partially_bound_gangs']} gangs, "
+                         f"{f['held_by_incomplete_gangs_cpu_s']} cpu-s",
+                         verdict(f["partially_bound_gangs"] == 0
+                                 and f["held_by_incomplete_gangs_cpu_s"] == 0)))  # fmt: skip
+        if ours and ref:
+            o, r = ours["figures"]["makespan_s"], ref["figures"]["makespan_s"]
+            rows.append((f"{regime} QPS: makespan <= reference's", f"{o:.1f}s vs {r:.1f}s",
+                         verdict(o <= r)))  # fmt: skip
+    if not rows:
+        return []
+    lines = [
+        "### Goals",
+        "",
+        "The goals of the benchmark issue against this run (ratios ours / peer, same run).",
+        "",
+        "| goal | measured | |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {goal} | {value} | {ok} |" for goal, value, ok in rows]
+    return [*lines, ""]
+
+
 def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
     try:
         import matplotlib
@@ -504,6 +593,7 @@ def write_report() -> Path:
             for regime in ("high", "default"):
                 if f"contention-{regime}" in plots:
                     out += [f"![Contention, {regime} QPS]({plots[f'contention-{regime}']})", ""]
+    out += _goals(sources)
     versions: dict[str, str] = {}
     for _, document in sources.values():
         versions.update(document.get("versions", {}))
