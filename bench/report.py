@@ -21,19 +21,40 @@ WRITE_VERBS = ("POST", "PUT", "PATCH", "DELETE", "APPLY")
 KINDS = ["throughput", "latency", "contention", "scale"]
 
 
-def _load() -> dict[str, tuple[Path, Json]]:
-    """For each workload kind, the newest result file holding trials of it."""
-    newest: dict[str, tuple[Path, Json]] = {}
-    for path in sorted(RESULTS_DIR.glob("*.json")):
+def _load() -> dict[str, tuple[list[Path], Json]]:
+    """For each workload kind, its trials merged over the result files, newest first wins.
+
+    A trial is identified by (workload, label, peer, regime); a later run of the same
+    trial replaces the earlier one, so suites run separately (or a trial run again) make
+    one report. Smoke runs are never reported.
+    """
+    merged: dict[str, tuple[list[Path], Json]] = {}
+    documents = []
+    for path in RESULTS_DIR.glob("*.json"):
         document = json.loads(path.read_text())
-        if document.get("suite") == "smoke":
-            continue
-        kinds = {t["workload"] for t in document["trials"]}
-        for kind in kinds:
-            previous = newest.get(kind)
-            if previous is None or document["started"] >= previous[1]["started"]:
-                newest[kind] = (path, document)
-    return newest
+        if document.get("suite") != "smoke":
+            documents.append((document["started"], path, document))
+    for _, path, document in sorted(documents, key=lambda d: d[0]):
+        for trial in document["trials"]:
+            kind = trial["workload"]
+            paths, combined = merged.setdefault(kind, ([], {"trials": [], "sources": []}))
+            key = (trial["workload"], trial["label"], trial["peer"], trial["regime"])
+            combined["trials"] = [
+                t for t in combined["trials"]
+                if (t["workload"], t["label"], t["peer"], t["regime"]) != key
+            ]  # fmt: skip
+            combined["trials"].append(trial)
+            if path not in paths:
+                paths.append(path)
+                combined["sources"].append((path, document))
+            combined["versions"] = {**combined.get("versions", {}), **document.get("versions", {})}
+    for paths, combined in merged.values():
+        used = {id(t) for t in combined["trials"]}
+        combined["sources"] = [
+            (p, d) for p, d in combined["sources"] if any(id(t) in used for t in d["trials"])
+        ]
+        paths[:] = [p for p, _ in combined["sources"]]
+    return merged
 
 
 def _core_section() -> str:
@@ -79,19 +100,25 @@ def _index(trials: list[Json], *keys: str) -> dict[tuple, Json]:
             for t in trials}  # fmt: skip
 
 
-def _header(document: Json, path: Path) -> list[str]:
-    m = document["machine"]
-    return [
-        f"Result file `bench/results/{path.name}`, from {document['started']} to "
-        f"{document['finished']} (UTC). Command:",
-        "",
-        f"    {document['command']}",
-        "",
-        f"Machine: {m['cores']} cores ({m['cpu_model']}), {m['memory_gib']} GiB, Linux "
-        f"{m['kernel']}, Python {m['python']}; the peers, the control plane (etcd, "
-        "kube-apiserver, kube-controller-manager, KWOK) and the runner share these cores.",
+def _header(combined: Json) -> list[str]:
+    lines: list[str] = []
+    for path, document in combined["sources"]:
+        m = document["machine"]
+        lines += [
+            f"`bench/results/{path.name}`, {document['started']} to {document['finished']} "
+            f"(UTC), {m['cores']} cores ({m['cpu_model']}), {m['memory_gib']} GiB, Linux "
+            f"{m['kernel']}, Python {m['python']}:",
+            "",
+            f"    {document['command']}",
+            "",
+        ]
+    lines += [
+        "The peers, the control plane (etcd, kube-apiserver, kube-controller-manager, KWOK) "
+        "and the runner share these cores; other work on the machine adds noise, so compare "
+        "peers within one table.",
         "",
     ]
+    return lines
 
 
 def _failures(trials: list[Json]) -> list[str]:
@@ -350,14 +377,14 @@ def _scale(trials: list[Json]) -> list[str]:
     return [*lines, ""]
 
 
-def _goals(sources: dict[str, tuple[Path, Json]]) -> list[str]:
+def _goals(sources: dict[str, tuple[list[Path], Json]]) -> list[str]:
     """The issue's goals, each with the measured value and whether it is met."""
     rows: list[tuple[str, str, str]] = []
 
     def trials(kind: str) -> list[Json]:
         if kind not in sources:
             return []
-        return [t for t in sources[kind][1]["trials"] if t["workload"] == kind]
+        return sources[kind][1]["trials"]
 
     def pick(kind: str, regime: str, peer: str, **params: Any) -> Json | None:
         for t in trials(kind):
@@ -439,7 +466,7 @@ def _goals(sources: dict[str, tuple[Path, Json]]) -> list[str]:
     return [*lines, ""]
 
 
-def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
+def _plots(sources: dict[str, tuple[list[Path], Json]]) -> dict[str, str]:
     try:
         import matplotlib
 
@@ -452,8 +479,7 @@ def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
     colors = {"ours": "tab:blue", "reference": "tab:orange", "native": "tab:green",
               "default": "tab:gray", "ceiling": "black"}  # fmt: skip
     if "throughput" in sources:
-        trials = [t for t in sources["throughput"][1]["trials"]
-                  if t["workload"] == "throughput" and t["ok"]]  # fmt: skip
+        trials = [t for t in sources["throughput"][1]["trials"] if t["ok"]]
         regimes = [r for r in ("high", "default") if any(t["regime"] == r for t in trials)]
         if regimes:
             fig, axes = plt.subplots(1, len(regimes), figsize=(6 * len(regimes), 4), squeeze=False)
@@ -483,7 +509,7 @@ def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
             plt.close(fig)
             made["throughput"] = "results/plots/throughput.png"
     if "contention" in sources:
-        trials = [t for t in sources["contention"][1]["trials"] if t["workload"] == "contention"]
+        trials = sources["contention"][1]["trials"]
         for regime in ("high", "default"):
             rows = [
                 t
@@ -516,9 +542,7 @@ def _plots(sources: dict[str, tuple[Path, Json]]) -> dict[str, str]:
             plt.close(fig)
             made[f"contention-{regime}"] = f"results/plots/{name}"
     if "latency" in sources:
-        trials = [
-            t for t in sources["latency"][1]["trials"] if t["workload"] == "latency" and t["ok"]
-        ]
+        trials = [t for t in sources["latency"][1]["trials"] if t["ok"]]
         regimes = [r for r in ("high", "default") if any(t["regime"] == r for t in trials)]
         if regimes:
             fig, axes = plt.subplots(1, len(regimes), figsize=(6 * len(regimes), 4), squeeze=False)
@@ -579,10 +603,10 @@ def write_report() -> Path:
     ):
         if kind not in sources:
             continue
-        path, document = sources[kind]
-        trials = [t for t in document["trials"] if t["workload"] == kind]
+        _, combined = sources[kind]
+        trials = combined["trials"]
         out += [f"### {title}", ""]
-        out += _header(document, path)
+        out += _header(combined)
         out += render(trials)
         if title != "Cost":
             out += _failures(trials)
@@ -595,8 +619,8 @@ def write_report() -> Path:
                     out += [f"![Contention, {regime} QPS]({plots[f'contention-{regime}']})", ""]
     out += _goals(sources)
     versions: dict[str, str] = {}
-    for _, document in sources.values():
-        versions.update(document.get("versions", {}))
+    for _, combined in sources.values():
+        versions.update(combined.get("versions", {}))
     if versions:
         out += ["### Versions", ""]
         out += [f"- {k}: {v}" for k, v in sorted(versions.items())]
