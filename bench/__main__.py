@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--suite",
         required=True,
-        choices=["smoke", "throughput", "latency", "contention", "scale", "all"],
+        help="smoke, throughput, latency, contention, scale or all; several comma-separated",
     )
     run.add_argument(
         "--peers",
@@ -93,7 +93,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
-    suite = runner.build_suite(args.suite, peers, regimes, args.scale, sizes)
+    names = [n.strip() for n in args.suite.split(",") if n.strip()]
+    known = {"smoke", "throughput", "latency", "contention", "scale", "all"}
+    if not names or not set(names) <= known:
+        parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
+    suite = runner.Suite("+".join(names))
+    for name in names:
+        suite.trials += runner.build_suite(name, peers, regimes, args.scale, sizes).trials
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))
         if args.suite == "smoke"
