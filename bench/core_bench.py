@@ -42,30 +42,53 @@ def make_nodes(count: int, rng: random.Random) -> list[NodeInfo]:
     for i in range(count):
         cpu, memory, labels, taints = POOLS[rng.randrange(len(POOLS))]
         name = f"node-{i:05d}"
-        nodes.append(NodeInfo.from_object({
-            "metadata": {"name": name,
-                         "labels": {**labels, "kubernetes.io/hostname": name}},
-            "spec": {"taints": taints},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110",
-                                       "ephemeral-storage": "100Gi"}},
-        }))
+        nodes.append(
+            NodeInfo.from_object(
+                {
+                    "metadata": {
+                        "name": name,
+                        "labels": {**labels, "kubernetes.io/hostname": name},
+                    },
+                    "spec": {"taints": taints},
+                    "status": {
+                        "allocatable": {
+                            "cpu": cpu,
+                            "memory": memory,
+                            "pods": "110",
+                            "ephemeral-storage": "100Gi",
+                        }
+                    },
+                }
+            )
+        )
     return nodes
 
 
 def make_pod(name: str, group: str, cpu: str, memory: str, created: int) -> PodInfo:
-    return PodInfo.from_object({
-        "metadata": {"name": name, "namespace": "bench", "uid": f"u-{name}",
-                     "labels": {POD_GROUP_LABEL: group},
-                     "creationTimestamp": f"2024-01-01T{created // 3600:02d}:"
-                                          f"{created // 60 % 60:02d}:{created % 60:02d}Z"},
-        "spec": {"schedulerName": "coscheduler", "containers": [
-            {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
-        "status": {"phase": "Pending"},
-    })
+    return PodInfo.from_object(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "bench",
+                "uid": f"u-{name}",
+                "labels": {POD_GROUP_LABEL: group},
+                "creationTimestamp": f"2024-01-01T{created // 3600:02d}:"
+                f"{created // 60 % 60:02d}:{created % 60:02d}Z",
+            },
+            "spec": {
+                "schedulerName": "coscheduler",
+                "containers": [
+                    {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+                ],
+            },
+            "status": {"phase": "Pending"},
+        }
+    )
 
 
-def make_gangs(total: int, low: int, high: int, rng: random.Random
-               ) -> list[tuple[GroupPolicy, list[PodInfo]]]:
+def make_gangs(
+    total: int, low: int, high: int, rng: random.Random
+) -> list[tuple[GroupPolicy, list[PodInfo]]]:
     gangs = []
     made = 0
     index = 0
@@ -74,8 +97,13 @@ def make_gangs(total: int, low: int, high: int, rng: random.Random
         name = f"gang-{index:04d}"
         cpu = rng.choice(["500m", "1", "2", "4"])
         memory = rng.choice(["1Gi", "2Gi", "4Gi", "8Gi"])
-        policy = GroupPolicy(namespace="bench", name=name, min_member=size,
-                             created=float(index), priority=rng.choice([0, 0, 0, 10]))
+        policy = GroupPolicy(
+            namespace="bench",
+            name=name,
+            min_member=size,
+            created=float(index),
+            priority=rng.choice([0, 0, 0, 10]),
+        )
         pods = [make_pod(f"{name}-{i:03d}", name, cpu, memory, index) for i in range(size)]
         gangs.append((policy, pods))
         made += size
@@ -83,8 +111,9 @@ def make_gangs(total: int, low: int, high: int, rng: random.Random
     return gangs
 
 
-def run_case(nodes: int, pods: int, low: int, high: int, seed: int,
-             strategy: Strategy) -> dict[str, Any]:
+def run_case(
+    nodes: int, pods: int, low: int, high: int, seed: int, strategy: Strategy
+) -> dict[str, Any]:
     rng = random.Random(seed)
     started = time.perf_counter()
     node_infos = make_nodes(nodes, rng)
@@ -108,8 +137,14 @@ def run_case(nodes: int, pods: int, low: int, high: int, seed: int,
         decisions += 1
         bound += len(decision.bindings)
     place = time.perf_counter() - started
-    return {"parse": parsed, "ingest": ingest, "place": place, "bound": bound,
-            "decisions": decisions, "gangs": len(gangs)}
+    return {
+        "parse": parsed,
+        "ingest": ingest,
+        "place": place,
+        "bound": bound,
+        "decisions": decisions,
+        "gangs": len(gangs),
+    }
 
 
 def median_of(repeat: int, case: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -122,25 +157,30 @@ def median_of(repeat: int, case: Callable[[], dict[str, Any]]) -> dict[str, Any]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--strategy", choices=[s.name for s in Strategy],
-                        default=Strategy.MOST_ALLOCATED.name)
+    parser.add_argument(
+        "--strategy", choices=[s.name for s in Strategy], default=Strategy.MOST_ALLOCATED.name
+    )
     args = parser.parse_args()
     strategy = Strategy[args.strategy]
-    print(f"python {platform.python_version()} on {platform.machine()}, "
-          f"strategy {strategy.value}, median of {args.repeat}")
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, "
+        f"strategy {strategy.value}, median of {args.repeat}"
+    )
     cases = {
-        "large: 5,000 nodes, 10,000 pods in gangs of 8..512":
-            lambda: run_case(5000, 10000, 8, 512, 1, strategy),
-        "gang512: 100 nodes, one 512-pod gang":
-            lambda: run_case(100, 512, 512, 512, 2, strategy),
+        "large: 5,000 nodes, 10,000 pods in gangs of 8..512": lambda: run_case(
+            5000, 10000, 8, 512, 1, strategy
+        ),
+        "gang512: 100 nodes, one 512-pod gang": lambda: run_case(100, 512, 512, 512, 2, strategy),
     }
     for title, case in cases.items():
         result = median_of(args.repeat, case)
         rate = result["bound"] / result["place"] if result["place"] else float("inf")
-        print(f"{title}\n  bound {result['bound']:.0f} pods in {result['decisions']:.0f} "
-              f"decisions ({result['gangs']:.0f} gangs); place {result['place'] * 1000:.1f} ms "
-              f"(runs {result['place_runs']}) = {rate:,.0f} placements/s; "
-              f"ingest {result['ingest'] * 1000:.1f} ms; parse {result['parse'] * 1000:.1f} ms")
+        print(
+            f"{title}\n  bound {result['bound']:.0f} pods in {result['decisions']:.0f} "
+            f"decisions ({result['gangs']:.0f} gangs); place {result['place'] * 1000:.1f} ms "
+            f"(runs {result['place_runs']}) = {rate:,.0f} placements/s; "
+            f"ingest {result['ingest'] * 1000:.1f} ms; parse {result['parse'] * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -68,6 +68,10 @@ class ClusterOptions:
     startup_timeout_seconds: float = 90.0
     """Per component; generous because a loaded 2-core machine is slow to start Go servers."""
 
+    audit_policy: str | None = None
+    """An audit Policy (YAML); when set, kube-apiserver logs what it selects, as JSON lines,
+    to ``<state dir>/logs/audit.log`` (the benchmarks count one client's requests so)."""
+
 
 @dataclass
 class ClusterState:
@@ -356,6 +360,15 @@ def _apiserver_args(
     ]
     if options.gang_api:
         args += [f"--feature-gates={GANG_FEATURE_GATES}", f"--runtime-config={GANG_RUNTIME_CONFIG}"]
+    if options.audit_policy:
+        policy = Path(state.state_dir) / "audit-policy.yaml"
+        policy.write_text(options.audit_policy)
+        log = Path(state.state_dir) / "logs" / "audit.log"
+        args += [
+            f"--audit-policy-file={policy}",
+            f"--audit-log-path={log}",
+            "--audit-log-format=json",
+        ]
     return args
 
 

@@ -1,0 +1,348 @@
+"""The peers: how each scheduler is started, and how a gang is written in its API.
+
+Every peer schedules the pods whose ``spec.schedulerName`` is its own, with the same
+client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer translates it:
+
+| peer | gang object | member pods carry |
+|---|---|---|
+| ours | ``PodGroup`` of ``scheduling.sigs.k8s.io`` | label ``scheduling.sigs.k8s.io/pod-group`` |
+| reference | ``PodGroup`` of ``scheduling.x-k8s.io`` | label ``scheduling.x-k8s.io/pod-group`` |
+| native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
+| default, ceiling | none (no gang support) | nothing |
+
+A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
+so no group object is written for it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.build import PeerBinaries
+from e2e.processes import Process, free_port
+
+Json = dict[str, Any]
+
+REPO = Path(__file__).resolve().parents[1]
+GANG_LABEL = "bench.coscheduler.dev/gang"
+"""Set on every pod whatever the peer, so the runner knows the gang of each pod."""
+
+OURS_GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
+REFERENCE_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+NATIVE_POD_GROUP = "workers"
+
+REFERENCE_PERMIT_WAIT_SECONDS = 10
+"""From scheduler-plugins' own example configuration (manifests/coscheduling)."""
+
+NATIVE_GATES = "GenericWorkload=true,GangScheduling=true"
+
+
+@dataclass(frozen=True)
+class Gang:
+    name: str
+    size: int
+    min_member: int
+    cpu: str = "1"
+    memory: str = "1Gi"
+    run_seconds: float | None = None
+    """KWOK completes each member this long after it runs; None: it runs forever."""
+    job: bool = False
+    """Submit as a batch/v1 Job (parallelism = completions = size) instead of bare pods."""
+
+
+@dataclass
+class PeerContext:
+    binaries: PeerBinaries
+    kubeconfig: Path
+    work_dir: Path
+    qps: float
+    burst: int
+    log_dir: Path
+    profile_dir: Path | None = None
+    audit_log: Path | None = None
+    label: str = "trial"
+
+
+@dataclass
+class Peer:
+    name: str
+    description: str
+    gangs: bool
+    capacity_checks: bool = True
+    processes: list[Process] = field(default_factory=list)
+    metrics_port: int = 0
+    metrics_scheme: str = "http"
+
+    @property
+    def scheduler_name(self) -> str:
+        return f"bench-{self.name}"
+
+    # --- translation ------------------------------------------------------------------------
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        """(collection path relative to the namespace, body) of the gang's object, if any."""
+        return None
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        """Add what makes the pod a member of ``gang`` for this peer."""
+
+    # --- processes --------------------------------------------------------------------------
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        raise NotImplementedError
+
+    def start(self, ctx: PeerContext) -> list[Process]:
+        """Start the peer's processes; the first one is the scheduler (its CPU is measured)."""
+        ctx.work_dir.mkdir(parents=True, exist_ok=True)
+        self.processes = []
+        for index, argv in enumerate(self.argv(ctx)):
+            label = self.name if index == 0 else f"{self.name}-{Path(argv[0]).name}"
+            process = Process.start(
+                label, argv, log=ctx.log_dir / f"{label}.log", die_with_parent=True
+            )
+            self.processes.append(process)
+        return self.processes
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+        self.processes = []
+
+    def versions(self) -> str:
+        return ""
+
+    def serving_flags(self, ctx: PeerContext) -> list[str]:
+        """kube-scheduler's secure port on 127.0.0.1 with /metrics readable without a token
+        (its self-signed certificate in the work dir): the runner reads its Permit waits."""
+        self.metrics_port = free_port()
+        self.metrics_scheme = "https"
+        return [
+            f"--secure-port={self.metrics_port}",
+            "--bind-address=127.0.0.1",
+            f"--cert-dir={ctx.work_dir / 'serving'}",
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        ]
+
+
+def _kube_scheduler_config(ctx: PeerContext, profile: Json) -> Path:
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {
+            "kubeconfig": str(ctx.kubeconfig),
+            "qps": ctx.qps,
+            "burst": ctx.burst,
+        },
+        "profiles": [profile],
+    }
+    path = ctx.work_dir / f"{profile['schedulerName']}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+class Ours(Peer):
+    def __init__(self) -> None:
+        super().__init__("ours", "coscheduler run (this repository)", gangs=True)
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if gang.size == 1:
+            return None
+        body = {
+            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": gang.name},
+            "spec": {"minMember": gang.min_member},
+        }
+        return "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/{ns}/podgroups", body
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if gang.size > 1:
+            pod["metadata"]["labels"][OURS_GROUP_LABEL] = gang.name
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        self.metrics_port = free_port()
+        script = Path(sys.executable).parent / "coscheduler"
+        return [[
+            sys.executable, str(script), "run",
+            "--kubeconfig", str(ctx.kubeconfig),
+            "--no-leader-elect",
+            "--scheduler-name", self.scheduler_name,
+            "--qps", str(ctx.qps), "--burst", str(ctx.burst),
+            "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
+            "--log-level", "warning",
+        ]]  # fmt: skip
+
+    def stop(self) -> None:
+        # `coscheduler run` does not exit on SIGTERM: Kopf's operator() replaces the handler
+        # that cli.run installs, stops alone, and the rest runs on (a second SIGTERM only
+        # raises InvalidStateError in Kopf's handler). Reported; until it is fixed the
+        # benchmark kills it after 2 s instead of waiting the usual 10 s grace.
+        for process in self.processes:
+            process.stop(grace_seconds=2.0)
+        self.processes = []
+
+    def versions(self) -> str:
+        from coscheduler import __version__
+
+        return f"coscheduler {__version__} (Python {sys.version.split()[0]})"
+
+
+class Reference(Peer):
+    def __init__(self) -> None:
+        super().__init__(
+            "reference",
+            "kube-scheduler + Coscheduling (scheduler-plugins v0.34.7, k8s 1.34.2) "
+            "+ its PodGroup controller",
+            gangs=True,
+        )
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if gang.size == 1:
+            return None
+        body = {
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+            "kind": "PodGroup",
+            "metadata": {"name": gang.name},
+            "spec": {"minMember": gang.min_member},
+        }
+        return "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups", body
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if gang.size > 1:
+            pod["metadata"]["labels"][REFERENCE_GROUP_LABEL] = gang.name
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        profile = {
+            "schedulerName": self.scheduler_name,
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+            },
+            "pluginConfig": [
+                {
+                    "name": "Coscheduling",
+                    "args": {"permitWaitingTimeSeconds": REFERENCE_PERMIT_WAIT_SECONDS},
+                }
+            ],
+        }
+        config = _kube_scheduler_config(ctx, profile)
+        return [
+            [
+                str(ctx.binaries.reference_scheduler),
+                f"--config={config}",
+                *self.serving_flags(ctx),
+                "--v=1",
+            ],
+            [
+                str(ctx.binaries.reference_controller),
+                f"--kubeconfig={ctx.kubeconfig}",
+                "--metricsAddr=0", "--probeAddr=0",
+                f"--qps={int(ctx.qps)}", f"--burst={ctx.burst}",
+            ],
+        ]  # fmt: skip
+
+    def versions(self) -> str:
+        return "scheduler-plugins v0.34.7 built against Kubernetes v1.34.2"
+
+
+class Default(Peer):
+    def __init__(self) -> None:
+        super().__init__(
+            "default", "kube-scheduler 1.35.4, default plugins (no gangs)", gangs=False
+        )
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
+        return [
+            [str(ctx.binaries.control_plane.kube_scheduler), f"--config={config}",
+             *self.serving_flags(ctx), "--v=1"]
+        ]  # fmt: skip
+
+    def versions(self) -> str:
+        return "kube-scheduler v1.35.4"
+
+
+class Native(Peer):
+    def __init__(self) -> None:
+        super().__init__(
+            "native",
+            "kube-scheduler 1.35.4 with GenericWorkload + GangScheduling (Workload API)",
+            gangs=True,
+        )
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if gang.size == 1:
+            return None
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "Workload",
+            "metadata": {"name": gang.name},
+            "spec": {
+                "podGroups": [
+                    {"name": NATIVE_POD_GROUP, "policy": {"gang": {"minCount": gang.min_member}}}
+                ]
+            },
+        }
+        return "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads", body
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if gang.size > 1:
+            pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
+        return [
+            [str(ctx.binaries.control_plane.kube_scheduler), f"--config={config}",
+             f"--feature-gates={NATIVE_GATES}", *self.serving_flags(ctx), "--v=1"]
+        ]  # fmt: skip
+
+    def versions(self) -> str:
+        return "kube-scheduler v1.35.4 (GenericWorkload, GangScheduling)"
+
+
+class Ceiling(Peer):
+    def __init__(self) -> None:
+        super().__init__(
+            "ceiling",
+            "a Go binder: pending pods to nodes round-robin, no checks (bench/ceiling)",
+            gangs=False,
+            capacity_checks=False,
+        )
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        return [[
+            str(ctx.binaries.ceiling), f"--kubeconfig={ctx.kubeconfig}",
+            f"--scheduler-name={self.scheduler_name}",
+            f"--qps={ctx.qps}", f"--burst={ctx.burst}",
+        ]]  # fmt: skip
+
+    def versions(self) -> str:
+        return "client-go v0.35.4"
+
+
+PEERS = {
+    "ours": Ours,
+    "reference": Reference,
+    "native": Native,
+    "default": Default,
+    "ceiling": Ceiling,
+}
+ALL_PEERS = tuple(PEERS)
+
+
+def make_peer(name: str) -> Peer:
+    try:
+        return PEERS[name]()
+    except KeyError:
+        raise SystemExit(f"unknown peer {name!r}; choose from {', '.join(PEERS)}") from None
+
+
+def which(path: str) -> str | None:
+    return shutil.which(path)

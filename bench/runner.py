@@ -1,0 +1,282 @@
+"""Run a suite: for every trial, a fresh control plane, one peer, one workload; then report.
+
+Everything a trial starts is stopped before the next begins (the peer's processes, the
+control plane), also on Ctrl-C or SIGTERM, and every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import build as bench_build
+from bench import identity
+from bench import workloads as wl
+from bench.peers import ALL_PEERS, PeerContext, make_peer
+from bench.progress import Progress
+from e2e import nodes as e2e_nodes
+from e2e import versions as e2e_versions
+from e2e.controlplane import Cluster, ClusterOptions, StartupError
+
+Json = dict[str, Any]
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "bench" / "results"
+OURS_CRD = REPO / "crds" / "podgroups.yaml"
+
+
+@dataclass
+class TrialSpec:
+    workload: wl.Workload
+    peer: str
+    regime: wl.Regime
+
+
+@dataclass
+class Suite:
+    name: str
+    trials: list[TrialSpec] = field(default_factory=list)
+
+
+CONTENTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: over-commits by design"}
+
+
+def build_suite(
+    name: str,
+    peers: list[str],
+    regimes: list[str],
+    scale: str,
+    sizes: tuple[int, ...] = (1, 8, 64, 512),
+) -> Suite:
+    """The trials of a suite; peers inner-most so that machine noise spreads over all."""
+    suite = Suite(name)
+    big = scale == "full"
+
+    def add(workloads: list[wl.Workload], regime_names: list[str], peer_names=peers) -> None:
+        for regime in regime_names:
+            for workload in workloads:
+                for peer in peer_names:
+                    if workload.kind == "contention" and peer in CONTENTION_PEERS_EXCLUDED:
+                        continue
+                    suite.trials.append(TrialSpec(workload, peer, wl.REGIMES[regime]))
+
+    if name == "smoke":
+        add([wl.throughput(12, 4, 4, timeout=90)], regimes)
+        add([wl.contention(4, 8, (4,), 2.0, 2, 2.0, timeout=90)], regimes)
+        return suite
+    if name in ("throughput", "all"):
+        for regime in regimes:
+            pods = 10_000 if regime == "high" else 2_048
+            nodes = 1_000 if big else 100
+            if not big:
+                pods = 2_048
+            add([wl.throughput(pods, s, nodes) for s in sizes if s <= pods], [regime])
+    if name in ("latency", "all"):
+        add([wl.latency(20 if big else 5, (1, 8, 64), 1_000 if big else 100)], regimes)
+    if name in ("contention", "all"):
+        add([wl.contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0)], regimes)
+    if name in ("scale", "all"):
+        scale_peers = [p for p in peers if p in ("ours", "reference")]
+        for nodes in (100, 1_000, 5_000) if big else (100, 1_000):
+            workload = wl.throughput(10_000 if big else 2_048, 64, nodes)
+            workload.kind = "scale"
+            add([workload], ["high"], scale_peers)
+    if not suite.trials:
+        raise SystemExit(f"unknown suite {name!r}")
+    return suite
+
+
+def machine() -> Json:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "cpu_model": model,
+        "memory_gib": round(mem / 2**30, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def run_suite(
+    suite: Suite, *, command: str, out_dir: Path, keep_logs: Path | None = None,
+    progress: Progress | None = None, profile_dir: Path | None = None,
+) -> Path:  # fmt: skip
+    progress = progress or Progress()
+    progress.status("building or finding the binaries")
+    binaries, build_seconds = bench_build.ensure_built(report=progress.log)
+    started = datetime.datetime.now(datetime.UTC)
+    results: list[Json] = []
+    scratch = Path(tempfile.mkdtemp(prefix="coscheduler-bench-"))
+    versions = {
+        "kubernetes (control plane, default, native)": e2e_versions.KUBERNETES,
+        "etcd": e2e_versions.ETCD,
+        "kwok": e2e_versions.KWOK,
+    }
+    try:
+        for index, spec in enumerate(suite.trials, 1):
+            peer = make_peer(spec.peer)
+            versions[peer.name] = peer.versions()
+            title = (f"[{index}/{len(suite.trials)}] {spec.workload.kind}: {spec.workload.label}"
+                     f" | {peer.name} | QPS {spec.regime.qps:g}/{spec.regime.burst}")  # fmt: skip
+            progress.begin(title)
+            trial_dir = scratch / f"trial-{index:03d}"
+            result = _run_one(spec, peer, binaries, trial_dir, progress, profile_dir, index)
+            results.append(result.to_json())
+            progress.end(result)
+            if keep_logs is not None and not result.ok:
+                target = keep_logs / f"trial-{index:03d}-{peer.name}"
+                for source, name in (
+                    (trial_dir / "logs", "logs"),
+                    (trial_dir / "state" / "logs", "control-plane"),
+                ):
+                    if source.is_dir():
+                        shutil.copytree(source, target / name, dirs_exist_ok=True)
+                progress.log(f"logs of the failed trial kept in {target}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    finished = datetime.datetime.now(datetime.UTC)
+    document = {
+        "suite": suite.name,
+        "command": command,
+        "started": started.isoformat(timespec="seconds"),
+        "finished": finished.isoformat(timespec="seconds"),
+        "machine": machine(),
+        "versions": versions,
+        "build_seconds": build_seconds,
+        "trials": results,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{suite.name}-{started.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(document, indent=1) + "\n")
+    return path
+
+
+def _run_one(
+    spec: TrialSpec,
+    peer,
+    binaries,
+    trial_dir: Path,
+    progress: Progress,
+    profile_dir: Path | None = None,
+    index: int = 0,
+) -> wl.TrialResult:
+    workload = spec.workload
+    state_dir = trial_dir / "state"
+    cluster: Cluster | None = None
+    try:
+        progress.status(f"starting a control plane and {workload.nodes.count} KWOK nodes")
+        t0 = time.monotonic()
+        options = ClusterOptions(
+            gang_api=True, startup_timeout_seconds=120, audit_policy=identity.AUDIT_POLICY
+        )
+        for attempt in (1, 2, 3):
+            try:
+                cluster = Cluster.start(state_dir, options)
+                break
+            except StartupError as error:
+                # Ports are picked free, then bound by the component: another process on
+                # the machine may take one in between ("address already in use").
+                if attempt == 3 or "address already in use" not in str(error):
+                    raise
+                progress.log("a port was taken under us; starting the control plane again")
+        shape = workload.nodes
+        specs = [
+            e2e_nodes.NodeSpec(name=f"kwok-node-{i}", cpu=shape.cpu, memory=shape.memory,
+                               pods=shape.pods)
+            for i in range(shape.count)
+        ]  # fmt: skip
+        cluster.add_nodes(specs)
+        for crd in (OURS_CRD, *binaries.reference_crds):
+            cluster.kubectl("create", "-f", str(crd))
+        cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                        "crd/podgroups.scheduling.sigs.k8s.io",
+                        "crd/podgroups.scheduling.x-k8s.io")  # fmt: skip
+        _wait_crd_storage(cluster)
+        progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
+        ctx = PeerContext(
+            binaries=binaries, work_dir=trial_dir / "peer",
+            kubeconfig=identity.peer_kubeconfig(
+                cluster.pki_dir, cluster.state.ports["apiserver"], trial_dir / "peer.kubeconfig"
+            ),
+            audit_log=cluster.logs_dir / "audit.log",
+            qps=spec.regime.qps, burst=spec.regime.burst, log_dir=trial_dir / "logs",
+            profile_dir=profile_dir,
+            label=f"{index:03d}-{workload.kind}-{workload.params.get('gang_size', '')}-"
+                  f"{workload.nodes.count}n-{spec.regime.name}",
+        )  # fmt: skip
+        return asyncio.run(
+            wl.run_trial(
+                workload,
+                peer,
+                spec.regime,
+                ctx,
+                cluster.state.ports["apiserver"],
+                cluster.pki_dir,
+                progress,
+            )
+        )
+    except Exception as error:
+        return wl.TrialResult(
+            workload=workload.kind, label=workload.label, peer=peer.name, regime=spec.regime.name,
+            qps=spec.regime.qps, burst=spec.regime.burst, params=workload.params, ok=False,
+            failures=[f"{type(error).__name__}: {error}"],
+        )  # fmt: skip
+    finally:
+        peer.stop()
+        if cluster is not None:
+            progress.status("stopping the control plane")
+            cluster.stop()
+
+
+def _wait_crd_storage(cluster: Cluster, within: float = 60.0) -> None:
+    """Wait until both PodGroup kinds can be listed.
+
+    A CRD is Established before its storage serves: for a moment a list answers 429
+    "storage is (re)initializing". In a real cluster the CRDs were installed long before
+    the scheduler starts; so here too.
+    """
+    paths = (
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.k8s.io/v1alpha1/workloads",
+    )
+    deadline = time.monotonic() + within
+    for path in paths:
+        while True:
+            status, body = cluster.api.raw("GET", path + "?limit=1")
+            if status == 200:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"GET {path} still answers {status} after {within:.0f}s: {body}")
+            time.sleep(0.2)
+
+
+def command_line() -> str:
+    return "python -m bench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+__all__ = ["ALL_PEERS", "RESULTS_DIR", "build_suite", "command_line", "run_suite"]
