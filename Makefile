@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-PY_SOURCES := coscheduler tests e2e
+PY_SOURCES := coscheduler tests e2e bench
 
-.PHONY: help install lint unit cluster-build test demo demo-down clean
+.PHONY: help install lint unit cluster-build bench-smoke test demo demo-down clean
 
 help:
 	@echo "make demo     a sandbox cluster with coscheduler placing real gangs (left running)"
@@ -20,7 +20,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $@
 
 install: $(STAMP)
@@ -39,8 +39,14 @@ unit: lint
 cluster-build: $(STAMP)
 	$(BIN)/python -m e2e.cluster build
 
+# A few nodes, a few gangs, every peer of the benchmark (about 3 minutes
+# once built): keeps the runner working. Full suites run by hand (bench/README.md).
+bench-smoke: $(STAMP)
+	$(BIN)/python -m bench run --suite smoke
+
 test: lint cluster-build
 	$(BIN)/pytest
+	$(MAKE) bench-smoke
 
 demo: $(STAMP)
 	$(BIN)/python -m e2e.demo up
