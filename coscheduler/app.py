@@ -133,9 +133,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
     )
     state = ClusterState(scheduler, namespaces=frozenset(settings.namespaces))
     writer = StatusWriter(state=state, client=client, events=events, metrics=metrics)
-    pod_conditions = PodConditionWriter(
-        client, still_pending=lambda uid: _still_pending(scheduler, uid)
-    )
+    pod_conditions = PodConditionWriter(client, still_pending=lambda uid: loop.still_pending(uid))
     loop = SchedulingLoop(
         state=state,
         binder=Binder(client, concurrency=settings.client.bind_concurrency),
@@ -144,6 +142,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         metrics=metrics,
     )
     pod_conditions.idle = loop.binds_idle
+    events.idle = loop.binds_idle
 
     def group_changed(key: GroupKey) -> None:
         writer.mark(key)
@@ -232,11 +231,6 @@ async def _run_kopf(
     await kopf.operator(registry=registry, settings=settings, standalone=True, **namespaces)
     log.info("stopping on a signal")
     on_signal()
-
-
-def _still_pending(scheduler: Scheduler, uid: str) -> bool:
-    pod = scheduler.pod(uid)
-    return pod is not None and not pod.bound and not scheduler.snapshot.is_assumed(uid)
 
 
 async def _list_podgroups(client: KubeClient) -> list[dict[str, Any]]:

@@ -17,6 +17,10 @@ waiting gang from flooding the API server, and keep what it shows true:
 3. Writes pass the client's rate limiter, and at most ``max_pending`` events
    wait in the queue; beyond that new ones are dropped (and counted), never
    the loop slowed.
+4. Warnings wait while bindings are in flight (``idle``), and one whose
+   ``still_true`` says it no longer holds when its turn comes (the pod that
+   "cannot be scheduled" was bound meanwhile) is not written at all: placing
+   a burst of gangs is not slowed by explaining why they briefly waited.
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ class _Pending:
     reason: str
     message: str
     key: tuple[str, str]
+    still_true: Callable[[], bool] | None = None
 
 
 def _timestamp() -> str:
@@ -90,6 +95,8 @@ class EventRecorder:
     max_series: int = 50_000
     clock: Callable[[], float] = time.monotonic
     on_drop: Callable[[], None] | None = None
+    #: Set while no binding is in flight (rule 4); None: never wait.
+    idle: asyncio.Event | None = None
     _queue: asyncio.Queue[_Pending] = field(init=False)
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
@@ -107,11 +114,12 @@ class EventRecorder:
         message: str,
         *,
         change_interval: float | None = None,
+        still_true: Callable[[], bool] | None = None,
     ) -> None:
         """Queue an event about ``ref``; merged, deferred or dropped per the module's rules."""
         message = message[:_MESSAGE_LIMIT]
         key = (ref.uid, reason)
-        pending = _Pending(ref, kind, reason, message, key)
+        pending = _Pending(ref, kind, reason, message, key, still_true)
         series = self._series.get(key)
         if series is not None:
             since = self.clock() - series.last_written
@@ -151,6 +159,10 @@ class EventRecorder:
             try:
                 pending = await asyncio.wait_for(self._queue.get(), timeout=1.0)
             except TimeoutError:
+                continue
+            if pending.kind == "Warning" and self.idle is not None:
+                await self.idle.wait()
+            if pending.still_true is not None and not pending.still_true():
                 continue
             try:
                 await self._write(pending)

@@ -25,6 +25,7 @@ import contextlib
 import datetime
 import time
 from collections.abc import Callable
+from functools import partial
 
 import structlog
 
@@ -203,8 +204,17 @@ class SchedulingLoop:
         for pod in pending:
             self._pod_conditions.unschedulable(pod.uid, pod.namespace, pod.name, message)
             self._events.record(
-                _pod_ref(pod.namespace, pod.name, pod.uid), "Warning", "FailedScheduling", message
+                _pod_ref(pod.namespace, pod.name, pod.uid),
+                "Warning",
+                "FailedScheduling",
+                message,
+                still_true=partial(self.still_pending, pod.uid),
             )
+
+    def still_pending(self, uid: str) -> bool:
+        """True while the pod waits: not bound, nor assumed with a binding in flight."""
+        pod = self._scheduler.pod(uid)
+        return pod is not None and not pod.bound and not self._scheduler.snapshot.is_assumed(uid)
 
     async def _bind(self, key: GroupKey, bindings: tuple[Binding, ...]) -> None:
         intents = []

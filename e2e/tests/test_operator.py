@@ -586,7 +586,8 @@ def test_describe_podgroup_tells_the_story(
     )
     text = wait_for(
         lambda: cluster.kubectl("describe", "podgroup", "story", "-n", namespace).stdout,
-        lambda out: "FailedScheduling" in out and "Running" in out,
+        # The newest reason replaces an older one on the event within 2 s.
+        lambda out: "FailedScheduling" in out and "Running" in out and "Insufficient cpu" in out,
         describe="describe shows the events",
     )
     for expected in (
