@@ -618,6 +618,9 @@ def write_report() -> Path:
                 if f"contention-{regime}" in plots:
                     out += [f"![Contention, {regime} QPS]({plots[f'contention-{regime}']})", ""]
     out += _goals(sources)
+    notes = RESULTS_DIR / "NOTES.md"
+    if notes.exists():
+        out += [notes.read_text().rstrip(), ""]
     versions: dict[str, str] = {}
     for _, combined in sources.values():
         versions.update(combined.get("versions", {}))
