@@ -1,12 +1,13 @@
 """The harness's own tests use the same fixtures the project's tests import."""
 
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from coscheduler.runtime.kube import KubeClient
 from e2e import workloads as w
 from e2e.controlplane import Cluster
 from e2e.fixtures import NodeFactory, cluster, kubeconfig, namespace, node_factory
@@ -15,6 +16,7 @@ from e2e.waiting import wait_for
 
 __all__ = [
     "add_nodes",
+    "client",
     "cluster",
     "kubeconfig",
     "namespace",
@@ -94,3 +96,15 @@ def start_scheduler(
         if request.session.testsfailed > failed_before:
             for process in started:
                 print(f"\n--- {process.log_path} ---\n{process.log()[-6000:]}")
+
+
+@pytest.fixture
+async def client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    """The runtime's own API client, logged in as the cluster's admin."""
+    kube = await KubeClient.connect(
+        kubeconfig=str(kubeconfig), qps=100, burst=100, timeout_seconds=10
+    )
+    try:
+        yield kube
+    finally:
+        await kube.close()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +13,6 @@ from e2e.controlplane import Cluster
 from e2e.waiting import async_wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-async def client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
-    kube = await KubeClient.connect(
-        kubeconfig=str(kubeconfig), qps=100, burst=100, timeout_seconds=10
-    )
-    try:
-        yield kube
-    finally:
-        await kube.close()
 
 
 async def test_repeats_are_counted_and_a_new_message_replaces_the_old(

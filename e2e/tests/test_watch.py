@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -34,17 +33,6 @@ async def _next_event_named(items: AsyncIterator[WatchItem], name: str) -> Watch
         item = await _next(items)
         if isinstance(item, Listed) or item.object["metadata"]["name"] == name:
             return item
-
-
-@pytest.fixture
-async def client(kubeconfig: Path) -> AsyncIterator[KubeClient]:
-    kube = await KubeClient.connect(
-        kubeconfig=str(kubeconfig), qps=100, burst=100, timeout_seconds=10
-    )
-    try:
-        yield kube
-    finally:
-        await kube.close()
 
 
 async def test_watch_lists_then_resumes_across_server_timeouts_without_replay(
