@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             out_dir=out,
             keep_logs=args.keep_failed_logs,
             progress=progress,
+            profile_dir=args.profile,
         )
     except KeyboardInterrupt:
         progress.log("interrupted; every process this run started was stopped")
