@@ -14,6 +14,8 @@ token to open, not per event.
 from __future__ import annotations
 
 import contextlib
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,6 +37,8 @@ __all__ = ["ApiError", "KubeClient", "Response"]
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+# As kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB.
+_READ_BUFFER_BYTES: Final = 2**21
 # Answers that say "try again": throttled, or a server (re)starting.
 _TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 # How long a read is retried before its error is passed on.
@@ -74,6 +78,32 @@ class Response:
         return orjson.loads(self.body) if self.body else None
 
 
+def _proxy_from_environment(host: str | None) -> str | None:
+    """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for ``host``, read once."""
+    url = urllib.parse.urlsplit(host or "")
+    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
+        return None
+    return urllib.request.getproxies().get(url.scheme)
+
+
+def _stop_reading_environment_per_request(api: k8s_client.ApiClient) -> None:
+    """Replace kubernetes_asyncio's session by one that does not trust the environment.
+
+    Its session is built with ``trust_env=True``, so aiohttp parses ~/.netrc and the
+    proxy variables in a worker thread on every request: two thread hops per binding,
+    a fifth of the scheduler's CPU in a profile. The proxy is resolved once instead
+    (:func:`_proxy_from_environment`); credentials come from the kubeconfig, never netrc.
+    """
+    rest = api.rest_client
+    old: aiohttp.ClientSession = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=old.connector,
+        trust_env=False,
+        read_bufsize=_READ_BUFFER_BYTES,
+    )
+    old.detach()  # the connector now belongs to the new session
+
+
 class KubeClient:
     """Raw, rate-limited requests to one API server. Create with :meth:`connect`."""
 
@@ -101,8 +131,11 @@ class KubeClient:
                 config_file=kubeconfig, client_configuration=configuration
             )
         configuration.connection_pool_maxsize = max_connections
+        if not configuration.proxy:
+            configuration.proxy = _proxy_from_environment(configuration.host)
         api = k8s_client.ApiClient(configuration)
         api.user_agent = "coscheduler"
+        _stop_reading_environment_per_request(api)
         return cls(api, qps=qps, burst=burst, timeout=timeout_seconds)
 
     @property
