@@ -176,17 +176,9 @@ class Ours(Peer):
             "--scheduler-name", self.scheduler_name,
             "--qps", str(ctx.qps), "--burst", str(ctx.burst),
             "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
-            "--log-level", "warning",
+            # A profiled trial keeps an info log beside the profile, to time the phases.
+            "--log-level", "info" if ctx.profile_dir is not None else "warning",
         ]]  # fmt: skip
-
-    def stop(self) -> None:
-        # `coscheduler run` does not exit on SIGTERM: Kopf's operator() replaces the handler
-        # that cli.run installs, stops alone, and the rest runs on (a second SIGTERM only
-        # raises InvalidStateError in Kopf's handler). Reported; until it is fixed the
-        # benchmark kills it after 2 s instead of waiting the usual 10 s grace.
-        for process in self.processes:
-            process.stop(grace_seconds=2.0)
-        self.processes = []
 
     def versions(self) -> str:
         from coscheduler import __version__

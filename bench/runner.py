@@ -147,15 +147,15 @@ def run_suite(
             result = _run_one(spec, peer, binaries, trial_dir, progress, profile_dir, index)
             results.append(result.to_json())
             progress.end(result)
-            if keep_logs is not None and not result.ok:
-                target = keep_logs / f"trial-{index:03d}-{peer.name}"
+            if (keep_logs is not None and not result.ok) or profile_dir is not None:
+                target = (profile_dir or keep_logs or out_dir) / f"trial-{index:03d}-{peer.name}"
                 for source, name in (
                     (trial_dir / "logs", "logs"),
                     (trial_dir / "state" / "logs", "control-plane"),
                 ):
                     if source.is_dir():
                         shutil.copytree(source, target / name, dirs_exist_ok=True)
-                progress.log(f"logs of the failed trial kept in {target}")
+                progress.log(f"logs of the trial kept in {target}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     finished = datetime.datetime.now(datetime.UTC)
