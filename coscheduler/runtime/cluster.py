@@ -26,7 +26,7 @@ from pydantic import ValidationError
 from coscheduler.api import labels
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
-from coscheduler.api.podgroup import PodGroup
+from coscheduler.api.podgroup import PodGroup, PodGroupStatus
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.scheduler import Scheduler
@@ -224,6 +224,19 @@ class ClusterState:
     def upsert_podgroup(self, raw: Mapping[str, Any]) -> GroupKey | None:
         meta = _meta(raw)
         key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        known = self.podgroups.get(key)
+        if known is not None and _same_generation(known.metadata, meta):
+            # Only the status changed, most often by our own write coming back: the
+            # queue has nothing new to learn. A status someone else wrote is put right.
+            try:
+                status = PodGroupStatus.model_validate(raw.get("status") or {})
+            except ValidationError:
+                status = None
+            if status is not None:
+                if status != known.status:
+                    self.podgroups[key] = known.model_copy(update={"status": status})
+                    self.on_group_changed(key)
+                return key
         try:
             group = PodGroup.model_validate(raw)
         except ValidationError as error:
@@ -305,3 +318,14 @@ class ClusterState:
         if before is None or (before.reason, before.message) != (verdict.reason, verdict.message):
             self.verdicts[key] = verdict
             self.on_group_changed(key)
+
+
+def _same_generation(known: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """The same object with the same spec: a status write does not bump ``generation``."""
+    generation = meta.get("generation")
+    return (
+        generation is not None
+        and known.get("generation") == generation
+        and known.get("uid") == meta.get("uid")
+        and known.get("deletionTimestamp") == meta.get("deletionTimestamp")
+    )

@@ -149,3 +149,34 @@ def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> No
     assert decision is not None
     assert decision.bindings == ()  # 3 of 4 cpu are held by the other namespace's pod
     assert state.scheduler.next_decision() is None  # the other pending pod is not queued
+
+
+def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
+    state, seen = make_state()
+    raw = podgroup_object("train", 2)
+    raw["metadata"]["generation"] = 1
+    key = state.upsert_podgroup(raw)
+    assert key is not None
+    seen.changed.clear()
+
+    # Our own status write coming back: the stored status already says so.
+    written = {"phase": "Pending", "pending": 2}
+    state.podgroups[key] = state.podgroups[key].model_copy(
+        update={"status": state.podgroups[key].status.model_validate(written)}
+    )
+    echo = {**raw, "status": written}
+    state.upsert_podgroup(echo)
+    assert seen.changed == []
+
+    # Someone else edited the status: the writer must put it right.
+    state.upsert_podgroup({**raw, "status": {"phase": "Running", "running": 5}})
+    assert seen.changed == [key]
+    assert state.podgroups[key].status.phase == "Running"
+
+    # A new spec (generation 2) reaches the scheduler's policy.
+    changed = podgroup_object("train", 3)
+    changed["metadata"]["generation"] = 2
+    state.upsert_podgroup(changed)
+    policy = state.scheduler.policy(key)
+    assert policy is not None
+    assert policy.min_member == 3
