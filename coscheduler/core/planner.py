@@ -19,6 +19,10 @@ order; the first that ends the attempt decides:
    shape is not tried again in this trial. If the needs are met, the trial is
    committed, then the remaining pending members are placed as in rule 3;
    otherwise it is discarded and the snapshot is unchanged.
+5b. When the trial fails, a small gang (no host ports, few members and
+   nodes) gets an exact search (:mod:`~coscheduler.core.search`): the greedy
+   trial can miss a packing of members of different sizes, and an answer
+   that is not monotone in capacity would let lower-priority groups pass.
 6. A failure after ``scheduleTimeoutSeconds`` since the first attempt is
    reported as ``Timeout`` (the code stays, so the queue still backs off).
 
@@ -38,6 +42,7 @@ from coscheduler.core import reasons
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Strategy
+from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Diagnosis, Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import (
@@ -173,6 +178,14 @@ def plan(
     placed, rest, failure = _trial(statement, pending, role_needs, needed, strategy, weights)
     if placed < needed:
         statement.discard()
+        packing = find_packing(snapshot, pending, role_needs, needed)
+        if packing is not None:
+            for pod, node in packing:
+                statement.assume((pod,), node)
+            placed = needed
+            chosen = {pod.uid for pod, _ in packing}
+            rest = [pod for pod in pending if pod.uid not in chosen]
+    if placed < needed:
         message = reasons.unavailable(failure[1], group, needed, placed) if failure else ""
         return _finish(
             group,
