@@ -16,9 +16,10 @@ node where it fits or left out when the group can spare it. Symmetry is cut:
 identical members take nodes in non-decreasing order, and nodes that are
 interchangeable for the members left (same static verdicts, same free room)
 are tried once. It runs only when the greedy trial failed, only for gangs
-without host ports, and within a step budget: past it, the greedy answer
-stands. It cares about fitting, not scoring: the nodes it picks are tried in
-name order.
+of members that differ (for identical ones the trial is exact), without host
+ports, whose smallest members could fit in the free room summed, and within a
+step budget: past it, the greedy answer stands. It cares about fitting, not
+scoring: the nodes it picks are tried in name order.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from coscheduler.core.snapshot import Snapshot
 
 __all__ = ["STEP_BUDGET", "find_packing"]
 
-# Node tries before the search gives up: a few milliseconds of work.
-STEP_BUDGET: Final = 20_000
+# Node tries before the search gives up: some tens of milliseconds at most.
+STEP_BUDGET: Final = 10_000
 # Beyond these sizes the search is not even prepared: the budget would run out.
 MAX_MEMBERS: Final = 64
 MAX_NODES: Final = 256
@@ -70,10 +71,14 @@ def find_packing(
     """
     if needed <= 0 or len(pending) > MAX_MEMBERS or any(pod.host_ports for pod in pending):
         return None
+    if len({(pod.shape, pod.role) for pod in pending}) == 1:
+        return None  # identical members: the trial's answer is exact already
     prepared = _prepare(snapshot, pending)
     if prepared is None:
         return None
     members, free, node_classes, names = prepared
+    if not _room_enough(members, free, needed):
+        return None
     search = _Search(members, free, node_classes, role_needs, needed, budget)
     try:
         found = search.run()
@@ -130,6 +135,15 @@ def _prepare(
         ),
     )
     return [members[i] for i in order], free_rows, node_classes, _names(snapshot, slots)
+
+
+def _room_enough(members: list[_Member], free: list[list[int]], needed: int) -> bool:
+    """Whether the nodes' free room, summed, could hold the ``needed`` smallest members."""
+    for column in range(len(free[0]) if free else 0):
+        smallest = sorted(member.amounts[column] for member in members)[:needed]
+        if sum(smallest) > sum(row[column] for row in free):
+            return False
+    return True
 
 
 def _names(snapshot: Snapshot, slots: npt.NDArray[np.intp]) -> list[str]:

@@ -92,8 +92,8 @@ def test_host_ports_and_out_of_budget_give_up() -> None:
     st.lists(st.integers(1, 6), min_size=1, max_size=4),
     st.lists(st.integers(1, 4), min_size=1, max_size=6),
 )
-def test_the_search_is_exact(capacities: list[int], sizes: list[int]) -> None:
-    """It finds a packing exactly when brute force over every assignment does."""
+def test_the_planner_is_exact_for_small_gangs(capacities: list[int], sizes: list[int]) -> None:
+    """Trial plus search place the gang exactly when brute force over every assignment can."""
     nodes = [node(f"n{i}", cpu=str(c)) for i, c in enumerate(capacities)]
     members = [pod(f"g-{i}", group="g", cpu=str(s)) for i, s in enumerate(sizes)]
     snapshot = snapshot_of(nodes)
@@ -104,10 +104,9 @@ def test_the_search_is_exact(capacities: list[int], sizes: list[int]) -> None:
         )
         for assignment in itertools.product(range(len(capacities)), repeat=len(sizes))
     )
-    packing = find_packing(snapshot, members, {}, len(members))
-    assert (packing is not None) == exists
-    if packing is not None:
-        used = dict.fromkeys((n.name for n in nodes), 0)
-        for member, name in packing:
-            used[name] += member.requests["cpu"]
-        assert all(used[n.name] <= c * 1000 for n, c in zip(nodes, capacities, strict=True))
+    decision = run(snapshot, group("g", len(members)), members)
+    assert decision.ok == exists
+    if decision.ok:
+        assert len(decision.bindings) == len(members)
+        for n, c in zip(nodes, capacities, strict=True):
+            assert snapshot.allocated(n.name).get("cpu", 0) <= c * 1000
