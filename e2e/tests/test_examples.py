@@ -146,13 +146,17 @@ def test_gpu_gang_says_why_without_gpus(
     add_nodes(2, cpu="16")
     start_scheduler()
     apply_example(cluster, namespace, "gpu-gang.yaml", pool)
+    # While the Job creates its pods the group may first wait for members; once all
+    # exist, the condition must name the missing resource.
     group = wait_for(
         lambda: cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/llm"),
         lambda g: any(
-            c["type"] == "Unschedulable" and c["status"] == "True"
+            c["type"] == "Unschedulable"
+            and c["status"] == "True"
+            and "members exist" not in c.get("message", "")
             for c in (g.get("status") or {}).get("conditions") or []
         ),
-        describe="llm Unschedulable",
+        describe="llm Unschedulable with all members",
     )
     (unschedulable,) = [c for c in group["status"]["conditions"] if c["type"] == "Unschedulable"]
     assert "nvidia.com/gpu" in unschedulable["message"]
