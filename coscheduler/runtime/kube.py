@@ -2,9 +2,10 @@
 
 kubernetes_asyncio gives us what is hard to get right: kubeconfig and
 in-cluster loading, TLS, tokens and their refresh. Its generated models are
-slow to decode (hundreds of microseconds per pod), so on the hot paths
-(watches, lists, bindings) we ask it for raw responses and decode the bytes
-with orjson ourselves; callers keep only the fields they need.
+slow to decode (hundreds of microseconds per pod), and its generic request
+path costs more per binding than the binding itself, so requests go straight
+to its aiohttp session with its credentials, and bodies are encoded and
+decoded with orjson; callers keep only the fields they need.
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
@@ -37,6 +38,7 @@ __all__ = ["ApiError", "KubeClient", "Response"]
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+_USER_AGENT: Final = "coscheduler"
 # As kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB.
 _READ_BUFFER_BYTES: Final = 2**21
 # Answers that say "try again": throttled, or a server (re)starting.
@@ -134,7 +136,7 @@ class KubeClient:
         if not configuration.proxy:
             configuration.proxy = _proxy_from_environment(configuration.host)
         api = k8s_client.ApiClient(configuration)
-        api.user_agent = "coscheduler"
+        api.user_agent = _USER_AGENT
         _stop_reading_environment_per_request(api)
         return cls(api, qps=qps, burst=burst, timeout=timeout_seconds)
 
@@ -157,15 +159,26 @@ class KubeClient:
         request_timeout: aiohttp.ClientTimeout | float | None,
     ) -> aiohttp.ClientResponse:
         await self._limiter.acquire()
-        response: aiohttp.ClientResponse = await self._api.call_api(
-            path,
+        configuration = self._api.configuration
+        rest = self._api.rest_client
+        headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": _USER_AGENT}
+        # The library's own credentials: a token refreshed by its hooks when it expires.
+        for setting in (await configuration.auth_settings()).values():
+            if setting["in"] == "header" and setting["value"]:
+                headers[setting["key"]] = setting["value"]
+        timeout = request_timeout if request_timeout is not None else self._timeout
+        response: aiohttp.ClientResponse = await rest.pool_manager.request(
             method,
-            query_params=list(query or ()),
-            header_params={"Accept": JSON, "Content-Type": content_type},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _request_timeout=request_timeout if request_timeout is not None else self._timeout,
+            f"{configuration.host}{path}",
+            params=list(query) if query else None,
+            data=None if body is None else orjson.dumps(body),
+            headers=headers,
+            timeout=timeout
+            if isinstance(timeout, aiohttp.ClientTimeout)
+            else aiohttp.ClientTimeout(total=timeout),
+            proxy=rest.proxy,
+            proxy_headers=rest.proxy_headers,
+            server_hostname=rest.server_hostname,
         )
         return response
 
