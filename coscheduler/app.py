@@ -126,14 +126,18 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             ),
         ),
     )
+    # Reporting has its own rate limit, so it never delays a binding.
+    reporting = client.sibling()
     events = EventRecorder(
-        client,
+        reporting,
         interval_seconds=settings.event_interval_seconds,
         on_drop=metrics.events_dropped.inc,
     )
     state = ClusterState(scheduler, namespaces=frozenset(settings.namespaces))
-    writer = StatusWriter(state=state, client=client, events=events, metrics=metrics)
-    pod_conditions = PodConditionWriter(client, still_pending=lambda uid: loop.still_pending(uid))
+    writer = StatusWriter(state=state, client=reporting, events=events, metrics=metrics)
+    pod_conditions = PodConditionWriter(
+        reporting, still_pending=lambda uid: loop.still_pending(uid)
+    )
     loop = SchedulingLoop(
         state=state,
         binder=Binder(client, concurrency=settings.client.bind_concurrency),

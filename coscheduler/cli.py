@@ -61,8 +61,19 @@ _RUN_FLAGS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
             "help": "node ranking [most-allocated]",
         },
     ),
-    ("--qps", ("client", "qps"), {"type": float, "help": "API requests per second [50]"}),
-    ("--burst", ("client", "burst"), {"type": int, "help": "API requests in a burst [100]"}),
+    (
+        "--qps",
+        ("client", "qps"),
+        {
+            "type": float,
+            "help": "API requests per second, for scheduling and again for reporting [50]",
+        },
+    ),
+    (
+        "--burst",
+        ("client", "burst"),
+        {"type": int, "help": "API requests in a burst, for each as --qps [100]"},
+    ),
     (
         "--bind-concurrency",
         ("client", "bind_concurrency"),

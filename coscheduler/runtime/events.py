@@ -17,10 +17,12 @@ waiting gang from flooding the API server, and keep what it shows true:
 3. Writes pass the client's rate limiter, and at most ``max_pending`` events
    wait in the queue; beyond that new ones are dropped (and counted), never
    the loop slowed.
-4. Warnings wait while bindings are in flight (``idle``), and one whose
-   ``still_true`` says it no longer holds when its turn comes (the pod that
-   "cannot be scheduled" was bound meanwhile) is not written at all: placing
-   a burst of gangs is not slowed by explaining why they briefly waited.
+4. Warnings are held aside while bindings are in flight (``idle``), and one
+   whose ``still_true`` says it no longer holds when its turn comes (the pod
+   that "cannot be scheduled" was bound meanwhile) is not written at all:
+   placing a burst of gangs is not slowed by explaining why they briefly
+   waited. Other events pass the held warnings: a pod's ``Scheduled`` event
+   does not wait for the burst to end.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import asyncio
 import datetime
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -100,6 +102,7 @@ class EventRecorder:
     _queue: asyncio.Queue[_Pending] = field(init=False)
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
+    _held: deque[_Pending] = field(init=False, default_factory=deque)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
 
     def __post_init__(self) -> None:
@@ -156,18 +159,34 @@ class EventRecorder:
         """Write queued events until cancelled."""
         while True:
             self._release_deferred()
-            try:
-                pending = await asyncio.wait_for(self._queue.get(), timeout=1.0)
-            except TimeoutError:
-                continue
-            if pending.kind == "Warning" and self.idle is not None:
-                await self.idle.wait()
+            if self._held and self._idle():
+                pending = self._held.popleft()
+            else:
+                try:
+                    # While warnings are held, look at ``idle`` again soon.
+                    timeout = 0.1 if self._held else 1.0
+                    pending = await asyncio.wait_for(self._queue.get(), timeout=timeout)
+                except TimeoutError:
+                    continue
+                if pending.kind == "Warning" and not self._idle():
+                    self._hold(pending)
+                    continue
             if pending.still_true is not None and not pending.still_true():
                 continue
             try:
                 await self._write(pending)
             except (aiohttp.ClientError, TimeoutError) as error:
                 log.warning("event not written", reason=pending.reason, error=str(error))
+
+    def _idle(self) -> bool:
+        return self.idle is None or self.idle.is_set()
+
+    def _hold(self, pending: _Pending) -> None:
+        if len(self._held) >= self.max_pending:
+            if self.on_drop is not None:
+                self.on_drop()
+            return
+        self._held.append(pending)
 
     async def _write(self, pending: _Pending) -> None:
         series = self._series.get(pending.key)

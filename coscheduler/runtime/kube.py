@@ -109,10 +109,32 @@ def _stop_reading_environment_per_request(api: k8s_client.ApiClient) -> None:
 class KubeClient:
     """Raw, rate-limited requests to one API server. Create with :meth:`connect`."""
 
-    def __init__(self, api: k8s_client.ApiClient, *, qps: float, burst: int, timeout: float):
+    def __init__(
+        self,
+        api: k8s_client.ApiClient,
+        *,
+        qps: float,
+        burst: int,
+        timeout: float,
+        owner: bool = True,
+    ):
         self._api = api
+        self._qps = qps
+        self._burst = burst
         self._limiter = AsyncLimiter(max_rate=burst, time_period=burst / qps)
         self._timeout = timeout
+        self._owner = owner
+
+    def sibling(self) -> KubeClient:
+        """The same server, connections and credentials, under a rate limit of its own.
+
+        Why: kube-scheduler gives its event recorder a client of its own, so
+        explaining decisions never delays carrying them out. coscheduler's
+        reporting (events, PodGroup status, pod conditions) uses a sibling.
+        """
+        return KubeClient(
+            self._api, qps=self._qps, burst=self._burst, timeout=self._timeout, owner=False
+        )
 
     @classmethod
     async def connect(
@@ -146,7 +168,8 @@ class KubeClient:
         return self._api
 
     async def close(self) -> None:
-        await self._api.close()
+        if self._owner:
+            await self._api.close()
 
     async def _send(
         self,

@@ -59,7 +59,16 @@ class _Group(BaseModel):
 class ClientSettings(_Group):
     """How hard coscheduler may talk to the API server."""
 
-    qps: Annotated[float, Field(gt=0, description="sustained requests per second")] = 50.0
+    qps: Annotated[
+        float,
+        Field(
+            gt=0,
+            description=(
+                "sustained requests per second, for scheduling (watches, bindings) and "
+                "separately for reporting (events, status), as kube-scheduler's event client"
+            ),
+        ),
+    ] = 50.0
     burst: Annotated[int, Field(ge=1, description="requests allowed at once above qps")] = 100
     bind_concurrency: Annotated[
         int, Field(ge=1, le=1024, description="Binding requests in flight at once")

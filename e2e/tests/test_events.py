@@ -49,3 +49,37 @@ async def test_repeats_are_counted_and_a_new_message_replaces_the_old(
         assert latest["source"]["component"] == "coscheduler"
     finally:
         writer.cancel()
+
+
+async def test_a_held_warning_does_not_hold_up_other_events(
+    cluster: Cluster, namespace: str, client: KubeClient
+) -> None:
+    """While bindings are in flight warnings wait; a Scheduled event recorded after one
+    is written at once, and the warning follows when the bindings are done."""
+    subjects = {}
+    for name in ("waiting", "bound"):
+        created = cluster.api.create(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+        )
+        subjects[name] = ObjectRef("v1", "ConfigMap", namespace, name, created["metadata"]["uid"])
+    idle = asyncio.Event()  # cleared: bindings are in flight
+    recorder = EventRecorder(client, idle=idle)
+    writer = asyncio.create_task(recorder.run())
+
+    def reasons() -> set[str]:
+        items: list[Json] = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        return {item["reason"] for item in items}
+
+    try:
+        recorder.record(subjects["waiting"], "Warning", "FailedScheduling", "no room yet")
+        recorder.record(subjects["bound"], "Normal", "Scheduled", "assigned to n1")
+        await async_wait_for(reasons, lambda seen: "Scheduled" in seen, describe="Scheduled")
+        assert "FailedScheduling" not in reasons()
+
+        idle.set()
+        await async_wait_for(
+            reasons, lambda seen: "FailedScheduling" in seen, describe="the held warning"
+        )
+    finally:
+        writer.cancel()
