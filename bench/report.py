@@ -457,7 +457,8 @@ def _goals(sources: dict[str, tuple[list[Path], Json]]) -> list[str]:
     lines = [
         "### Goals",
         "",
-        "The goals of the benchmark issue against this run (ratios ours / peer, same run).",
+        "The goals of the benchmark issue against the figures above (ratios ours / peer; "
+        "when a table's rows come from more than one run, it names each file and command).",
         "",
         "| goal | measured | |",
         "|---|---|---|",

@@ -14,6 +14,7 @@ token to open, not per event.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import urllib.parse
 import urllib.request
@@ -122,6 +123,11 @@ class KubeClient:
         self._qps = qps
         self._burst = burst
         self._limiter = AsyncLimiter(max_rate=burst, time_period=burst / qps)
+        # aiolimiter lets a newcomer take a token that frees up before the waiter it
+        # was meant for wakes (which then queues again at the back); a FIFO lock in
+        # front hands tokens out strictly in request order, so the bindings of one gang
+        # are not spread out among those of the next.
+        self._turn = asyncio.Lock()
         self._timeout = timeout
         self._owner = owner
 
@@ -167,6 +173,11 @@ class KubeClient:
         """The underlying client, for the few calls where generated models are fine."""
         return self._api
 
+    async def take_turn(self) -> None:
+        """Wait for the rate limit to allow one request; callers are served in order."""
+        async with self._turn:
+            await self._limiter.acquire()
+
     async def close(self) -> None:
         if self._owner:
             await self._api.close()
@@ -181,7 +192,7 @@ class KubeClient:
         content_type: str,
         request_timeout: aiohttp.ClientTimeout | float | None,
     ) -> aiohttp.ClientResponse:
-        await self._limiter.acquire()
+        await self.take_turn()
         configuration = self._api.configuration
         rest = self._api.rest_client
         headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": _USER_AGENT}
