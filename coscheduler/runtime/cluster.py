@@ -224,6 +224,9 @@ class ClusterState:
     def upsert_podgroup(self, raw: Mapping[str, Any]) -> GroupKey | None:
         meta = _meta(raw)
         key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if self.namespaces and key.namespace not in self.namespaces:
+            # Another instance may own it: never write its status or events.
+            return None
         known = self.podgroups.get(key)
         if known is not None and _same_generation(known.metadata, meta):
             # Only the status changed, most often by our own write coming back: the

@@ -180,3 +180,17 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
     policy = state.scheduler.policy(key)
     assert policy is not None
     assert policy.min_member == 3
+
+
+def test_podgroups_outside_the_watched_namespaces_are_not_ours() -> None:
+    seen = Recorder()
+    state = ClusterState(
+        Scheduler(lambda: 0.0),
+        namespaces=frozenset({"team-a"}),
+        on_group_changed=seen.changed.append,
+        on_invalid=seen.invalid.append,
+    )
+    elsewhere = podgroup_object("train", 2)  # in "default"
+    state.replace_podgroups([elsewhere])
+    assert state.podgroups == {}
+    assert seen.changed == []
