@@ -103,11 +103,7 @@ def _prepare(
             static.append(snapshot.static_mask(pod))
             fits.append(snapshot.feasible(pod))
             requests.append(snapshot.request(pod))
-    size = min(len(mask) for mask in fits) if fits else 0
-    union = np.zeros(size, dtype=np.bool_)
-    for mask in fits:
-        union |= mask[:size]
-    slots = np.flatnonzero(union)
+    slots = np.flatnonzero(np.logical_or.reduce(fits))
     if len(slots) == 0 or len(slots) > MAX_NODES:
         return None
     slots = slots[np.argsort(snapshot.ranks(slots), kind="stable")]

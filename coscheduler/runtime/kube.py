@@ -164,7 +164,6 @@ class KubeClient:
         if not configuration.proxy:
             configuration.proxy = _proxy_from_environment(configuration.host)
         api = k8s_client.ApiClient(configuration)
-        api.user_agent = _USER_AGENT
         _stop_reading_environment_per_request(api)
         return cls(api, qps=qps, burst=burst, timeout=timeout_seconds)
 
