@@ -23,16 +23,21 @@ waiting gang from flooding the API server, and keep what it shows true:
    placing a burst of gangs is not slowed by explaining why they briefly
    waited. Other events pass the held warnings: a pod's ``Scheduled`` event
    does not wait for the burst to end.
+5. ``writers`` requests are in flight at once, so a burst of ``Scheduled``
+   events keeps pace with the bindings rather than with one round trip at a
+   time; writes of one series take turns, in the order they were queued, so
+   a series is created once and its count and message only move forward.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -73,6 +78,14 @@ class _Series:
     deferred_until: float = 0.0
 
 
+@dataclass(slots=True)
+class _Turn:
+    """Writes of one series wait here for each other (rule 5)."""
+
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class _Pending:
     ref: ObjectRef
@@ -95,6 +108,8 @@ class EventRecorder:
     interval_seconds: float = 30.0
     max_pending: int = 10_000
     max_series: int = 50_000
+    #: Requests in flight at once (rule 5); the client's rate limit still applies.
+    writers: int = 4
     clock: Callable[[], float] = time.monotonic
     on_drop: Callable[[], None] | None = None
     #: Set while no binding is in flight (rule 4); None: never wait.
@@ -103,6 +118,7 @@ class EventRecorder:
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
     _held: deque[_Pending] = field(init=False, default_factory=deque)
+    _turns: dict[tuple[str, str], _Turn] = field(init=False, default_factory=dict)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
 
     def __post_init__(self) -> None:
@@ -157,6 +173,11 @@ class EventRecorder:
 
     async def run(self) -> None:
         """Write queued events until cancelled."""
+        async with asyncio.TaskGroup() as writers:
+            for _ in range(max(1, self.writers)):
+                writers.create_task(self._write_queued())
+
+    async def _write_queued(self) -> None:
         while True:
             self._release_deferred()
             if self._held and self._idle():
@@ -171,12 +192,28 @@ class EventRecorder:
                 if pending.kind == "Warning" and not self._idle():
                     self._hold(pending)
                     continue
-            if pending.still_true is not None and not pending.still_true():
-                continue
-            try:
-                await self._write(pending)
-            except (aiohttp.ClientError, TimeoutError) as error:
-                log.warning("event not written", reason=pending.reason, error=str(error))
+            async with self._turn(pending.key):
+                if pending.still_true is not None and not pending.still_true():
+                    continue
+                try:
+                    await self._write(pending)
+                except (aiohttp.ClientError, TimeoutError) as error:
+                    log.warning("event not written", reason=pending.reason, error=str(error))
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, key: tuple[str, str]) -> AsyncIterator[None]:
+        """One write of a series at a time; asyncio.Lock wakes waiters in order."""
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = self._turns[key] = _Turn()
+        turn.users += 1
+        try:
+            async with turn.lock:
+                yield
+        finally:
+            turn.users -= 1
+            if turn.users == 0:
+                del self._turns[key]
 
     def _idle(self) -> bool:
         return self.idle is None or self.idle.is_set()

@@ -83,3 +83,47 @@ async def test_a_held_warning_does_not_hold_up_other_events(
         )
     finally:
         writer.cancel()
+
+
+async def test_concurrent_writers_keep_one_event_per_series_in_order(
+    cluster: Cluster, namespace: str, client: KubeClient
+) -> None:
+    """Several writers at once: many objects' events all land, and messages of one series
+    recorded before it exists are written one after another into one Event, the last one
+    winning and every one counted."""
+    refs = []
+    for i in range(30):
+        created = cluster.api.create(
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"subject-{i}"}},
+        )
+        refs.append(
+            ObjectRef("v1", "ConfigMap", namespace, f"subject-{i}", created["metadata"]["uid"])
+        )
+    recorder = EventRecorder(client, writers=4)
+    writer = asyncio.create_task(recorder.run())
+
+    def events() -> list[Json]:
+        items: list[Json] = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        return items
+
+    try:
+        for step in range(8):
+            recorder.record(refs[0], "Normal", "Progress", f"step {step}", change_interval=0)
+        for ref in refs[1:]:
+            recorder.record(ref, "Normal", "Scheduled", f"assigned {ref.name}")
+        items = await async_wait_for(
+            events,
+            lambda items: (
+                len(items) == len(refs)
+                and any(i["reason"] == "Progress" and i["count"] == 8 for i in items)
+            ),
+            describe="one event per object, the series counted to 8",
+            timeout=30,
+        )
+        by_object = {item["involvedObject"]["name"]: item for item in items}
+        assert set(by_object) == {ref.name for ref in refs}
+        assert by_object["subject-0"]["message"] == "step 7"
+        assert all(by_object[ref.name]["message"] == f"assigned {ref.name}" for ref in refs[1:])
+    finally:
+        writer.cancel()
