@@ -86,7 +86,7 @@ def build_suite(
     if name in ("contention", "all"):
         add([wl.contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0)], regimes)
     if name in ("scale", "all"):
-        scale_peers = [p for p in peers if p in ("ours", "reference")]
+        scale_peers = [p for p in peers if p in ("ours", "reference", "native")]
         for nodes in (100, 1_000, 5_000) if big else (100, 1_000):
             workload = wl.throughput(10_000 if big else 2_048, 64, nodes)
             workload.kind = "scale"
