@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         help="gang sizes of the throughput workload (default 1,8,64,512)",
     )
     run.add_argument(
+        "--scale-nodes",
+        default="",
+        help="node counts of the scale suite (default 100,1000,5000; small: 100,1000)",
+    )
+    run.add_argument(
         "--out",
         type=Path,
         default=None,
@@ -93,13 +98,16 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
+    scale_nodes = tuple(int(x) for x in args.scale_nodes.split(",") if x.strip())
     names = [n.strip() for n in args.suite.split(",") if n.strip()]
     known = {"smoke", "throughput", "latency", "contention", "scale", "all"}
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
     suite = runner.Suite("+".join(names))
     for name in names:
-        suite.trials += runner.build_suite(name, peers, regimes, args.scale, sizes).trials
+        suite.trials += runner.build_suite(
+            name, peers, regimes, args.scale, sizes, scale_nodes
+        ).trials
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))
         if args.suite == "smoke"

@@ -24,9 +24,10 @@ KINDS = ["throughput", "latency", "contention", "scale"]
 def _load() -> dict[str, tuple[list[Path], Json]]:
     """For each workload kind, its trials merged over the result files, newest first wins.
 
-    A trial is identified by (workload, label, peer, regime); a later run of the same
-    trial replaces the earlier one, so suites run separately (or a trial run again) make
-    one report. Smoke runs are never reported.
+    A trial is identified by (workload, label, peer, regime), a scale trial by its node
+    count instead of its label; a later run of the same trial replaces the earlier one, so
+    suites run separately (or a trial run again) make one report. Smoke runs are never
+    reported.
     """
     merged: dict[str, tuple[list[Path], Json]] = {}
     documents = []
@@ -38,11 +39,8 @@ def _load() -> dict[str, tuple[list[Path], Json]]:
         for trial in document["trials"]:
             kind = trial["workload"]
             paths, combined = merged.setdefault(kind, ([], {"trials": [], "sources": []}))
-            key = (trial["workload"], trial["label"], trial["peer"], trial["regime"])
-            combined["trials"] = [
-                t for t in combined["trials"]
-                if (t["workload"], t["label"], t["peer"], t["regime"]) != key
-            ]  # fmt: skip
+            key = _trial_key(trial)
+            combined["trials"] = [t for t in combined["trials"] if _trial_key(t) != key]
             combined["trials"].append(trial)
             if path not in paths:
                 paths.append(path)
@@ -55,6 +53,12 @@ def _load() -> dict[str, tuple[list[Path], Json]]:
         ]
         paths[:] = [p for p, _ in combined["sources"]]
     return merged
+
+
+def _trial_key(trial: Json) -> tuple[str, str, str, str]:
+    # A scale trial is its node count: the pods that fit may change with the workload.
+    what = f"{trial['params']['nodes']} nodes" if trial["workload"] == "scale" else trial["label"]
+    return (trial["workload"], what, trial["peer"], trial["regime"])
 
 
 def _core_section() -> str:

@@ -57,6 +57,7 @@ def build_suite(
     regimes: list[str],
     scale: str,
     sizes: tuple[int, ...] = (1, 8, 64, 512),
+    scale_nodes: tuple[int, ...] = (),
 ) -> Suite:
     """The trials of a suite; peers inner-most so that machine noise spreads over all."""
     suite = Suite(name)
@@ -87,8 +88,10 @@ def build_suite(
         add([wl.contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0)], regimes)
     if name in ("scale", "all"):
         scale_peers = [p for p in peers if p in ("ours", "reference", "native")]
-        for nodes in (100, 1_000, 5_000) if big else (100, 1_000):
-            workload = wl.throughput(10_000 if big else 2_048, 64, nodes)
+        for nodes in scale_nodes or ((100, 1_000, 5_000) if big else (100, 1_000)):
+            # 10,000 pods of 1 cpu do not fit on 100 nodes of 32: fill at most 3/4 of the cpu.
+            fits = int(nodes * wl.NodeShape(nodes).cpu_cores * 3 / 4)
+            workload = wl.throughput(min(10_000 if big else 2_048, fits), 64, nodes)
             workload.kind = "scale"
             add([workload], ["high"], scale_peers)
     if not suite.trials:
@@ -136,6 +139,24 @@ def run_suite(
         "etcd": e2e_versions.ETCD,
         "kwok": e2e_versions.KWOK,
     }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{suite.name}-{started.strftime('%Y%m%d-%H%M%S')}.json"
+
+    def save(*, complete: bool) -> None:
+        # After every trial, so an interrupted or crashed run keeps the trials it finished.
+        document = {
+            "suite": suite.name,
+            "command": command,
+            "started": started.isoformat(timespec="seconds"),
+            "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "complete": complete,
+            "machine": machine(),
+            "versions": versions,
+            "build_seconds": build_seconds,
+            "trials": results,
+        }
+        path.write_text(json.dumps(document, indent=1) + "\n")
+
     try:
         for index, spec in enumerate(suite.trials, 1):
             peer = make_peer(spec.peer)
@@ -146,6 +167,7 @@ def run_suite(
             trial_dir = scratch / f"trial-{index:03d}"
             result = _run_one(spec, peer, binaries, trial_dir, progress, profile_dir, index)
             results.append(result.to_json())
+            save(complete=index == len(suite.trials))
             progress.end(result)
             if (keep_logs is not None and not result.ok) or profile_dir is not None:
                 target = (profile_dir or keep_logs or out_dir) / f"trial-{index:03d}-{peer.name}"
@@ -158,20 +180,6 @@ def run_suite(
                 progress.log(f"logs of the trial kept in {target}")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    finished = datetime.datetime.now(datetime.UTC)
-    document = {
-        "suite": suite.name,
-        "command": command,
-        "started": started.isoformat(timespec="seconds"),
-        "finished": finished.isoformat(timespec="seconds"),
-        "machine": machine(),
-        "versions": versions,
-        "build_seconds": build_seconds,
-        "trials": results,
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{suite.name}-{started.strftime('%Y%m%d-%H%M%S')}.json"
-    path.write_text(json.dumps(document, indent=1) + "\n")
     return path
 
 

@@ -57,6 +57,10 @@ class NodeShape:
     memory: str = "128Gi"
     pods: int = 110
 
+    @property
+    def cpu_cores(self) -> float:
+        return parse_cpu(self.cpu)
+
 
 @dataclass
 class Workload:
