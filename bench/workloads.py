@@ -78,9 +78,14 @@ class Workload:
 def throughput(pods: int, gang_size: int, nodes: int, *, timeout: float = 900) -> Workload:
     count = max(1, pods // gang_size)
     gangs = [Gang(f"g{gang_size}-{i:05d}", gang_size, gang_size) for i in range(count)]
+    shape = NodeShape(nodes)
+    cpu = count * gang_size * parse_cpu(gangs[0].cpu)
+    if cpu > nodes * shape.cpu_cores or count * gang_size > nodes * shape.pods:
+        # Throughput waits for every pod: one that cannot fit only runs out the clock.
+        raise ValueError(f"{count * gang_size} pods of {gangs[0].cpu} cpu do not fit {nodes} nodes")
     return Workload(
         "throughput", f"{count * gang_size} pods in gangs of {gang_size}, {nodes} nodes",
-        NodeShape(nodes), gangs, timeout,
+        shape, gangs, timeout,
         {"pods": count * gang_size, "gang_size": gang_size, "nodes": nodes},
     )  # fmt: skip
 
