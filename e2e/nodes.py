@@ -127,11 +127,17 @@ def remove_nodes(api: ApiClient, names: Iterable[str], *, wait_gone: bool = True
         )
 
 
-def wait_nodes_ready(
-    api: ApiClient, names: Sequence[str], *, timeout: float = NODE_READY_TIMEOUT_SECONDS
-) -> None:
-    """Wait until every named node has condition Ready=True and no not-ready taint."""
+def wait_nodes_ready(api: ApiClient, names: Sequence[str], *, timeout: float | None = None) -> None:
+    """Wait until every named node has condition Ready=True and no not-ready taint.
+
+    Thousands of nodes take KWOK minutes on a small machine, and listing them all twice a
+    second would take the cores it needs: the limit grows and the polling slows with the
+    node count (by default 120 s and 0.5 s up to 2,000 nodes).
+    """
     pending: set[str] = set(names)
+    if timeout is None:
+        timeout = max(NODE_READY_TIMEOUT_SECONDS, len(names) * 0.06)
+    interval = max(0.5, len(names) / 2_000)
 
     def check() -> bool:
         listed = api.get("/api/v1/nodes?labelSelector=type%3Dkwok")
@@ -143,7 +149,7 @@ def wait_nodes_ready(
         check,
         timeout=timeout,
         what=f"{len(names)} node(s) to become Ready",
-        interval=0.5,
+        interval=interval,
         last_seen=lambda: f"not Ready yet: {', '.join(sorted(pending)[:10])}",
     )
 
