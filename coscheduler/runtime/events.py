@@ -23,10 +23,12 @@ waiting gang from flooding the API server, and keep what it shows true:
    placing a burst of gangs is not slowed by explaining why they briefly
    waited. Other events pass the held warnings: a pod's ``Scheduled`` event
    does not wait for the burst to end.
-5. ``writers`` requests are in flight at once, so a burst of ``Scheduled``
-   events keeps pace with the bindings rather than with one round trip at a
-   time; writes of one series take turns, in the order they were queued, so
-   a series is created once and its count and message only move forward.
+5. ``writers`` requests are in flight at once, not one round trip at a
+   time. While a burst of bindings keeps the API server busy each write
+   waits as long as a binding does, so most ``Scheduled`` events of a large
+   burst land just after it: bindings come first. Writes of one series take
+   turns in the order they were queued, so a series is created once and its
+   count and message only move forward.
 """
 
 from __future__ import annotations
