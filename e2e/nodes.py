@@ -132,7 +132,7 @@ def wait_nodes_ready(api: ApiClient, names: Sequence[str], *, timeout: float | N
 
     Thousands of nodes take KWOK minutes on a small machine, and listing them all twice a
     second would take the cores it needs: the limit grows and the polling slows with the
-    node count (by default 120 s and 0.5 s up to 2,000 nodes).
+    node count (by default 120 s up to 2,000 nodes, a poll every 0.5 s up to 1,000).
     """
     pending: set[str] = set(names)
     if timeout is None:
