@@ -15,14 +15,19 @@ from e2e.waiting import async_wait_for
 pytestmark = pytest.mark.e2e
 
 
+def _subject(cluster: Cluster, namespace: str, name: str) -> ObjectRef:
+    """A ConfigMap to write events about."""
+    created = cluster.api.create(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
+    )
+    return ObjectRef("v1", "ConfigMap", namespace, name, created["metadata"]["uid"])
+
+
 async def test_repeats_are_counted_and_a_new_message_replaces_the_old(
     cluster: Cluster, namespace: str, client: KubeClient
 ) -> None:
-    config_map = cluster.api.create(
-        f"/api/v1/namespaces/{namespace}/configmaps",
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "subject"}},
-    )
-    ref = ObjectRef("v1", "ConfigMap", namespace, "subject", config_map["metadata"]["uid"])
+    ref = _subject(cluster, namespace, "subject")
     recorder = EventRecorder(client, interval_seconds=1.0)
     writer = asyncio.create_task(recorder.run())
 
@@ -56,13 +61,7 @@ async def test_a_held_warning_does_not_hold_up_other_events(
 ) -> None:
     """While bindings are in flight warnings wait; a Scheduled event recorded after one
     is written at once, and the warning follows when the bindings are done."""
-    subjects = {}
-    for name in ("waiting", "bound"):
-        created = cluster.api.create(
-            f"/api/v1/namespaces/{namespace}/configmaps",
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}},
-        )
-        subjects[name] = ObjectRef("v1", "ConfigMap", namespace, name, created["metadata"]["uid"])
+    subjects = {name: _subject(cluster, namespace, name) for name in ("waiting", "bound")}
     idle = asyncio.Event()  # cleared: bindings are in flight
     recorder = EventRecorder(client, idle=idle)
     writer = asyncio.create_task(recorder.run())
@@ -91,15 +90,7 @@ async def test_concurrent_writers_keep_one_event_per_series_in_order(
     """Several writers at once: many objects' events all land, and messages of one series
     recorded before it exists are written one after another into one Event, the last one
     winning and every one counted."""
-    refs = []
-    for i in range(30):
-        created = cluster.api.create(
-            f"/api/v1/namespaces/{namespace}/configmaps",
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"subject-{i}"}},
-        )
-        refs.append(
-            ObjectRef("v1", "ConfigMap", namespace, f"subject-{i}", created["metadata"]["uid"])
-        )
+    refs = [_subject(cluster, namespace, f"subject-{i}") for i in range(30)]
     recorder = EventRecorder(client, writers=4)
     writer = asyncio.create_task(recorder.run())
 
