@@ -28,6 +28,7 @@ import kopf
 import structlog
 
 from coscheduler.api import labels
+from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import GroupKey
@@ -152,7 +153,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         writer.mark(key)
 
     def invalid(obj: InvalidObject) -> None:
-        reason = "FailedScheduling" if obj.kind == "Pod" else "InvalidObject"
+        reason = Reason.FAILED_SCHEDULING if obj.kind == "Pod" else Reason.INVALID_OBJECT
         events.record(_ref_of(obj), "Warning", reason, f"cannot be read: {obj.message}")
 
     state.on_group_changed = group_changed

@@ -1,4 +1,7 @@
-"""The PodGroup resource: spec, status, phases and condition vocabulary.
+"""The PodGroup resource: spec, status, phases and condition types.
+
+Condition reasons are :class:`coscheduler.api.reasons.Reason`, shared with
+the core and the pods' conditions.
 
 These pydantic models mirror ``crds/podgroups.yaml`` field for field (a test
 walks both and fails on any disagreement), so that what the API server
@@ -31,7 +34,6 @@ from coscheduler.api.quantity import QuantityError, ResourceAmounts, parse_resou
 
 __all__ = [
     "DEFAULT_QUEUE",
-    "ConditionReason",
     "ConditionStatus",
     "ConditionType",
     "PodGroup",
@@ -51,13 +53,21 @@ ResourceList = dict[str, str | int]
 class PodGroupPhase(StrEnum):
     """Where a group stands. The controller alone moves a group between phases.
 
-    1. ``Pending``: fewer than minMember members bound, none being placed.
-    2. ``Scheduling``: some members bound, fewer than minMember.
-    3. ``Scheduled``: at least minMember members bound.
-    4. ``Running``: at least minMember members running.
-    5. ``Finished``: every member done, at least minMember succeeded.
-    6. ``Failed``: a member failed; recovers when replacements come up.
-    7. ``Unknown``: members that had run are gone and the rest cannot be placed.
+    The rules, in the order :mod:`coscheduler.controller.status` applies them
+    (the first that holds wins; "bound" counts members on a node that have not
+    finished, plus those that succeeded):
+
+    - ``Finished``: no member pending or active, at least minMember succeeded.
+    - ``Running``: some member running, and at least minMember running or
+      succeeded.
+    - ``Failed``: a member failed and fewer than minMember run or succeeded;
+      recovers by these same rules when replacements come up.
+    - ``Unknown``: a member's state is unknown (its node is lost) and, with
+      it, minMember would be running or succeeded.
+    - ``Scheduled``: at least minMember bound.
+    - ``Scheduling``: some member bound, fewer than minMember (a gang being
+      completed, e.g. after a restart between bindings).
+    - ``Pending``: no member bound.
     """
 
     PENDING = "Pending"
@@ -82,19 +92,6 @@ class ConditionStatus(StrEnum):
     TRUE = "True"
     FALSE = "False"
     UNKNOWN = "Unknown"
-
-
-class ConditionReason(StrEnum):
-    """Machine-readable reasons; the condition's message says it for people."""
-
-    #: Fewer members exist than minMember or a role's minimum asks for.
-    NOT_ENOUGH_MEMBERS = "NotEnoughMembers"
-    #: The members exist, but the cluster has no room for enough of them at once.
-    NOT_ENOUGH_RESOURCES = "NotEnoughResources"
-    #: scheduleTimeoutSeconds passed without reaching minMember bound.
-    TIMEOUT = "Timeout"
-    #: minMember members (and every role's minimum) are bound.
-    ALL_MEMBERS_SCHEDULED = "MinMemberScheduled"
 
 
 class _Model(BaseModel):

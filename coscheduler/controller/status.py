@@ -1,7 +1,9 @@
 """A PodGroup's status, derived from its members and the scheduler's verdict.
 
 Pure and synchronous: given the group's spec, its previous status, its member
-pods and what the scheduling loop last concluded about it, :func:`derive`
+pods and what the scheduling loop last concluded about it (the core's
+:class:`~coscheduler.core.status.Status` of its latest failed attempt, the
+*verdict*), :func:`derive`
 returns the new status and the transitions worth an Event. The Kopf handlers
 and the status writer around it only move data in and out.
 
@@ -34,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from coscheduler.api.podgroup import (
-    ConditionReason,
     ConditionStatus,
     ConditionType,
     PodGroupCondition,
@@ -43,8 +44,10 @@ from coscheduler.api.podgroup import (
     PodGroupStatus,
 )
 from coscheduler.api.quantity import ResourceAmounts
+from coscheduler.api.reasons import Reason
+from coscheduler.core.status import Status
 
-__all__ = ["Member", "Transition", "Verdict", "derive", "format_resources"]
+__all__ = ["Member", "Transition", "derive", "format_resources"]
 
 
 class Member(Protocol):
@@ -61,23 +64,11 @@ class Member(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
-    """The scheduling loop's latest conclusion about a group that is not placed.
-
-    ``reason`` is a :class:`ConditionReason` value; ``message`` is the planner's
-    sentence for people ("0/3 nodes are available for 4 pods of ...").
-    """
-
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
 class Transition:
     """A change worth an Event on the PodGroup."""
 
     kind: str  # "Normal" or "Warning"
-    reason: str
+    reason: str  # a Reason, or the new phase's name
     message: str
 
 
@@ -165,7 +156,7 @@ def _condition(
     previous: PodGroupStatus,
     condition_type: ConditionType,
     status: ConditionStatus,
-    reason: str,
+    reason: Reason,
     message: str,
     now: datetime.datetime,
 ) -> PodGroupCondition:
@@ -188,7 +179,7 @@ def derive(
     spec: PodGroupSpec,
     previous: PodGroupStatus,
     members: Iterable[Member],
-    verdict: Verdict | None,
+    verdict: Status | None,
     now: datetime.datetime,
 ) -> tuple[PodGroupStatus, list[Transition]]:
     """The group's new status and the transitions since ``previous``."""
@@ -205,7 +196,7 @@ def derive(
             previous,
             ConditionType.SCHEDULED,
             ConditionStatus.TRUE,
-            ConditionReason.ALL_MEMBERS_SCHEDULED,
+            Reason.MIN_MEMBER_SCHEDULED,
             f"{bound} of minMember {spec.min_member} members are bound",
             now,
         )
@@ -214,7 +205,7 @@ def derive(
             previous,
             ConditionType.SCHEDULED,
             ConditionStatus.FALSE,
-            verdict.reason if verdict else "Waiting",
+            verdict.reason if verdict else Reason.WAITING,
             f"{bound} of minMember {spec.min_member} members are bound"
             + (f": {verdict.message}" if verdict else ""),
             now,
@@ -233,7 +224,7 @@ def derive(
             previous,
             ConditionType.UNSCHEDULABLE,
             ConditionStatus.FALSE,
-            "Schedulable",
+            Reason.SCHEDULABLE,
             "the group can be placed" if not placed else "the group is placed",
             now,
         )
@@ -264,7 +255,7 @@ def derive(
 
 
 def _transitions(
-    previous: PodGroupStatus, status: PodGroupStatus, verdict: Verdict | None, min_member: int
+    previous: PodGroupStatus, status: PodGroupStatus, verdict: Status | None, min_member: int
 ) -> list[Transition]:
     transitions: list[Transition] = []
     if status.phase != previous.phase:
@@ -289,5 +280,5 @@ def _transitions(
         and after.status == ConditionStatus.TRUE
         and (before is None or before.status != after.status or before.message != after.message)
     ):
-        transitions.append(Transition("Warning", "FailedScheduling", verdict.message))
+        transitions.append(Transition("Warning", Reason.FAILED_SCHEDULING, verdict.message))
     return transitions

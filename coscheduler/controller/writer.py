@@ -23,7 +23,7 @@ import structlog
 
 from coscheduler.api import labels
 from coscheduler.api.podgroup import PodGroup, PodGroupPhase
-from coscheduler.controller.status import Transition, Verdict, derive
+from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
@@ -85,12 +85,11 @@ class StatusWriter:
         group = self._state.podgroups.get(key)
         if group is None:
             return
-        verdict = self._state.verdicts.get(key)
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
             members=self._state.group_pods(key),
-            verdict=Verdict(verdict.reason, verdict.message) if verdict else None,
+            verdict=self._state.verdicts.get(key),
             now=datetime.datetime.now(datetime.UTC).replace(microsecond=0),
         )
         if status == group.status:

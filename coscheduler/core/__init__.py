@@ -18,24 +18,9 @@ from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.scoring import Strategy
 from coscheduler.core.snapshot import Diagnosis, Snapshot
 from coscheduler.core.statement import Binding, Statement
-from coscheduler.core.status import (
-    REASON_GROUP_NOT_FOUND,
-    REASON_NOT_ENOUGH_MEMBERS,
-    REASON_NOT_ENOUGH_RESOURCES,
-    REASON_SCHEDULED,
-    REASON_TIMEOUT,
-    REASON_UNSCHEDULABLE,
-    Code,
-    Status,
-)
+from coscheduler.core.status import Code, Status
 
 __all__ = [
-    "REASON_GROUP_NOT_FOUND",
-    "REASON_NOT_ENOUGH_MEMBERS",
-    "REASON_NOT_ENOUGH_RESOURCES",
-    "REASON_SCHEDULED",
-    "REASON_TIMEOUT",
-    "REASON_UNSCHEDULABLE",
     "Binding",
     "ClusterEvent",
     "Code",

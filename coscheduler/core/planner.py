@@ -11,20 +11,24 @@ order; the first that ends the attempt decides:
    places its pending members one by one, each on its own; those that do not
    fit wait for the next attempt.
 4. ``minResources``, less what the bound members already hold, must fit in
-   the free capacity of schedulable nodes: otherwise ``NotEnoughResources``.
+   the free capacity of schedulable nodes: otherwise ``MinResourcesUnavailable``.
 5. The trial: on a :class:`~coscheduler.core.statement.Statement`, members are
    assumed in member order (priority, creation, name) until every role's
    minimum and ``minMember`` are reached, counting bound members. A member
    that does not fit is skipped (another of the same role may), and its
    shape is not tried again in this trial. If the needs are met, the trial is
    committed, then the remaining pending members are placed as in rule 3;
-   otherwise it is discarded and the snapshot is unchanged.
+   otherwise it is discarded, the snapshot is unchanged, and the group is
+   ``NotEnoughResources`` with the per-node histogram of the first member
+   that did not fit. Members left pending by rule 3 get the same reason
+   (``Decision.unplaced``), so that every pending member has one.
 5b. When the trial fails, a small gang (no host ports, few members and
    nodes) gets an exact search (:mod:`~coscheduler.core.search`): the greedy
    trial can miss a packing of members of different sizes, and an answer
    that is not monotone in capacity would let lower-priority groups pass.
 6. A failure after ``scheduleTimeoutSeconds`` since the first attempt is
-   reported as ``Timeout`` (the code stays, so the queue still backs off).
+   reported as ``Timeout``, with the reason underneath as its ``cause`` (the
+   code stays, so the queue still backs off).
 
 The cost is that of placing each member attempted (vector work over the nodes
 per run of identical pods, see :mod:`~coscheduler.core.placement`): linear in
@@ -38,23 +42,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from coscheduler.api.pod import PodInfo
-from coscheduler.core import reasons
+from coscheduler.api.reasons import Reason
+from coscheduler.core import messages
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Strategy
 from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Diagnosis, Snapshot
 from coscheduler.core.statement import Binding, Statement
-from coscheduler.core.status import (
-    REASON_GROUP_NOT_FOUND,
-    REASON_NOT_ENOUGH_MEMBERS,
-    REASON_NOT_ENOUGH_RESOURCES,
-    REASON_SCHEDULED,
-    REASON_TIMEOUT,
-    REASON_UNSCHEDULABLE,
-    Code,
-    Status,
-)
+from coscheduler.core.status import Code, Status
 
 __all__ = ["Decision", "member_order", "plan"]
 
@@ -68,7 +64,9 @@ class Decision:
     were bound before the attempt, ``needed`` how many more were needed to
     reach ``minMember`` and the role minimums, ``admitted`` whether the group
     holds them after this decision, ``pending`` the keys (namespace/name) of
-    the members still pending afterwards.
+    the members still pending afterwards, and ``unplaced`` why the members left
+    pending by an admitted group did not fit (a failed attempt's ``status``
+    says it for all of its members).
     """
 
     group: GroupKey
@@ -79,10 +77,23 @@ class Decision:
     needed: int = 0
     admitted: bool = False
     pending: tuple[str, ...] = ()
+    unplaced: Status | None = None
 
     @property
     def ok(self) -> bool:
         return self.status.ok
+
+    @property
+    def why_pending(self) -> Status | None:
+        """Why the members in ``pending`` still wait; None when none does.
+
+        Every pending member of ours gets a reason after an attempt: those of a
+        failed attempt share its status, those left over by an admitted group
+        (beyond ``minMember``, or of a group already running) get ``unplaced``.
+        """
+        if not self.pending:
+            return None
+        return self.unplaced or (None if self.status.ok else self.status)
 
 
 def member_order(pod: PodInfo) -> tuple[int, float, str]:
@@ -112,7 +123,7 @@ def plan(
             Decision(
                 group,
                 Status(
-                    Code.WAITING, REASON_GROUP_NOT_FOUND, reasons.group_not_found(group, members)
+                    Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members)
                 ),
                 members=members,
                 bound=len(bound),
@@ -132,8 +143,8 @@ def plan(
                 group,
                 Status(
                     Code.WAITING,
-                    REASON_NOT_ENOUGH_MEMBERS,
-                    reasons.not_enough_members(members, policy.min_member, roles),
+                    Reason.NOT_ENOUGH_MEMBERS,
+                    messages.not_enough_members(members, policy.min_member, roles),
                 ),
                 members=members,
                 bound=len(bound),
@@ -164,8 +175,8 @@ def plan(
                     group,
                     Status(
                         Code.UNSCHEDULABLE,
-                        REASON_NOT_ENOUGH_RESOURCES,
-                        reasons.min_resources_exceed(wanted, free),
+                        Reason.MIN_RESOURCES_UNAVAILABLE,
+                        messages.min_resources_exceed(wanted, free),
                     ),
                     members=members,
                     bound=len(bound),
@@ -186,7 +197,7 @@ def plan(
             chosen = {pod.uid for pod, _ in packing}
             rest = [pod for pod in pending if pod.uid not in chosen]
     if placed < needed:
-        message = reasons.unavailable(failure[1], group, needed, placed) if failure else ""
+        message = messages.unavailable(failure[1], group, needed, placed) if failure else ""
         return _finish(
             group,
             policy,
@@ -195,7 +206,7 @@ def plan(
                 group,
                 Status(
                     Code.UNSCHEDULABLE,
-                    REASON_UNSCHEDULABLE,
+                    Reason.NOT_ENOUGH_RESOURCES,
                     message,
                     failure[1].filter if failure else None,
                 ),
@@ -211,7 +222,7 @@ def plan(
         group,
         Status(
             Code.SUCCESS,
-            REASON_SCHEDULED,
+            Reason.MIN_MEMBER_SCHEDULED,
             f"{len(bound) + placed + len(extra)}/{members} members bound",
         ),
         bindings=bindings + extra,
@@ -220,6 +231,7 @@ def plan(
         needed=needed,
         admitted=True,
         pending=_keys(left),
+        unplaced=_unplaced(snapshot, group, left),
     )
 
 
@@ -271,31 +283,43 @@ def _elastic(
     """Rule 3: an admitted group's pending members, each on its own."""
     statement = Statement(snapshot)
     bindings, left = _place_each(statement, pending, strategy, weights)
-    if bindings or not left:
+    unplaced = _unplaced(snapshot, group, left)
+    if bindings or unplaced is None:
         return Decision(
             group,
             Status(
-                Code.SUCCESS, REASON_SCHEDULED, f"{bound + len(bindings)}/{members} members bound"
+                Code.SUCCESS,
+                Reason.MIN_MEMBER_SCHEDULED,
+                f"{bound + len(bindings)}/{members} members bound",
             ),
             bindings=bindings,
             members=members,
             bound=bound,
             admitted=True,
             pending=_keys(left),
+            unplaced=unplaced,
         )
-    diagnosis = snapshot.diagnose(left[0])
     return Decision(
         group,
-        Status(
-            Code.UNSCHEDULABLE,
-            REASON_UNSCHEDULABLE,
-            reasons.unavailable(diagnosis, group, len(left)),
-            diagnosis.filter,
-        ),
+        unplaced,
         members=members,
         bound=bound,
         admitted=True,
         pending=_keys(left),
+        unplaced=unplaced,
+    )
+
+
+def _unplaced(snapshot: Snapshot, group: GroupKey, left: list[PodInfo]) -> Status | None:
+    """Why the pending members left after placing the others do not fit, if any are left."""
+    if not left:
+        return None
+    diagnosis = snapshot.diagnose(left[0])
+    return Status(
+        Code.UNSCHEDULABLE,
+        Reason.NOT_ENOUGH_RESOURCES,
+        messages.unavailable(diagnosis, group, len(left)),
+        diagnosis.filter,
     )
 
 
@@ -345,7 +369,11 @@ def _finish(
     return Decision(
         group,
         Status(
-            status.code, REASON_TIMEOUT, reasons.timed_out(timeout, status.message), status.filter
+            status.code,
+            Reason.TIMEOUT,
+            messages.timed_out(timeout, status.message),
+            status.filter,
+            cause=status.reason,
         ),
         members=decision.members,
         bound=decision.bound,

@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.scoring import Strategy
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
-from coscheduler.core.status import REASON_TIMEOUT, Code
+from coscheduler.core.status import Code
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
@@ -212,7 +213,7 @@ class Scheduler:
         )
         if decision.admitted:
             self._first_attempt.pop(key, None)
-        elif decision.status.reason == REASON_TIMEOUT:
+        elif decision.status.reason is Reason.TIMEOUT:
             self._first_attempt[key] = now
         for binding in decision.bindings:
             pod = self._pods[binding.uid]

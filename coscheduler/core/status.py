@@ -1,8 +1,9 @@
 """The one result type of the core, and the words it uses.
 
 Every decision the core makes ends in a :class:`Status`: a code that tells the
-queue what to do next, a condition reason that the controller writes on the
-PodGroup, a message a person can act on, and the filter that said no. The
+queue what to do next, a :class:`~coscheduler.api.reasons.Reason` (the one
+vocabulary the loop and the controller write on pods and PodGroups), a
+message a person can act on, and the filter that said no. The
 codes are few on purpose; each one's effect on the queue is written here,
 where it is defined, and :mod:`coscheduler.core.queue` does exactly that.
 """
@@ -11,18 +12,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final
 
-__all__ = [
-    "REASON_GROUP_NOT_FOUND",
-    "REASON_NOT_ENOUGH_MEMBERS",
-    "REASON_NOT_ENOUGH_RESOURCES",
-    "REASON_SCHEDULED",
-    "REASON_TIMEOUT",
-    "REASON_UNSCHEDULABLE",
-    "Code",
-    "Status",
-]
+from coscheduler.api.reasons import Reason
+
+__all__ = ["Code", "Status"]
 
 
 class Code(enum.Enum):
@@ -49,28 +42,24 @@ class Code(enum.Enum):
     ERROR = "Error"
 
 
-#: Condition reasons written on the PodGroup by the controller.
-REASON_SCHEDULED: Final = "Scheduled"
-#: The members exist but no placement of the needed ones fits the nodes.
-REASON_UNSCHEDULABLE: Final = "Unschedulable"
-#: Fewer members exist than minMember or a role's minimum.
-REASON_NOT_ENOUGH_MEMBERS: Final = "NotEnoughMembers"
-#: ``spec.minResources`` exceeds the cluster's free capacity.
-REASON_NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
-#: ``scheduleTimeoutSeconds`` passed without reaching minMember bound.
-REASON_TIMEOUT: Final = "Timeout"
-#: A pod names a PodGroup that does not exist.
-REASON_GROUP_NOT_FOUND: Final = "GroupNotFound"
-
-
 @dataclass(frozen=True, slots=True)
 class Status:
-    """A code with its reason (a condition reason), message and filter."""
+    """A code with its reason, message and the filter that said no.
+
+    ``cause`` is the reason underneath a ``Timeout``: what kept the group from
+    being placed all that time (so a pod can say whether room would help).
+    """
 
     code: Code
-    reason: str = REASON_SCHEDULED
+    reason: Reason = Reason.MIN_MEMBER_SCHEDULED
     message: str = ""
     filter: str | None = None
+    cause: Reason | None = None
+
+    @property
+    def room_would_help(self) -> bool:
+        """Whether more free capacity could end the wait this status reports."""
+        return (self.cause or self.reason).room_would_help
 
     @property
     def ok(self) -> bool:

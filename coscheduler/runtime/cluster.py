@@ -15,7 +15,6 @@ scheduling of the others.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +29,9 @@ from coscheduler.api.podgroup import PodGroup, PodGroupStatus
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.status import Status
 
-__all__ = ["ClusterState", "GroupVerdict", "InvalidObject"]
+__all__ = ["ClusterState", "InvalidObject"]
 
 log = structlog.get_logger(__name__)
 
@@ -45,15 +45,6 @@ class InvalidObject:
     name: str
     uid: str
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class GroupVerdict:
-    """The loop's latest conclusion about a group it could not place."""
-
-    reason: str
-    message: str
-    at: datetime.datetime
 
 
 def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -79,7 +70,8 @@ class ClusterState:
     #: Called for an object that could not be read.
     on_invalid: Callable[[InvalidObject], None] = lambda _obj: None
     podgroups: dict[GroupKey, PodGroup] = field(default_factory=dict)
-    verdicts: dict[GroupKey, GroupVerdict] = field(default_factory=dict)
+    #: The core's status of each group's latest failed attempt (its verdict).
+    verdicts: dict[GroupKey, Status] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
     _group_pods: dict[GroupKey, dict[str, PodInfo]] = field(default_factory=dict)
     _pod_group: dict[str, GroupKey] = field(default_factory=dict)
@@ -311,7 +303,7 @@ class ClusterState:
 
     # -- verdicts ------------------------------------------------------------
 
-    def set_verdict(self, key: GroupKey, verdict: GroupVerdict | None) -> None:
+    def set_verdict(self, key: GroupKey, verdict: Status | None) -> None:
         before = self.verdicts.get(key)
         if verdict is None:
             if before is not None:

@@ -10,8 +10,11 @@ Order of work, and why:
    the assumption and backs the group off; a pod gone (404) or bound
    elsewhere (409) is left to its own watch event.
 3. A group that cannot be placed gets its verdict recorded (the status
-   controller writes it on the PodGroup), ``PodScheduled=False`` on its pending
-   pods and a ``FailedScheduling`` event on each (deduplicated).
+   controller writes it on the PodGroup). Every member of ours left pending by
+   an attempt, whatever the outcome (a failed gang, members beyond minMember
+   or of a running group that do not fit, a lone pod, a missing group), gets
+   ``PodScheduled=False`` with a reason and message, and a ``FailedScheduling``
+   event (both deduplicated and rate-limited); the binding clears it.
 4. Between decisions the loop yields to the event loop, so watch events are
    applied while a long queue is worked through.
 5. With nothing ready, it sleeps until the queue's next backoff expires or a
@@ -22,27 +25,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import time
 from collections.abc import Callable
 from functools import partial
 
 import structlog
 
-from coscheduler.api.podgroup import ConditionReason
+from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding
-from coscheduler.core.status import (
-    REASON_GROUP_NOT_FOUND,
-    REASON_NOT_ENOUGH_MEMBERS,
-    REASON_NOT_ENOUGH_RESOURCES,
-    REASON_TIMEOUT,
-    Code,
-)
+from coscheduler.core.status import Status
 from coscheduler.runtime.binder import Binder, BindIntent, BindOutcome, BindResult
-from coscheduler.runtime.cluster import ClusterState, GroupVerdict
+from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
@@ -51,17 +47,21 @@ __all__ = ["SchedulingLoop"]
 
 log = structlog.get_logger(__name__)
 
-# The core's reasons, as the PodGroup condition spells them.
-_CONDITION_REASONS = {
-    REASON_NOT_ENOUGH_MEMBERS: ConditionReason.NOT_ENOUGH_MEMBERS,
-    REASON_NOT_ENOUGH_RESOURCES: ConditionReason.NOT_ENOUGH_RESOURCES,
-    REASON_TIMEOUT: ConditionReason.TIMEOUT,
-}
 # Decisions between two yields to the event loop (rule 4).
 _DECISIONS_PER_YIELD = 16
 
 
-def _pod_message(key: GroupKey, reason: str, message: str) -> str:
+def _pod_reason(why: Status) -> Reason:
+    """The reason on a waiting pod's ``PodScheduled=False`` condition.
+
+    ``Unschedulable`` when more room would help, as kube-scheduler writes it
+    and the cluster-autoscaler reads it; otherwise what the pod waits for (its
+    members, its group), so that no node is added for a pod room cannot place.
+    """
+    return Reason.UNSCHEDULABLE if why.room_would_help else why.cause or why.reason
+
+
+def _pod_message(key: GroupKey, why: Status) -> str:
     """What a waiting pod says about itself.
 
     While a group gathers members, the planner's count ("3/4 members exist")
@@ -69,17 +69,18 @@ def _pod_message(key: GroupKey, reason: str, message: str) -> str:
     per pod per new member. The pods say where to look instead, in words that
     stay the same; the PodGroup's condition carries the counts.
     """
-    if reason == REASON_NOT_ENOUGH_MEMBERS:
+    waiting_for = why.cause or why.reason
+    if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
         return (
             f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
             f"{key.name} -n {key.namespace}"
         )
-    if reason == REASON_GROUP_NOT_FOUND:
+    if waiting_for is Reason.GROUP_NOT_FOUND:
         return (
             f"PodGroup {key} does not exist: create it, or correct the pod's label "
             f"scheduling.sigs.k8s.io/pod-group"
         )
-    return message
+    return why.message
 
 
 def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
@@ -175,38 +176,32 @@ class SchedulingLoop:
                     0.0 if first is None else self._wall_clock() - first
                 )
             self._state.set_verdict(key, None)
-            return
-        self._first_tried.setdefault(key, self._wall_clock())
-        if status.code is Code.SUCCESS:
+        elif not status.ok:
+            self._first_tried.setdefault(key, self._wall_clock())
+            if not key.lone and status.reason is not Reason.GROUP_NOT_FOUND:
+                self._state.set_verdict(key, status)
+        why = decision.why_pending
+        if why is None:
             return
         log.info(
-            "group not placed",
+            "members not placed",
             group=str(key),
-            reason=status.reason,
-            message=status.message,
+            reason=why.reason.value,
+            message=why.message,
             members=decision.members,
-            bound=decision.bound,
+            bound=decision.bound + len(decision.bindings),
+            pending=len(decision.pending),
         )
-        if not key.lone and status.reason != REASON_GROUP_NOT_FOUND:
-            condition_reason = _CONDITION_REASONS.get(
-                status.reason, ConditionReason.NOT_ENOUGH_RESOURCES
-            )
-            self._state.set_verdict(
-                key,
-                GroupVerdict(
-                    condition_reason.value, status.message, datetime.datetime.now(datetime.UTC)
-                ),
-            )
-        self._tell_pending_pods(key, _pod_message(key, status.reason, status.message))
+        self._tell_pending_pods(key, _pod_reason(why), _pod_message(key, why))
 
-    def _tell_pending_pods(self, key: GroupKey, message: str) -> None:
+    def _tell_pending_pods(self, key: GroupKey, reason: Reason, message: str) -> None:
         pending, _ = self._scheduler.members(key)
         for pod in pending:
-            self._pod_conditions.unschedulable(pod.uid, pod.namespace, pod.name, message)
+            self._pod_conditions.explain(pod.uid, pod.namespace, pod.name, reason, message)
             self._events.record(
                 _pod_ref(pod.namespace, pod.name, pod.uid),
                 "Warning",
-                "FailedScheduling",
+                Reason.FAILED_SCHEDULING,
                 message,
                 still_true=partial(self.still_pending, pod.uid),
             )
@@ -245,7 +240,7 @@ class SchedulingLoop:
             self._events.record(
                 _pod_ref(intent.namespace, intent.name, intent.uid),
                 "Normal",
-                "Scheduled",
+                Reason.SCHEDULED,
                 f"Successfully assigned {intent.namespace}/{intent.name} to {intent.node}",
             )
             return 0

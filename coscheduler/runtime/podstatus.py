@@ -1,12 +1,14 @@
 """The ``PodScheduled`` condition on pods that cannot be placed yet.
 
-kubectl shows a pending pod's ``PodScheduled=False`` condition and its message
-in ``describe``, so a person can see why it waits. Writes are kept off the
-binding path and are few:
+kubectl shows a pending pod's ``PodScheduled=False`` condition, its reason and
+message in ``describe``, so a person can see why it waits, and the
+cluster-autoscaler adds nodes for the pods whose reason is ``Unschedulable``.
+The API server sets the condition to True when the pod is bound. Writes are
+kept off the binding path and are few:
 
-1. Only the latest message per pod is kept; an older one waiting to be
-   written is replaced, not queued behind it.
-2. A message already written is not written again.
+1. Only the latest reason and message per pod are kept; older ones waiting
+   to be written are replaced, not queued behind them.
+2. A reason and message already written are not written again.
 3. A pod that was bound or deleted meanwhile is skipped (``still_pending``).
 4. At most ``concurrency`` writes are in flight, and none while bindings
    are (``idle``): they share the client's rate limit, and placing pods
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import aiohttp
 import structlog
 
+from coscheduler.api.reasons import Reason
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
 
 __all__ = ["PodConditionWriter"]
@@ -35,7 +38,12 @@ log = structlog.get_logger(__name__)
 class _Update:
     namespace: str
     name: str
+    reason: Reason
     message: str
+
+    @property
+    def said(self) -> tuple[Reason, str]:
+        return self.reason, self.message
 
 
 class PodConditionWriter:
@@ -54,15 +62,16 @@ class PodConditionWriter:
         self._concurrency = concurrency
         self._max_remembered = max_remembered
         self._queued: OrderedDict[str, _Update] = OrderedDict()
-        self._written: OrderedDict[str, str] = OrderedDict()
+        self._written: OrderedDict[str, tuple[Reason, str]] = OrderedDict()
         self._wake = asyncio.Event()
 
-    def unschedulable(self, uid: str, namespace: str, name: str, message: str) -> None:
-        """Say on the pod that it cannot be scheduled, and why (rules 1 and 2)."""
-        if self._written.get(uid) == message:
+    def explain(self, uid: str, namespace: str, name: str, reason: Reason, message: str) -> None:
+        """Say on the pod that it is not scheduled, and why (rules 1 and 2)."""
+        update = _Update(namespace, name, reason, message)
+        if self._written.get(uid) == update.said:
             self._queued.pop(uid, None)
             return
-        self._queued[uid] = _Update(namespace, name, message)
+        self._queued[uid] = update
         self._queued.move_to_end(uid)
         self._wake.set()
 
@@ -110,7 +119,7 @@ class PodConditionWriter:
                     {
                         "type": "PodScheduled",
                         "status": "False",
-                        "reason": "Unschedulable",
+                        "reason": update.reason.value,
                         "message": update.message,
                         "lastTransitionTime": now,
                     }
@@ -124,7 +133,7 @@ class PodConditionWriter:
             content_type=STRATEGIC_MERGE_PATCH,
         )
         if response.status == 200:
-            self._written[uid] = update.message
+            self._written[uid] = update.said
             while len(self._written) > self._max_remembered:
                 self._written.popitem(last=False)
         elif response.status not in (404, 409):

@@ -367,7 +367,7 @@ def test_min_resources_above_free_capacity_is_refused(
         cluster,
         namespace,
         "big",
-        lambda g: condition(g, "Unschedulable").get("reason") == "NotEnoughResources",
+        lambda g: condition(g, "Unschedulable").get("reason") == "MinResourcesUnavailable",
         "refused for minResources",
     )
     assert "minResources cpu=100000" in condition(group, "Unschedulable")["message"]

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from coscheduler.api import labels
-from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
+from coscheduler.api.podgroup import PodGroupPhase, PodGroupSpec, PodGroupStatus
+from coscheduler.api.reasons import Reason
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "podgroups.yaml"
 # Keywords whose values must be equal wherever either side states them.
@@ -163,3 +164,35 @@ def test_every_cel_rule_has_a_human_message(crd_schema: dict[str, Any]) -> None:
     assert len(rules) >= 3
     for rule in rules:
         assert rule.get("message") or rule.get("messageExpression"), rule["rule"]
+
+
+CONDITION_REASONS = [
+    Reason.GROUP_NOT_FOUND,
+    Reason.NOT_ENOUGH_MEMBERS,
+    Reason.MIN_RESOURCES_UNAVAILABLE,
+    Reason.NOT_ENOUGH_RESOURCES,
+    Reason.TIMEOUT,
+    Reason.MIN_MEMBER_SCHEDULED,
+    Reason.WAITING,
+    Reason.SCHEDULABLE,
+]
+
+
+def _status_properties(crd_schema: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = crd_schema["properties"]["status"]["properties"]
+    return properties
+
+
+@pytest.mark.parametrize("phase", list(PodGroupPhase), ids=str)
+def test_crd_describes_every_phase(crd_schema: dict[str, Any], phase: PodGroupPhase) -> None:
+    assert phase.value in _status_properties(crd_schema)["phase"]["description"]
+
+
+@pytest.mark.parametrize("reason", CONDITION_REASONS, ids=str)
+def test_crd_and_readme_name_every_condition_reason(
+    crd_schema: dict[str, Any], reason: Reason
+) -> None:
+    conditions = _status_properties(crd_schema)["conditions"]
+    assert reason.value in conditions["items"]["properties"]["reason"]["description"]
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert f"`{reason.value}`" in readme

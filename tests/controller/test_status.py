@@ -9,14 +9,21 @@ from dataclasses import dataclass, field
 import pytest
 
 from coscheduler.api.podgroup import (
-    ConditionReason,
     ConditionStatus,
     ConditionType,
     PodGroupPhase,
     PodGroupSpec,
     PodGroupStatus,
 )
-from coscheduler.controller.status import Verdict, derive, format_resources
+from coscheduler.api.reasons import Reason
+from coscheduler.controller.status import derive, format_resources
+from coscheduler.core.status import Code, Status
+
+
+def failed_attempt(reason: Reason, message: str) -> Status:
+    """A failed attempt's status, as the loop records it for the controller."""
+    return Status(Code.UNSCHEDULABLE, reason, message)
+
 
 NOW = datetime.datetime(2026, 11, 23, 10, 0, tzinfo=datetime.UTC)
 LATER = NOW + datetime.timedelta(minutes=1)
@@ -88,8 +95,8 @@ def test_counters_allocated_and_owner() -> None:
 
 
 def test_waiting_group_shows_the_planner_reason_and_an_event_once() -> None:
-    verdict = Verdict(
-        ConditionReason.NOT_ENOUGH_RESOURCES,
+    verdict = failed_attempt(
+        Reason.NOT_ENOUGH_RESOURCES,
         "0/2 nodes are available for 4 pods of group ml/train: 2 Insufficient cpu.",
     )
     status, transitions = derive(
@@ -122,7 +129,7 @@ def test_placed_group_clears_unschedulable_and_records_the_phase_change() -> Non
         spec=SPEC,
         previous=PodGroupStatus(),
         members=members(pending=6),
-        verdict=Verdict(ConditionReason.NOT_ENOUGH_RESOURCES, "no room"),
+        verdict=failed_attempt(Reason.NOT_ENOUGH_RESOURCES, "no room"),
         now=NOW,
     )
     placed, transitions = derive(
@@ -160,7 +167,7 @@ def test_status_round_trips_through_the_wire_form() -> None:
         spec=SPEC,
         previous=PodGroupStatus(),
         members=members(pending=6),
-        verdict=Verdict(ConditionReason.TIMEOUT, "not placed within 60s"),
+        verdict=failed_attempt(Reason.TIMEOUT, "not placed within 60s"),
         now=NOW,
     )
     wire = status.model_dump(by_alias=True, exclude_none=True, mode="json")

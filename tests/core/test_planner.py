@@ -8,14 +8,8 @@ import pytest
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
 from coscheduler.core import Code, Decision, GroupKey, GroupPolicy, Snapshot, Strategy, plan
-from coscheduler.core.status import (
-    REASON_GROUP_NOT_FOUND,
-    REASON_NOT_ENOUGH_MEMBERS,
-    REASON_NOT_ENOUGH_RESOURCES,
-    REASON_TIMEOUT,
-    REASON_UNSCHEDULABLE,
-)
 from tests.core.builders import gang, group, node, pod
 
 
@@ -121,7 +115,7 @@ def test_failure_message_is_a_histogram() -> None:
     nodes += [node(f"g{i}", cpu="64", taints=[("gpu", "true", "NoSchedule")]) for i in range(4)]
     decision = run(snapshot_of(nodes), group("train", 4), gang("train", 4, cpu="4"))
     assert decision.status.code is Code.UNSCHEDULABLE
-    assert decision.status.reason == REASON_UNSCHEDULABLE
+    assert decision.status.reason == Reason.NOT_ENOUGH_RESOURCES
     assert decision.status.message == (
         "0/100 nodes are available for 4 pods of group default/train: 96 Insufficient cpu, "
         "4 node(s) had untolerated taint {gpu: true}."
@@ -136,13 +130,15 @@ def test_not_enough_members() -> None:
         gang("train", 3, role="worker"),
     )
     assert decision.status.code is Code.WAITING
-    assert decision.status.reason == REASON_NOT_ENOUGH_MEMBERS
+    assert decision.status.reason == Reason.NOT_ENOUGH_MEMBERS
+    assert decision.why_pending == decision.status
+    assert not decision.status.room_would_help
     assert decision.status.message == "3/4 members exist; role ps: 0/1 members exist"
 
 
 def test_group_not_found() -> None:
     decision = run(snapshot_of([node("a")]), None, gang("train", 2))
-    assert (decision.status.code, decision.status.reason) == (Code.WAITING, REASON_GROUP_NOT_FOUND)
+    assert (decision.status.code, decision.status.reason) == (Code.WAITING, Reason.GROUP_NOT_FOUND)
     assert decision.status.message == "PodGroup default/train does not exist; 2 pods name it"
 
 
@@ -151,7 +147,7 @@ def test_min_resources_checked_before_trial() -> None:
     decision = run(
         snapshot_of(nodes), group("train", 1, min_resources={"cpu": "64"}), gang("train", 1)
     )
-    assert decision.status.reason == REASON_NOT_ENOUGH_RESOURCES
+    assert decision.status.reason == Reason.MIN_RESOURCES_UNAVAILABLE
     assert decision.status.message == "minResources cpu=64 exceeds free capacity cpu=40"
 
 
@@ -188,6 +184,44 @@ def test_admitted_group_places_what_fits() -> None:
     assert decision.ok
     assert len(decision.bindings) == 1
     assert decision.pending == ("default/x-1",)
+    why = decision.why_pending
+    assert why is not None
+    assert why.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert why.message == (
+        "0/1 nodes are available for 1 pod of group default/train: 1 Insufficient cpu."
+    )
+
+
+def test_members_beyond_min_member_that_do_not_fit_have_a_reason() -> None:
+    # minMember 2, four members of 2 cpu, 6 cpu free: three bound, the fourth says why.
+    decision = run(snapshot_of([node("a", cpu="6")]), group("train", 2), gang("train", 4, cpu="2"))
+    assert decision.ok
+    assert decision.admitted
+    assert len(decision.bindings) == 3
+    assert decision.pending == ("default/train-3",)
+    why = decision.why_pending
+    assert why is not None
+    assert why.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert why.room_would_help
+    assert "1 Insufficient cpu" in why.message
+
+
+def test_admitted_group_with_no_room_reports_its_pending_members() -> None:
+    bound = [pod(f"train-{i}", group="train", node="a", cpu="2") for i in range(2)]
+    snapshot = snapshot_of([node("a", cpu="4")], bound)
+    waiting = [pod("train-2", group="train", cpu="2")]
+    decision = run(snapshot, group("train", 2), waiting, bound)
+    assert decision.admitted
+    assert not decision.bindings
+    assert decision.status.code is Code.UNSCHEDULABLE
+    assert decision.why_pending == decision.status
+    assert decision.status.reason is Reason.NOT_ENOUGH_RESOURCES
+
+
+def test_nothing_pending_needs_no_reason() -> None:
+    decision = run(snapshot_of([node("a", cpu="8")]), group("train", 2), gang("train", 2))
+    assert decision.ok
+    assert decision.why_pending is None
 
 
 def test_skips_a_member_that_does_not_fit_for_another() -> None:
@@ -204,7 +238,9 @@ def test_timeout_reason() -> None:
         gang("train", 2, cpu="1"),
         elapsed=31.0,
     )
-    assert decision.status.reason == REASON_TIMEOUT
+    assert decision.status.reason == Reason.TIMEOUT
+    assert decision.status.cause is Reason.NOT_ENOUGH_RESOURCES
+    assert decision.status.room_would_help
     assert decision.status.code is Code.UNSCHEDULABLE
     assert decision.status.message.startswith("not scheduled within scheduleTimeoutSeconds=30: ")
 

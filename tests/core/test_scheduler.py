@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+from coscheduler.api.reasons import Reason
 from coscheduler.core import (
-    REASON_GROUP_NOT_FOUND,
-    REASON_TIMEOUT,
     Code,
     GroupKey,
     Scheduler,
@@ -67,7 +66,7 @@ def test_missing_group_waits_until_created() -> None:
         scheduler.upsert_pod(p)
     decision = scheduler.next_decision()
     assert decision is not None
-    assert decision.status.reason == REASON_GROUP_NOT_FOUND
+    assert decision.status.reason == Reason.GROUP_NOT_FOUND
     scheduler.upsert_group(group("train", 2))
     decision = scheduler.next_decision()
     assert decision is not None
@@ -94,11 +93,11 @@ def test_timeout_is_counted_from_the_first_attempt() -> None:
     clock.advance(31)
     late = scheduler.next_decision()
     assert late is not None
-    assert late.status.reason == REASON_TIMEOUT
+    assert late.status.reason == Reason.TIMEOUT
     clock.advance(10)
     again = scheduler.next_decision()
     assert again is not None
-    assert again.status.reason != REASON_TIMEOUT
+    assert again.status.reason != Reason.TIMEOUT
 
 
 def test_binding_failure_forgets_and_backs_off() -> None:

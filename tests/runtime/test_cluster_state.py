@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
+from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState, GroupVerdict, InvalidObject
+from coscheduler.core.status import Code, Status
+from coscheduler.runtime.cluster import ClusterState, InvalidObject
 from tests.core.builders import pod_object
 
 
@@ -127,9 +128,9 @@ def test_priority_class_resolves_group_priority() -> None:
 def test_verdicts_notify_only_on_change() -> None:
     state, seen = make_state()
     key = GroupKey("default", "g")
-    now = datetime.datetime(2026, 11, 23, tzinfo=datetime.UTC)
-    state.set_verdict(key, GroupVerdict("NotEnoughResources", "no room", now))
-    state.set_verdict(key, GroupVerdict("NotEnoughResources", "no room", now))
+    no_room = Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room")
+    state.set_verdict(key, no_room)
+    state.set_verdict(key, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room"))
     state.set_verdict(key, None)
     state.set_verdict(key, None)
     assert seen.changed == [key, key]

@@ -1,0 +1,64 @@
+"""The words coscheduler uses for why a group or pod is where it is.
+
+One vocabulary for the core, the scheduling loop and the status controller:
+the planner's verdict carries a :class:`Reason`, the loop writes it on pods
+and events, the controller on PodGroup conditions, and the README's tables
+state the same meanings. Each word has one meaning. Where the reference
+coscheduling plugin, kube-scheduler or Volcano use a word for the same thing,
+we use theirs (``Unschedulable``, ``FailedScheduling``, ``Scheduled``,
+``NotEnoughResources``), so a user moving from them reads familiar words.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["Reason"]
+
+
+class Reason(StrEnum):
+    """Condition and event reasons, each with one meaning."""
+
+    # -- why a group, or a pod of ours, is not placed (conditions and events) --
+
+    #: A pod names a PodGroup that does not exist.
+    GROUP_NOT_FOUND = "GroupNotFound"
+    #: Fewer members exist than ``minMember`` or a role's minimum.
+    NOT_ENOUGH_MEMBERS = "NotEnoughMembers"
+    #: ``spec.minResources`` (less what bound members hold) exceeds the free
+    #: capacity of schedulable nodes, so the members are not even tried.
+    MIN_RESOURCES_UNAVAILABLE = "MinResourcesUnavailable"
+    #: The members exist, but no placement of the needed ones fits the nodes
+    #: (the message has the per-node histogram).
+    NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+    #: ``scheduleTimeoutSeconds`` passed short of ``minMember`` bound; the
+    #: message gives the reason underneath. The group keeps being retried.
+    TIMEOUT = "Timeout"
+    #: On a pod's ``PodScheduled=False`` condition: more room would let it be
+    #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
+    #: Pods that wait for something room cannot give (members, their group)
+    #: carry that reason instead, so no node is added for them.
+    UNSCHEDULABLE = "Unschedulable"
+
+    # -- a group that nothing stops (PodGroup conditions) --
+
+    #: ``minMember`` members, and every role's minimum, are bound.
+    MIN_MEMBER_SCHEDULED = "MinMemberScheduled"
+    #: Not placed yet, and no attempt has failed: not tried yet, or binding.
+    WAITING = "Waiting"
+    #: No attempt is failing now (the ``Unschedulable`` condition is False).
+    SCHEDULABLE = "Schedulable"
+
+    # -- event reasons --
+
+    #: Event on a pod: it was bound to a node.
+    SCHEDULED = "Scheduled"
+    #: Event on a pod or PodGroup: an attempt failed; the message says why.
+    FAILED_SCHEDULING = "FailedScheduling"
+    #: Event on an object coscheduler cannot read (a malformed quantity...).
+    INVALID_OBJECT = "InvalidObject"
+
+    @property
+    def room_would_help(self) -> bool:
+        """Whether more free capacity could end this wait."""
+        return self in (Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE)
