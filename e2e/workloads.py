@@ -143,6 +143,24 @@ def create_job(
     )
 
 
+def pod(
+    name: str,
+    *,
+    pool: str,
+    cpu: str,
+    group: str | None = None,
+    role: str | None = None,
+    scheduler: str = "coscheduler",
+) -> Json:
+    """A bare pod's body, for tests that add fields before creating it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": _labels(group, role, name)},
+        "spec": _pod_spec(pool=pool, cpu=cpu, scheduler=scheduler),
+    }
+
+
 def create_pod(
     api: ApiClient,
     namespace: str,
@@ -156,12 +174,7 @@ def create_pod(
 ) -> Json:
     return api.create(
         f"/api/v1/namespaces/{namespace}/pods",
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": _labels(group, role, name)},
-            "spec": _pod_spec(pool=pool, cpu=cpu, scheduler=scheduler),
-        },
+        pod(name, pool=pool, cpu=cpu, group=group, role=role, scheduler=scheduler),
     )
 
 

@@ -34,6 +34,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final
 
+from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.labels import pod_group_name, pod_role
 from coscheduler.api.quantity import QuantityError, ResourceAmounts, resource_amount
 
@@ -135,6 +136,10 @@ class PodInfo:
     host_ports: tuple[HostPort, ...]
     placement: tuple[object, ...]
     shape: tuple[object, ...]
+    #: Requirements and preferences coscheduler does not honour yet (:mod:`~coscheduler.api.asks`).
+    asks: Asks = NO_ASKS
+    #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
+    gated: bool = False
 
     @property
     def key(self) -> str:
@@ -461,4 +466,6 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         host_ports=host_ports,
         placement=placement,
         shape=shape,
+        asks=read_asks(spec),
+        gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
     )

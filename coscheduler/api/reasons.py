@@ -34,6 +34,10 @@ class Reason(StrEnum):
     #: ``scheduleTimeoutSeconds`` passed short of ``minMember`` bound; the
     #: message gives the reason underneath. The group keeps being retried.
     TIMEOUT = "Timeout"
+    #: A pending member asks for a field coscheduler does not honour yet
+    #: (required pod affinity, a DoNotSchedule spread constraint, a volume that
+    #: needs placing, resource claims): it is not placed, and neither is its gang.
+    UNSUPPORTED_FIELD = "UnsupportedField"
     #: On a pod's ``PodScheduled=False`` condition: more room would let it be
     #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
     #: Pods that wait for something room cannot give (members, their group)

@@ -15,8 +15,9 @@ Rules for the node histogram:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.resources import format_amounts
 from coscheduler.core.snapshot import Diagnosis
@@ -28,6 +29,7 @@ __all__ = [
     "subject",
     "timed_out",
     "unavailable",
+    "unsupported",
 ]
 
 
@@ -80,3 +82,16 @@ def group_not_found(group: GroupKey, pods: int) -> str:
 def timed_out(seconds: int, message: str) -> str:
     """The timeout, with the reason the group did not fit in that time."""
     return f"not scheduled within scheduleTimeoutSeconds={seconds}: {message}"
+
+
+def unsupported(pods: Sequence[PodInfo]) -> str:
+    """``pod ns/w-0 asks for spec.affinity...: coscheduler does not honour this yet, ...``.
+
+    Names the first such member only: a count would change with every member
+    created and rewrite every waiting pod's condition each time.
+    """
+    first = min(pods, key=lambda pod: pod.name)
+    return (
+        f"pod {first.key} asks for {', '.join(first.asks.unsupported)}: coscheduler does not "
+        "honour this yet, so the pod is not placed, nor its gang (see the README's pod fields)"
+    )

@@ -5,6 +5,9 @@ the snapshot, and returns a :class:`Decision`. It follows these rules, in
 order; the first that ends the attempt decides:
 
 1. A pod naming a PodGroup that does not exist waits: ``GroupNotFound``.
+1b. A pending member that asks for a field coscheduler does not honour yet
+   (:mod:`~coscheduler.api.asks`) is never placed against it: the group
+   waits, ``UnsupportedField``, the message naming the pod and the field.
 2. Members must exist: at least ``minMember`` pending + bound, and per role at
    least its minimum; otherwise the group waits: ``NotEnoughMembers``.
 3. A group already *admitted* (``minMember`` and every role's minimum bound)
@@ -125,6 +128,21 @@ def plan(
                 Status(
                     Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members)
                 ),
+                members=members,
+                bound=len(bound),
+                pending=_keys(pending),
+            ),
+        )
+
+    asking = [pod for pod in pending if pod.asks.unsupported]
+    if asking:
+        return _finish(
+            group,
+            policy,
+            elapsed,
+            Decision(
+                group,
+                Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking)),
                 members=members,
                 bound=len(bound),
                 pending=_keys(pending),

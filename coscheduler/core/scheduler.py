@@ -14,8 +14,9 @@ Membership rules, in order:
    non-terminal pod counts in the snapshot whoever bound it.
 2. A member is *bound* when it has a node or is assumed on one (binding in
    flight), and is not terminal; it counts toward ``minMember``.
-3. A member is *pending* when it has no node, is not terminal and is not
-   being deleted.
+3. A member is *pending* when it has no node, is not terminal, is not
+   being deleted and has no scheduling gates (a gated pod is placed by nobody
+   until its gates are removed; until then it is not a member to place).
 4. A pod joins the group its labels name, in its namespace; without such a
    label it is a gang of one. A pod naming a PodGroup that does not exist
    waits for it (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
@@ -233,7 +234,7 @@ class Scheduler:
             key = GroupKey(pod.namespace, pod.name, KIND_POD)
         if pod.node_name is not None or self.snapshot.is_assumed(pod.uid):
             return key, "bound"
-        if pod.deleting:
+        if pod.deleting or pod.gated:
             return None, None
         return key, "pending"
 

@@ -237,11 +237,14 @@ class SchedulingLoop:
             if pod is not None and pod.created:
                 self._metrics.scheduling_latency.observe(max(0.0, started - pod.created))
             self._pod_conditions.forget(intent.uid)
+            message = f"Successfully assigned {intent.namespace}/{intent.name} to {intent.node}"
+            if pod is not None and pod.asks.unscored:
+                message += f" (preferences not weighed yet: {', '.join(pod.asks.unscored)})"
             self._events.record(
                 _pod_ref(intent.namespace, intent.name, intent.uid),
                 "Normal",
                 Reason.SCHEDULED,
-                f"Successfully assigned {intent.namespace}/{intent.name} to {intent.node}",
+                message,
             )
             return 0
         self._metrics.bind_errors.labels(outcome=result.outcome.value).inc()

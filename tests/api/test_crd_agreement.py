@@ -169,6 +169,7 @@ def test_every_cel_rule_has_a_human_message(crd_schema: dict[str, Any]) -> None:
 CONDITION_REASONS = [
     Reason.GROUP_NOT_FOUND,
     Reason.NOT_ENOUGH_MEMBERS,
+    Reason.UNSUPPORTED_FIELD,
     Reason.MIN_RESOURCES_UNAVAILABLE,
     Reason.NOT_ENOUGH_RESOURCES,
     Reason.TIMEOUT,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import (
     Code,
@@ -9,7 +10,7 @@ from coscheduler.core import (
     Scheduler,
     SchedulerSettings,
 )
-from tests.core.builders import Clock, gang, group, node, pod
+from tests.core.builders import Clock, gang, group, node, pod, pod_object
 
 TRAIN = GroupKey("default", "train")
 
@@ -160,3 +161,63 @@ def test_try_group_leaves_no_trace() -> None:
         scheduler.upsert_pod(p)
     assert scheduler.try_group(TRAIN).ok
     assert scheduler.snapshot.allocated("n0") == {}
+
+
+def _with_spec(name: str, extra: dict[str, object], **fields: object) -> PodInfo:
+    raw = pod_object(name, **fields)  # type: ignore[arg-type]
+    raw["spec"].update(extra)
+    return PodInfo.from_object(raw)
+
+
+ONE_PER_NODE = {
+    "affinity": {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+}
+
+
+def test_a_member_asking_for_an_unhonoured_field_holds_its_gang_and_says_which() -> None:
+    scheduler = cluster("8", "8", "8")
+    scheduler.upsert_group(group("train", 3))
+    for index in range(3):
+        scheduler.upsert_pod(_with_spec(f"train-{index}", ONE_PER_NODE, group="train"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert not decision.bindings
+    assert (decision.status.code, decision.status.reason) == (
+        Code.WAITING,
+        Reason.UNSUPPORTED_FIELD,
+    )
+    assert decision.status.message.startswith(
+        "pod default/train-0 asks for "
+        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    assert decision.why_pending == decision.status
+    assert not decision.status.room_would_help
+    # Replaced by pods without the field (affinity is immutable: new pods), it is placed.
+    for index in range(3):
+        scheduler.remove_pod(f"uid-default-train-{index}")
+        scheduler.upsert_pod(pod(f"train-new-{index}", group="train"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert len(decision.bindings) == 3
+
+
+def test_gated_pods_are_not_members_to_place_until_their_gates_go() -> None:
+    scheduler = cluster("8")
+    scheduler.upsert_group(group("train", 2))
+    gate = {"schedulingGates": [{"name": "example.com/admission"}]}
+    scheduler.upsert_pod(pod("train-0", group="train"))
+    scheduler.upsert_pod(_with_spec("train-1", gate, group="train"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.reason is Reason.NOT_ENOUGH_MEMBERS
+    assert decision.status.message == "1/2 members exist"
+    scheduler.upsert_pod(pod("train-1", group="train"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert len(decision.bindings) == 2

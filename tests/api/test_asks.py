@@ -1,0 +1,102 @@
+"""What a pod asks for that coscheduler does not honour yet is named, never ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from coscheduler.api.asks import NO_ASKS, Asks, read_asks
+from coscheduler.api.pod import PodInfo
+from tests.core.builders import pod_object
+
+HOSTNAME_TERM = {
+    "labelSelector": {"matchLabels": {"app": "w"}},
+    "topologyKey": "kubernetes.io/hostname",
+}
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+CASES = [
+    pytest.param({}, NO_ASKS, id="plain-pod"),
+    pytest.param(
+        {"affinity": {"podAntiAffinity": {REQUIRED: [HOSTNAME_TERM]}}},
+        Asks(unsupported=(f"spec.affinity.podAntiAffinity.{REQUIRED}",)),
+        id="required-anti-affinity",
+    ),
+    pytest.param(
+        {"affinity": {"podAffinity": {REQUIRED: [HOSTNAME_TERM]}}},
+        Asks(unsupported=(f"spec.affinity.podAffinity.{REQUIRED}",)),
+        id="required-affinity",
+    ),
+    pytest.param(
+        {
+            "affinity": {
+                "podAntiAffinity": {PREFERRED: [{"weight": 10, "podAffinityTerm": HOSTNAME_TERM}]},
+                "nodeAffinity": {PREFERRED: [{"weight": 1, "preference": {}}]},
+            }
+        },
+        Asks(
+            unscored=(
+                f"spec.affinity.podAntiAffinity.{PREFERRED}",
+                f"spec.affinity.nodeAffinity.{PREFERRED}",
+            )
+        ),
+        id="preferences-are-unscored-not-refused",
+    ),
+    pytest.param(
+        {"affinity": {"podAntiAffinity": {REQUIRED: []}}},
+        NO_ASKS,
+        id="empty-term-list-asks-nothing",
+    ),
+    pytest.param(
+        {
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"},
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+            ]
+        },
+        Asks(
+            unsupported=("spec.topologySpreadConstraints[1] (whenUnsatisfiable: DoNotSchedule)",),
+            unscored=("spec.topologySpreadConstraints[0]",),
+        ),
+        id="spread-constraints",
+    ),
+    pytest.param(
+        {
+            "volumes": [
+                {"name": "tmp", "emptyDir": {}},
+                {"name": "cfg", "configMap": {"name": "c"}},
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}},
+            ]
+        },
+        Asks(
+            unsupported=(
+                "spec.volumes[2].persistentVolumeClaim",
+                "spec.volumes[3].ephemeral",
+            )
+        ),
+        id="volumes-that-need-placing",
+    ),
+    pytest.param(
+        {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
+        Asks(unsupported=("spec.resourceClaims",)),
+        id="dynamic-resource-allocation",
+    ),
+]
+
+
+@pytest.mark.parametrize(("extra", "expected"), CASES)
+def test_asks(extra: dict[str, Any], expected: Asks) -> None:
+    raw = pod_object("w-0")
+    raw["spec"].update(extra)
+    assert read_asks(raw["spec"]) == expected
+    assert PodInfo.from_object(raw).asks == expected
+
+
+def test_scheduling_gates_mark_the_pod_gated() -> None:
+    raw = pod_object("w-0")
+    assert not PodInfo.from_object(raw).gated
+    raw["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    assert PodInfo.from_object(raw).gated
