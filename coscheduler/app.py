@@ -37,8 +37,9 @@ from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.scoring import Strategy
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.errors import NotFound
 from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.kube import ApiError, KubeClient
+from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
@@ -241,9 +242,7 @@ async def _run_kopf(
 async def _list_podgroups(client: KubeClient) -> list[dict[str, Any]]:
     try:
         answer = await client.call("GET", f"/apis/{labels.GROUP}/{labels.VERSION}/{labels.PLURAL}")
-    except ApiError as error:
-        if error.status != 404:
-            raise
+    except NotFound:
         log.error(
             "the PodGroup CRD is not installed: pods that name a group will wait; "
             "install it with kubectl apply -f crds/podgroups.yaml"

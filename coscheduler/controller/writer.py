@@ -18,7 +18,6 @@ import asyncio
 import datetime
 from collections import Counter
 
-import aiohttp
 import structlog
 
 from coscheduler.api import labels
@@ -26,6 +25,7 @@ from coscheduler.api.podgroup import PodGroup, PodGroupPhase
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 from coscheduler.runtime.metrics import Metrics
@@ -101,23 +101,16 @@ class StatusWriter:
         )
         async with self._slots:
             try:
-                response = await self._client.request(
-                    "PATCH", path, body=body, content_type=MERGE_PATCH
-                )
-            except (aiohttp.ClientError, TimeoutError) as error:
-                log.warning("status not written", group=str(key), error=str(error))
-                self.mark(key)
+                await self._client.send("PATCH", path, body=body, content_type=MERGE_PATCH)
+            except NotFound:
+                return  # the group was deleted meanwhile
+            except ApiError as error:
+                if error.retryable:
+                    log.warning("status not written", group=str(key), error=str(error))
+                    self.mark(key)
+                else:
+                    log.warning("status refused", group=str(key), error=str(error))
                 return
-        if response.status == 404:
-            return
-        if response.status != 200:
-            log.warning(
-                "status refused",
-                group=str(key),
-                status=response.status,
-                body=response.body[:500].decode("utf-8", "replace"),
-            )
-            return
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.

@@ -1,13 +1,13 @@
-"""Carry out bind intents: one ``Binding`` per pod, many in flight at once.
+"""Carry out the core's bindings: one ``Binding`` per pod, many in flight at once.
 
-The answer's status code says all we need, so bodies are not decoded:
+The answer says all we need, so bodies are not decoded:
 
-* 201: bound.
-* 404: the pod is gone; not an error, the snapshot forgets it.
-* 409: already bound (by us before a restart, or by someone else); not an
-  error, the pod's own watch event will say where it went.
-* anything else, or no answer: failed; the caller forgets the assumption and
-  the group backs off.
+* success (201): bound.
+* ``NotFound``: the pod is gone; not an error, the snapshot forgets it.
+* ``Conflict``: already bound (by us before a restart, or by someone else);
+  not an error, the pod's own watch event will say where it went.
+* any other error, or no answer: failed; the caller forgets the assumption
+  and the group backs off.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-import aiohttp
+from coscheduler.core.statement import Binding
+from coscheduler.runtime.errors import ApiError, Conflict, NotFound
+from coscheduler.runtime.kube import KubeClient
 
-from coscheduler.runtime.kube import ApiError, KubeClient
-
-__all__ = ["BindIntent", "BindOutcome", "BindResult", "Binder"]
+__all__ = ["BindOutcome", "BindResult", "Binder"]
 
 
 class BindOutcome(StrEnum):
@@ -32,18 +32,8 @@ class BindOutcome(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class BindIntent:
-    """Bind pod ``namespace/name`` (with ``uid``) to ``node``."""
-
-    namespace: str
-    name: str
-    uid: str
-    node: str
-
-
-@dataclass(frozen=True, slots=True)
 class BindResult:
-    intent: BindIntent
+    binding: Binding
     outcome: BindOutcome
     detail: str = ""
 
@@ -55,30 +45,27 @@ class Binder:
         self._client = client
         self._slots = asyncio.Semaphore(concurrency)
 
-    async def bind_all(self, intents: Iterable[BindIntent]) -> list[BindResult]:
-        """Bind every intent concurrently; results come back in the intents' order."""
-        return list(await asyncio.gather(*(self.bind(intent) for intent in intents)))
+    async def bind_all(self, bindings: Iterable[Binding]) -> list[BindResult]:
+        """Create every binding concurrently; results come back in the same order."""
+        return list(await asyncio.gather(*(self.bind(binding) for binding in bindings)))
 
-    async def bind(self, intent: BindIntent) -> BindResult:
+    async def bind(self, binding: Binding) -> BindResult:
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
             # The uid precondition makes a Binding meant for a deleted pod fail
             # instead of binding a new pod that reused its name.
-            "metadata": {"name": intent.name, "namespace": intent.namespace, "uid": intent.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": intent.node},
+            "metadata": {"name": binding.name, "namespace": binding.namespace, "uid": binding.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
         }
-        path = f"/api/v1/namespaces/{intent.namespace}/pods/{intent.name}/binding"
+        path = f"/api/v1/namespaces/{binding.namespace}/pods/{binding.name}/binding"
         async with self._slots:
             try:
-                response = await self._client.request("POST", path, body=body)
-            except (aiohttp.ClientError, TimeoutError) as error:
-                return BindResult(intent, BindOutcome.FAILED, f"{type(error).__name__}: {error}")
-        if response.status in (200, 201):
-            return BindResult(intent, BindOutcome.BOUND)
-        if response.status == 404:
-            return BindResult(intent, BindOutcome.POD_GONE)
-        if response.status == 409:
-            return BindResult(intent, BindOutcome.ALREADY_BOUND)
-        refusal = ApiError(method="POST", path=path, status=response.status, body=response.body)
-        return BindResult(intent, BindOutcome.FAILED, str(refusal))
+                await self._client.send("POST", path, body=body)
+            except NotFound:
+                return BindResult(binding, BindOutcome.POD_GONE)
+            except Conflict:
+                return BindResult(binding, BindOutcome.ALREADY_BOUND)
+            except ApiError as error:
+                return BindResult(binding, BindOutcome.FAILED, str(error))
+        return BindResult(binding, BindOutcome.BOUND)

@@ -43,9 +43,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-import aiohttp
 import structlog
 
+from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 
 __all__ = ["EventKind", "EventRecorder", "ObjectRef"]
@@ -199,7 +199,7 @@ class EventRecorder:
                     continue
                 try:
                     await self._write(pending)
-                except (aiohttp.ClientError, TimeoutError) as error:
+                except ApiError as error:
                     log.warning("event not written", reason=pending.reason, error=str(error))
 
     @contextlib.asynccontextmanager
@@ -235,17 +235,19 @@ class EventRecorder:
             series.unwritten = 0
             series.message = pending.message
             series.last_written = self.clock()
-            response = await self.client.request(
-                "PATCH",
-                f"/api/v1/namespaces/{pending.ref.namespace}/events/{series.event_name}",
-                body={"count": series.count, "lastTimestamp": now, "message": pending.message},
-                content_type=MERGE_PATCH,
-            )
-            if response.status == 200:
+            try:
+                await self.client.send(
+                    "PATCH",
+                    f"/api/v1/namespaces/{pending.ref.namespace}/events/{series.event_name}",
+                    body={"count": series.count, "lastTimestamp": now, "message": pending.message},
+                    content_type=MERGE_PATCH,
+                )
+            except NotFound:
+                # The event expired (events have a TTL) or was deleted: start anew.
+                del self._series[pending.key]
+            else:
                 self._series.move_to_end(pending.key)
                 return
-            # The event expired (events have a TTL) or was deleted: start anew.
-            del self._series[pending.key]
         await self._create(pending, now)
 
     async def _create(self, pending: _Pending, now: str) -> None:
@@ -272,17 +274,7 @@ class EventRecorder:
             "reportingComponent": _REPORTING_COMPONENT,
             "reportingInstance": self._instance,
         }
-        response = await self.client.request(
-            "POST", f"/api/v1/namespaces/{ref.namespace}/events", body=body
-        )
-        if response.status not in (200, 201):
-            log.warning(
-                "event refused",
-                reason=pending.reason,
-                status=response.status,
-                body=response.body[:300].decode("utf-8", "replace"),
-            )
-            return
+        await self.client.send("POST", f"/api/v1/namespaces/{ref.namespace}/events", body=body)
         self._series[pending.key] = _Series(name, 1, pending.message, self.clock())
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)

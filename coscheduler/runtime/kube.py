@@ -10,12 +10,15 @@ decoded with orjson; callers keep only the fields they need.
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
 token to open, not per event.
+
+This module is the only one that knows the HTTP library: whatever goes wrong
+leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
+(an import-linter contract keeps aiohttp and kubernetes_asyncio in here).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, Mapping, Sequence
@@ -34,7 +37,9 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-__all__ = ["ApiError", "KubeClient", "Response"]
+from coscheduler.runtime.errors import ApiError, Unreachable
+
+__all__ = ["KubeClient", "Response", "query_params"]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -42,32 +47,10 @@ STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 _USER_AGENT: Final = "coscheduler"
 # As kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB.
 _READ_BUFFER_BYTES: Final = 2**21
-# Answers that say "try again": throttled, or a server (re)starting.
-_TRANSIENT_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
 # How long a read is retried before its error is passed on.
 _READ_RETRY_SECONDS: Final = 60.0
 # Watch streams can carry objects up to etcd's request limit in one line.
 _MAX_LINE_BYTES: Final = 4 * 1024 * 1024
-
-
-class ApiError(Exception):
-    """A request the API server answered with an error status.
-
-    ``status`` is the HTTP code; ``reason`` and ``message`` come from the
-    Status object the server sends (``NotFound``, ``Conflict``, ``Expired``...).
-    """
-
-    def __init__(self, *, method: str, path: str, status: int, body: bytes) -> None:
-        self.method = method
-        self.path = path
-        self.status = status
-        self.reason = ""
-        self.message = body[:500].decode("utf-8", "replace")
-        with contextlib.suppress(orjson.JSONDecodeError, AttributeError, TypeError):
-            decoded = orjson.loads(body)
-            self.reason = str(decoded.get("reason", ""))
-            self.message = str(decoded.get("message", self.message))
-        super().__init__(f"{method} {path}: {status} {self.reason}: {self.message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,22 +183,25 @@ class KubeClient:
             if setting["in"] == "header" and setting["value"]:
                 headers[setting["key"]] = setting["value"]
         timeout = request_timeout if request_timeout is not None else self._timeout
-        response: aiohttp.ClientResponse = await rest.pool_manager.request(
-            method,
-            f"{configuration.host}{path}",
-            params=list(query) if query else None,
-            data=None if body is None else orjson.dumps(body),
-            headers=headers,
-            timeout=timeout
-            if isinstance(timeout, aiohttp.ClientTimeout)
-            else aiohttp.ClientTimeout(total=timeout),
-            proxy=rest.proxy,
-            proxy_headers=rest.proxy_headers,
-            server_hostname=rest.server_hostname,
-        )
+        try:
+            response: aiohttp.ClientResponse = await rest.pool_manager.request(
+                method,
+                f"{configuration.host}{path}",
+                params=list(query) if query else None,
+                data=None if body is None else orjson.dumps(body),
+                headers=headers,
+                timeout=timeout
+                if isinstance(timeout, aiohttp.ClientTimeout)
+                else aiohttp.ClientTimeout(total=timeout),
+                proxy=rest.proxy,
+                proxy_headers=rest.proxy_headers,
+                server_hostname=rest.server_hostname,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise _unreachable(method, path, error) from error
         return response
 
-    async def request(
+    async def send(
         self,
         method: str,
         path: str,
@@ -224,14 +210,24 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
     ) -> Response:
-        """Send a request and return its status and raw body, whatever the status."""
+        """Send a request; return its raw answer if it succeeded (2xx), else raise.
+
+        Raises the :class:`~coscheduler.runtime.errors.ApiError` subclass the
+        answer's status means, or ``Unreachable`` when there was no answer. The
+        body of a success is not decoded (a Binding's says nothing we need).
+        """
         response = await self._send(
             method, path, query=query, body=body, content_type=content_type, request_timeout=None
         )
         try:
-            return Response(response.status, await response.read())
+            raw = await response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise _unreachable(method, path, error) from error
         finally:
             response.release()
+        if 200 <= response.status < 300:
+            return Response(response.status, raw)
+        raise ApiError.from_answer(method=method, path=path, status=response.status, body=raw)
 
     async def call(
         self,
@@ -242,28 +238,24 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
     ) -> Any:
-        """Send a request and return the decoded body; raise :class:`ApiError` on failure.
+        """Send a request and return the decoded body; raise as :meth:`send` does.
 
-        A GET that meets a transient failure (throttling, a server starting, a
+        A GET that meets a retryable failure (throttling, a server starting, a
         dropped connection) is retried with jittered exponential backoff for up
         to a minute: reads are idempotent, and a fresh API server or a CRD just
         installed answers 429 for a moment.
         """
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_transient) if method == "GET" else _never,
+            retry=retry_if_exception(_is_retryable) if method == "GET" else _never,
             wait=wait_exponential_jitter(multiplier=0.2, max=5.0),
             stop=stop_after_delay(_READ_RETRY_SECONDS),
             reraise=True,
         )
         async for attempt in retrying:
             with attempt:
-                response = await self.request(
+                response = await self.send(
                     method, path, query=query, body=body, content_type=content_type
                 )
-                if not 200 <= response.status < 300:
-                    raise ApiError(
-                        method=method, path=path, status=response.status, body=response.body
-                    )
                 return response.json()
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
@@ -272,9 +264,9 @@ class KubeClient:
     ) -> AsyncGenerator[bytes]:
         """Yield the lines of a streaming GET (a watch), without the newlines.
 
-        Raises :class:`ApiError` when the server refuses the stream, and
-        ``TimeoutError`` when nothing at all arrives for ``read_timeout_seconds``
-        (a silent, half-dead connection).
+        Raises the typed error of the server's refusal, and ``Unreachable``
+        when the connection fails or nothing at all arrives for
+        ``read_timeout_seconds`` (a silent, half-dead connection).
         """
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self._timeout, sock_read=read_timeout_seconds
@@ -284,7 +276,7 @@ class KubeClient:
         )
         try:
             if response.status != 200:
-                raise ApiError(
+                raise ApiError.from_answer(
                     method="GET", path=path, status=response.status, body=await response.read()
                 )
             pending = b""
@@ -300,14 +292,21 @@ class KubeClient:
                         yield line
             if pending.strip():
                 yield pending
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise _unreachable("WATCH", path, error) from error
         finally:
             response.release()
 
 
-def _is_transient(error: BaseException) -> bool:
-    if isinstance(error, ApiError):
-        return error.status in _TRANSIENT_STATUSES
-    return isinstance(error, aiohttp.ClientError | TimeoutError)
+def _unreachable(method: str, path: str, error: BaseException) -> Unreachable:
+    detail = str(error) or ("timed out" if isinstance(error, TimeoutError) else "")
+    return Unreachable(
+        method=method, path=path, status=None, message=f"{type(error).__name__}: {detail}"
+    )
+
+
+def _is_retryable(error: BaseException) -> bool:
+    return isinstance(error, ApiError) and error.retryable
 
 
 def _never(_: object) -> bool:

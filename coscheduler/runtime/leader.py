@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-import aiohttp
 import structlog
 
+from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import LeaderElectionSettings
 
@@ -118,8 +118,8 @@ class LeaderElector:
                 renewed = await asyncio.wait_for(
                     self._try_acquire_or_renew(), timeout=settings.renew_deadline_seconds
                 )
-            except (aiohttp.ClientError, TimeoutError) as error:
-                log.warning("lease renewal failed", error=str(error))
+            except TimeoutError:
+                log.warning("lease renewal failed", error="timed out")
                 renewed = False
             if renewed:
                 last_renewed = self._clock()
@@ -140,10 +140,21 @@ class LeaderElector:
         }
 
     async def _try_acquire_or_renew(self) -> bool:
+        """One attempt; False when the Lease is someone else's or the API said no."""
+        try:
+            return await self._acquire_or_renew_once()
+        except Conflict:
+            return False  # another replica created or updated it first
+        except ApiError as error:
+            log.warning("lease not acquired or renewed", lease=self._path, error=str(error))
+            return False
+
+    async def _acquire_or_renew_once(self) -> bool:
         settings = self._settings
-        response = await self._client.request("GET", self._path)
-        if response.status == 404:
-            created = await self._client.request(
+        try:
+            lease = await self._client.call("GET", self._path)
+        except NotFound:
+            await self._client.send(
                 "POST",
                 self._path.rsplit("/", 1)[0],
                 body={
@@ -153,11 +164,7 @@ class LeaderElector:
                     "spec": self._lease_body(acquire_time=_now_micro(), transitions=0),
                 },
             )
-            return created.status == 201
-        if response.status != 200:
-            log.warning("lease not readable", status=response.status)
-            return False
-        lease = response.json()
+            return True
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         record = (holder, spec.get("renewTime"))
@@ -175,25 +182,20 @@ class LeaderElector:
             transitions += 1
             acquire_time = _now_micro()
         lease["spec"] = self._lease_body(acquire_time=acquire_time, transitions=transitions)
-        updated = await self._client.request("PUT", self._path, body=lease)
-        if updated.status != 200:
-            return False
-        new_spec = updated.json()["spec"]
+        updated = await self._client.call("PUT", self._path, body=lease)
+        new_spec = updated["spec"]
         self._observed_record = (new_spec.get("holderIdentity"), new_spec.get("renewTime"))
         self._observed_at = self._clock()
         return True
 
     async def _release(self) -> None:
         """Give the Lease up so that a standby need not wait for it to expire."""
-        with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-            response = await self._client.request("GET", self._path)
-            if response.status != 200:
-                return
-            lease = response.json()
+        with contextlib.suppress(ApiError):
+            lease = await self._client.call("GET", self._path)
             if (lease.get("spec") or {}).get("holderIdentity") != self._settings.identity:
                 return
             lease["spec"].update(
                 {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _now_micro()}
             )
-            await self._client.request("PUT", self._path, body=lease)
+            await self._client.send("PUT", self._path, body=lease)
             log.info("lease released", lease=self._path)

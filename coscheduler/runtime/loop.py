@@ -37,7 +37,7 @@ from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding
 from coscheduler.core.status import Status
-from coscheduler.runtime.binder import Binder, BindIntent, BindOutcome, BindResult
+from coscheduler.runtime.binder import Binder, BindOutcome, BindResult
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.metrics import Metrics
@@ -212,36 +212,34 @@ class SchedulingLoop:
         return pod is not None and not pod.bound and not self._scheduler.snapshot.is_assumed(uid)
 
     async def _bind(self, key: GroupKey, bindings: tuple[Binding, ...]) -> None:
-        intents = []
+        live = []
         for binding in bindings:
-            pod = self._scheduler.pod(binding.uid)
-            if pod is None:  # deleted since the decision
+            if self._scheduler.pod(binding.uid) is None:  # deleted since the decision
                 self._scheduler.binding_failed(binding)
                 continue
-            intents.append(BindIntent(pod.namespace, pod.name, pod.uid, binding.node))
+            live.append(binding)
         started = self._wall_clock()
-        results = await self._binder.bind_all(intents)
-        by_uid = {binding.uid: binding for binding in bindings}
+        results = await self._binder.bind_all(live)
         failed = 0
         for result in results:
-            failed += self._record(by_uid[result.intent.uid], result, started)
+            failed += self._record(result, started)
         if failed:
             log.warning("bindings failed", group=str(key), failed=failed, total=len(results))
             self.wake()
 
-    def _record(self, binding: Binding, result: BindResult, started: float) -> int:
-        intent = result.intent
+    def _record(self, result: BindResult, started: float) -> int:
+        binding = result.binding
         if result.outcome is BindOutcome.BOUND:
             self._metrics.pods_bound.inc()
-            pod = self._scheduler.pod(intent.uid)
+            pod = self._scheduler.pod(binding.uid)
             if pod is not None and pod.created:
                 self._metrics.scheduling_latency.observe(max(0.0, started - pod.created))
-            self._pod_conditions.forget(intent.uid)
-            message = f"Successfully assigned {intent.namespace}/{intent.name} to {intent.node}"
+            self._pod_conditions.forget(binding.uid)
+            message = f"Successfully assigned {binding.namespace}/{binding.name} to {binding.node}"
             if pod is not None and pod.asks.unscored:
                 message += f" (preferences not weighed yet: {', '.join(pod.asks.unscored)})"
             self._events.record(
-                _pod_ref(intent.namespace, intent.name, intent.uid),
+                _pod_ref(binding.namespace, binding.name, binding.uid),
                 "Normal",
                 Reason.SCHEDULED,
                 message,
@@ -251,8 +249,8 @@ class SchedulingLoop:
         if result.outcome is BindOutcome.FAILED:
             log.warning(
                 "binding failed",
-                pod=f"{intent.namespace}/{intent.name}",
-                node=intent.node,
+                pod=f"{binding.namespace}/{binding.name}",
+                node=binding.node,
                 error=result.detail,
             )
             self._scheduler.binding_failed(binding)

@@ -23,10 +23,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiohttp
 import structlog
 
 from coscheduler.api.reasons import Reason
+from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
 
 __all__ = ["PodConditionWriter"]
@@ -103,7 +103,9 @@ class PodConditionWriter:
                 continue
             try:
                 await self._write(uid, update)
-            except (aiohttp.ClientError, TimeoutError) as error:
+            except (NotFound, Conflict):
+                pass  # deleted, or replaced under the same name: nothing to explain
+            except ApiError as error:
                 log.warning(
                     "pod condition not written",
                     pod=f"{update.namespace}/{update.name}",
@@ -126,19 +128,12 @@ class PodConditionWriter:
                 ]
             },
         }
-        response = await self._client.request(
+        await self._client.send(
             "PATCH",
             f"/api/v1/namespaces/{update.namespace}/pods/{update.name}/status",
             body=body,
             content_type=STRATEGIC_MERGE_PATCH,
         )
-        if response.status == 200:
-            self._written[uid] = update.said
-            while len(self._written) > self._max_remembered:
-                self._written.popitem(last=False)
-        elif response.status not in (404, 409):
-            log.warning(
-                "pod condition refused",
-                pod=f"{update.namespace}/{update.name}",
-                status=response.status,
-            )
+        self._written[uid] = update.said
+        while len(self._written) > self._max_remembered:
+            self._written.popitem(last=False)

@@ -26,11 +26,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-import aiohttp
 import orjson
 import structlog
 
-from coscheduler.runtime.kube import ApiError, KubeClient, query_params
+from coscheduler.runtime.errors import ApiError, Gone
+from coscheduler.runtime.kube import KubeClient, query_params
 
 __all__ = ["Event", "EventType", "Listed", "Watch", "WatchItem"]
 
@@ -38,7 +38,6 @@ log = structlog.get_logger(__name__)
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 _OBJECT_EVENTS: Final = frozenset({"ADDED", "MODIFIED", "DELETED"})
-_GONE: Final = 410
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +56,6 @@ class Event:
 
 
 WatchItem = Listed | Event
-
-
-class _ExpiredError(Exception):
-    """The server no longer has our resourceVersion: relist."""
 
 
 @dataclass(slots=True)
@@ -90,13 +85,11 @@ class Watch:
                 async for event in self._watch_once():
                     failures = 0
                     yield event
-            except _ExpiredError:
+            except Gone:
                 log.info("watch expired, listing again", path=self.path)
                 must_list = True
-            except (aiohttp.ClientError, TimeoutError, ApiError, ValueError) as error:
-                if isinstance(error, ApiError) and error.status == _GONE:
-                    must_list = True
-                    continue
+            except (ApiError, ValueError) as error:
+                # ValueError: a line that is not JSON, or too long to be one.
                 failures += 1
                 delay = min(
                     self.backoff_max_seconds, self.backoff_initial_seconds * 2 ** (failures - 1)
@@ -154,9 +147,8 @@ class Watch:
                 kind = raw.get("type")
                 obj = raw.get("object") or {}
                 if kind == "ERROR":
-                    if obj.get("code") == _GONE:
-                        raise _ExpiredError
-                    raise ApiError(
+                    # A Status in the stream: 410 when our resourceVersion expired.
+                    raise ApiError.from_answer(
                         method="WATCH",
                         path=self.path,
                         status=int(obj.get("code") or 500),
