@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +17,13 @@ class FakeClock:
     """A monotonic clock that moves only when a test moves it."""
 
     now: float = 1_000.0
+    #: Called once, at the next read, then forgotten: lets a test act at an exact moment.
+    at_next_read: Callable[[], None] | None = None
 
     def __call__(self) -> float:
+        if self.at_next_read is not None:
+            action, self.at_next_read = self.at_next_read, None
+            action()
         return self.now
 
     def advance(self, seconds: float) -> None:
