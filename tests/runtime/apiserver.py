@@ -8,8 +8,9 @@ real HTTP through :class:`~coscheduler.runtime.kube.KubeClient`:
 * Every request is recorded (:attr:`FakeApiServer.requests`) with its verb,
   path, query and decoded JSON body. A ``GET`` with ``watch=true`` has the verb
   ``WATCH``, as the API server's audit log and RBAC name it.
-* :meth:`FakeApiServer.on` scripts the answers to one verb and path: they are
-  given in order, and the last one keeps being given. An answer is a
+* :meth:`FakeApiServer.on` scripts the answers to one verb and path (or a
+  pattern such as ``/api/v1/namespaces/*/events/*`` for names a test cannot
+  know): they are given in order, and the last one keeps being given. An answer is a
   :class:`Reply` (a JSON body: an object, a list, a ``Status``), a
   :class:`WatchStream` (newline-delimited watch events), :class:`Disconnect`
   (no answer at all), or a function of the request returning one of those.
@@ -19,6 +20,7 @@ real HTTP through :class:`~coscheduler.runtime.kube.KubeClient`:
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -208,7 +210,10 @@ class FakeApiServer:
     # -- scripting -----------------------------------------------------------
 
     def on(self, verb: str, path: str, *answers: Answer | Handler) -> None:
-        """Answer ``verb path`` with ``answers`` in order, the last one from then on."""
+        """Answer ``verb path`` with ``answers`` in order, the last one from then on.
+
+        ``path`` may be a shell-style pattern; an exact path is preferred to a pattern.
+        """
         if not answers:
             raise ValueError("script at least one answer")
         self._routes[(verb, path)] = list(answers)
@@ -221,10 +226,14 @@ class FakeApiServer:
     async def wait_for(
         self, verb: str, path: str | None = None, *, count: int = 1
     ) -> list[RecordedRequest]:
-        """Wait until ``count`` such requests have arrived (at most 2 s); return them all."""
-        async with asyncio.timeout(_WAIT_LIMIT_SECONDS), self._arrived:
-            await self._arrived.wait_for(lambda: len(self.requests_to(verb, path)) >= count)
+        """Wait until ``count`` such requests have arrived; return them all."""
+        await self.wait_until(lambda: len(self.requests_to(verb, path)) >= count)
         return self.requests_to(verb, path)
+
+    async def wait_until(self, condition: Callable[[], bool]) -> None:
+        """Wait until ``condition()`` holds, looked at as each request arrives (at most 2 s)."""
+        async with asyncio.timeout(_WAIT_LIMIT_SECONDS), self._arrived:
+            await self._arrived.wait_for(condition)
 
     # -- serving -------------------------------------------------------------
 
@@ -258,6 +267,15 @@ class FakeApiServer:
 
     async def _answer_for(self, request: RecordedRequest) -> Answer:
         script = self._routes.get((request.verb, request.path))
+        if script is None:
+            script = next(
+                (
+                    answers
+                    for (verb, pattern), answers in self._routes.items()
+                    if verb == request.verb and fnmatch.fnmatchcase(request.path, pattern)
+                ),
+                None,
+            )
         if script is None:
             return _not_scripted(request)
         step = script.pop(0) if len(script) > 1 else script[0]
