@@ -115,9 +115,11 @@ class LeaderElector:
         while True:
             await asyncio.sleep(settings.retry_period_seconds)
             try:
-                renewed = await asyncio.wait_for(
-                    self._try_acquire_or_renew(), timeout=settings.renew_deadline_seconds
-                )
+                # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that
+                # arrives as the request completes, and this loop would then renew forever
+                # after the leading work ended.
+                async with asyncio.timeout(settings.renew_deadline_seconds):
+                    renewed = await self._try_acquire_or_renew()
             except TimeoutError:
                 log.warning("lease renewal failed", error="timed out")
                 renewed = False
