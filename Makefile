@@ -13,7 +13,7 @@ help:
 	@echo "make demo     a sandbox cluster with coscheduler placing real gangs (left running)"
 	@echo "make demo-down  stop the sandbox"
 	@echo "make test     lint, type-check, and run every test (builds the local control plane on first use)"
-	@echo "make unit     lint and run the unit and property tests only"
+	@echo "make unit     lint and run the unit and property tests only (not the slow wheel test)"
 	@echo "make lint     ruff, mypy --strict and import-linter"
 	@echo "make clean    remove the virtualenv and caches of this checkout"
 
@@ -32,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 unit: lint
-	$(BIN)/pytest tests
+	$(BIN)/pytest tests -m "not slow"
 
 # The local control plane is built from Go modules the first time (minutes,
 # with progress), then taken from ~/.cache/coscheduler.

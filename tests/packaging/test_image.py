@@ -43,6 +43,8 @@ def test_dockerfile_runs_as_non_root_with_run_as_entrypoint() -> None:
     assert 'CMD ["run"]' in text
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to an unprivileged user needs root")
 def test_wheel_installs_and_runs_as_an_unprivileged_user(
     tmp_path_factory: pytest.TempPathFactory,
