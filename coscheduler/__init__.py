@@ -2,7 +2,8 @@
 
 A PodGroup's members are placed all together or not at all. The package is
 layered, and each layer may import only the ones below it (checked by
-import-linter): ``cli > controller > runtime > core > api``.
+import-linter; ``a | b`` are siblings that do not import each other):
+``cli > app | sim > controller > runtime > core > api``. See docs/design.md.
 """
 
 __version__ = "0.1.0"
