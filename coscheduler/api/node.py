@@ -1,7 +1,8 @@
 """Nodes as the scheduler sees them: slim, typed, immutable, parsed once.
 
-Like :mod:`coscheduler.api.pod`, this keeps only what node fit reads (name,
-labels, allocatable, taints, ``spec.unschedulable``), with quantities turned
+Like :mod:`coscheduler.api.pod`, and with the same field reader, this keeps
+only what node fit reads (name, labels, allocatable, taints,
+``spec.unschedulable``), with quantities turned
 into integers once. Allocatable falls back to capacity when a node reports no
 allocatable (some fake and very old kubelets do), as the scheduler would
 otherwise see a node with room for nothing.
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
-from coscheduler.api.quantity import QuantityError, resource_amount
+from coscheduler.api.fields import FieldReader
 
 __all__ = ["TAINT_EFFECTS", "NodeInfo", "NodeParseError", "Taint"]
 
@@ -89,51 +91,33 @@ def _parse_node(raw: Mapping[str, Any]) -> NodeInfo:
         raise NodeParseError("<unknown>", f"metadata.name is missing in {meta!r}")
     name: str = meta["name"]
 
-    def fail(why: str) -> NodeParseError:
-        return NodeParseError(name, why)
-
-    labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping) or not all(isinstance(v, str) for v in labels.values()):
-        raise fail(f"metadata.labels must map strings to strings, got {labels!r}")
-    spec = raw.get("spec") or {}
-    status = raw.get("status") or {}
-    if not isinstance(spec, Mapping) or not isinstance(status, Mapping):
-        raise fail("spec and status must be objects")
-
-    resources = status.get("allocatable")
+    reader = FieldReader(partial(NodeParseError, name))
+    labels = reader.strings(meta.get("labels"), "metadata.labels")
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
     where = "status.allocatable"
-    if resources is None:
-        resources, where = status.get("capacity") or {}, "status.capacity"
-    if not isinstance(resources, Mapping):
-        raise fail(f"{where} must be an object, got {resources!r}")
-    allocatable: dict[str, int] = {}
-    for resource, quantity in resources.items():
-        try:
-            allocatable[resource] = resource_amount(resource, quantity)
-        except QuantityError as error:
-            raise fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
+    if status.get("allocatable") is None:
+        where = "status.capacity"
+    allocatable = reader.resources(status.get(where.split(".")[1]), where)
 
     taints = []
-    raw_taints = spec.get("taints") or []
-    if not isinstance(raw_taints, list):
-        raise fail(f"spec.taints must be a list, got {raw_taints!r}")
-    for index, entry in enumerate(raw_taints):
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("key"), str):
-            raise fail(f"spec.taints[{index}] needs a string key, got {entry!r}")
+    for index, item in enumerate(reader.items(spec.get("taints"), "spec.taints")):
+        entry = reader.mapping(item, f"spec.taints[{index}]")
+        key = reader.text(entry.get("key"), f"spec.taints[{index}].key")
+        if not key:
+            raise reader.fail(f"spec.taints[{index}] needs a key, got {entry!r}")
         effect = entry.get("effect")
         if effect not in TAINT_EFFECTS:
-            raise fail(
+            raise reader.fail(
                 f"spec.taints[{index}].effect = {effect!r} is not one of "
                 "NoSchedule, PreferNoSchedule, NoExecute"
             )
-        value = entry.get("value") or ""
-        if not isinstance(value, str):
-            raise fail(f"spec.taints[{index}].value must be a string, got {value!r}")
-        taints.append(Taint(key=entry["key"], value=value, effect=effect))
+        value = reader.text(entry.get("value"), f"spec.taints[{index}].value")
+        taints.append(Taint(key=key, value=value, effect=effect))
 
     unschedulable = spec.get("unschedulable") or False
     if not isinstance(unschedulable, bool):
-        raise fail(f"spec.unschedulable must be a boolean, got {unschedulable!r}")
+        raise reader.fail(f"spec.unschedulable must be a boolean, got {unschedulable!r}")
     return NodeInfo.build(
         name,
         allocatable=allocatable,

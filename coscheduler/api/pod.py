@@ -8,19 +8,7 @@ quantities into integers (millicores, bytes, counts) and the pod's *effective*
 requests computed here, the way Kubernetes computes them, so nothing
 downstream parses a quantity again.
 
-Effective requests (as ``k8s.io/component-helpers/resource.PodRequests``):
-
-1. Per container, a resource with a limit but no request requests its limit
-   (the API server's defaulting; applied again here, which is harmless).
-2. The regular containers' requests are summed.
-3. Init containers run in order. A restartable one (``restartPolicy:
-   Always``, a sidecar) keeps running: its requests are added to the sum and to
-   a running total of sidecars started so far. A regular init container needs
-   its own requests plus the sidecars started before it, only while it runs.
-4. The result is, per resource, the larger of the sum (2-3) and the largest
-   need of any single init step (3).
-5. ``spec.overhead`` is added.
-6. Every pod takes one unit of the node's ``pods`` capacity.
+Effective requests follow :mod:`coscheduler.api.requests`.
 
 Anything malformed raises :class:`PodParseError`, which names the pod and
 quotes the bad value, never a bare ``KeyError`` or ``TypeError``.
@@ -30,16 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
+from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
+from coscheduler.api.fields import FieldReader
 from coscheduler.api.labels import pod_group_name, pod_role
-from coscheduler.api.quantity import QuantityError, ResourceAmounts, resource_amount
+from coscheduler.api.quantity import ResourceAmounts
+from coscheduler.api.requests import effective_requests
 
 __all__ = [
-    "POD_RESOURCE",
     "TERMINAL_PHASES",
     "HostPort",
     "NodeSelectorRequirement",
@@ -47,11 +35,8 @@ __all__ = [
     "PodInfo",
     "PodParseError",
     "Toleration",
-    "effective_requests",
 ]
 
-#: The resource counting pods on a node; every pod requests exactly one.
-POD_RESOURCE: Final = "pods"
 #: Phases after which a pod holds no resources on its node.
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
@@ -162,121 +147,8 @@ class PodInfo:
         return _parse_pod(raw)
 
 
-def effective_requests(
-    containers: list[ResourceAmounts],
-    init_containers: list[tuple[ResourceAmounts, bool]],
-    overhead: ResourceAmounts,
-) -> dict[str, int]:
-    """The pod's effective requests from its containers' own (rules 2-6).
-
-    ``init_containers`` pairs each init container's requests with whether it
-    is restartable (a sidecar), in spec order.
-    """
-    total: dict[str, int] = {}
-    for requests in containers:
-        _add(total, requests)
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
-    for requests, restartable in init_containers:
-        if restartable:
-            _add(total, requests)
-            _add(sidecars, requests)
-            step = sidecars
-        else:
-            step = dict(sidecars)
-            _add(step, requests)
-        for resource, amount in step.items():
-            if amount > init_peak.get(resource, 0):
-                init_peak[resource] = amount
-    for resource, amount in init_peak.items():
-        if amount > total.get(resource, 0):
-            total[resource] = amount
-    _add(total, overhead)
-    total[POD_RESOURCE] = 1
-    return total
-
-
-def _add(into: dict[str, int], amounts: Mapping[str, int]) -> None:
-    for resource, amount in amounts.items():
-        into[resource] = into.get(resource, 0) + amount
-
-
-@lru_cache(maxsize=4096)
-def _amount(resource: str, value: str | int) -> int:
-    # Pods of one workload repeat the same few quantity strings: parse each once.
-    return resource_amount(resource, value)
-
-
-class _Reader:
-    """Typed access to a raw object that turns every surprise into PodParseError."""
-
-    __slots__ = ("who",)
-
-    def __init__(self, who: str) -> None:
-        self.who = who
-
-    def fail(self, why: str) -> PodParseError:
-        return PodParseError(self.who, why)
-
-    def mapping(self, value: object, where: str) -> Mapping[str, Any]:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self.fail(f"{where} must be an object, got {value!r}")
-        return value
-
-    def items(self, value: object, where: str) -> list[Any]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self.fail(f"{where} must be a list, got {value!r}")
-        return value
-
-    def text(self, value: object, where: str, default: str = "") -> str:
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self.fail(f"{where} must be a string, got {value!r}")
-        return value
-
-    def integer(self, value: object, where: str, default: int = 0) -> int:
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(f"{where} must be an integer, got {value!r}")
-        return value
-
-    def strings(self, value: object, where: str) -> dict[str, str]:
-        mapping = self.mapping(value, where)
-        for key, item in mapping.items():
-            if not isinstance(item, str):
-                raise self.fail(f"{where}[{key!r}] must be a string, got {item!r}")
-        return dict(mapping)
-
-    def resources(self, value: object, where: str) -> dict[str, int]:
-        amounts: dict[str, int] = {}
-        for resource, quantity in self.mapping(value, where).items():
-            try:
-                amount = _amount(resource, quantity)
-            except (QuantityError, TypeError) as error:
-                raise self.fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
-            if amount < 0:
-                raise self.fail(f"{where}[{resource!r}] = {quantity!r} must not be negative")
-            amounts[resource] = amount
-        return amounts
-
-    def timestamp(self, value: object, where: str) -> float:
-        if value is None:
-            return 0.0
-        text = self.text(value, where)
-        try:
-            return datetime.fromisoformat(text).timestamp()
-        except ValueError as error:
-            raise self.fail(f"{where} = {text!r} is not an RFC 3339 time") from error
-
-
 def _container_requests(
-    reader: _Reader, container: Mapping[str, Any], where: str
+    reader: FieldReader, container: Mapping[str, Any], where: str
 ) -> ResourceAmounts:
     """A container's requests, a limit standing in for a missing request (rule 1)."""
     resources = reader.mapping(container.get("resources"), f"{where}.resources")
@@ -288,7 +160,7 @@ def _container_requests(
 
 
 def _parse_requirements(
-    reader: _Reader, raw: object, where: str
+    reader: FieldReader, raw: object, where: str
 ) -> tuple[NodeSelectorRequirement, ...]:
     requirements = []
     for index, item in enumerate(reader.items(raw, where)):
@@ -319,7 +191,7 @@ def _parse_requirements(
 
 
 def _parse_affinity(
-    reader: _Reader, spec: Mapping[str, Any]
+    reader: FieldReader, spec: Mapping[str, Any]
 ) -> tuple[NodeSelectorTerm, ...] | None:
     affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
     node_affinity = reader.mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
@@ -347,7 +219,7 @@ def _parse_affinity(
     return tuple(terms)
 
 
-def _parse_tolerations(reader: _Reader, raw: object) -> tuple[Toleration, ...]:
+def _parse_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...]:
     tolerations = []
     for index, item in enumerate(reader.items(raw, "spec.tolerations")):
         here = f"spec.tolerations[{index}]"
@@ -369,7 +241,7 @@ def _parse_tolerations(reader: _Reader, raw: object) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
-def _parse_host_ports(reader: _Reader, containers: list[Any]) -> tuple[HostPort, ...]:
+def _parse_host_ports(reader: FieldReader, containers: list[Any]) -> tuple[HostPort, ...]:
     # As kube-scheduler's NodePorts: the ports of the regular containers.
     ports: set[HostPort] = set()
     for index, container in enumerate(containers):
@@ -397,7 +269,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
     namespace = meta.get("namespace") or "default"
     name = meta.get("name") or meta.get("generateName") or "<unnamed>"
-    reader = _Reader(f"{namespace}/{name}")
+    reader = FieldReader(partial(PodParseError, f"{namespace}/{name}"))
     if not isinstance(meta_raw, Mapping):
         raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
     namespace = reader.text(namespace, "metadata.namespace")

@@ -11,12 +11,13 @@ The pieces underneath are usable on their own: :class:`Snapshot`,
 :func:`plan`, :class:`GroupQueue`, :class:`Statement`.
 """
 
+from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.scoring import Strategy
-from coscheduler.core.snapshot import Diagnosis, Snapshot
+from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import GroupKey
 from coscheduler.core.resources import format_amounts
-from coscheduler.core.snapshot import Diagnosis
 
 __all__ = [
     "group_not_found",

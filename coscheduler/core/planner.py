@@ -47,11 +47,12 @@ from dataclasses import dataclass
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
+from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Strategy
 from coscheduler.core.search import find_packing
-from coscheduler.core.snapshot import Diagnosis, Snapshot
+from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
 

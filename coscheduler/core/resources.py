@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from coscheduler.api.pod import POD_RESOURCE
+from coscheduler.api.requests import POD_RESOURCE
 
 __all__ = ["BASE_RESOURCES", "ResourceColumns", "format_amount", "format_amounts"]
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from coscheduler.api.pod import POD_RESOURCE
+from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.resources import ResourceColumns
 
 __all__ = ["Strategy", "score", "scored_columns", "scores"]

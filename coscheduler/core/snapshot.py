@@ -8,12 +8,11 @@ milliseconds per pod. So the snapshot keeps nodes in *slots* of NumPy arrays
 resource) and answers for all nodes at once, in a handful of vector
 operations per shape of pod.
 
-Filters 1-3 (cordon, taints, affinity) read only what a node *is*. Nodes are
-grouped into classes by equal taints and cordon, and by equal labels; each
-class is judged once per set of tolerations (or of selectors) and the verdict
-is cached, so a new node or a new pod shape costs one evaluation per class,
-not per node. A pod whose affinity names nodes (``matchFields``) is judged
-node by node; such pods are rare.
+Filters 1-3 (cordon, taints, affinity) are judged once per class of equal
+nodes (:mod:`~coscheduler.core.node_classes`), not per node. A pod whose
+affinity names nodes (``matchFields``) is judged node by node; such pods are
+rare. :meth:`Snapshot.diagnose` explains a refusal as a
+:class:`~coscheduler.core.diagnosis.Diagnosis`.
 
 Every update is O(1) (amortised; O(resources) NumPy scalars) or O(log n):
 node added, changed or removed; pod added, bound, finished or deleted;
@@ -34,7 +33,7 @@ Invariants:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,35 +41,16 @@ import numpy.typing as npt
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import HostPort, PodInfo
+from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
+from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
 
-__all__ = ["Diagnosis", "Snapshot"]
+__all__ = ["Snapshot"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 _Vector = tuple[tuple[int, ...], IntArray]
-
-
-@dataclass(frozen=True, slots=True)
-class Diagnosis:
-    """Why nodes refused one pod: the node count and a reason histogram.
-
-    ``by_filter`` counts the nodes refused by each filter (a node is refused
-    by the first failing filter, but may carry several resource reasons).
-    """
-
-    nodes: int
-    available: int
-    reasons: Mapping[str, int]
-    by_filter: Mapping[str, int]
-
-    @property
-    def filter(self) -> str | None:
-        """The filter that refused the most nodes (ties: first in name order)."""
-        if not self.by_filter:
-            return None
-        return min(self.by_filter, key=lambda name: (-self.by_filter[name], name))
 
 
 @dataclass(slots=True)
@@ -79,78 +59,6 @@ class _Placed:
     node: str
     vector: _Vector
     assumed: bool
-
-
-class _Classes:
-    """Interned keys with reference counts; ids are recycled when unused."""
-
-    __slots__ = ("_free", "_ids", "keys", "refs", "samples")
-
-    def __init__(self) -> None:
-        self._ids: dict[Hashable, int] = {}
-        self._free: list[int] = []
-        self.keys: list[Hashable | None] = []
-        self.refs: list[int] = []
-        self.samples: list[NodeInfo | None] = []
-
-    def acquire(self, key: Hashable, node: NodeInfo) -> tuple[int, bool]:
-        """The class id of ``key``; True when the id is new or recycled."""
-        known = self._ids.get(key)
-        if known is not None:
-            self.refs[known] += 1
-            return known, False
-        if self._free:
-            new = self._free.pop()
-            self.keys[new], self.refs[new], self.samples[new] = key, 1, node
-        else:
-            new = len(self.keys)
-            self.keys.append(key)
-            self.refs.append(1)
-            self.samples.append(node)
-        self._ids[key] = new
-        return new, True
-
-    def release(self, class_id: int) -> None:
-        self.refs[class_id] -= 1
-        if self.refs[class_id] == 0:
-            del self._ids[self.keys[class_id]]
-            self.keys[class_id] = None
-            self.samples[class_id] = None
-            self._free.append(class_id)
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-
-class _Verdicts:
-    """Cached filter verdicts per class id: -1 unknown, 0 refused, 1 accepted."""
-
-    __slots__ = ("_by_key", "classes")
-
-    def __init__(self, classes: _Classes) -> None:
-        self.classes = classes
-        self._by_key: dict[Hashable, npt.NDArray[np.int8]] = {}
-
-    def forget_class(self, class_id: int) -> None:
-        for verdicts in self._by_key.values():
-            if class_id < len(verdicts):
-                verdicts[class_id] = -1
-
-    def mask(self, key: Hashable, accepts: Callable[[NodeInfo], bool]) -> BoolArray:
-        """Per class id, whether the class accepts pods with this ``key``."""
-        size = len(self.classes)
-        verdicts = self._by_key.get(key)
-        if verdicts is None or len(verdicts) < size:
-            grown = np.full(max(size, 1), -1, dtype=np.int8)
-            if verdicts is not None:
-                grown[: len(verdicts)] = verdicts
-            verdicts = grown
-            self._by_key[key] = verdicts
-        unknown = np.flatnonzero(verdicts[:size] < 0)
-        for class_id in unknown.tolist():
-            sample = self.classes.samples[class_id]
-            verdicts[class_id] = 0 if sample is None or not accepts(sample) else 1
-        return verdicts[:size] > 0
 
 
 class Snapshot:
@@ -170,10 +78,10 @@ class Snapshot:
         self._nodes: list[NodeInfo | None] = []
         self._slots: dict[str, int] = {}
         self._free_slots: list[int] = []
-        self._taint_classes = _Classes()
-        self._label_classes = _Classes()
-        self._taint_verdicts = _Verdicts(self._taint_classes)
-        self._label_verdicts = _Verdicts(self._label_classes)
+        self._taint_classes = NodeClasses()
+        self._label_classes = NodeClasses()
+        self._taint_verdicts = ClassVerdicts(self._taint_classes)
+        self._label_verdicts = ClassVerdicts(self._label_classes)
         self._pods: dict[str, _Placed] = {}
         self._on_node: dict[str, set[str]] = {}
         self._ports: dict[str, ports.PortSet] = {}

@@ -50,8 +50,8 @@ from pydantic import (
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node import Taint as NodeTaint
-from coscheduler.api.pod import POD_RESOURCE
 from coscheduler.api.quantity import QuantityError, resource_amount
+from coscheduler.api.requests import POD_RESOURCE
 
 __all__ = [
     "DEFAULT_NODE_PODS",

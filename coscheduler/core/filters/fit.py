@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from coscheduler.api.pod import POD_RESOURCE
+from coscheduler.api.requests import POD_RESOURCE
 
 NAME: Final = "NodeResourcesFit"
 TOO_MANY_PODS: Final = "Too many pods"

@@ -1,0 +1,93 @@
+"""Reading fields of raw API objects (decoded JSON) with messages that name the field.
+
+Pods and nodes arrive as plain dicts. A value of the wrong type or a bad
+quantity must not surface as a bare ``KeyError`` or ``TypeError`` deep in the
+scheduler: the reader checks each field as it is read and raises its object's
+parse error quoting the path and the value (``spec.containers[0].resources...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from coscheduler.api.quantity import QuantityError, resource_amount
+
+__all__ = ["FieldReader"]
+
+
+@lru_cache(maxsize=4096)
+def _amount(resource: str, value: str | int) -> int:
+    # Pods of one workload repeat the same few quantity strings: parse each once.
+    return resource_amount(resource, value)
+
+
+class FieldReader:
+    """Typed access to a raw object that turns every surprise into the reader's error.
+
+    ``fail`` makes the error for a reason: it names the object (``pod ns/p``,
+    ``node n1``) so that every message says which object and which field.
+    """
+
+    __slots__ = ("fail",)
+
+    def __init__(self, fail: Callable[[str], ValueError]) -> None:
+        self.fail = fail
+
+    def mapping(self, value: object, where: str) -> Mapping[str, Any]:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self.fail(f"{where} must be an object, got {value!r}")
+        return value
+
+    def items(self, value: object, where: str) -> list[Any]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(f"{where} must be a list, got {value!r}")
+        return value
+
+    def text(self, value: object, where: str, default: str = "") -> str:
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self.fail(f"{where} must be a string, got {value!r}")
+        return value
+
+    def integer(self, value: object, where: str, default: int = 0) -> int:
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(f"{where} must be an integer, got {value!r}")
+        return value
+
+    def strings(self, value: object, where: str) -> dict[str, str]:
+        mapping = self.mapping(value, where)
+        for key, item in mapping.items():
+            if not isinstance(item, str):
+                raise self.fail(f"{where}[{key!r}] must be a string, got {item!r}")
+        return dict(mapping)
+
+    def resources(self, value: object, where: str) -> dict[str, int]:
+        amounts: dict[str, int] = {}
+        for resource, quantity in self.mapping(value, where).items():
+            try:
+                amount = _amount(resource, quantity)
+            except (QuantityError, TypeError) as error:
+                raise self.fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
+            if amount < 0:
+                raise self.fail(f"{where}[{resource!r}] = {quantity!r} must not be negative")
+            amounts[resource] = amount
+        return amounts
+
+    def timestamp(self, value: object, where: str) -> float:
+        if value is None:
+            return 0.0
+        text = self.text(value, where)
+        try:
+            return datetime.fromisoformat(text).timestamp()
+        except ValueError as error:
+            raise self.fail(f"{where} = {text!r} is not an RFC 3339 time") from error
