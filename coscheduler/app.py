@@ -34,7 +34,6 @@ from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import GroupKey
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
-from coscheduler.core.scoring import Strategy
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
 from coscheduler.runtime.errors import NotFound
@@ -45,7 +44,7 @@ from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
 from coscheduler.runtime.serving import HealthServer
-from coscheduler.runtime.settings import ScoreStrategy, Settings
+from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.watch import Listed, Watch
 
 __all__ = ["run"]
@@ -53,10 +52,6 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
-_STRATEGIES = {
-    ScoreStrategy.MOST_ALLOCATED: Strategy.MOST_ALLOCATED,
-    ScoreStrategy.LEAST_ALLOCATED: Strategy.LEAST_ALLOCATED,
-}
 
 
 @dataclasses.dataclass
@@ -120,7 +115,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         time.monotonic,
         SchedulerSettings(
             scheduler_name=settings.scheduler_name,
-            strategy=_STRATEGIES[settings.score_strategy],
+            strategy=settings.score_strategy,
             queue=QueueSettings(
                 initial_backoff_seconds=settings.backoff.initial_seconds,
                 max_backoff_seconds=settings.backoff.max_seconds,

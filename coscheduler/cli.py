@@ -20,7 +20,9 @@ import click
 from pydantic import ValidationError
 
 from coscheduler import __version__
-from coscheduler.runtime.settings import LogFormat, LogLevel, ScoreStrategy, Settings
+from coscheduler.api import validation
+from coscheduler.core.strategy import Strategy
+from coscheduler.runtime.settings import LogFormat, LogLevel, Settings
 from coscheduler.sim.command import simulate
 
 
@@ -57,7 +59,7 @@ _RUN_FLAGS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
         "--score-strategy",
         ("score_strategy",),
         {
-            "type": click.Choice([s.value for s in ScoreStrategy]),
+            "type": click.Choice([s.value for s in Strategy]),
             "help": "node ranking [most-allocated]",
         },
     ),
@@ -162,10 +164,7 @@ def _load_settings(values: dict[str, Any]) -> Settings:
     try:
         return Settings(**_overrides(values))
     except ValidationError as error:
-        lines = [
-            f"  {'.'.join(str(p) for p in e['loc'])}: {e['msg']} (got {e.get('input')!r})"
-            for e in error.errors()
-        ]
+        lines = [f"  {line}" for line in validation.problems(error)]
         raise click.UsageError("invalid settings:\n" + "\n".join(lines)) from None
 
 

@@ -16,10 +16,10 @@ from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
-from coscheduler.core.scoring import Strategy
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
+from coscheduler.core.strategy import Strategy
 
 __all__ = [
     "Binding",

@@ -24,8 +24,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from coscheduler.api.pod import PodInfo
-from coscheduler.core.scoring import Strategy, score, scored_columns, scores
+from coscheduler.core.scoring import score, scored_columns, scores
 from coscheduler.core.statement import Statement
+from coscheduler.core.strategy import Strategy
 
 __all__ = ["place_run"]
 

@@ -50,11 +50,11 @@ from coscheduler.core import messages
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
-from coscheduler.core.scoring import Strategy
 from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
+from coscheduler.core.strategy import Strategy
 
 __all__ = ["Decision", "member_order", "plan"]
 

@@ -34,10 +34,10 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
-from coscheduler.core.scoring import Strategy
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
 from coscheduler.core.status import Code
+from coscheduler.core.strategy import Strategy
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 

@@ -20,7 +20,6 @@ Python), so both give bit-identical results for amounts below 2**53.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -28,23 +27,12 @@ import numpy.typing as npt
 
 from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.resources import ResourceColumns
+from coscheduler.core.strategy import Strategy
 
-__all__ = ["Strategy", "score", "scored_columns", "scores"]
+__all__ = ["score", "scored_columns", "scores"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-
-
-class Strategy(enum.Enum):
-    """How nodes are ranked."""
-
-    MOST_ALLOCATED = "MostAllocated"
-    LEAST_ALLOCATED = "LeastAllocated"
-
-    @property
-    def packs(self) -> bool:
-        """True when placing a pod never lowers the chosen node's rank."""
-        return self is Strategy.MOST_ALLOCATED
 
 
 def scored_columns(

@@ -22,7 +22,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from coscheduler.api import labels
+from coscheduler.api import labels, validation
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.podgroup import PodGroup, PodGroupStatus
@@ -236,9 +236,7 @@ class ClusterState:
             group = PodGroup.model_validate(raw)
         except ValidationError as error:
             # The CRD's schema should have refused this object; it may predate it.
-            message = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
-            )
+            message = "; ".join(validation.problems(error, with_input=False))
             log.warning("PodGroup skipped", group=str(key), error=message)
             self.on_invalid(
                 InvalidObject(

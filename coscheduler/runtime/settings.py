@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
+from coscheduler.core.strategy import Strategy
 
 __all__ = [
     "BackoffSettings",
@@ -25,19 +26,9 @@ __all__ = [
     "LeaderElectionSettings",
     "LogFormat",
     "LogLevel",
-    "ScoreStrategy",
     "ServingSettings",
     "Settings",
 ]
-
-
-class ScoreStrategy(StrEnum):
-    """How nodes are ranked for a pod that fits on several."""
-
-    #: Pack: prefer the fullest nodes, keeping whole nodes free for the next gang.
-    MOST_ALLOCATED = "most-allocated"
-    #: Spread: prefer the emptiest nodes.
-    LEAST_ALLOCATED = "least-allocated"
 
 
 class LogLevel(StrEnum):
@@ -151,7 +142,7 @@ class Settings(BaseSettings):
     #: Namespaces whose pods are scheduled; empty means all.
     namespaces: tuple[str, ...] = ()
     kubeconfig: str | None = None
-    score_strategy: ScoreStrategy = ScoreStrategy.MOST_ALLOCATED
+    score_strategy: Strategy = Strategy.MOST_ALLOCATED
     log_level: LogLevel = LogLevel.INFO
     log_format: LogFormat = LogFormat.JSON
     #: Minimum seconds between two FailedScheduling events for the same pod

@@ -14,10 +14,11 @@ from typing import Any
 
 import click
 
+from coscheduler.core.strategy import Strategy
+
 __all__ = ["simulate"]
 
 _POLICIES = ("both", "gang", "baseline")
-_STRATEGIES = {"most-allocated": "MOST_ALLOCATED", "least-allocated": "LEAST_ALLOCATED"}
 
 
 class _ReplayByDefault(click.Group):
@@ -54,7 +55,7 @@ def simulate() -> None:
 )
 @click.option(
     "--strategy",
-    type=click.Choice(sorted(_STRATEGIES)),
+    type=click.Choice([s.value for s in Strategy]),
     default="most-allocated",
     show_default=True,
     help="node ranking, for both policies",
@@ -67,7 +68,6 @@ def simulate() -> None:
 )
 def replay(file: Path, policy: str, strategy: str, as_json: bool, plot: Path | None) -> None:
     """Replay FILE under each policy and compare them."""
-    from coscheduler.core.scoring import Strategy
     from coscheduler.sim import replay as replaying
     from coscheduler.sim import report
     from coscheduler.sim.model import ScenarioError, load_scenario
@@ -81,7 +81,7 @@ def replay(file: Path, policy: str, strategy: str, as_json: bool, plot: Path | N
     summaries = []
     for each in chosen:
         started = time.perf_counter()
-        result = replaying.replay(scenario, each, Strategy[_STRATEGIES[strategy]])
+        result = replaying.replay(scenario, each, Strategy(strategy))
         summaries.append(report.summarize(result, time.perf_counter() - started))
         results.append(result)
     if plot is not None:

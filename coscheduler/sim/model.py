@@ -48,6 +48,7 @@ from pydantic import (
     model_validator,
 )
 
+from coscheduler.api import validation
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node import Taint as NodeTaint
 from coscheduler.api.quantity import QuantityError, resource_amount
@@ -221,23 +222,8 @@ def _names(name: str, count: int) -> list[str]:
     return [f"{name}-{i:0{width}d}" for i in range(count)]
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
-    return text or "(top level)"
-
-
 def _explain(error: ValidationError, source: str) -> ScenarioError:
-    lines = []
-    for item in error.errors():
-        # pydantic's loc names the function-validator too; users need the field only.
-        loc = tuple(p for p in item["loc"] if not str(p).startswith("function-"))
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] in ("missing", "extra_forbidden", "literal_error"):
-            lines.append(f"  {_location(loc)}: {message}")
-        else:
-            lines.append(f"  {_location(loc)}: {message} (got {item.get('input')!r})")
+    lines = [f"  {line}" for line in validation.problems(error)]
     return ScenarioError(f"{source}: invalid scenario:\n" + "\n".join(lines))
 
 

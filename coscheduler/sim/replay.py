@@ -55,7 +55,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.queue import QueueOrder, order_of
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
-from coscheduler.core.scoring import Strategy
+from coscheduler.core.strategy import Strategy
 from coscheduler.sim.index import FitIndex
 from coscheduler.sim.model import Gang, Scenario
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import Code
 from coscheduler.core.planner import _trial
-from coscheduler.core.scoring import Strategy
 from coscheduler.core.search import find_packing
 from coscheduler.core.statement import Statement
+from coscheduler.core.strategy import Strategy
 from tests.core.builders import group, node, pod
 from tests.core.test_planner import run, snapshot_of
 
