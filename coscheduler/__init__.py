@@ -6,4 +6,9 @@ import-linter; ``a | b`` are siblings that do not import each other):
 ``cli > app | sim > controller > runtime > core > api``. See docs/design.md.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("coscheduler")
+except PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

@@ -33,6 +33,8 @@ __all__ = [
     "MILLI_RESOURCES",
     "QuantityError",
     "ResourceAmounts",
+    "format_quantity",
+    "format_resource_list",
     "parse_quantity",
     "parse_resource_list",
     "resource_amount",
@@ -46,6 +48,8 @@ ResourceAmounts = dict[str, int]
 #: Resources counted in milli-units; every other resource in whole units.
 MILLI_RESOURCES: Final[frozenset[str]] = frozenset({"cpu"})
 
+#: Resources counted in bytes, written in binary units when exact.
+_BYTE_RESOURCES: Final = frozenset({"memory", "ephemeral-storage"})
 _BINARY_SUFFIXES: Final[dict[str, int]] = {
     "Ki": 2**10,
     "Mi": 2**20,
@@ -161,3 +165,23 @@ def parse_resource_list(resources: dict[str, str | int] | None) -> ResourceAmoun
             raise QuantityError(value, f"resource {name!r} must not be negative")
         amounts[name] = amount
     return amounts
+
+
+def format_quantity(resource: str, amount: int) -> str:
+    """The scheduler's integer back as the canonical quantity, exact and short.
+
+    Milli-resources read ``64`` or ``500m``; bytes in the largest binary unit
+    that divides them exactly (``256Gi``); counts (pods, GPUs) as numbers.
+    """
+    if resource in MILLI_RESOURCES:
+        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
+    if amount != 0 and (resource in _BYTE_RESOURCES or resource.startswith("hugepages-")):
+        for suffix, size in sorted(_BINARY_SUFFIXES.items(), key=lambda item: -item[1]):
+            if amount % size == 0:
+                return f"{amount // size}{suffix}"
+    return str(amount)
+
+
+def format_resource_list(amounts: ResourceAmounts) -> dict[str, str]:
+    """A ResourceList as the API writes it, resources in name order."""
+    return {name: format_quantity(name, amounts[name]) for name in sorted(amounts)}

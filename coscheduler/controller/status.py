@@ -43,11 +43,11 @@ from coscheduler.api.podgroup import (
     PodGroupSpec,
     PodGroupStatus,
 )
-from coscheduler.api.quantity import ResourceAmounts
+from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.reasons import Reason
 from coscheduler.core.status import Status
 
-__all__ = ["Member", "Transition", "derive", "format_resources"]
+__all__ = ["Member", "Transition", "derive"]
 
 
 class Member(Protocol):
@@ -139,17 +139,6 @@ def _phase(counts: _Counts, min_member: int) -> PodGroupPhase:
     if c.bound_active > 0:
         return PodGroupPhase.SCHEDULING
     return PodGroupPhase.PENDING
-
-
-def format_resources(amounts: ResourceAmounts) -> dict[str, str]:
-    """Integers back to canonical quantity strings: millicores as ``1500m``."""
-    result: dict[str, str] = {}
-    for resource, amount in sorted(amounts.items()):
-        if resource == "cpu":
-            result[resource] = f"{amount // 1000}" if amount % 1000 == 0 else f"{amount}m"
-        else:
-            result[resource] = str(amount)
-    return result
 
 
 def _condition(
@@ -249,7 +238,7 @@ def derive(
         # Several owners (rare: a group spread over two Jobs) are listed up
         # to what the field holds.
         occupied_by=",".join(counts.owners[:6]) or None,
-        allocated=dict(format_resources(counts.allocated)) or None,
+        allocated=dict(format_resource_list(counts.allocated)) or None,
     )
     return status, _transitions(previous, status, verdict, spec.min_member)
 

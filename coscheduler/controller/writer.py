@@ -15,13 +15,13 @@ become one status write, not dozens. Per dirty group, one round:
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections import Counter
 
 import structlog
 
 from coscheduler.api import labels
 from coscheduler.api.podgroup import PodGroup, PodGroupPhase
+from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.cluster import ClusterState
@@ -90,7 +90,7 @@ class StatusWriter:
             previous=group.status,
             members=self._state.group_pods(key),
             verdict=self._state.verdicts.get(key),
-            now=datetime.datetime.now(datetime.UTC).replace(microsecond=0),
+            now=utc_now(whole_seconds=True),
         )
         if status == group.status:
             return

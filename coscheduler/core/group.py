@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import DEFAULT_QUEUE
 
-__all__ = ["DEFAULT_QUEUE", "KIND_POD", "KIND_POD_GROUP", "GroupKey", "GroupPolicy"]
+__all__ = ["KIND_POD", "KIND_POD_GROUP", "GroupKey", "GroupPolicy"]
 
 KIND_POD_GROUP: Final = "PodGroup"
 #: The kind of a lone pod's key: the pod is its own gang of one.
 KIND_POD: Final = "Pod"
-DEFAULT_QUEUE: Final = "default"
 
 
 class GroupKey(NamedTuple):

@@ -13,21 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.requests import POD_RESOURCE
 
-__all__ = ["BASE_RESOURCES", "ResourceColumns", "format_amount", "format_amounts"]
+__all__ = ["BASE_RESOURCES", "ResourceColumns", "format_amounts"]
 
 #: Columns 0..3, always present.
 BASE_RESOURCES: Final = ("cpu", "memory", "ephemeral-storage", POD_RESOURCE)
-
-_BINARY: Final = (
-    ("Ei", 2**60),
-    ("Pi", 2**50),
-    ("Ti", 2**40),
-    ("Gi", 2**30),
-    ("Mi", 2**20),
-    ("Ki", 2**10),
-)
 
 
 class ResourceColumns:
@@ -65,18 +57,6 @@ class ResourceColumns:
         return len(self._names) != before
 
 
-def format_amount(resource: str, amount: int) -> str:
-    """``cpu`` 64000 → ``64``, 500 → ``500m``; bytes in the largest exact binary unit."""
-    if resource == "cpu":
-        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
-    if resource == POD_RESOURCE or amount == 0:
-        return str(amount)
-    for suffix, size in _BINARY:
-        if amount % size == 0:
-            return f"{amount // size}{suffix}"
-    return str(amount)
-
-
 def format_amounts(amounts: Mapping[str, int]) -> str:
     """``cpu=64 memory=256Gi``, resources in name order."""
-    return " ".join(f"{name}={format_amount(name, amounts[name])}" for name in sorted(amounts))
+    return " ".join(f"{name}={text}" for name, text in format_resource_list(dict(amounts)).items())

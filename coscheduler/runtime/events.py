@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -45,6 +44,7 @@ from typing import Final, Literal
 
 import structlog
 
+from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 
@@ -96,10 +96,6 @@ class _Pending:
     message: str
     key: tuple[str, str]
     still_true: Callable[[], bool] | None = None
-
-
-def _timestamp() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass
@@ -229,7 +225,7 @@ class EventRecorder:
 
     async def _write(self, pending: _Pending) -> None:
         series = self._series.get(pending.key)
-        now = _timestamp()
+        now = rfc3339()
         if series is not None:
             series.count += series.unwritten + 1
             series.unwritten = 0

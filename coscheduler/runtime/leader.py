@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
 
+from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import LeaderElectionSettings
@@ -42,10 +42,6 @@ log = structlog.get_logger(__name__)
 
 class LeadershipLostError(Exception):
     """The Lease could not be renewed in time; another replica may lead now."""
-
-
-def _now_micro() -> str:
-    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -137,7 +133,7 @@ class LeaderElector:
             "holderIdentity": self._settings.identity,
             "leaseDurationSeconds": max(1, round(self._settings.lease_duration_seconds)),
             "acquireTime": acquire_time,
-            "renewTime": _now_micro(),
+            "renewTime": rfc3339(micro=True),
             "leaseTransitions": transitions,
         }
 
@@ -163,7 +159,7 @@ class LeaderElector:
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
                     "metadata": {"name": settings.lease_name},
-                    "spec": self._lease_body(acquire_time=_now_micro(), transitions=0),
+                    "spec": self._lease_body(acquire_time=rfc3339(micro=True), transitions=0),
                 },
             )
             return True
@@ -179,10 +175,10 @@ class LeaderElector:
         if holder and not held_by_me and not expired:
             return False
         transitions = int(spec.get("leaseTransitions") or 0)
-        acquire_time = spec.get("acquireTime") or _now_micro()
+        acquire_time = spec.get("acquireTime") or rfc3339(micro=True)
         if not held_by_me:
             transitions += 1
-            acquire_time = _now_micro()
+            acquire_time = rfc3339(micro=True)
         lease["spec"] = self._lease_body(acquire_time=acquire_time, transitions=transitions)
         updated = await self._client.call("PUT", self._path, body=lease)
         new_spec = updated["spec"]
@@ -197,7 +193,7 @@ class LeaderElector:
             if (lease.get("spec") or {}).get("holderIdentity") != self._settings.identity:
                 return
             lease["spec"].update(
-                {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": _now_micro()}
+                {"holderIdentity": "", "leaseDurationSeconds": 1, "renewTime": rfc3339(micro=True)}
             )
             await self._client.send("PUT", self._path, body=lease)
             log.info("lease released", lease=self._path)

@@ -18,7 +18,6 @@ kept off the binding path and are few:
 from __future__ import annotations
 
 import asyncio
-import datetime
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 import structlog
 
 from coscheduler.api.reasons import Reason
+from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
 
@@ -113,7 +113,6 @@ class PodConditionWriter:
                 )
 
     async def _write(self, uid: str, update: _Update) -> None:
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {
             "metadata": {"uid": uid},
             "status": {
@@ -123,7 +122,7 @@ class PodConditionWriter:
                         "status": "False",
                         "reason": update.reason.value,
                         "message": update.message,
-                        "lastTransitionTime": now,
+                        "lastTransitionTime": rfc3339(),
                     }
                 ]
             },

@@ -15,8 +15,9 @@ from coscheduler.api.podgroup import (
     PodGroupSpec,
     PodGroupStatus,
 )
+from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.reasons import Reason
-from coscheduler.controller.status import derive, format_resources
+from coscheduler.controller.status import derive
 from coscheduler.core.status import Code, Status
 
 
@@ -179,8 +180,13 @@ def test_status_round_trips_through_the_wire_form() -> None:
     [
         ({"cpu": 1500}, {"cpu": "1500m"}),
         ({"cpu": 3000}, {"cpu": "3"}),
-        ({"memory": 2**30, "nvidia.com/gpu": 2}, {"memory": "1073741824", "nvidia.com/gpu": "2"}),
+        ({"memory": 2**30, "nvidia.com/gpu": 2}, {"memory": "1Gi", "nvidia.com/gpu": "2"}),
+        ({"memory": 1500, "pods": 1024}, {"memory": "1500", "pods": "1024"}),
+        (
+            {"hugepages-2Mi": 2**21, "example.com/fpga": 2048},
+            {"example.com/fpga": "2048", "hugepages-2Mi": "2Mi"},
+        ),
     ],
 )
-def test_format_resources(amounts: dict[str, int], text: dict[str, str]) -> None:
-    assert format_resources(amounts) == text
+def test_format_resource_list(amounts: dict[str, int], text: dict[str, str]) -> None:
+    assert format_resource_list(amounts) == text
