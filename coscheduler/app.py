@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import kopf
@@ -30,8 +31,7 @@ import structlog
 from coscheduler.api import labels
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
-from coscheduler.controller.writer import StatusWriter
-from coscheduler.core.group import GroupKey
+from coscheduler.controller.writer import ChangedGroups, StatusWriter
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
@@ -104,6 +104,12 @@ async def run(settings: Settings) -> None:
         await client.close()
 
 
+def _report_invalid(events: EventRecorder, obj: InvalidObject) -> None:
+    """An object that cannot be read gets a Warning event quoting what is wrong."""
+    reason = Reason.FAILED_SCHEDULING if obj.kind == "Pod" else Reason.INVALID_OBJECT
+    events.record(_ref_of(obj), "Warning", reason, f"cannot be read: {obj.message}")
+
+
 def _ref_of(obj: InvalidObject) -> ObjectRef:
     """Where an Event about an unreadable object goes (a Node's lands in ``default``)."""
     api_version = f"{labels.GROUP}/{labels.VERSION}" if obj.kind == labels.KIND else "v1"
@@ -123,17 +129,28 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             ),
         ),
     )
-    # Reporting has its own rate limit, so it never delays a binding.
+    # Reporting has its own rate limit, so it never delays a binding, and its
+    # writers stand back while bindings are in flight (the loop sets this).
     reporting = client.sibling()
+    binds_idle = asyncio.Event()
     events = EventRecorder(
         reporting,
         interval_seconds=settings.event_interval_seconds,
         on_drop=metrics.events_dropped.inc,
+        idle=binds_idle,
     )
-    state = ClusterState(scheduler, namespaces=frozenset(settings.namespaces))
-    writer = StatusWriter(state=state, client=reporting, events=events, metrics=metrics)
+    changed = ChangedGroups()
+    state = ClusterState(
+        scheduler,
+        namespaces=frozenset(settings.namespaces),
+        on_group_changed=changed.mark,
+        on_invalid=partial(_report_invalid, events),
+    )
+    writer = StatusWriter(
+        state=state, changed=changed, client=reporting, events=events, metrics=metrics
+    )
     pod_conditions = PodConditionWriter(
-        reporting, still_pending=lambda uid: loop.still_pending(uid)
+        reporting, still_pending=scheduler.is_waiting, idle=binds_idle
     )
     loop = SchedulingLoop(
         state=state,
@@ -141,19 +158,8 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         events=events,
         pod_conditions=pod_conditions,
         metrics=metrics,
+        binds_idle=binds_idle,
     )
-    pod_conditions.idle = loop.binds_idle
-    events.idle = loop.binds_idle
-
-    def group_changed(key: GroupKey) -> None:
-        writer.mark(key)
-
-    def invalid(obj: InvalidObject) -> None:
-        reason = Reason.FAILED_SCHEDULING if obj.kind == "Pod" else Reason.INVALID_OBJECT
-        events.record(_ref_of(obj), "Warning", reason, f"cannot be read: {obj.message}")
-
-    state.on_group_changed = group_changed
-    state.on_invalid = invalid
     namespaces = state.namespaces
 
     watch_timeout = settings.client.watch_timeout_seconds

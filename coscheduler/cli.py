@@ -21,8 +21,7 @@ from pydantic import ValidationError
 
 from coscheduler import __version__
 from coscheduler.api import validation
-from coscheduler.core.strategy import Strategy
-from coscheduler.runtime.settings import LogFormat, LogLevel, Settings
+from coscheduler.runtime.settings import SettingDoc, Settings, documented_settings
 from coscheduler.sim.command import simulate
 
 
@@ -42,121 +41,22 @@ def version() -> None:
 main.add_command(simulate)
 
 
-# (flag, settings path, click options) for every setting of `run`.
-_RUN_FLAGS: list[tuple[str, tuple[str, ...], dict[str, Any]]] = [
-    ("--kubeconfig", ("kubeconfig",), {"help": "kubeconfig file; in-cluster credentials if unset"}),
-    (
-        "--scheduler-name",
-        ("scheduler_name",),
-        {"help": "spec.schedulerName to schedule [coscheduler]"},
-    ),
-    (
-        "--namespace",
-        ("namespaces",),
-        {"multiple": True, "help": "schedule pods of this namespace only (repeatable) [all]"},
-    ),
-    (
-        "--score-strategy",
-        ("score_strategy",),
-        {
-            "type": click.Choice([s.value for s in Strategy]),
-            "help": "node ranking [most-allocated]",
-        },
-    ),
-    (
-        "--qps",
-        ("client", "qps"),
-        {
-            "type": float,
-            "help": "API requests per second, for scheduling and again for reporting [50]",
-        },
-    ),
-    (
-        "--burst",
-        ("client", "burst"),
-        {"type": int, "help": "API requests in a burst, for each as --qps [100]"},
-    ),
-    (
-        "--bind-concurrency",
-        ("client", "bind_concurrency"),
-        {"type": int, "help": "Bindings in flight [64]"},
-    ),
-    (
-        "--backoff-initial-seconds",
-        ("backoff", "initial_seconds"),
-        {"type": float, "help": "first retry delay of a group [1]"},
-    ),
-    (
-        "--backoff-max-seconds",
-        ("backoff", "max_seconds"),
-        {"type": float, "help": "longest retry delay [10]"},
-    ),
-    (
-        "--leader-elect/--no-leader-elect",
-        ("leader_election", "enabled"),
-        {"default": None, "help": "hold a Lease to schedule [on]"},
-    ),
-    ("--lease-name", ("leader_election", "lease_name"), {"help": "Lease name [coscheduler]"}),
-    (
-        "--lease-namespace",
-        ("leader_election", "lease_namespace"),
-        {"help": "Lease namespace [kube-system]"},
-    ),
-    (
-        "--lease-duration-seconds",
-        ("leader_election", "lease_duration_seconds"),
-        {"type": float, "help": "[15]"},
-    ),
-    (
-        "--renew-deadline-seconds",
-        ("leader_election", "renew_deadline_seconds"),
-        {"type": float, "help": "[10]"},
-    ),
-    (
-        "--retry-period-seconds",
-        ("leader_election", "retry_period_seconds"),
-        {"type": float, "help": "[2]"},
-    ),
-    (
-        "--identity",
-        ("leader_election", "identity"),
-        {"help": "this replica's name in the Lease [POD_NAME or host-pid]"},
-    ),
-    (
-        "--metrics-address",
-        ("serving", "address"),
-        {"help": "address of /metrics, /healthz, /readyz [0.0.0.0]"},
-    ),
-    (
-        "--metrics-port",
-        ("serving", "port"),
-        {"type": int, "help": "port of /metrics, /healthz, /readyz; 0 picks one [10251]"},
-    ),
-    (
-        "--log-level",
-        ("log_level",),
-        {"type": click.Choice([v.value for v in LogLevel]), "help": "[info]"},
-    ),
-    (
-        "--log-format",
-        ("log_format",),
-        {"type": click.Choice([v.value for v in LogFormat]), "help": "[json]"},
-    ),
-]
+def _param(doc: SettingDoc) -> str:
+    """The click parameter that carries one setting: its path, so none collide."""
+    return "__".join(doc.path)
 
 
 def _overrides(values: dict[str, Any]) -> dict[str, Any]:
     """Nested settings from the flags that were given (None and () mean not given)."""
     result: dict[str, Any] = {}
-    for flag, path, _ in _RUN_FLAGS:
-        name = flag.split("/")[0].lstrip("-").replace("-", "_")
-        value = values.get(name)
+    for doc in documented_settings():
+        value = values.get(_param(doc))
         if value is None or value == ():
             continue
         target = result
-        for part in path[:-1]:
+        for part in doc.path[:-1]:
             target = target.setdefault(part, {})
-        target[path[-1]] = value
+        target[doc.path[-1]] = value
     return result
 
 
@@ -169,8 +69,24 @@ def _load_settings(values: dict[str, Any]) -> Settings:
 
 
 def _run_options(command: Any) -> Any:
-    for flag, _, options in reversed(_RUN_FLAGS):
-        command = click.option(*flag.split(" "), **options)(command)
+    """One flag per setting, made from the setting's own type, description and default.
+
+    Flags default to None ("not given"), so the environment and then the
+    setting's default apply; the help shows that default.
+    """
+    for doc in reversed(documented_settings()):
+        options: dict[str, Any] = {
+            "default": None,
+            "help": f"{doc.help} [{doc.default.strip('`')}]",
+        }
+        if doc.repeatable:
+            options["multiple"] = True
+            options["default"] = ()
+        elif doc.choices is not None:
+            options["type"] = click.Choice(doc.choices)
+        elif doc.kind is not bool:
+            options["type"] = doc.kind
+        command = click.option(_param(doc), doc.flag, **options)(command)
     return command
 
 

@@ -30,9 +30,33 @@ from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 from coscheduler.runtime.metrics import Metrics
 
-__all__ = ["StatusWriter"]
+__all__ = ["ChangedGroups", "StatusWriter"]
 
 log = structlog.get_logger(__name__)
+
+
+class ChangedGroups:
+    """PodGroups whose status may have changed since the writer last looked.
+
+    Made before the cluster state that reports changes and the writer that
+    reads them, so each can be given it when it is built.
+    """
+
+    def __init__(self) -> None:
+        self._keys: set[GroupKey] = set()
+        self.wake = asyncio.Event()
+
+    def mark(self, key: GroupKey) -> None:
+        if key.lone:
+            return  # a lone pod has no PodGroup to write
+        self._keys.add(key)
+        self.wake.set()
+
+    def take(self) -> set[GroupKey]:
+        """The groups marked so far; marks from now on wake the writer again."""
+        keys, self._keys = self._keys, set()
+        self.wake.clear()
+        return keys
 
 
 class StatusWriter:
@@ -40,6 +64,7 @@ class StatusWriter:
         self,
         *,
         state: ClusterState,
+        changed: ChangedGroups,
         client: KubeClient,
         events: EventRecorder,
         metrics: Metrics,
@@ -47,21 +72,17 @@ class StatusWriter:
         concurrency: int = 8,
     ) -> None:
         self._state = state
+        self._changed = changed
         self._client = client
         self._events = events
         self._metrics = metrics
         self._debounce = debounce_seconds
         self._slots = asyncio.Semaphore(concurrency)
-        self._dirty: set[GroupKey] = set()
-        self._wake = asyncio.Event()
         self.writes = 0
 
     def mark(self, key: GroupKey) -> None:
         """The group's status may have changed."""
-        if key.lone:
-            return
-        self._dirty.add(key)
-        self._wake.set()
+        self._changed.mark(key)
 
     def mark_all(self) -> None:
         for key in self._state.podgroups:
@@ -69,10 +90,9 @@ class StatusWriter:
 
     async def run(self) -> None:
         while True:
-            await self._wake.wait()
+            await self._changed.wake.wait()
             await asyncio.sleep(self._debounce)
-            self._wake.clear()
-            keys, self._dirty = self._dirty, set()
+            keys = self._changed.take()
             await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
             self._report_phases()
 

@@ -100,6 +100,11 @@ class Scheduler:
             return [], []
         return list(members.pending.values()), list(members.bound.values())
 
+    def is_waiting(self, uid: str) -> bool:
+        """True while the pod waits: known, not bound, nor assumed with a binding in flight."""
+        pod = self._pods.get(uid)
+        return pod is not None and not pod.bound and not self.snapshot.is_assumed(uid)
+
     def group_of(self, uid: str) -> GroupKey | None:
         return self._member_of.get(uid)
 

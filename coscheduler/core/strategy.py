@@ -1,7 +1,7 @@
 """The ways nodes can be ranked: one enum for the core, the settings and the flags.
 
-Its own module, free of NumPy, so that the command line can offer the choices
-without importing the planner.
+Values are spelled as users write them (``--score-strategy most-allocated``),
+so nothing translates between two vocabularies.
 """
 
 from __future__ import annotations

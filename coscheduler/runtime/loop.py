@@ -96,6 +96,7 @@ class SchedulingLoop:
         events: EventRecorder,
         pod_conditions: PodConditionWriter,
         metrics: Metrics,
+        binds_idle: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._state = state
@@ -108,7 +109,7 @@ class SchedulingLoop:
         self._wake = asyncio.Event()
         self._binds: set[asyncio.Task[None]] = set()
         #: Set while no binding is in flight: lower-priority writers wait for it.
-        self.binds_idle = asyncio.Event()
+        self.binds_idle = binds_idle
         self.binds_idle.set()
         # When each group waiting to be admitted was first tried (gang wait).
         self._first_tried: dict[GroupKey, float] = {}
@@ -203,13 +204,8 @@ class SchedulingLoop:
                 "Warning",
                 Reason.FAILED_SCHEDULING,
                 message,
-                still_true=partial(self.still_pending, pod.uid),
+                still_true=partial(self._scheduler.is_waiting, pod.uid),
             )
-
-    def still_pending(self, uid: str) -> bool:
-        """True while the pod waits: not bound, nor assumed with a binding in flight."""
-        pod = self._scheduler.pod(uid)
-        return pod is not None and not pod.bound and not self._scheduler.snapshot.is_assumed(uid)
 
     async def _bind(self, key: GroupKey, bindings: tuple[Binding, ...]) -> None:
         live = []

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import os
 import socket
-from enum import StrEnum
-from typing import Annotated, Self
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from types import UnionType
+from typing import Annotated, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
@@ -27,8 +30,19 @@ __all__ = [
     "LogFormat",
     "LogLevel",
     "ServingSettings",
+    "SettingDoc",
     "Settings",
+    "documented_settings",
+    "settings_table",
 ]
+
+
+def _flag(flag: str, *, default: str | None = None) -> dict[str, JsonValue]:
+    """A field's flag of ``coscheduler run``, and its default in words when not a value."""
+    extra: dict[str, JsonValue] = {"flag": flag}
+    if default is not None:
+        extra["default_text"] = default
+    return extra
 
 
 class LogLevel(StrEnum):
@@ -55,29 +69,77 @@ class ClientSettings(_Group):
         Field(
             gt=0,
             description=(
-                "sustained requests per second, for scheduling (watches, bindings) and "
-                "separately for reporting (events, status), as kube-scheduler's event client"
+                "API requests per second, for scheduling (watches, bindings) and again, "
+                "separately, for reporting (events, status), as kube-scheduler's event client"
             ),
+            json_schema_extra=_flag("--qps"),
         ),
     ] = 50.0
-    burst: Annotated[int, Field(ge=1, description="requests allowed at once above qps")] = 100
+    burst: Annotated[
+        int,
+        Field(
+            ge=1,
+            description="API requests in a burst above --qps, for each as --qps",
+            json_schema_extra=_flag("--burst"),
+        ),
+    ] = 100
     bind_concurrency: Annotated[
-        int, Field(ge=1, le=1024, description="Binding requests in flight at once")
+        int,
+        Field(
+            ge=1,
+            le=1024,
+            description="Binding requests in flight at once",
+            json_schema_extra=_flag("--bind-concurrency"),
+        ),
     ] = 64
-    request_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    request_timeout_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="seconds before a request without an answer is given up",
+            json_schema_extra=_flag("--request-timeout-seconds"),
+        ),
+    ] = 30.0
     watch_timeout_seconds: Annotated[
-        int, Field(ge=10, description="server-side timeout of one watch request")
+        int,
+        Field(
+            ge=10,
+            description="server-side timeout of one watch request, in seconds",
+            json_schema_extra=_flag("--watch-timeout-seconds"),
+        ),
     ] = 300
 
 
 class BackoffSettings(_Group):
     """Per-group retry delays after a failed attempt (doubling, capped)."""
 
-    initial_seconds: Annotated[float, Field(gt=0)] = 1.0
-    max_seconds: Annotated[float, Field(gt=0)] = 10.0
-    #: Groups parked as unschedulable are retried at least this often even
-    #: when no cluster event seems able to help them.
-    unschedulable_flush_seconds: Annotated[float, Field(gt=0)] = 60.0
+    initial_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="first retry delay of a group that did not fit, in seconds",
+            json_schema_extra=_flag("--backoff-initial-seconds"),
+        ),
+    ] = 1.0
+    max_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="longest retry delay, in seconds",
+            json_schema_extra=_flag("--backoff-max-seconds"),
+        ),
+    ] = 10.0
+    unschedulable_flush_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description=(
+                "seconds after which waiting groups are retried even when no cluster "
+                "event seems able to help them"
+            ),
+            json_schema_extra=_flag("--unschedulable-flush-seconds"),
+        ),
+    ] = 60.0
 
     @model_validator(mode="after")
     def _max_not_below_initial(self) -> Self:
@@ -96,13 +158,59 @@ def _default_identity() -> str:
 class LeaderElectionSettings(_Group):
     """The Lease that makes exactly one replica schedule and write status."""
 
-    enabled: bool = True
-    lease_name: Annotated[str, Field(min_length=1)] = "coscheduler"
-    lease_namespace: Annotated[str, Field(min_length=1)] = "kube-system"
-    identity: Annotated[str, Field(min_length=1)] = Field(default_factory=_default_identity)
-    lease_duration_seconds: Annotated[float, Field(gt=0)] = 15.0
-    renew_deadline_seconds: Annotated[float, Field(gt=0)] = 10.0
-    retry_period_seconds: Annotated[float, Field(gt=0)] = 2.0
+    enabled: Annotated[
+        bool,
+        Field(
+            description="hold a Lease to schedule, so that one replica of several does",
+            json_schema_extra=_flag("--leader-elect/--no-leader-elect"),
+        ),
+    ] = True
+    lease_name: Annotated[
+        str,
+        Field(
+            min_length=1, description="the Lease's name", json_schema_extra=_flag("--lease-name")
+        ),
+    ] = "coscheduler"
+    lease_namespace: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="the Lease's namespace",
+            json_schema_extra=_flag("--lease-namespace"),
+        ),
+    ] = "kube-system"
+    identity: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="this replica's name in the Lease",
+            json_schema_extra=_flag("--identity", default="$POD_NAME, else host-pid"),
+        ),
+    ] = Field(default_factory=_default_identity)
+    lease_duration_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="seconds a standby waits after the last renewal before taking over",
+            json_schema_extra=_flag("--lease-duration-seconds"),
+        ),
+    ] = 15.0
+    renew_deadline_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="seconds the leader keeps trying to renew before it stops",
+            json_schema_extra=_flag("--renew-deadline-seconds"),
+        ),
+    ] = 10.0
+    retry_period_seconds: Annotated[
+        float,
+        Field(
+            gt=0,
+            description="seconds between two attempts to acquire or renew",
+            json_schema_extra=_flag("--retry-period-seconds"),
+        ),
+    ] = 2.0
 
     @model_validator(mode="after")
     def _timings_are_ordered(self) -> Self:
@@ -124,8 +232,22 @@ class LeaderElectionSettings(_Group):
 class ServingSettings(_Group):
     """The HTTP endpoint for /metrics, /healthz and /readyz."""
 
-    address: str = "0.0.0.0"
-    port: Annotated[int, Field(ge=0, le=65535, description="0 picks a free port")] = 10251
+    address: Annotated[
+        str,
+        Field(
+            description="address of /metrics, /healthz, /readyz",
+            json_schema_extra=_flag("--metrics-address"),
+        ),
+    ] = "0.0.0.0"
+    port: Annotated[
+        int,
+        Field(
+            ge=0,
+            le=65535,
+            description="port of /metrics, /healthz, /readyz; 0 picks a free one",
+            json_schema_extra=_flag("--metrics-port"),
+        ),
+    ] = 10251
 
 
 class Settings(BaseSettings):
@@ -138,17 +260,136 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    scheduler_name: Annotated[str, Field(min_length=1)] = DEFAULT_SCHEDULER_NAME
-    #: Namespaces whose pods are scheduled; empty means all.
-    namespaces: tuple[str, ...] = ()
-    kubeconfig: str | None = None
-    score_strategy: Strategy = Strategy.MOST_ALLOCATED
-    log_level: LogLevel = LogLevel.INFO
-    log_format: LogFormat = LogFormat.JSON
-    #: Minimum seconds between two FailedScheduling events for the same pod
-    #: or group with the same message.
-    event_interval_seconds: Annotated[float, Field(ge=0)] = 30.0
+    kubeconfig: Annotated[
+        str | None,
+        Field(
+            description="kubeconfig file",
+            json_schema_extra=_flag("--kubeconfig", default="in-cluster credentials"),
+        ),
+    ] = None
+    scheduler_name: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="the spec.schedulerName whose pods are scheduled",
+            json_schema_extra=_flag("--scheduler-name"),
+        ),
+    ] = DEFAULT_SCHEDULER_NAME
+    namespaces: Annotated[
+        tuple[str, ...],
+        Field(
+            description="schedule the pods of these namespaces only",
+            json_schema_extra=_flag("--namespace", default="all namespaces"),
+        ),
+    ] = ()
+    score_strategy: Annotated[
+        Strategy,
+        Field(
+            description="node ranking: pack (most-allocated) or spread (least-allocated)",
+            json_schema_extra=_flag("--score-strategy"),
+        ),
+    ] = Strategy.MOST_ALLOCATED
+    event_interval_seconds: Annotated[
+        float,
+        Field(
+            ge=0,
+            description="seconds within which repeats of an event are counted, not written",
+            json_schema_extra=_flag("--event-interval-seconds"),
+        ),
+    ] = 30.0
+    log_level: Annotated[
+        LogLevel,
+        Field(description="least severe log level", json_schema_extra=_flag("--log-level")),
+    ] = LogLevel.INFO
+    log_format: Annotated[
+        LogFormat,
+        Field(
+            description="json lines, or console for people",
+            json_schema_extra=_flag("--log-format"),
+        ),
+    ] = LogFormat.JSON
     client: ClientSettings = ClientSettings()
     backoff: BackoffSettings = BackoffSettings()
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = ServingSettings()
+
+
+@dataclass(frozen=True, slots=True)
+class SettingDoc:
+    """One setting as users meet it: its flag, variable, default and meaning."""
+
+    path: tuple[str, ...]
+    flag: str
+    env: str
+    help: str
+    default: str
+    kind: type
+    choices: tuple[str, ...] | None
+    repeatable: bool
+
+
+def documented_settings() -> list[SettingDoc]:
+    """Every setting, in declaration order: the single source of flags and docs."""
+    return list(_walk(Settings, ()))
+
+
+def settings_table() -> str:
+    """The README's table of settings, generated so that it cannot drift."""
+    rows = [
+        "| flag | environment variable | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    for doc in documented_settings():
+        flag = f"`{doc.flag}`" + (" (repeatable)" if doc.repeatable else "")
+        env = f"`{doc.env}`" + (" (JSON list)" if doc.repeatable else "")
+        rows.append(f"| {flag} | {env} | {doc.default} | {doc.help} |")
+    return "\n".join(rows)
+
+
+def _walk(model: type[BaseModel], prefix: tuple[str, ...]) -> Iterator[SettingDoc]:
+    for name, field in model.model_fields.items():
+        path = (*prefix, name)
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, _Group):
+            yield from _walk(annotation, path)
+            continue
+        extra = field.json_schema_extra
+        if not isinstance(extra, dict) or "flag" not in extra:
+            raise TypeError(f"setting {'.'.join(path)} has no flag: give it one with _flag()")
+        kind, choices, repeatable = _kind(annotation)
+        default_text = extra.get("default_text")
+        yield SettingDoc(
+            path=path,
+            flag=str(extra["flag"]),
+            env="COSCHEDULER_" + "__".join(path).upper(),
+            help=field.description or "",
+            default=str(default_text) if default_text else _default_text(field.default),
+            kind=kind,
+            choices=choices,
+            repeatable=repeatable,
+        )
+
+
+def _kind(annotation: object) -> tuple[type, tuple[str, ...] | None, bool]:
+    """The flag's value type, its choices (enums) and whether it repeats (tuples)."""
+    if get_origin(annotation) is tuple:
+        return str, None, True
+    if get_origin(annotation) in (Union, UnionType):
+        annotation = next(arg for arg in get_args(annotation) if arg is not type(None))
+    if isinstance(annotation, type) and issubclass(annotation, Enum):
+        return str, tuple(str(member.value) for member in annotation), False
+    if isinstance(annotation, type):
+        return annotation, None, False
+    raise TypeError(f"no flag type for {annotation!r}")
+
+
+def _default_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, Enum):
+        return f"`{value.value}`"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return f"`{value}`"
+    return str(value)

@@ -1,0 +1,25 @@
+"""The writer's inbox: groups marked changed, taken once, lone pods ignored."""
+
+from __future__ import annotations
+
+from coscheduler.controller.writer import ChangedGroups
+from coscheduler.core.group import KIND_POD, GroupKey
+
+
+def test_marks_are_taken_once_and_wake_the_writer() -> None:
+    changed = ChangedGroups()
+    assert not changed.wake.is_set()
+    changed.mark(GroupKey("ml", "train"))
+    changed.mark(GroupKey("ml", "train"))
+    changed.mark(GroupKey("ml", "serve"))
+    assert changed.wake.is_set()
+    assert changed.take() == {GroupKey("ml", "train"), GroupKey("ml", "serve")}
+    assert not changed.wake.is_set()
+    assert changed.take() == set()
+
+
+def test_a_lone_pod_has_no_podgroup_to_write() -> None:
+    changed = ChangedGroups()
+    changed.mark(GroupKey("ml", "web-0", KIND_POD))
+    assert not changed.wake.is_set()
+    assert changed.take() == set()
