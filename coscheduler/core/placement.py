@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -64,9 +65,20 @@ def place_run(
         slots.tolist(),
         room.tolist(),
         order,
-        (allocatable, used, request, scored, ranking.tolist(), ranks.tolist()),
+        _Ranking(allocatable, used, request, scored, ranking.tolist(), ranks.tolist()),
         strategy,
     )
+
+
+class _Ranking(NamedTuple):
+    """What spreading re-scores a node with after each pod it takes."""
+
+    allocatable: np.ndarray
+    used: np.ndarray
+    request: dict[int, int]
+    scored: list[tuple[int, float]]
+    scores: list[float]
+    ranks: list[int]
 
 
 def _pack(
@@ -95,12 +107,11 @@ def _spread(
     slots: list[int],
     room: list[int],
     order: list[int],
-    state: tuple[
-        np.ndarray, np.ndarray, dict[int, int], list[tuple[int, float]], list[float], list[int]
-    ],
+    state: _Ranking,
     strategy: Strategy,
 ) -> int:
-    allocatable, used, request, scored, ranking, ranks = state
+    allocatable, used, request, scored = state.allocatable, state.used, state.request, state.scored
+    ranking, ranks = state.scores, state.ranks
     heap: list[tuple[float, int, int]] = []
     cursor = 0
     placed = 0

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
@@ -205,7 +206,8 @@ def plan(
             )
 
     statement = Statement(snapshot)
-    placed, rest, failure = _trial(statement, pending, role_needs, needed, strategy, weights)
+    trial = _trial(statement, pending, role_needs, needed, strategy, weights)
+    placed, rest, failure = trial.placed, trial.rest, trial.failure
     if placed < needed:
         statement.discard()
         packing = find_packing(snapshot, pending, role_needs, needed)
@@ -216,7 +218,7 @@ def plan(
             chosen = {pod.uid for pod, _ in packing}
             rest = [pod for pod in pending if pod.uid not in chosen]
     if placed < needed:
-        message = messages.unavailable(failure[1], group, needed, placed) if failure else ""
+        message = messages.unavailable(failure.diagnosis, group, needed, placed) if failure else ""
         return _finish(
             group,
             policy,
@@ -227,7 +229,7 @@ def plan(
                     Code.UNSCHEDULABLE,
                     Reason.NOT_ENOUGH_RESOURCES,
                     message,
-                    failure[1].filter if failure else None,
+                    failure.diagnosis.filter if failure else None,
                 ),
                 members=members,
                 bound=len(bound),
@@ -254,6 +256,21 @@ def plan(
     )
 
 
+class _Failure(NamedTuple):
+    """The first member that did not fit in a trial, and why."""
+
+    pod: PodInfo
+    diagnosis: Diagnosis
+
+
+class _Trial(NamedTuple):
+    """Rule 5's outcome: how many were placed, the members not placed, the first failure."""
+
+    placed: int
+    rest: list[PodInfo]
+    failure: _Failure | None
+
+
 def _trial(
     statement: Statement,
     pending: list[PodInfo],
@@ -261,15 +278,15 @@ def _trial(
     needed: int,
     strategy: Strategy,
     weights: Mapping[str, float] | None,
-) -> tuple[int, list[PodInfo], tuple[PodInfo, Diagnosis] | None]:
-    """Rule 5: how many were placed, the members not tried, the first failure."""
+) -> _Trial:
+    """Rule 5: place members in order until the needs are met or none is left."""
     needs: dict[str | None, int] = {}
     needs.update(role_needs)
     slack = needed - sum(needs.values())
     placed = 0
     rest: list[PodInfo] = []
     failed_shapes: set[tuple[object, ...]] = set()
-    failure: tuple[PodInfo, Diagnosis] | None = None
+    failure: _Failure | None = None
     for run in _runs(pending):
         role = run[0].role
         useful = min(len(run), needs.get(role, 0) + slack)
@@ -286,8 +303,8 @@ def _trial(
         if count < useful:
             failed_shapes.add(run[0].shape)
             if failure is None:
-                failure = (run[count], statement.snapshot.diagnose(run[count]))
-    return placed, rest, failure
+                failure = _Failure(run[count], statement.snapshot.diagnose(run[count]))
+    return _Trial(placed, rest, failure)
 
 
 def _elastic(

@@ -291,10 +291,10 @@ class _Engine:
             gang = live.outcome.gang
             # A plain constructor call per member: dataclasses.replace costs 5x more.
             head = live.template
-            rest = tuple(getattr(head, f.name) for f in dataclasses.fields(PodInfo))[3:]
+            fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(PodInfo)}
             for i in range(gang.size):
                 uid = f"{gang.name}-{i}"
-                pod = head if i == 0 else PodInfo(NAMESPACE, uid, uid, *rest)
+                pod = head if i == 0 else PodInfo(**{**fields, "name": uid, "uid": uid})
                 live.pending[uid] = pod
                 scheduler.upsert_pod(pod)
         else:

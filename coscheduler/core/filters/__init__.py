@@ -24,25 +24,32 @@ to agreement.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
 
-__all__ = ["check_node", "check_static"]
+__all__ = ["Refusal", "check_node", "check_static"]
 
 
-def check_static(pod: PodInfo, node: NodeInfo) -> tuple[str, str] | None:
-    """Filters 1-3: ``(filter name, reason)`` of the first that fails, or None."""
-    reason = unschedulable.check(pod, node)
-    if reason is not None:
-        return unschedulable.NAME, reason
-    reason = taints.check(pod, node)
-    if reason is not None:
-        return taints.NAME, reason
-    reason = affinity.check(pod, node)
-    if reason is not None:
-        return affinity.NAME, reason
+class Refusal(NamedTuple):
+    """Why a node refuses a pod: the first failing filter and its reasons."""
+
+    filter: str
+    reasons: list[str]
+
+
+def check_static(pod: PodInfo, node: NodeInfo) -> Refusal | None:
+    """Filters 1-3: the refusal of the first that fails (one reason), or None."""
+    for name, check in (
+        (unschedulable.NAME, unschedulable.check),
+        (taints.NAME, taints.check),
+        (affinity.NAME, affinity.check),
+    ):
+        reason = check(pod, node)
+        if reason is not None:
+            return Refusal(name, [reason])
     return None
 
 
@@ -51,14 +58,14 @@ def check_node(
     node: NodeInfo,
     allocated: Mapping[str, int],
     used_ports: ports.PortSet | None = None,
-) -> tuple[str, list[str]] | None:
-    """Filters 1-5 on one node: ``(filter name, reasons)`` of the first that fails."""
+) -> Refusal | None:
+    """Filters 1-5 on one node: the refusal of the first that fails, or None."""
     static = check_static(pod, node)
     if static is not None:
-        return static[0], [static[1]]
+        return static
     if used_ports is not None and used_ports.conflicts(pod.host_ports):
-        return ports.NAME, [ports.REASON]
+        return Refusal(ports.NAME, [ports.REASON])
     shortfalls = fit.insufficient(pod.requests, node.allocatable, allocated)
     if shortfalls:
-        return fit.NAME, shortfalls
+        return Refusal(fit.NAME, shortfalls)
     return None
