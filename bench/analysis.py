@@ -123,8 +123,8 @@ def throughput_figures(recorder: Recorder, started: float) -> Json:
     pods = [p for p in recorder.pods.values() if p.bound is not None]
     if not pods:
         return {"pods_bound": 0}
-    first = min(p.bound for p in pods)  # type: ignore[type-var]
-    last = max(p.bound for p in pods)  # type: ignore[type-var]
+    times = [p.bound for p in pods if p.bound is not None]
+    first, last = min(times), max(times)
     created = [p.created for p in recorder.pods.values() if p.created is not None]
     window = max(last - first, 1e-3)
     return {
@@ -146,9 +146,10 @@ def gang_latencies(recorder: Recorder, gangs: dict[str, GangInfo]) -> dict[str, 
     for name, gang in gangs.items():
         members = by_gang.get(name, [])
         created = [p.created if p.created is not None else p.seen for p in members]
+        known = [moment for moment in created if moment is not None]
         binds = sorted(p.bound for p in members if p.bound is not None)
-        if len(binds) >= gang.min_member and created and None not in created:
-            result[name] = binds[gang.min_member - 1] - max(created)  # type: ignore[type-var]
+        if len(binds) >= gang.min_member and known and len(known) == len(created):
+            result[name] = binds[gang.min_member - 1] - max(known)
     return result
 
 
@@ -220,9 +221,9 @@ def contention_figures(
             burst_cpu_s += incomplete_cpu_s
         if admitted_at is not None and name in submitted:
             waits[name] = admitted_at - submitted[name]
-        finished = [p.finished for p in members]
-        if members and len(members) >= gang.size and all(f is not None for f in finished):
-            done[name] = max(finished)  # type: ignore[type-var]
+        finished = [p.finished for p in members if p.finished is not None]
+        if members and len(members) >= gang.size and len(finished) == len(members):
+            done[name] = max(finished)
 
     start = min(submitted.values()) if submitted else 0.0
     end = max(done.values()) if done else recorder.now()
@@ -309,10 +310,10 @@ def parse_request_totals(text: str) -> dict[tuple[str, str, str, str], float]:
         if not line.startswith("apiserver_request_total{"):
             continue
         labels_text, _, value = line.rpartition("} ")
-        labels = {}
+        labels: dict[str, str] = {}
         for part in _split_labels(labels_text[len("apiserver_request_total{") :]):
-            key, _, raw = part.partition("=")
-            labels[key] = raw.strip('"')
+            name, _, raw = part.partition("=")
+            labels[name] = raw.strip('"')
         key = (
             labels.get("verb", ""),
             labels.get("group", ""),
@@ -324,7 +325,9 @@ def parse_request_totals(text: str) -> dict[tuple[str, str, str, str], float]:
 
 
 def _split_labels(text: str) -> list[str]:
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == '"':
             quoted = not quoted
@@ -338,7 +341,9 @@ def _split_labels(text: str) -> list[str]:
     return parts
 
 
-def request_delta(before: dict, after: dict) -> dict[str, float]:
+def request_delta(
+    before: dict[tuple[str, str, str, str], float], after: dict[tuple[str, str, str, str], float]
+) -> dict[str, float]:
     """After minus before, keyed ``VERB resource[/subresource]`` (group dropped: unambiguous
     here but for podgroups, which keep theirs)."""
     delta: dict[str, float] = {}

@@ -78,7 +78,9 @@ class PeerBinaries:
     ceiling: Path
 
 
-def ensure_built(report: Reporter = e2e_build.report_to_stderr) -> tuple[PeerBinaries, dict]:
+def ensure_built(
+    report: Reporter = e2e_build.report_to_stderr,
+) -> tuple[PeerBinaries, dict[str, float]]:
     """Build what is missing; return the paths and the seconds each build took (0 if cached)."""
     control_plane = e2e_build.ensure_built(report)
     timings: dict[str, float] = {}
@@ -110,7 +112,12 @@ def ensure_built(report: Reporter = e2e_build.report_to_stderr) -> tuple[PeerBin
     )
 
 
-def _build(component: e2e_build.Component, builder, go: str, report: Reporter) -> None:
+def _build(
+    component: e2e_build.Component,
+    builder: Callable[[e2e_build._GoRunner, Path], None],
+    go: str,
+    report: Reporter,
+) -> None:
     logs = e2e_build.cache_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log = logs / f"{component.name}-{component.version}.log"
@@ -161,7 +168,7 @@ def reference_wrapper_gomod(upstream_gomod: str) -> str:
     return "\n".join(lines)
 
 
-def _build_reference(go, out: Path) -> None:
+def _build_reference(go: e2e_build._GoRunner, out: Path) -> None:
     module = "sigs.k8s.io/scheduler-plugins"
     go.run(
         "download scheduler-plugins", "mod", "download", "-json", f"{module}@{SCHEDULER_PLUGINS}"
@@ -190,7 +197,7 @@ def _build_reference(go, out: Path) -> None:
         shutil.copyfile(source / crd, out / _crd_file(crd))
 
 
-def _build_ceiling(go, out: Path) -> None:
+def _build_ceiling(go: e2e_build._GoRunner, out: Path) -> None:
     client = e2e_versions.staging_version()
     shutil.copyfile(CEILING_SOURCE, go.work / "main.go")
     go.run("go mod init", "mod", "init", "coscheduler.local/ceiling")

@@ -29,7 +29,8 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import GroupPolicy, Scheduler, SchedulerSettings, Strategy
 
-POOLS = (  # (cpu, memory, labels, taints)
+#: (cpu, memory, labels, taints) of each kind of node.
+POOLS: tuple[tuple[str, str, dict[str, str], list[dict[str, str]]], ...] = (
     ("32", "128Gi", {"pool": "cpu"}, []),
     ("64", "256Gi", {"pool": "big"}, []),
     ("16", "64Gi", {"pool": "small"}, []),

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from e2e import pki as e2e_pki
@@ -40,6 +41,8 @@ def peer_kubeconfig(pki_dir: Path, port: int, path: Path) -> Path:
     pki = e2e_pki.Pki(pki_dir)
     ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
     ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise TypeError(f"the cluster CA's key is a {type(ca_key).__name__}, not EC or RSA")
     key = e2e_pki._ec_key()
     now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
     name = e2e_pki._name(PEER_USER, organization="system:masters")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ class Kube:
                         yield orjson.loads(line)
 
 
-async def gather_limited(coroutines: list, limit: int) -> list:
+async def gather_limited(coroutines: list[Awaitable[Any]], limit: int) -> list[Any]:
     """Run coroutines with at most ``limit`` in flight; results in order, first error raised."""
     semaphore = asyncio.Semaphore(limit)
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bench.kube import ApiError, Kube
 from bench.peers import GANG_LABEL
-from bench.quantity import parse_cpu, parse_memory
+from coscheduler.api.quantity import float_quantity
 
 Json = dict[str, Any]
 
@@ -55,8 +56,8 @@ def pod_requests(pod: Json) -> tuple[float, float]:
         cpu = mem = 0.0
         for container in containers or []:
             requests = (container.get("resources") or {}).get("requests") or {}
-            cpu += parse_cpu(requests.get("cpu", "0"))
-            mem += parse_memory(requests.get("memory", "0"))
+            cpu += float_quantity(requests.get("cpu", "0"))
+            mem += float_quantity(requests.get("memory", "0"))
         return cpu, mem
 
     cpu, mem = total(spec.get("containers", []))
@@ -111,7 +112,7 @@ class Recorder:
                     if kind == "ERROR":
                         raise ApiError("WATCH", path, int(obj.get("code", 500)), b"")
                     version = obj["metadata"]["resourceVersion"]
-                    self._apply(kind, obj)
+                    self._apply(str(kind), obj)
             except asyncio.CancelledError:
                 raise
             except ApiError as error:
@@ -161,7 +162,9 @@ class Recorder:
             record = self.pods[name] = PodRecord(name=name, gang=gang, cpu=cpu, memory=memory)
         record.created = now
 
-    async def wait(self, condition, *, within: float, poll: float = 0.5) -> bool:
+    async def wait(
+        self, condition: Callable[[Recorder], bool], *, within: float, poll: float = 0.5
+    ) -> bool:
         """Wait until ``condition(self)`` holds; False on timeout."""
         deadline = time.monotonic() + within
         while not condition(self):

@@ -6,6 +6,8 @@ import sys
 import time
 from typing import Any
 
+from rich.progress import TaskID
+
 try:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -27,7 +29,7 @@ class Progress:
                 TextColumn("{task.fields[what]}"), TimeElapsedColumn(),
                 console=self.console, transient=True,
             )  # fmt: skip
-            self.task = None
+            self.task: TaskID | None = None
 
     def _stamp(self) -> str:
         elapsed = int(time.monotonic() - self.started)

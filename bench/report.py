@@ -99,7 +99,7 @@ def _cell(trial: Json | None, key: str, digits: int = 1) -> str:
     return _fmt(trial["figures"].get(key), digits)
 
 
-def _index(trials: list[Json], *keys: str) -> dict[tuple, Json]:
+def _index(trials: list[Json], *keys: str) -> dict[tuple[Any, ...], Json]:
     return {tuple(t["params"].get(k) if k in t["params"] else t.get(k) for k in keys): t
             for t in trials}  # fmt: skip
 
@@ -170,7 +170,9 @@ def _throughput(trials: list[Json], kind: str = "throughput") -> list[str]:
                         f"{f['pods_per_s_from_start']:,.0f} ({f['bind_rate_pods_per_s']:,.0f})"
                     )
 
-            def rate(p: str, size: int = size, nodes: int = nodes, by: dict = by) -> float | None:
+            def rate(
+                p: str, size: int = size, nodes: int = nodes, by: dict[Any, Json] = by
+            ) -> float | None:
                 t = by.get((size, nodes, p))
                 return t["figures"].get("pods_per_s_from_start") if t and t["ok"] else None
 
@@ -193,7 +195,7 @@ def _peer_writes(trial: Json) -> dict[str, int]:
 
 
 def _per_pod(trial: Json, count: float) -> float:
-    return count / max(1, trial["cost"]["pods_bound"])
+    return float(count / max(1, trial["cost"]["pods_bound"]))
 
 
 def _cost(trials: list[Json]) -> list[str]:
@@ -388,7 +390,8 @@ def _goals(sources: dict[str, tuple[list[Path], Json]]) -> list[str]:
     def trials(kind: str) -> list[Json]:
         if kind not in sources:
             return []
-        return sources[kind][1]["trials"]
+        found: list[Json] = sources[kind][1]["trials"]
+        return found
 
     def pick(kind: str, regime: str, peer: str, **params: Any) -> Json | None:
         for t in trials(kind):

@@ -22,6 +22,7 @@ from typing import Any
 
 from bench import build as bench_build
 from bench import identity
+from bench import peers as peers_mod
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
 from bench.progress import Progress
@@ -63,7 +64,9 @@ def build_suite(
     suite = Suite(name)
     big = scale == "full"
 
-    def add(workloads: list[wl.Workload], regime_names: list[str], peer_names=peers) -> None:
+    def add(
+        workloads: list[wl.Workload], regime_names: list[str], peer_names: list[str] = peers
+    ) -> None:
         for regime in regime_names:
             for workload in workloads:
                 for peer in peer_names:
@@ -185,8 +188,8 @@ def run_suite(
 
 def _run_one(
     spec: TrialSpec,
-    peer,
-    binaries,
+    peer: peers_mod.Peer,
+    binaries: bench_build.PeerBinaries,
     trial_dir: Path,
     progress: Progress,
     profile_dir: Path | None = None,
@@ -211,6 +214,7 @@ def _run_one(
                 if attempt == 3 or "address already in use" not in str(error):
                     raise
                 progress.log("a port was taken under us; starting the control plane again")
+        assert cluster is not None  # the loop either started one or raised
         shape = workload.nodes
         specs = [
             e2e_nodes.NodeSpec(name=f"kwok-node-{i}", cpu=shape.cpu, memory=shape.memory,

@@ -18,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,8 @@ from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import ApiError, Kube, gather_limited
 from bench.observe import Recorder
 from bench.peers import GANG_LABEL, Gang, Peer, PeerContext
-from bench.quantity import parse_cpu, parse_memory
+from bench.progress import Progress
+from coscheduler.api.quantity import float_quantity
 from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
 
 Json = dict[str, Any]
@@ -59,7 +62,7 @@ class NodeShape:
 
     @property
     def cpu_cores(self) -> float:
-        return parse_cpu(self.cpu)
+        return float_quantity(self.cpu)
 
 
 @dataclass
@@ -79,7 +82,7 @@ def throughput(pods: int, gang_size: int, nodes: int, *, timeout: float = 900) -
     count = max(1, pods // gang_size)
     gangs = [Gang(f"g{gang_size}-{i:05d}", gang_size, gang_size) for i in range(count)]
     shape = NodeShape(nodes)
-    cpu = count * gang_size * parse_cpu(gangs[0].cpu)
+    cpu = count * gang_size * float_quantity(gangs[0].cpu)
     if cpu > nodes * shape.cpu_cores or count * gang_size > nodes * shape.pods:
         # Throughput waits for every pod: one that cannot fit only runs out the clock.
         raise ValueError(f"{count * gang_size} pods of {gangs[0].cpu} cpu do not fit {nodes} nodes")
@@ -247,15 +250,15 @@ async def node_capacities(kube: Kube) -> dict[str, NodeCapacity]:
     for node in listed["items"]:
         alloc = node["status"].get("allocatable", {})
         result[node["metadata"]["name"]] = NodeCapacity(
-            cpu=parse_cpu(alloc.get("cpu", "0")),
-            memory=parse_memory(alloc.get("memory", "0")),
+            cpu=float_quantity(alloc.get("cpu", "0")),
+            memory=float_quantity(alloc.get("memory", "0")),
             pods=int(alloc.get("pods", "0")),
         )
     return result
 
 
 async def create_group_objects(kube: Kube, peer: Peer, ns: str, gangs: list[Gang]) -> None:
-    calls = []
+    calls: list[Awaitable[Any]] = []
     for gang in gangs:
         group = peer.group_object(gang)
         if group is not None:
@@ -271,7 +274,10 @@ async def create_pods(
         body = pod_manifest(peer, gang, index)
         await kube.create(f"/api/v1/namespaces/{ns}/pods", body)
         recorder.mark_created(
-            body["metadata"]["name"], gang.name, parse_cpu(gang.cpu), parse_memory(gang.memory)
+            body["metadata"]["name"],
+            gang.name,
+            float_quantity(gang.cpu),
+            float_quantity(gang.memory),
         )
 
     await gather_limited([one(g, i) for g in gangs for i in range(g.size)], CREATE_CONCURRENCY)
@@ -300,7 +306,7 @@ def gang_infos(gangs: list[Gang]) -> dict[str, GangInfo]:
 
 async def run_trial(
     workload: Workload, peer: Peer, regime: Regime, ctx: PeerContext, port: int, pki_dir: Path,
-    progress,
+    progress: Progress,
 ) -> TrialResult:  # fmt: skip
     kube = Kube(port, pki_dir)
     ns = "bench"
@@ -416,12 +422,11 @@ async def run_trial(
     return result
 
 
-async def _start_profiler(ctx: PeerContext, peer: Peer):
+async def _start_profiler(ctx: PeerContext, peer: Peer) -> subprocess.Popen[bytes] | None:
     """py-spy on ours for the scheduling phase, when the run asks for it (--profile DIR)."""
     if ctx.profile_dir is None or peer.name != "ours" or not peer.processes:
         return None
     import shutil
-    import subprocess
     import sys
 
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -437,11 +442,10 @@ async def _start_profiler(ctx: PeerContext, peer: Peer):
         )  # fmt: skip
 
 
-def _stop_profiler(profiler) -> None:
+def _stop_profiler(profiler: subprocess.Popen[bytes] | None) -> None:
     if profiler is None:
         return
     import signal
-    import subprocess
 
     profiler.send_signal(signal.SIGINT)
     try:
@@ -467,13 +471,13 @@ def _permit_figures(figures: Json, own: dict[str, float], workload: Workload) ->
              if k.startswith("scheduler_permit_wait_duration_seconds_sum")}  # fmt: skip
     if not waits:
         return
-    by_result = {}
+    by_result: dict[str, float] = {}
     for key, value in waits.items():
         result = key.partition('result="')[2].partition('"')[0] or "all"
         by_result[result] = round(by_result.get(result, 0.0) + value, 2)
     figures["permit_wait_pod_seconds"] = by_result
     if workload.kind == "contention" and workload.gangs:
-        cpu = parse_cpu(workload.gangs[0].cpu)
+        cpu = float_quantity(workload.gangs[0].cpu)
         figures["permit_wait_cpu_s"] = round(sum(by_result.values()) * cpu, 2)
         figures["permit_wait_rejected_cpu_s"] = round(
             sum(v for r, v in by_result.items() if r.lower() != "success") * cpu, 2
@@ -548,7 +552,16 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-async def _wait_progress(recorder, progress, peer, total, limit, done, count, what="bound"):
+async def _wait_progress(
+    recorder: Recorder,
+    progress: Progress,
+    peer: Peer,
+    total: int,
+    limit: float,
+    done: Callable[[Recorder], bool],
+    count: Callable[[Recorder], int],
+    what: str = "bound",
+) -> None:
     deadline = time.monotonic() + limit
     while not done(recorder):
         for process in peer.processes:
@@ -560,7 +573,15 @@ async def _wait_progress(recorder, progress, peer, total, limit, done, count, wh
     progress.update(count(recorder), total, what)
 
 
-async def _latency_loop(kube, recorder, peer, ns, gangs, progress, workload) -> None:
+async def _latency_loop(
+    kube: Kube,
+    recorder: Recorder,
+    peer: Peer,
+    ns: str,
+    gangs: list[Gang],
+    progress: Progress,
+    workload: Workload,
+) -> None:
     deadline = time.monotonic() + workload.timeout_seconds
     for index, gang in enumerate(gangs):
         await create_group_objects(kube, peer, ns, [gang])
@@ -579,7 +600,9 @@ async def _latency_loop(kube, recorder, peer, ns, gangs, progress, workload) -> 
         await asyncio.sleep(0.2)
 
 
-async def _submit_jobs(kube, recorder, peer, ns, gangs, progress) -> dict[str, float]:
+async def _submit_jobs(
+    kube: Kube, recorder: Recorder, peer: Peer, ns: str, gangs: list[Gang], progress: Progress
+) -> dict[str, float]:
     progress.status(f"submitting {len(gangs)} Jobs")
     await create_group_objects(kube, peer, ns, gangs)
     submitted: dict[str, float] = {}

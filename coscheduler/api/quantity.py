@@ -34,6 +34,7 @@ __all__ = [
     "QuantityError",
     "ResourceAmounts",
     "format_quantity",
+    "float_quantity",
     "format_resource_list",
     "parse_quantity",
     "parse_resource_list",
@@ -133,6 +134,11 @@ def parse_quantity(value: str | int) -> Fraction:
         scale = _DECIMAL_SUFFIXES[match["suffix"] or ""]
     magnitude = number * scale
     return -magnitude if match["sign"] == "-" else magnitude
+
+
+def float_quantity(value: str | int | float) -> float:
+    """A quantity as a float in base units (``500m`` → 0.5), for figures, not decisions."""
+    return float(value) if isinstance(value, float) else float(parse_quantity(value))
 
 
 def to_milli(value: str | int) -> int:
