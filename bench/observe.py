@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench import analysis
 from bench.kube import ApiError, Kube
 from bench.peers import GANG_LABEL
 from coscheduler.api.quantity import float_quantity
@@ -175,3 +176,34 @@ class Recorder:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout=min(poll, remaining))
         return True
+
+
+class Sampler:
+    """Samples /proc of the peer's processes: CPU seconds and peak RSS, the last seen kept."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.last: dict[str, Json] = {}
+        self.at_first_bind: dict[str, Json] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def sample(self) -> None:
+        for label, pid in self.pids.items():
+            reading = analysis.read_proc(pid)
+            if reading is not None:
+                self.last[label] = reading
+
+    async def _loop(self) -> None:
+        while True:
+            self.sample()
+            await asyncio.sleep(0.5)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop())
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.sample()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import build as bench_build
-from bench import identity
+from bench import identity, trial
 from bench import peers as peers_mod
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
@@ -94,9 +94,7 @@ def build_suite(
         for nodes in scale_nodes or ((100, 1_000, 5_000) if big else (100, 1_000)):
             # 10,000 pods of 1 cpu do not fit on 100 nodes of 32: fill at most 3/4 of the cpu.
             fits = int(nodes * wl.NodeShape(nodes).cpu_cores * 3 / 4)
-            workload = wl.throughput(min(10_000 if big else 2_048, fits), 64, nodes)
-            workload.kind = "scale"
-            add([workload], ["high"], scale_peers)
+            add([wl.scale(min(10_000 if big else 2_048, fits), 64, nodes)], ["high"], scale_peers)
     if not suite.trials:
         raise SystemExit(f"unknown suite {name!r}")
     return suite
@@ -194,7 +192,7 @@ def _run_one(
     progress: Progress,
     profile_dir: Path | None = None,
     index: int = 0,
-) -> wl.TrialResult:
+) -> trial.TrialResult:
     workload = spec.workload
     state_dir = trial_dir / "state"
     cluster: Cluster | None = None
@@ -241,7 +239,7 @@ def _run_one(
                   f"{workload.nodes.count}n-{spec.regime.name}",
         )  # fmt: skip
         return asyncio.run(
-            wl.run_trial(
+            trial.run_trial(
                 workload,
                 peer,
                 spec.regime,
@@ -252,7 +250,7 @@ def _run_one(
             )
         )
     except Exception as error:
-        return wl.TrialResult(
+        return trial.TrialResult(
             workload=workload.kind, label=workload.label, peer=peer.name, regime=spec.regime.name,
             qps=spec.regime.qps, burst=spec.regime.burst, params=workload.params, ok=False,
             failures=[f"{type(error).__name__}: {error}"],

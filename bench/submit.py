@@ -1,0 +1,178 @@
+"""Putting a workload on the cluster: manifests, namespace, group objects, pods and Jobs.
+
+Creations run with at most ``CREATE_CONCURRENCY`` requests in flight, so the runner's own
+load on the API server stays the same for every peer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bench.analysis import GangInfo, NodeCapacity
+from bench.kube import ApiError, Kube, gather_limited
+from bench.observe import Recorder
+from bench.peers import GANG_LABEL, Gang, Peer
+from bench.progress import Progress
+from coscheduler.api.quantity import float_quantity
+from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
+
+Json = dict[str, Any]
+CREATE_CONCURRENCY = 32
+
+
+def pod_template(peer: Peer, gang: Gang) -> Json:
+    annotations = {}
+    if gang.run_seconds is not None:
+        annotations[COMPLETE_AFTER_ANNOTATION] = f"{gang.run_seconds:g}s"
+    pod: Json = {
+        "metadata": {"labels": {GANG_LABEL: gang.name}, "annotations": annotations},
+        "spec": {
+            "schedulerName": peer.scheduler_name,
+            "restartPolicy": "Never" if gang.job else "Always",
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "containers": [{
+                "name": "main", "image": "registry.invalid/bench:1",
+                "resources": {"requests": {"cpu": gang.cpu, "memory": gang.memory}},
+            }],
+        },
+    }  # fmt: skip
+    peer.decorate_pod(pod, gang)
+    return pod
+
+
+def pod_manifest(peer: Peer, gang: Gang, index: int) -> Json:
+    pod = pod_template(peer, gang)
+    pod["apiVersion"] = "v1"
+    pod["kind"] = "Pod"
+    pod["metadata"]["name"] = f"{gang.name}-{index}"
+    return pod
+
+
+def job_manifest(peer: Peer, gang: Gang) -> Json:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": gang.name, "labels": {GANG_LABEL: gang.name}},
+        "spec": {
+            "parallelism": gang.size,
+            "completions": gang.size,
+            "backoffLimit": 0,
+            "template": pod_template(peer, gang),
+        },
+    }
+
+
+async def create_namespace(kube: Kube, name: str) -> None:
+    await kube.create(
+        "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            await kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default")
+            return
+        except ApiError as error:
+            if error.status != 404:
+                raise
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"namespace {name}: no default ServiceAccount after 60s")
+
+
+async def node_capacities(kube: Kube) -> dict[str, NodeCapacity]:
+    listed = await kube.get("/api/v1/nodes")
+    result = {}
+    for node in listed["items"]:
+        alloc = node["status"].get("allocatable", {})
+        result[node["metadata"]["name"]] = NodeCapacity(
+            cpu=float_quantity(alloc.get("cpu", "0")),
+            memory=float_quantity(alloc.get("memory", "0")),
+            pods=int(alloc.get("pods", "0")),
+        )
+    return result
+
+
+async def create_group_objects(kube: Kube, peer: Peer, ns: str, gangs: list[Gang]) -> None:
+    calls: list[Awaitable[Any]] = []
+    for gang in gangs:
+        group = peer.group_object(gang)
+        if group is not None:
+            path, body = group
+            calls.append(kube.create(path.format(ns=ns), body))
+    await gather_limited(calls, CREATE_CONCURRENCY)
+
+
+async def create_pods(
+    kube: Kube, recorder: Recorder, peer: Peer, ns: str, gangs: list[Gang]
+) -> None:
+    async def one(gang: Gang, index: int) -> None:
+        body = pod_manifest(peer, gang, index)
+        await kube.create(f"/api/v1/namespaces/{ns}/pods", body)
+        recorder.mark_created(
+            body["metadata"]["name"],
+            gang.name,
+            float_quantity(gang.cpu),
+            float_quantity(gang.memory),
+        )
+
+    await gather_limited([one(g, i) for g in gangs for i in range(g.size)], CREATE_CONCURRENCY)
+
+
+async def wait_peer_ready(
+    kube: Kube, recorder: Recorder, peer: Peer, ns: str, within: float
+) -> float:
+    """Create one plain probe pod and wait until the peer binds it: the peer is serving."""
+    probe = Gang("probe", 1, 1, cpu="10m", memory="16Mi")
+    started = time.monotonic()
+    await create_pods(kube, recorder, peer, ns, [probe])
+    ok = await recorder.wait(lambda r: r.pods.get("probe-0") is not None
+                             and r.pods["probe-0"].bound is not None, within=within,
+                             poll=0.1)  # fmt: skip
+    for process in peer.processes:
+        process.ensure_running()
+    if not ok:
+        raise RuntimeError(f"{peer.name} did not bind a probe pod within {within:.0f}s")
+    return time.monotonic() - started
+
+
+def gang_infos(gangs: list[Gang]) -> dict[str, GangInfo]:
+    return {g.name: GangInfo(g.name, g.size, g.min_member) for g in gangs}
+
+
+async def wait_progress(
+    recorder: Recorder,
+    progress: Progress,
+    peer: Peer,
+    total: int,
+    limit: float,
+    done: Callable[[Recorder], bool],
+    count: Callable[[Recorder], int],
+    what: str = "bound",
+) -> None:
+    deadline = time.monotonic() + limit
+    while not done(recorder):
+        for process in peer.processes:
+            process.ensure_running()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {count(recorder)}/{total} pods {what} after {limit:.0f}s")
+        progress.update(count(recorder), total, what)
+        await recorder.wait(done, within=1.0, poll=0.5)
+    progress.update(count(recorder), total, what)
+
+
+async def submit_jobs(
+    kube: Kube, recorder: Recorder, peer: Peer, ns: str, gangs: list[Gang], progress: Progress
+) -> dict[str, float]:
+    progress.status(f"submitting {len(gangs)} Jobs")
+    await create_group_objects(kube, peer, ns, gangs)
+    submitted: dict[str, float] = {}
+
+    async def one(gang: Gang) -> None:
+        await kube.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job_manifest(peer, gang))
+        submitted[gang.name] = recorder.now()
+
+    await gather_limited([one(g) for g in gangs], CREATE_CONCURRENCY)
+    return submitted

@@ -1,0 +1,187 @@
+"""One trial: a peer, a regime and a workload on a control plane of their own.
+
+The frame is the same for every workload: a namespace and a watch of its pods, the
+workload's own drive (:meth:`bench.workloads.Workload.drive`), a few seconds for
+trailing writes, then the cost (CPU, RSS, requests), the peer's own metrics, and the
+outcome checked from the watch replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import analysis, identity, submit
+from bench.analysis import GangInfo
+from bench.kube import Kube
+from bench.observe import Recorder, Sampler
+from bench.peers import Peer, PeerContext
+from bench.progress import Progress
+from bench.workloads import Contention, Regime, TrialRun, Workload
+
+Json = dict[str, Any]
+SETTLE_SECONDS = 3.0
+"""After the last binding: trailing status and event writes are counted in the cost."""
+
+
+@dataclass
+class TrialResult:
+    workload: str
+    label: str
+    peer: str
+    regime: str
+    qps: float
+    burst: int
+    params: Json
+    ok: bool
+    failures: list[str]
+    figures: Json = field(default_factory=dict)
+    cost: Json = field(default_factory=dict)
+    requests: Json = field(default_factory=dict)
+    wall_seconds: float = 0.0
+
+    def to_json(self) -> Json:
+        return asdict(self)
+
+
+async def run_trial(
+    workload: Workload, peer: Peer, regime: Regime, ctx: PeerContext, port: int, pki_dir: Path,
+    progress: Progress,
+) -> TrialResult:  # fmt: skip
+    kube = Kube(port, pki_dir)
+    ns = "bench"
+    result = TrialResult(
+        workload=workload.kind, label=workload.label, peer=peer.name, regime=regime.name,
+        qps=regime.qps, burst=regime.burst, params=workload.params, ok=False, failures=[],
+    )  # fmt: skip
+    wall = time.monotonic()
+    recorder = Recorder(kube, ns)
+    run: TrialRun | None = None
+    try:
+        await submit.create_namespace(kube, ns)
+        nodes = await submit.node_capacities(kube)
+        await recorder.start()
+        run = TrialRun(
+            kube, recorder, peer, ctx, ns, progress, regime, nodes,
+            submit.gang_infos(workload.gangs),
+        )  # fmt: skip
+        figures = await workload.drive(run)
+        sampler = run.sampler
+        assert sampler is not None, "every workload starts the peer"
+        await asyncio.sleep(SETTLE_SECONDS)
+        after = analysis.parse_request_totals(await kube.text("/metrics"))
+        own = await _own_metrics(peer)
+        await sampler.stop()
+        for process in peer.processes:
+            process.ensure_running()
+        result.cost = _cost(sampler, recorder, run.infos)
+        _permit_figures(figures, own, workload)
+        if "coscheduler_planner_duration_seconds_sum" in own:
+            planner = own["coscheduler_planner_duration_seconds_sum"]
+            figures["planner_seconds"] = round(planner, 3)
+            if result.cost["cpu_s"]:
+                figures["planner_share"] = round(planner / result.cost["cpu_s"], 4)
+        result.requests = analysis.request_delta(run.before, after)
+        if ctx.audit_log is not None:
+            own_requests, _ = identity.count_requests(ctx.audit_log)
+            figures["peer_requests"] = own_requests
+        failures = analysis.check_outcome(
+            recorder, nodes, run.infos, expect_all_bound=True,
+            gang_peer=peer.gangs and workload.kind != "contention",
+        )  # fmt: skip
+        if not peer.capacity_checks:
+            # The ceiling checks nothing by design; an over-commit is noted, not a failure.
+            figures["notes"] = [f for f in failures if "over-commit" in f]
+            failures = [f for f in failures if "over-commit" not in f]
+        result.failures = failures
+        result.ok = not failures
+        result.figures = figures
+    except Exception as error:
+        result.failures.append(f"{type(error).__name__}: {error}")
+        for process in peer.processes:
+            if not process.is_running():
+                result.failures.append(
+                    f"{process.name} exited; last lines of its log:\n{process.record.log_tail(15)}"
+                )
+    finally:
+        if run is not None and run.sampler is not None:
+            await run.sampler.stop()
+        peer.stop()
+        await recorder.stop()
+        await kube.close()
+        result.wall_seconds = round(time.monotonic() - wall, 1)
+    return result
+
+
+def _permit_figures(figures: Json, own: dict[str, float], workload: Workload) -> None:
+    """Pod-seconds the peer's pods waited at Permit, reserved on a node but unbound.
+
+    kube-scheduler's ``scheduler_permit_wait_duration_seconds`` (by result) is where a
+    Permit-based gang scheduler (the reference, native) holds a gang's members until
+    minMember of them have a node: resources held by an incomplete gang, invisible to the
+    API. Every pod of the contention workload asks the same cpu, so cpu-seconds follow.
+    """
+    waits = {k: v for k, v in own.items()
+             if k.startswith("scheduler_permit_wait_duration_seconds_sum")}  # fmt: skip
+    if not waits:
+        return
+    by_result: dict[str, float] = {}
+    for key, value in waits.items():
+        result = key.partition('result="')[2].partition('"')[0] or "all"
+        by_result[result] = round(by_result.get(result, 0.0) + value, 2)
+    figures["permit_wait_pod_seconds"] = by_result
+    cpu = workload.pod_cpu
+    if isinstance(workload, Contention) and cpu is not None:
+        figures["permit_wait_cpu_s"] = round(sum(by_result.values()) * cpu, 2)
+        figures["permit_wait_rejected_cpu_s"] = round(
+            sum(v for r, v in by_result.items() if r.lower() != "success") * cpu, 2
+        )
+
+
+async def _own_metrics(peer: Peer) -> dict[str, float]:
+    """The peer's own Prometheus metrics (ours; kube-scheduler's), samples by name+labels."""
+    port = peer.metrics_port
+    if not port or not peer.processes:
+        return {}
+    import aiohttp
+
+    url = f"{peer.metrics_scheme}://127.0.0.1:{port}/metrics"
+    try:
+        async with (
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=False)) as session,
+            session.get(url, timeout=aiohttp.ClientTimeout(10)) as r,
+        ):
+            text = await r.text()
+    except (aiohttp.ClientError, TimeoutError):
+        return {}
+    values = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            try:
+                values[name] = float(value)
+            except ValueError:
+                continue
+    return values
+
+
+def _cost(sampler: Sampler, recorder: Recorder, infos: dict[str, GangInfo]) -> Json:
+    bound = max(1, recorder.bound_count)
+    per = {}
+    for label, reading in sampler.last.items():
+        per[label] = {
+            "cpu_s": round(reading["cpu_s"], 2),
+            "peak_rss_mib": round(reading["peak_rss_bytes"] / 2**20, 1),
+            "cpu_s_per_10k_pods": round(reading["cpu_s"] / bound * 10_000, 2),
+        }
+    total_cpu = sum(r["cpu_s"] for r in sampler.last.values())
+    return {
+        "pods_bound": recorder.bound_count,
+        "processes": per,
+        "cpu_s": round(total_cpu, 2),
+        "cpu_s_per_10k_pods": round(total_cpu / bound * 10_000, 2),
+        "peak_rss_mib": round(sum(r["peak_rss_bytes"] for r in sampler.last.values()) / 2**20, 1),
+    }
