@@ -120,57 +120,29 @@ def plan(
     """One attempt for one group (rules 1-6). ``elapsed`` is seconds since its first."""
     pending = sorted(pending, key=member_order)
     members = len(pending) + len(bound)
+
+    def refused(status: Status, needed: int = 0) -> Decision:
+        """The attempt ends without a binding (rule 6 applied)."""
+        decision = Decision(
+            group, status, members=members, bound=len(bound), needed=needed, pending=_keys(pending)
+        )
+        return _finish(group, policy, elapsed, decision)
+
     if policy is None:
-        return _finish(
-            group,
-            None,
-            elapsed,
-            Decision(
-                group,
-                Status(
-                    Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members)
-                ),
-                members=members,
-                bound=len(bound),
-                pending=_keys(pending),
-            ),
+        return refused(
+            Status(Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members))
         )
 
     asking = [pod for pod in pending if pod.asks.unsupported]
     if asking:
-        return _finish(
-            group,
-            policy,
-            elapsed,
-            Decision(
-                group,
-                Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking)),
-                members=members,
-                bound=len(bound),
-                pending=_keys(pending),
-            ),
-        )
+        return refused(Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking)))
 
     have = Counter(pod.role for pod in [*pending, *bound])
     held = Counter(pod.role for pod in bound)
     roles = {role: (have[role], minimum) for role, minimum in policy.role_minimums.items()}
     if members < policy.min_member or any(h < m for h, m in roles.values()):
-        return _finish(
-            group,
-            policy,
-            elapsed,
-            Decision(
-                group,
-                Status(
-                    Code.WAITING,
-                    Reason.NOT_ENOUGH_MEMBERS,
-                    messages.not_enough_members(members, policy.min_member, roles),
-                ),
-                members=members,
-                bound=len(bound),
-                pending=_keys(pending),
-            ),
-        )
+        missing = messages.not_enough_members(members, policy.min_member, roles)
+        return refused(Status(Code.WAITING, Reason.NOT_ENOUGH_MEMBERS, missing))
 
     role_needs = {
         role: max(0, minimum - held[role]) for role, minimum in sorted(policy.role_minimums.items())
@@ -187,22 +159,9 @@ def plan(
                     wanted[resource] = max(0, wanted[resource] - amount)
         free = snapshot.free_capacity()
         if any(amount > free.get(resource, 0) for resource, amount in wanted.items()):
-            return _finish(
-                group,
-                policy,
-                elapsed,
-                Decision(
-                    group,
-                    Status(
-                        Code.UNSCHEDULABLE,
-                        Reason.MIN_RESOURCES_UNAVAILABLE,
-                        messages.min_resources_exceed(wanted, free),
-                    ),
-                    members=members,
-                    bound=len(bound),
-                    needed=needed,
-                    pending=_keys(pending),
-                ),
+            short = messages.min_resources_exceed(wanted, free)
+            return refused(
+                Status(Code.UNSCHEDULABLE, Reason.MIN_RESOURCES_UNAVAILABLE, short), needed
             )
 
     statement = Statement(snapshot)
@@ -219,23 +178,9 @@ def plan(
             rest = [pod for pod in pending if pod.uid not in chosen]
     if placed < needed:
         message = messages.unavailable(failure.diagnosis, group, needed, placed) if failure else ""
-        return _finish(
-            group,
-            policy,
-            elapsed,
-            Decision(
-                group,
-                Status(
-                    Code.UNSCHEDULABLE,
-                    Reason.NOT_ENOUGH_RESOURCES,
-                    message,
-                    failure.diagnosis.filter if failure else None,
-                ),
-                members=members,
-                bound=len(bound),
-                needed=needed,
-                pending=_keys(pending),
-            ),
+        filter_name = failure.diagnosis.filter if failure else None
+        return refused(
+            Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
         )
     bindings = statement.commit()
     extra, left = _place_each(statement, rest, strategy, weights)

@@ -175,16 +175,7 @@ class Scheduler:
 
     def try_group(self, key: GroupKey) -> Decision:
         """What an attempt would decide now, leaving every state unchanged."""
-        pending, bound = self.members(key)
-        decision = plan(
-            self.snapshot,
-            key,
-            self.policy(key),
-            pending,
-            bound,
-            strategy=self.settings.strategy,
-            weights=self.settings.weights,
-        )
+        decision = self._plan(key, *self.members(key))
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
         return decision
@@ -207,16 +198,7 @@ class Scheduler:
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         now = self.clock()
         first = self._first_attempt.setdefault(key, now)
-        decision = plan(
-            self.snapshot,
-            key,
-            self.policy(key),
-            pending,
-            bound,
-            strategy=self.settings.strategy,
-            weights=self.settings.weights,
-            elapsed=now - first,
-        )
+        decision = self._plan(key, pending, bound, elapsed=now - first)
         if decision.admitted:
             self._first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -229,6 +211,24 @@ class Scheduler:
             code = Code.UNSCHEDULABLE
         self.queue.done(key, code)
         return decision
+
+    def _plan(
+        self,
+        key: GroupKey,
+        pending: list[PodInfo],
+        bound: list[PodInfo],
+        elapsed: float | None = None,
+    ) -> Decision:
+        return plan(
+            self.snapshot,
+            key,
+            self.policy(key),
+            pending,
+            bound,
+            strategy=self.settings.strategy,
+            weights=self.settings.weights,
+            elapsed=elapsed,
+        )
 
     def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
         """Rules 1-4: the pod's group and whether it is pending or bound there."""

@@ -23,7 +23,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 import aiohttp
 import orjson
@@ -39,7 +39,7 @@ from tenacity import (
 
 from coscheduler.runtime.errors import ApiError, Unreachable
 
-__all__ = ["KubeClient", "Response", "query_params"]
+__all__ = ["KubeClient", "RequestOptions", "Response", "query_params"]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -88,6 +88,14 @@ def _stop_reading_environment_per_request(api: k8s_client.ApiClient) -> None:
         read_bufsize=_READ_BUFFER_BYTES,
     )
     old.detach()  # the connector now belongs to the new session
+
+
+class RequestOptions(TypedDict, total=False):
+    """What :meth:`KubeClient.send` takes beside the method and path."""
+
+    query: Sequence[tuple[str, str]] | None
+    body: Any
+    content_type: str
 
 
 class KubeClient:
@@ -229,15 +237,7 @@ class KubeClient:
             return Response(response.status, raw)
         raise ApiError.from_answer(method=method, path=path, status=response.status, body=raw)
 
-    async def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Sequence[tuple[str, str]] | None = None,
-        body: Any = None,
-        content_type: str = JSON,
-    ) -> Any:
+    async def call(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Any:
         """Send a request and return the decoded body; raise as :meth:`send` does.
 
         A GET that meets a retryable failure (throttling, a server starting, a
@@ -253,9 +253,7 @@ class KubeClient:
         )
         async for attempt in retrying:
             with attempt:
-                response = await self.send(
-                    method, path, query=query, body=body, content_type=content_type
-                )
+                response = await self.send(method, path, **options)
                 return response.json()
         raise AssertionError("unreachable: tenacity re-raises the last error")
 

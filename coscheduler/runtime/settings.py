@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from types import UnionType
-from typing import Annotated, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,12 +37,17 @@ __all__ = [
 ]
 
 
-def _flag(flag: str, *, default: str | None = None) -> dict[str, JsonValue]:
-    """A field's flag of ``coscheduler run``, and its default in words when not a value."""
+def _setting(
+    flag: str, description: str, *, shown_default: str | None = None, **bounds: Any
+) -> Any:
+    """A setting's field: its flag of ``coscheduler run``, what it means, its bounds.
+
+    ``shown_default`` is the default in words, where the value itself says little.
+    """
     extra: dict[str, JsonValue] = {"flag": flag}
-    if default is not None:
-        extra["default_text"] = default
-    return extra
+    if shown_default is not None:
+        extra["default_text"] = shown_default
+    return Field(description=description, json_schema_extra=extra, **bounds)
 
 
 class LogLevel(StrEnum):
@@ -66,46 +71,33 @@ class ClientSettings(_Group):
 
     qps: Annotated[
         float,
-        Field(
+        _setting(
+            "--qps",
+            "API requests per second, for scheduling (watches, bindings) and again, separately, "
+            "for reporting (events, status), as kube-scheduler's event client",
             gt=0,
-            description=(
-                "API requests per second, for scheduling (watches, bindings) and again, "
-                "separately, for reporting (events, status), as kube-scheduler's event client"
-            ),
-            json_schema_extra=_flag("--qps"),
         ),
     ] = 50.0
     burst: Annotated[
         int,
-        Field(
-            ge=1,
-            description="API requests in a burst above --qps, for each as --qps",
-            json_schema_extra=_flag("--burst"),
-        ),
+        _setting("--burst", "API requests in a burst above --qps, for each as --qps", ge=1),
     ] = 100
     bind_concurrency: Annotated[
         int,
-        Field(
-            ge=1,
-            le=1024,
-            description="Binding requests in flight at once",
-            json_schema_extra=_flag("--bind-concurrency"),
-        ),
+        _setting("--bind-concurrency", "Binding requests in flight at once", ge=1, le=1024),
     ] = 64
     request_timeout_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--request-timeout-seconds",
+            "seconds before a request without an answer is given up",
             gt=0,
-            description="seconds before a request without an answer is given up",
-            json_schema_extra=_flag("--request-timeout-seconds"),
         ),
     ] = 30.0
     watch_timeout_seconds: Annotated[
         int,
-        Field(
-            ge=10,
-            description="server-side timeout of one watch request, in seconds",
-            json_schema_extra=_flag("--watch-timeout-seconds"),
+        _setting(
+            "--watch-timeout-seconds", "server-side timeout of one watch request, in seconds", ge=10
         ),
     ] = 300
 
@@ -115,29 +107,23 @@ class BackoffSettings(_Group):
 
     initial_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--backoff-initial-seconds",
+            "first retry delay of a group that did not fit, in seconds",
             gt=0,
-            description="first retry delay of a group that did not fit, in seconds",
-            json_schema_extra=_flag("--backoff-initial-seconds"),
         ),
     ] = 1.0
     max_seconds: Annotated[
         float,
-        Field(
-            gt=0,
-            description="longest retry delay, in seconds",
-            json_schema_extra=_flag("--backoff-max-seconds"),
-        ),
+        _setting("--backoff-max-seconds", "longest retry delay, in seconds", gt=0),
     ] = 10.0
     unschedulable_flush_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--unschedulable-flush-seconds",
+            "seconds after which waiting groups are retried even when no cluster event seems "
+            "able to help them",
             gt=0,
-            description=(
-                "seconds after which waiting groups are retried even when no cluster "
-                "event seems able to help them"
-            ),
-            json_schema_extra=_flag("--unschedulable-flush-seconds"),
         ),
     ] = 60.0
 
@@ -160,55 +146,48 @@ class LeaderElectionSettings(_Group):
 
     enabled: Annotated[
         bool,
-        Field(
-            description="hold a Lease to schedule, so that one replica of several does",
-            json_schema_extra=_flag("--leader-elect/--no-leader-elect"),
+        _setting(
+            "--leader-elect/--no-leader-elect",
+            "hold a Lease to schedule, so that one replica of several does",
         ),
     ] = True
     lease_name: Annotated[
         str,
-        Field(
-            min_length=1, description="the Lease's name", json_schema_extra=_flag("--lease-name")
-        ),
+        _setting("--lease-name", "the Lease's name", min_length=1),
     ] = "coscheduler"
     lease_namespace: Annotated[
         str,
-        Field(
-            min_length=1,
-            description="the Lease's namespace",
-            json_schema_extra=_flag("--lease-namespace"),
-        ),
+        _setting("--lease-namespace", "the Lease's namespace", min_length=1),
     ] = "kube-system"
     identity: Annotated[
         str,
-        Field(
+        _setting(
+            "--identity",
+            "this replica's name in the Lease",
             min_length=1,
-            description="this replica's name in the Lease",
-            json_schema_extra=_flag("--identity", default="$POD_NAME, else host-pid"),
+            shown_default="$POD_NAME, else host-pid",
         ),
     ] = Field(default_factory=_default_identity)
     lease_duration_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--lease-duration-seconds",
+            "seconds a standby waits after the last renewal before taking over",
             gt=0,
-            description="seconds a standby waits after the last renewal before taking over",
-            json_schema_extra=_flag("--lease-duration-seconds"),
         ),
     ] = 15.0
     renew_deadline_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--renew-deadline-seconds",
+            "seconds the leader keeps trying to renew before it stops",
             gt=0,
-            description="seconds the leader keeps trying to renew before it stops",
-            json_schema_extra=_flag("--renew-deadline-seconds"),
         ),
     ] = 10.0
     retry_period_seconds: Annotated[
         float,
-        Field(
-            gt=0,
-            description="seconds between two attempts to acquire or renew",
-            json_schema_extra=_flag("--retry-period-seconds"),
+        _setting(
+            "--retry-period-seconds", "seconds between two attempts to acquire or renew", gt=0
         ),
     ] = 2.0
 
@@ -234,18 +213,15 @@ class ServingSettings(_Group):
 
     address: Annotated[
         str,
-        Field(
-            description="address of /metrics, /healthz, /readyz",
-            json_schema_extra=_flag("--metrics-address"),
-        ),
+        _setting("--metrics-address", "address of /metrics, /healthz, /readyz"),
     ] = "0.0.0.0"
     port: Annotated[
         int,
-        Field(
+        _setting(
+            "--metrics-port",
+            "port of /metrics, /healthz, /readyz; 0 picks a free one",
             ge=0,
             le=65535,
-            description="port of /metrics, /healthz, /readyz; 0 picks a free one",
-            json_schema_extra=_flag("--metrics-port"),
         ),
     ] = 10251
 
@@ -262,51 +238,43 @@ class Settings(BaseSettings):
 
     kubeconfig: Annotated[
         str | None,
-        Field(
-            description="kubeconfig file",
-            json_schema_extra=_flag("--kubeconfig", default="in-cluster credentials"),
-        ),
+        _setting("--kubeconfig", "kubeconfig file", shown_default="in-cluster credentials"),
     ] = None
     scheduler_name: Annotated[
         str,
-        Field(
-            min_length=1,
-            description="the spec.schedulerName whose pods are scheduled",
-            json_schema_extra=_flag("--scheduler-name"),
+        _setting(
+            "--scheduler-name", "the spec.schedulerName whose pods are scheduled", min_length=1
         ),
     ] = DEFAULT_SCHEDULER_NAME
     namespaces: Annotated[
         tuple[str, ...],
-        Field(
-            description="schedule the pods of these namespaces only",
-            json_schema_extra=_flag("--namespace", default="all namespaces"),
+        _setting(
+            "--namespace",
+            "schedule the pods of these namespaces only",
+            shown_default="all namespaces",
         ),
     ] = ()
     score_strategy: Annotated[
         Strategy,
-        Field(
-            description="node ranking: pack (most-allocated) or spread (least-allocated)",
-            json_schema_extra=_flag("--score-strategy"),
+        _setting(
+            "--score-strategy", "node ranking: pack (most-allocated) or spread (least-allocated)"
         ),
     ] = Strategy.MOST_ALLOCATED
     event_interval_seconds: Annotated[
         float,
-        Field(
+        _setting(
+            "--event-interval-seconds",
+            "seconds within which repeats of an event are counted, not written",
             ge=0,
-            description="seconds within which repeats of an event are counted, not written",
-            json_schema_extra=_flag("--event-interval-seconds"),
         ),
     ] = 30.0
     log_level: Annotated[
         LogLevel,
-        Field(description="least severe log level", json_schema_extra=_flag("--log-level")),
+        _setting("--log-level", "least severe log level"),
     ] = LogLevel.INFO
     log_format: Annotated[
         LogFormat,
-        Field(
-            description="json lines, or console for people",
-            json_schema_extra=_flag("--log-format"),
-        ),
+        _setting("--log-format", "json lines, or console for people"),
     ] = LogFormat.JSON
     client: ClientSettings = ClientSettings()
     backoff: BackoffSettings = BackoffSettings()
