@@ -12,7 +12,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import yaml
 
@@ -39,20 +39,10 @@ def wait_for(
 
     Exceptions raised by ``fetch`` count as "not yet" and are shown if time runs out.
     """
-    deadline = time.monotonic() + timeout
-    seen: object = "(nothing observed)"
-    while True:
-        try:
-            value = fetch()
-        except Exception as error:
-            seen = error
-        else:
-            if condition(value) if condition is not None else bool(value):
-                return value
-            seen = value
-        if time.monotonic() >= deadline:
-            raise WaitTimeoutError(_message(describe, timeout, seen))
+    watch = _Watch(describe, timeout, condition)
+    while not watch.attempt(fetch):
         time.sleep(interval)
+    return watch.value
 
 
 async def async_wait_for(
@@ -64,21 +54,61 @@ async def async_wait_for(
     interval: float = DEFAULT_INTERVAL_SECONDS,
 ) -> T:
     """The same as ``wait_for`` for async tests: ``fetch`` may be a coroutine function."""
-    deadline = time.monotonic() + timeout
-    seen: object = "(nothing observed)"
+    watch = _Watch(describe, timeout, condition)
+
+    async def fetched() -> T:
+        result: Any = fetch()
+        value: T = await result if inspect.isawaitable(result) else result
+        return value
+
     while True:
         try:
-            result: Any = fetch()
-            value: T = await result if inspect.isawaitable(result) else result
-        except Exception as error:
-            seen = error
+            value = await fetched()
+        except Exception as error:  # shown if time runs out
+            watch.saw(error)
         else:
-            if condition(value) if condition is not None else bool(value):
+            if watch.holds(value):
                 return value
-            seen = value
-        if time.monotonic() >= deadline:
-            raise WaitTimeoutError(_message(describe, timeout, seen))
         await asyncio.sleep(interval)
+
+
+class _Watch(Generic[T]):
+    """One wait: its deadline, its condition, and the last value or error seen."""
+
+    def __init__(
+        self, describe: str, timeout: float, condition: Callable[[T], bool] | None
+    ) -> None:
+        self.describe = describe
+        self.timeout = timeout
+        self.condition = condition
+        self.deadline = time.monotonic() + timeout
+        self.seen: object = "(nothing observed)"
+
+    def attempt(self, fetch: Callable[[], T]) -> bool:
+        """Fetch once; True when the condition holds (``value`` is then the answer)."""
+        try:
+            value = fetch()
+        except Exception as error:  # shown if time runs out
+            self.saw(error)
+            return False
+        return self.holds(value)
+
+    def holds(self, value: T) -> bool:
+        """Whether ``value`` meets the condition; raise once the deadline has passed."""
+        self.seen = value
+        if self.condition(value) if self.condition is not None else bool(value):
+            self.value = value
+            return True
+        self._check_deadline()
+        return False
+
+    def saw(self, error: Exception) -> None:
+        self.seen = error
+        self._check_deadline()
+
+    def _check_deadline(self) -> None:
+        if time.monotonic() >= self.deadline:
+            raise WaitTimeoutError(_message(self.describe, self.timeout, self.seen))
 
 
 def _message(describe: str, timeout: float, seen: object) -> str:

@@ -6,7 +6,7 @@ nodes carry), so tests sharing one cluster never compete for capacity.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from e2e.api import ApiClient, Json
 from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
@@ -90,23 +90,12 @@ def create_replicaset(
     role: str | None = None,
     priority_class: str | None = None,
 ) -> Json:
-    labels = _labels(group, role, name)
     spec = _pod_spec(pool=pool, cpu=cpu)
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return api.create(
-        f"/apis/apps/v1/namespaces/{namespace}/replicasets",
-        {
-            "apiVersion": "apps/v1",
-            "kind": "ReplicaSet",
-            "metadata": {"name": name},
-            "spec": {
-                "replicas": replicas,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {"metadata": {"labels": labels}, "spec": spec},
-            },
-        },
-    )
+    controller = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}}
+    template = {"metadata": {"labels": _labels(group, role, name)}, "spec": spec}
+    return _create_controller(api, namespace, "apps/v1", "ReplicaSet", name, controller, template)
 
 
 def create_job(
@@ -121,60 +110,60 @@ def create_job(
     run_seconds: float = 3.0,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running."""
-    return api.create(
-        f"/apis/batch/v1/namespaces/{namespace}/jobs",
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": {"name": name},
-            "spec": {
-                "parallelism": parallelism,
-                "completions": parallelism,
-                "backoffLimit": 0,
-                "template": {
-                    "metadata": {
-                        "labels": _labels(group, None, name),
-                        "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
-                    },
-                    "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
-                },
-            },
+    controller = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0}
+    template = {
+        "metadata": {
+            "labels": _labels(group, None, name),
+            "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
         },
-    )
+        "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
+    }
+    return _create_controller(api, namespace, "batch/v1", "Job", name, controller, template)
 
 
-def pod(
+def _create_controller(
+    api: ApiClient,
+    namespace: str,
+    api_version: str,
+    kind: str,
     name: str,
-    *,
-    pool: str,
-    cpu: str,
-    group: str | None = None,
-    role: str | None = None,
-    scheduler: str = "coscheduler",
+    spec: Json,
+    template: Json,
 ) -> Json:
+    """A workload controller (ReplicaSet, Job) whose pods are made from ``template``."""
+    path = f"/apis/{api_version}/namespaces/{namespace}/{kind.lower()}s"  # replicasets, jobs
+    body = {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": {**spec, "template": template},
+    }
+    return api.create(path, body)
+
+
+class PodShape(TypedDict, total=False):
+    """A test pod's optional traits: its group and role labels, its scheduler."""
+
+    group: str | None
+    role: str | None
+    scheduler: str
+
+
+def pod(name: str, *, pool: str, cpu: str, **shape: Unpack[PodShape]) -> Json:
     """A bare pod's body, for tests that add fields before creating it."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "labels": _labels(group, role, name)},
-        "spec": _pod_spec(pool=pool, cpu=cpu, scheduler=scheduler),
+        "metadata": {"name": name, "labels": _labels(shape.get("group"), shape.get("role"), name)},
+        "spec": _pod_spec(pool=pool, cpu=cpu, scheduler=shape.get("scheduler", "coscheduler")),
     }
 
 
 def create_pod(
-    api: ApiClient,
-    namespace: str,
-    name: str,
-    *,
-    pool: str,
-    cpu: str,
-    group: str | None = None,
-    role: str | None = None,
-    scheduler: str = "coscheduler",
+    api: ApiClient, namespace: str, name: str, *, pool: str, cpu: str, **shape: Unpack[PodShape]
 ) -> Json:
     return api.create(
-        f"/api/v1/namespaces/{namespace}/pods",
-        pod(name, pool=pool, cpu=cpu, group=group, role=role, scheduler=scheduler),
+        f"/api/v1/namespaces/{namespace}/pods", pod(name, pool=pool, cpu=cpu, **shape)
     )
 
 

@@ -15,13 +15,23 @@ from typing import Any
 
 from coscheduler.api.quantity import QuantityError, resource_amount
 
-__all__ = ["FieldReader"]
+__all__ = ["FieldReader", "ObjectParseError"]
 
 
 @lru_cache(maxsize=4096)
 def _amount(resource: str, value: str | int) -> int:
     # Pods of one workload repeat the same few quantity strings: parse each once.
     return resource_amount(resource, value)
+
+
+class ObjectParseError(ValueError):
+    """An object the scheduler cannot read; the message names the object and the value."""
+
+    kind = "object"
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        super().__init__(f"{self.kind} {name}: {why}")
 
 
 class FieldReader:

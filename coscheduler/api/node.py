@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
 
-from coscheduler.api.fields import FieldReader
+from coscheduler.api.fields import FieldReader, ObjectParseError
 
 __all__ = ["TAINT_EFFECTS", "NodeInfo", "NodeParseError", "Taint"]
 
@@ -23,12 +23,10 @@ __all__ = ["TAINT_EFFECTS", "NodeInfo", "NodeParseError", "Taint"]
 TAINT_EFFECTS: Final = frozenset({"NoSchedule", "PreferNoSchedule", "NoExecute"})
 
 
-class NodeParseError(ValueError):
-    """A node object the scheduler cannot read; the message names the node and the value."""
+class NodeParseError(ObjectParseError):
+    """A node object the scheduler cannot read."""
 
-    def __init__(self, node: str, why: str) -> None:
-        self.node = node
-        super().__init__(f"node {node}: {why}")
+    kind = "node"
 
 
 @dataclass(frozen=True, slots=True)

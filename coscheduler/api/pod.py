@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
-from coscheduler.api.fields import FieldReader
+from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.labels import pod_group_name, pod_role
 from coscheduler.api.quantity import ResourceAmounts
 from coscheduler.api.requests import effective_requests
@@ -45,12 +45,10 @@ _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 
 
-class PodParseError(ValueError):
-    """A pod object the scheduler cannot read; the message names the pod and the value."""
+class PodParseError(ObjectParseError):
+    """A pod object the scheduler cannot read."""
 
-    def __init__(self, pod: str, why: str) -> None:
-        self.pod = pod
-        super().__init__(f"pod {pod}: {why}")
+    kind = "pod"
 
 
 @dataclass(frozen=True, slots=True)

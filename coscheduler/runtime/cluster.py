@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from pydantic import ValidationError
@@ -45,6 +45,38 @@ class InvalidObject:
     name: str
     uid: str
     message: str
+
+    @classmethod
+    def of(cls, kind: str, raw: Mapping[str, Any], error: Exception) -> InvalidObject:
+        """The object as far as its metadata can be read, and what is wrong with it."""
+        meta = _meta(raw)
+        return cls(
+            kind,
+            str(meta.get("namespace", "")),
+            str(meta.get("name", "")),
+            str(meta.get("uid", "")),
+            str(error),
+        )
+
+
+_Key = TypeVar("_Key")
+
+
+def _replace_all(
+    objects: Iterable[Mapping[str, Any]],
+    upsert: Callable[[Mapping[str, Any]], _Key | None],
+    known: list[_Key],
+    remove: Callable[[_Key], None],
+) -> None:
+    """A fresh list of every object of a kind: feed each in, forget those it no longer has.
+
+    ``known`` is read before the list is applied: what it held and the list lacks was
+    deleted while nobody watched.
+    """
+    seen = {key for raw in objects if (key := upsert(raw)) is not None}
+    for key in known:
+        if key not in seen:
+            remove(key)
 
 
 def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -82,25 +114,18 @@ class ClusterState:
 
     def replace_nodes(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """A fresh list of every node: forget the nodes it no longer has."""
-        seen: set[str] = set()
-        for raw in objects:
-            name = self.upsert_node(raw)
-            if name is not None:
-                seen.add(name)
-        for node in list(self.scheduler.snapshot.nodes()):
-            if node.name not in seen:
-                self.scheduler.remove_node(node.name)
+        known = [node.name for node in self.scheduler.snapshot.nodes()]
+        _replace_all(objects, self.upsert_node, known, self.scheduler.remove_node)
 
     def upsert_node(self, raw: Mapping[str, Any]) -> str | None:
         try:
             node = NodeInfo.from_object(raw)
         except (NodeParseError, QuantityError) as error:
-            meta = _meta(raw)
-            name = str(meta.get("name", ""))
-            log.warning("node skipped", node=name, error=str(error))
-            self.on_invalid(InvalidObject("Node", "", name, str(meta.get("uid", "")), str(error)))
-            if name:
-                self.scheduler.remove_node(name)
+            invalid = InvalidObject.of("Node", raw, error)
+            log.warning("node skipped", node=invalid.name, error=invalid.message)
+            self.on_invalid(invalid)
+            if invalid.name:
+                self.scheduler.remove_node(invalid.name)
             return None
         self.scheduler.upsert_node(node)
         return node.name
@@ -114,37 +139,26 @@ class ClusterState:
 
     def replace_pods(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """A fresh list of every pod: forget the pods it no longer has."""
-        seen: set[str] = set()
-        for raw in objects:
+
+        def upsert(raw: Mapping[str, Any]) -> str | None:
             pod = self.upsert_pod(raw)
-            if pod is not None:
-                seen.add(pod.uid)
-        for uid in [uid for uid in self._pod_uids if uid not in seen]:
-            self._remove_pod_uid(uid)
+            return None if pod is None else pod.uid
+
+        _replace_all(objects, upsert, list(self._pod_uids), self._remove_pod_uid)
 
     def upsert_pod(self, raw: Mapping[str, Any]) -> PodInfo | None:
         """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
         try:
             pod = PodInfo.from_object(raw)
         except (PodParseError, QuantityError) as error:
-            meta = _meta(raw)
-            uid = str(meta.get("uid", ""))
+            invalid = InvalidObject.of("Pod", raw, error)
+            uid = invalid.uid
             if uid not in self._invalid_pods:
                 self._invalid_pods.add(uid)
                 log.warning(
-                    "pod skipped",
-                    pod=f"{meta.get('namespace')}/{meta.get('name')}",
-                    error=str(error),
+                    "pod skipped", pod=f"{invalid.namespace}/{invalid.name}", error=invalid.message
                 )
-                self.on_invalid(
-                    InvalidObject(
-                        "Pod",
-                        str(meta.get("namespace", "")),
-                        str(meta.get("name", "")),
-                        uid,
-                        str(error),
-                    )
-                )
+                self.on_invalid(invalid)
             if uid:
                 # Forget any readable version we had, but remember it was
                 # reported, so each of its events does not report it again.
@@ -170,12 +184,7 @@ class ClusterState:
         self.scheduler.remove_pod(uid)
         key = self._pod_group.pop(uid, None)
         if key is not None:
-            members = self._group_pods.get(key)
-            if members is not None:
-                members.pop(uid, None)
-                if not members:
-                    del self._group_pods[key]
-            self.on_group_changed(key)
+            self._remove_pod_uid_from(key, uid)
 
     def _index_member(self, pod: PodInfo) -> None:
         key = GroupKey(pod.namespace, pod.group) if pod.group is not None else None
@@ -205,13 +214,7 @@ class ClusterState:
 
     def replace_podgroups(self, objects: Iterable[Mapping[str, Any]]) -> None:
         """A fresh list of every PodGroup: forget the ones it no longer has."""
-        seen: set[GroupKey] = set()
-        for raw in objects:
-            key = self.upsert_podgroup(raw)
-            if key is not None:
-                seen.add(key)
-        for key in [k for k in self.podgroups if k not in seen]:
-            self._remove_podgroup_key(key)
+        _replace_all(objects, self.upsert_podgroup, list(self.podgroups), self._remove_podgroup_key)
 
     def upsert_podgroup(self, raw: Mapping[str, Any]) -> GroupKey | None:
         meta = _meta(raw)

@@ -51,23 +51,20 @@ class Metrics:
         self.bind_errors = Counter(
             "coscheduler_bind_errors", "Bindings that failed, by outcome.", ["outcome"], registry=r
         )
-        self.scheduling_latency = Histogram(
+        self.scheduling_latency = _seconds(
+            r,
             "coscheduler_e2e_scheduling_duration_seconds",
             "From a pod entering the queue to its Binding being accepted.",
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
         )
-        self.gang_wait = Histogram(
+        self.gang_wait = _seconds(
+            r,
             "coscheduler_gang_wait_seconds",
             "From a group's first attempt to minMember of its members bound.",
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
         )
-        self.planner_duration = Histogram(
+        self.planner_duration = _seconds(
+            r,
             "coscheduler_planner_duration_seconds",
             "Time the pure planner spends deciding one group.",
-            buckets=_LATENCY_BUCKETS,
-            registry=r,
         )
         self.queue_length = Gauge(
             "coscheduler_queue_groups", "Groups waiting, by pool.", ["pool"], registry=r
@@ -83,3 +80,8 @@ class Metrics:
         self.leader = Gauge(
             "coscheduler_leader", "1 while this replica holds the Lease.", registry=r
         )
+
+
+def _seconds(registry: CollectorRegistry, name: str, documentation: str) -> Histogram:
+    """A histogram of durations, on the buckets every latency of ours uses."""
+    return Histogram(name, documentation, buckets=_LATENCY_BUCKETS, registry=registry)

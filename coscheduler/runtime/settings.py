@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from types import UnionType
-from typing import Annotated, Any, Self, Union, get_args, get_origin
+from typing import Any, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,16 +38,16 @@ __all__ = [
 
 
 def _setting(
-    flag: str, description: str, *, shown_default: str | None = None, **bounds: Any
+    flag: str, description: str, *, shown_default: str | None = None, **options: Any
 ) -> Any:
-    """A setting's field: its flag of ``coscheduler run``, what it means, its bounds.
+    """A setting's field: its flag of ``coscheduler run``, what it means, default, bounds.
 
     ``shown_default`` is the default in words, where the value itself says little.
     """
     extra: dict[str, JsonValue] = {"flag": flag}
     if shown_default is not None:
         extra["default_text"] = shown_default
-    return Field(description=description, json_schema_extra=extra, **bounds)
+    return Field(description=description, json_schema_extra=extra, **options)
 
 
 class LogLevel(StrEnum):
@@ -69,63 +69,52 @@ class _Group(BaseModel):
 class ClientSettings(_Group):
     """How hard coscheduler may talk to the API server."""
 
-    qps: Annotated[
-        float,
-        _setting(
-            "--qps",
-            "API requests per second, for scheduling (watches, bindings) and again, separately, "
-            "for reporting (events, status), as kube-scheduler's event client",
-            gt=0,
-        ),
-    ] = 50.0
-    burst: Annotated[
-        int,
-        _setting("--burst", "API requests in a burst above --qps, for each as --qps", ge=1),
-    ] = 100
-    bind_concurrency: Annotated[
-        int,
-        _setting("--bind-concurrency", "Binding requests in flight at once", ge=1, le=1024),
-    ] = 64
-    request_timeout_seconds: Annotated[
-        float,
-        _setting(
-            "--request-timeout-seconds",
-            "seconds before a request without an answer is given up",
-            gt=0,
-        ),
-    ] = 30.0
-    watch_timeout_seconds: Annotated[
-        int,
-        _setting(
-            "--watch-timeout-seconds", "server-side timeout of one watch request, in seconds", ge=10
-        ),
-    ] = 300
+    qps: float = _setting(
+        "--qps",
+        "API requests per second, for scheduling (watches, bindings) and again, separately, "
+        "for reporting (events, status), as kube-scheduler's event client",
+        default=50.0,
+        gt=0,
+    )
+    burst: int = _setting(
+        "--burst", "API requests in a burst above --qps, for each as --qps", default=100, ge=1
+    )
+    bind_concurrency: int = _setting(
+        "--bind-concurrency", "Binding requests in flight at once", default=64, ge=1, le=1024
+    )
+    request_timeout_seconds: float = _setting(
+        "--request-timeout-seconds",
+        "seconds before a request without an answer is given up",
+        default=30.0,
+        gt=0,
+    )
+    watch_timeout_seconds: int = _setting(
+        "--watch-timeout-seconds",
+        "server-side timeout of one watch request, in seconds",
+        default=300,
+        ge=10,
+    )
 
 
 class BackoffSettings(_Group):
     """Per-group retry delays after a failed attempt (doubling, capped)."""
 
-    initial_seconds: Annotated[
-        float,
-        _setting(
-            "--backoff-initial-seconds",
-            "first retry delay of a group that did not fit, in seconds",
-            gt=0,
-        ),
-    ] = 1.0
-    max_seconds: Annotated[
-        float,
-        _setting("--backoff-max-seconds", "longest retry delay, in seconds", gt=0),
-    ] = 10.0
-    unschedulable_flush_seconds: Annotated[
-        float,
-        _setting(
-            "--unschedulable-flush-seconds",
-            "seconds after which waiting groups are retried even when no cluster event seems "
-            "able to help them",
-            gt=0,
-        ),
-    ] = 60.0
+    initial_seconds: float = _setting(
+        "--backoff-initial-seconds",
+        "first retry delay of a group that did not fit, in seconds",
+        default=1.0,
+        gt=0,
+    )
+    max_seconds: float = _setting(
+        "--backoff-max-seconds", "longest retry delay, in seconds", default=10.0, gt=0
+    )
+    unschedulable_flush_seconds: float = _setting(
+        "--unschedulable-flush-seconds",
+        "seconds after which waiting groups are retried even when no cluster event seems "
+        "able to help them",
+        default=60.0,
+        gt=0,
+    )
 
     @model_validator(mode="after")
     def _max_not_below_initial(self) -> Self:
@@ -144,52 +133,42 @@ def _default_identity() -> str:
 class LeaderElectionSettings(_Group):
     """The Lease that makes exactly one replica schedule and write status."""
 
-    enabled: Annotated[
-        bool,
-        _setting(
-            "--leader-elect/--no-leader-elect",
-            "hold a Lease to schedule, so that one replica of several does",
-        ),
-    ] = True
-    lease_name: Annotated[
-        str,
-        _setting("--lease-name", "the Lease's name", min_length=1),
-    ] = "coscheduler"
-    lease_namespace: Annotated[
-        str,
-        _setting("--lease-namespace", "the Lease's namespace", min_length=1),
-    ] = "kube-system"
-    identity: Annotated[
-        str,
-        _setting(
-            "--identity",
-            "this replica's name in the Lease",
-            min_length=1,
-            shown_default="$POD_NAME, else host-pid",
-        ),
-    ] = Field(default_factory=_default_identity)
-    lease_duration_seconds: Annotated[
-        float,
-        _setting(
-            "--lease-duration-seconds",
-            "seconds a standby waits after the last renewal before taking over",
-            gt=0,
-        ),
-    ] = 15.0
-    renew_deadline_seconds: Annotated[
-        float,
-        _setting(
-            "--renew-deadline-seconds",
-            "seconds the leader keeps trying to renew before it stops",
-            gt=0,
-        ),
-    ] = 10.0
-    retry_period_seconds: Annotated[
-        float,
-        _setting(
-            "--retry-period-seconds", "seconds between two attempts to acquire or renew", gt=0
-        ),
-    ] = 2.0
+    enabled: bool = _setting(
+        "--leader-elect/--no-leader-elect",
+        "hold a Lease to schedule, so that one replica of several does",
+        default=True,
+    )
+    lease_name: str = _setting(
+        "--lease-name", "the Lease's name", default="coscheduler", min_length=1
+    )
+    lease_namespace: str = _setting(
+        "--lease-namespace", "the Lease's namespace", default="kube-system", min_length=1
+    )
+    identity: str = _setting(
+        "--identity",
+        "this replica's name in the Lease",
+        min_length=1,
+        shown_default="$POD_NAME, else host-pid",
+        default_factory=_default_identity,
+    )
+    lease_duration_seconds: float = _setting(
+        "--lease-duration-seconds",
+        "seconds a standby waits after the last renewal before taking over",
+        default=15.0,
+        gt=0,
+    )
+    renew_deadline_seconds: float = _setting(
+        "--renew-deadline-seconds",
+        "seconds the leader keeps trying to renew before it stops",
+        default=10.0,
+        gt=0,
+    )
+    retry_period_seconds: float = _setting(
+        "--retry-period-seconds",
+        "seconds between two attempts to acquire or renew",
+        default=2.0,
+        gt=0,
+    )
 
     @model_validator(mode="after")
     def _timings_are_ordered(self) -> Self:
@@ -211,19 +190,16 @@ class LeaderElectionSettings(_Group):
 class ServingSettings(_Group):
     """The HTTP endpoint for /metrics, /healthz and /readyz."""
 
-    address: Annotated[
-        str,
-        _setting("--metrics-address", "address of /metrics, /healthz, /readyz"),
-    ] = "0.0.0.0"
-    port: Annotated[
-        int,
-        _setting(
-            "--metrics-port",
-            "port of /metrics, /healthz, /readyz; 0 picks a free one",
-            ge=0,
-            le=65535,
-        ),
-    ] = 10251
+    address: str = _setting(
+        "--metrics-address", "address of /metrics, /healthz, /readyz", default="0.0.0.0"
+    )
+    port: int = _setting(
+        "--metrics-port",
+        "port of /metrics, /healthz, /readyz; 0 picks a free one",
+        default=10251,
+        ge=0,
+        le=65535,
+    )
 
 
 class Settings(BaseSettings):
@@ -236,46 +212,36 @@ class Settings(BaseSettings):
         frozen=True,
     )
 
-    kubeconfig: Annotated[
-        str | None,
-        _setting("--kubeconfig", "kubeconfig file", shown_default="in-cluster credentials"),
-    ] = None
-    scheduler_name: Annotated[
-        str,
-        _setting(
-            "--scheduler-name", "the spec.schedulerName whose pods are scheduled", min_length=1
-        ),
-    ] = DEFAULT_SCHEDULER_NAME
-    namespaces: Annotated[
-        tuple[str, ...],
-        _setting(
-            "--namespace",
-            "schedule the pods of these namespaces only",
-            shown_default="all namespaces",
-        ),
-    ] = ()
-    score_strategy: Annotated[
-        Strategy,
-        _setting(
-            "--score-strategy", "node ranking: pack (most-allocated) or spread (least-allocated)"
-        ),
-    ] = Strategy.MOST_ALLOCATED
-    event_interval_seconds: Annotated[
-        float,
-        _setting(
-            "--event-interval-seconds",
-            "seconds within which repeats of an event are counted, not written",
-            ge=0,
-        ),
-    ] = 30.0
-    log_level: Annotated[
-        LogLevel,
-        _setting("--log-level", "least severe log level"),
-    ] = LogLevel.INFO
-    log_format: Annotated[
-        LogFormat,
-        _setting("--log-format", "json lines, or console for people"),
-    ] = LogFormat.JSON
+    kubeconfig: str | None = _setting(
+        "--kubeconfig", "kubeconfig file", default=None, shown_default="in-cluster credentials"
+    )
+    scheduler_name: str = _setting(
+        "--scheduler-name",
+        "the spec.schedulerName whose pods are scheduled",
+        default=DEFAULT_SCHEDULER_NAME,
+        min_length=1,
+    )
+    namespaces: tuple[str, ...] = _setting(
+        "--namespace",
+        "schedule the pods of these namespaces only",
+        default=(),
+        shown_default="all namespaces",
+    )
+    score_strategy: Strategy = _setting(
+        "--score-strategy",
+        "node ranking: pack (most-allocated) or spread (least-allocated)",
+        default=Strategy.MOST_ALLOCATED,
+    )
+    event_interval_seconds: float = _setting(
+        "--event-interval-seconds",
+        "seconds within which repeats of an event are counted, not written",
+        default=30.0,
+        ge=0,
+    )
+    log_level: LogLevel = _setting("--log-level", "least severe log level", default=LogLevel.INFO)
+    log_format: LogFormat = _setting(
+        "--log-format", "json lines, or console for people", default=LogFormat.JSON
+    )
     client: ClientSettings = ClientSettings()
     backoff: BackoffSettings = BackoffSettings()
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)

@@ -448,30 +448,6 @@ def test_lone_pods_and_pods_of_other_schedulers(
     )
 
 
-def test_missing_podgroup_waits_with_an_event_then_schedules(
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    add_nodes: Callable[..., list[str]],
-    start_scheduler: StartScheduler,
-) -> None:
-    add_nodes(1, cpu="8")
-    start_scheduler()
-    w.create_pod(cluster.api, namespace, "orphan", pool=pool, cpu="1", group="later")
-    found = wait_for(
-        lambda: events(cluster, namespace, "orphan"),
-        lambda items: any("does not exist" in e["message"] for e in items),
-        describe="an event saying the PodGroup does not exist",
-    )
-    assert any(f"PodGroup {namespace}/later does not exist" in e["message"] for e in found)
-    w.create_podgroup(cluster.api, namespace, "later", 1)
-    wait_for(
-        lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/orphan"),
-        lambda p: bool(p["spec"].get("nodeName")),
-        describe="the pod bound",
-    )
-
-
 def test_crash_between_bindings_is_completed_by_the_next_start(
     cluster: Cluster,
     namespace: str,

@@ -133,7 +133,7 @@ def test_lone_pod_that_does_not_fit_says_why_until_bound(
     wait_bound(cluster, namespace, "lone")
 
 
-def test_missing_group_and_missing_members_say_what_they_wait_for(
+def test_missing_group_and_missing_members_say_what_they_wait_for_then_it_schedules(
     cluster: Cluster,
     namespace: str,
     pool: str,

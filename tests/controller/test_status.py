@@ -17,8 +17,15 @@ from coscheduler.api.podgroup import (
 )
 from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.reasons import Reason
-from coscheduler.controller.status import derive
+from coscheduler.controller.status import Transition, derive
 from coscheduler.core.status import Code, Status
+
+
+def first_status(verdict: Status) -> tuple[PodGroupStatus, list[Transition]]:
+    """The first status of a group of six pending members after a failed attempt."""
+    return derive(
+        spec=SPEC, previous=PodGroupStatus(), members=members(pending=6), verdict=verdict, now=NOW
+    )
 
 
 def failed_attempt(reason: Reason, message: str) -> Status:
@@ -100,9 +107,7 @@ def test_waiting_group_shows_the_planner_reason_and_an_event_once() -> None:
         Reason.NOT_ENOUGH_RESOURCES,
         "0/2 nodes are available for 4 pods of group ml/train: 2 Insufficient cpu.",
     )
-    status, transitions = derive(
-        spec=SPEC, previous=PodGroupStatus(), members=members(pending=6), verdict=verdict, now=NOW
-    )
+    status, transitions = first_status(verdict)
     unschedulable = status.condition(ConditionType.UNSCHEDULABLE)
     assert unschedulable is not None
     assert unschedulable.status is ConditionStatus.TRUE
@@ -126,13 +131,7 @@ def test_waiting_group_shows_the_planner_reason_and_an_event_once() -> None:
 
 
 def test_placed_group_clears_unschedulable_and_records_the_phase_change() -> None:
-    waiting, _ = derive(
-        spec=SPEC,
-        previous=PodGroupStatus(),
-        members=members(pending=6),
-        verdict=failed_attempt(Reason.NOT_ENOUGH_RESOURCES, "no room"),
-        now=NOW,
-    )
+    waiting, _ = first_status(failed_attempt(Reason.NOT_ENOUGH_RESOURCES, "no room"))
     placed, transitions = derive(
         spec=SPEC, previous=waiting, members=members(pending=2, running=4), verdict=None, now=LATER
     )
@@ -164,13 +163,7 @@ def test_failed_member_is_a_warning_and_replacements_recover() -> None:
 
 
 def test_status_round_trips_through_the_wire_form() -> None:
-    status, _ = derive(
-        spec=SPEC,
-        previous=PodGroupStatus(),
-        members=members(pending=6),
-        verdict=failed_attempt(Reason.TIMEOUT, "not placed within 60s"),
-        now=NOW,
-    )
+    status, _ = first_status(failed_attempt(Reason.TIMEOUT, "not placed within 60s"))
     wire = status.model_dump(by_alias=True, exclude_none=True, mode="json")
     assert PodGroupStatus.model_validate(wire) == status
 
