@@ -8,6 +8,7 @@ examples run side by side on the shared test cluster.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,43 +80,46 @@ def test_every_example_is_tested() -> None:
     assert {p.name for p in EXAMPLES.glob("*.yaml")} == tested
 
 
-def test_seed_gang(
+@dataclass(frozen=True)
+class ExampleRun:
+    """An example applied on some nodes, and the phase and counters its group reaches."""
+
+    file: str
+    nodes: int
+    group: str
+    phase: str
+    counts: dict[str, int]
+    run_seconds: str | None = None
+
+
+PLAIN_EXAMPLES = [
+    pytest.param(
+        ExampleRun("seed-gang.yaml", 3, "seed", "Running", {"running": 6, "scheduled": 6}),
+        id="seed-gang",
+    ),
+    pytest.param(
+        ExampleRun("job-gang.yaml", 1, "train-job", "Finished", {"succeeded": 4}, run_seconds="3s"),
+        id="job-gang-finishes",
+    ),
+    pytest.param(
+        ExampleRun("roles-gang.yaml", 1, "mpi", "Running", {"running": 4}), id="roles-gang"
+    ),
+]
+
+
+@pytest.mark.parametrize("example", PLAIN_EXAMPLES)
+def test_example_reaches_its_phase(
     cluster: Cluster,
     namespace: str,
     pool: str,
     add_nodes: AddNodes,
     start_scheduler: StartScheduler,
+    example: ExampleRun,
 ) -> None:
-    add_nodes(3, cpu="8")
+    add_nodes(example.nodes, cpu="8")
     start_scheduler()
-    apply_example(cluster, namespace, "seed-gang.yaml", pool)
-    group_is(cluster, namespace, "seed", "Running", running=6, scheduled=6)
-
-
-def test_job_gang_finishes(
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    add_nodes: AddNodes,
-    start_scheduler: StartScheduler,
-) -> None:
-    add_nodes(1, cpu="8")
-    start_scheduler()
-    apply_example(cluster, namespace, "job-gang.yaml", pool, run_seconds="3s")
-    group_is(cluster, namespace, "train-job", "Finished", succeeded=4)
-
-
-def test_roles_gang(
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    add_nodes: AddNodes,
-    start_scheduler: StartScheduler,
-) -> None:
-    add_nodes(1, cpu="8")
-    start_scheduler()
-    apply_example(cluster, namespace, "roles-gang.yaml", pool)
-    group_is(cluster, namespace, "mpi", "Running", running=4)
+    apply_example(cluster, namespace, example.file, pool, run_seconds=example.run_seconds)
+    group_is(cluster, namespace, example.group, example.phase, **example.counts)
 
 
 def test_gpu_gang_lands_on_gpu_nodes(
