@@ -80,6 +80,17 @@ def hold(
         time.sleep(0.5)
 
 
+def wait_bound(
+    cluster: Cluster, namespace: str, count: int, what: str, *, at_least: bool = False
+) -> list[Json]:
+    """Wait until ``count`` pods of the namespace are bound (or at least that many)."""
+    return wait_for(
+        lambda: pods(cluster, namespace),
+        lambda items: (len(bound(items)) >= count) if at_least else len(bound(items)) == count,
+        describe=what,
+    )
+
+
 def node_usage_ok(cluster: Cluster, pool: str, cpu_per_node: int) -> bool:
     """No node of the pool holds more cpu than it has."""
     used: dict[str, int] = {}
@@ -222,11 +233,7 @@ def test_two_gangs_of_sixty_percent_never_both_partial(
             by_group[group] = by_group.get(group, 0) + 1
         return all(count == 3 for count in by_group.values())
 
-    wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) >= 3,
-        describe="one gang bound",
-    )
+    wait_bound(cluster, namespace, 3, "one gang bound", at_least=True)
     hold(cluster, namespace, 3, one_whole_other_waiting, "every gang is whole or not started")
     for name in ("first", "second"):
         wait_group(
@@ -345,11 +352,7 @@ def test_roles_must_all_reach_their_minimum(
     w.create_pod(
         cluster.api, namespace, "launcher", pool=pool, cpu="1", group="mpi", role="launcher"
     )
-    wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) == 4,
-        describe="launcher and 3 workers bound",
-    )
+    wait_bound(cluster, namespace, 4, "launcher and 3 workers bound")
 
 
 def test_min_resources_above_free_capacity_is_refused(
@@ -473,11 +476,7 @@ def test_crash_between_bindings_is_completed_by_the_next_start(
     partial = len(bound(pods(cluster, namespace)))
     assert 0 < partial < 8, f"the kill should land mid-gang, {partial} bound"
     start_scheduler()
-    wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) == 8,
-        describe="the whole gang bound after the restart",
-    )
+    wait_bound(cluster, namespace, 8, "the whole gang bound after the restart")
     assert node_usage_ok(cluster, pool, 8)
     assert len({p["metadata"]["uid"] for p in pods(cluster, namespace)}) == 8
 
@@ -508,11 +507,7 @@ def test_standby_replica_takes_over_when_the_leader_dies(
     w.create_replicaset(
         cluster.api, namespace, "before", replicas=2, pool=pool, cpu="1", group="before"
     )
-    wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) == 2,
-        describe="the leader binds",
-    )
+    wait_bound(cluster, namespace, 2, "the leader binds")
     assert '"event": "scheduling"' not in second.log()
 
     first.kill()
@@ -525,11 +520,7 @@ def test_standby_replica_takes_over_when_the_leader_dies(
     w.create_replicaset(
         cluster.api, namespace, "after", replicas=2, pool=pool, cpu="1", group="after"
     )
-    wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) == 4,
-        describe="the new leader binds",
-    )
+    wait_bound(cluster, namespace, 4, "the new leader binds")
 
 
 def test_describe_podgroup_tells_the_story(
