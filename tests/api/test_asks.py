@@ -8,7 +8,7 @@ import pytest
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.pod import PodInfo
-from tests.core.builders import pod_object
+from tests.builders import pod_object
 
 HOSTNAME_TERM = {
     "labelSelector": {"matchLabels": {"app": "w"}},

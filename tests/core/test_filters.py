@@ -8,7 +8,7 @@ import pytest
 
 from coscheduler.api.pod import HostPort
 from coscheduler.core.filters import affinity, check_node, fit, ports, taints, unschedulable
-from tests.core.builders import node, pod
+from tests.builders import node, pod
 
 
 def expr(key: str, operator: str, *values: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import Code, Decision, GroupKey, GroupPolicy, Snapshot, Strategy, plan
-from tests.core.builders import gang, group, node, pod
+from tests.builders import gang, group, node, pod
 
 
 def snapshot_of(nodes: Sequence[NodeInfo], bound: Sequence[PodInfo] = ()) -> Snapshot:

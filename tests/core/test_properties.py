@@ -25,7 +25,7 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import Decision, GroupKey, GroupPolicy, Scheduler, SchedulerSettings, Strategy
 from coscheduler.core.scoring import score, scores
-from tests.core.builders import Clock, group, node, pod
+from tests.builders import Clock, group, node, pod
 
 
 @dataclass

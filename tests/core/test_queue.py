@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coscheduler.core import ClusterEvent, Code, GroupKey, GroupQueue, QueueSettings
-from tests.core.builders import Clock
+from tests.builders import Clock
 
 A, B, C = GroupKey("ns", "a"), GroupKey("ns", "b"), GroupKey("ns", "c")
 

@@ -10,7 +10,7 @@ from coscheduler.core import (
     Scheduler,
     SchedulerSettings,
 )
-from tests.core.builders import Clock, gang, group, node, pod, pod_object
+from tests.builders import Clock, gang, group, node, pod, pod_object
 
 TRAIN = GroupKey("default", "train")
 

@@ -13,7 +13,7 @@ from coscheduler.core.planner import _trial
 from coscheduler.core.search import find_packing
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
-from tests.core.builders import group, node, pod
+from tests.builders import group, node, pod
 from tests.core.test_planner import run, snapshot_of
 
 

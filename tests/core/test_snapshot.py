@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coscheduler.core import Snapshot, Statement
 from coscheduler.core.filters import check_node
-from tests.core.builders import node, pod
+from tests.builders import node, pod
 
 
 def test_pods_count_whoever_bound_them_until_terminal() -> None:

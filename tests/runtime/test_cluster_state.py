@@ -9,7 +9,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
-from tests.core.builders import pod_object
+from tests.builders import pod_object
 
 
 def node_object(name: str, cpu: str = "8") -> dict[str, Any]:

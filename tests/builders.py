@@ -1,4 +1,4 @@
-"""Small builders for pods, nodes and groups, as raw API objects parsed for real.
+"""Builders every unit test shares: pods, nodes and groups as raw API objects, parsed.
 
 Tests read like the objects users write: ``pod("w-0", cpu="2", group="train")``,
 ``node("n1", cpu="8", taints=[("gpu", "true", "NoSchedule")])``. Going through
