@@ -300,3 +300,18 @@ async def test_a_series_whose_event_expired_is_created_anew(
     assert [r.verb for r in writes] == ["POST", "PATCH", "POST"]
     assert writes[2].body["count"] == 1
     assert writes[2].body["metadata"]["name"] != writes[0].body["metadata"]["name"]
+
+
+async def test_stopping_the_recorder_as_an_event_is_queued_stops_it(
+    apiserver: FakeApiServer, recorders: Recorders
+) -> None:
+    recorder = recorders.make()
+    running = asyncio.create_task(recorder.run())
+    await settle(apiserver, recorder, "marker-1")
+    await asyncio.sleep(0.05)  # the marker's answer is read: the writer waits for an event
+
+    recorder.record(pod("worker-1"), "Normal", "Scheduled", "bound to node-1")
+    running.cancel()  # at shutdown, or when the Lease is lost
+
+    done, _ = await asyncio.wait({running}, timeout=1.0)
+    assert done, "the recorder ignored being stopped and writes on"

@@ -129,8 +129,12 @@ async def never_leads(apiserver: FakeApiServer, candidate: LeaderElector, looks:
         raise AssertionError("became leader")
 
     campaign = asyncio.create_task(candidate.run(lead))
-    await apiserver.wait_for("GET", LEASE, count=looks)
-    assert not campaign.done()
+    looked = asyncio.create_task(apiserver.wait_for("GET", LEASE, count=looks))
+    await asyncio.wait({campaign, looked}, return_when=asyncio.FIRST_COMPLETED)
+    if campaign.done():
+        looked.cancel()
+        raise AssertionError(f"the campaign ended: {campaign.exception()!r}")
+    await looked
     campaign.cancel()
     with pytest.raises(asyncio.CancelledError):
         await campaign

@@ -6,6 +6,7 @@ the wire (the requests' resourceVersion) and what the consumer is given.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -44,7 +45,8 @@ def make_watch(kube: KubeClient) -> Watch:
 async def take(watch: Watch, count: int) -> list[WatchItem]:
     """The first ``count`` items the consumer is given, then the watch is closed."""
     items: list[WatchItem] = []
-    async with contextlib.aclosing(aiter(watch)) as stream:  # type: ignore[type-var]
+    # Two seconds are plenty for any of these tests; a stuck watch fails instead of hanging.
+    async with asyncio.timeout(2.0), contextlib.aclosing(aiter(watch)) as stream:  # type: ignore[type-var]
         async for item in stream:
             items.append(item)
             if len(items) == count:
