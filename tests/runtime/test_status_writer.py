@@ -20,7 +20,7 @@ from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
-from tests.core.builders import pod_object
+from tests.builders import pod_object
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
