@@ -155,8 +155,11 @@ class SchedulingLoop:
     async def _sleep_until_ready(self) -> None:
         ready_at = self._scheduler.queue.peek_ready()
         timeout = None if ready_at is None else max(0.0, ready_at - self._scheduler.clock())
+        # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that
+        # arrives as the wake-up does, and the loop would run on after shutdown.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
 
     # -- carrying out one decision -------------------------------------------
 
