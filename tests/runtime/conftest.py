@@ -18,7 +18,7 @@ class FakeClock:
 
     now: float = 1_000.0
     #: Called once, at the next read, then forgotten: lets a test act at an exact moment.
-    at_next_read: Callable[[], None] | None = None
+    at_next_read: Callable[[], object] | None = None
 
     def __call__(self) -> float:
         if self.at_next_read is not None:
