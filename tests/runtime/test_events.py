@@ -15,6 +15,7 @@ import pytest
 
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.kube import KubeClient
+from tests.builders import Clock
 from tests.runtime.apiserver import (
     Answer,
     FakeApiServer,
@@ -22,7 +23,6 @@ from tests.runtime.apiserver import (
     Reply,
     status_error,
 )
-from tests.runtime.conftest import FakeClock
 
 EVENTS = "/api/v1/namespaces/default/events"
 AN_EVENT = f"{EVENTS}/*"
@@ -43,7 +43,7 @@ def patched(request: RecordedRequest) -> Answer:
 class Recorders:
     """Makes EventRecorders on the test's server and clock, and runs them in the background."""
 
-    def __init__(self, kube: KubeClient, clock: FakeClock) -> None:
+    def __init__(self, kube: KubeClient, clock: Clock) -> None:
         self.kube = kube
         self.clock = clock
         self.dropped = 0
@@ -67,7 +67,7 @@ class Recorders:
 
 @pytest.fixture
 async def recorders(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock
 ) -> AsyncIterator[Recorders]:
     apiserver.on("POST", EVENTS, created)
     apiserver.on("PATCH", AN_EVENT, patched)
@@ -135,7 +135,7 @@ async def test_the_first_event_of_a_series_creates_an_event_with_count_one(
 
 
 async def test_repeats_within_the_interval_are_counted_not_written_and_land_with_the_next_write(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder(interval_seconds=30.0)
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "does not fit")
@@ -155,7 +155,7 @@ async def test_repeats_within_the_interval_are_counted_not_written_and_land_with
 
 
 async def test_a_new_message_after_the_change_interval_is_written_at_once(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder()
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes")
@@ -169,7 +169,7 @@ async def test_a_new_message_after_the_change_interval_is_written_at_once(
 
 
 async def test_new_messages_within_the_change_interval_wait_and_only_the_latest_is_written(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder()
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes")
@@ -286,7 +286,7 @@ async def test_writers_write_several_events_at_once(
 
 
 async def test_a_series_whose_event_expired_is_created_anew(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     apiserver.on("PATCH", AN_EVENT, status_error(404, "NotFound"))
     recorder = recorders.running_recorder()
