@@ -19,6 +19,7 @@ from tests.builders import Clock
 from tests.runtime.apiserver import (
     Answer,
     FakeApiServer,
+    InFlight,
     RecordedRequest,
     Reply,
     status_error,
@@ -247,11 +248,8 @@ async def test_a_held_warning_no_longer_true_when_its_turn_comes_is_not_written(
 async def test_writes_of_one_series_queued_together_make_one_event_counting_forward(
     apiserver: FakeApiServer, recorders: Recorders
 ) -> None:
-    async def slow_create(request: RecordedRequest) -> Answer:
-        await asyncio.sleep(0.02)  # the other writers are waiting for their turn meanwhile
-        return created(request)
-
-    apiserver.on("POST", EVENTS, slow_create)
+    # A slow answer: the other writers are waiting for their turn meanwhile.
+    apiserver.on("POST", EVENTS, InFlight(created))
     recorder = recorders.running_recorder(writers=4)
     for attempt in (1, 2, 3):
         # Queued before the first is written: nothing is known of the series yet.
@@ -265,24 +263,14 @@ async def test_writes_of_one_series_queued_together_make_one_event_counting_forw
 async def test_writers_write_several_events_at_once(
     apiserver: FakeApiServer, recorders: Recorders
 ) -> None:
-    in_flight = 0
-    most_in_flight = 0
-
-    async def slow_create(request: RecordedRequest) -> Answer:
-        nonlocal in_flight, most_in_flight
-        in_flight += 1
-        most_in_flight = max(most_in_flight, in_flight)
-        await asyncio.sleep(0.02)
-        in_flight -= 1
-        return created(request)
-
+    slow_create = InFlight(created)
     apiserver.on("POST", EVENTS, slow_create)
     recorder = recorders.running_recorder(writers=3)
     for index in range(6):
         recorder.record(pod(f"worker-{index}"), "Normal", "Scheduled", "bound")
 
     await apiserver.wait_for("POST", EVENTS, count=6)
-    assert most_in_flight == 3
+    assert slow_create.most == 3
 
 
 async def test_a_series_whose_event_expired_is_created_anew(
