@@ -28,7 +28,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
-	$(BIN)/mypy coscheduler e2e bench
+	$(BIN)/mypy coscheduler e2e bench tests
 	$(BIN)/lint-imports
 
 unit: lint

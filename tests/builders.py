@@ -1,20 +1,44 @@
-"""Builders every unit test shares: pods, nodes and groups as raw API objects, parsed.
+"""Builders every unit test shares: pods, nodes and PodGroups as raw API objects, parsed.
 
 Tests read like the objects users write: ``pod("w-0", cpu="2", group="train")``,
 ``node("n1", cpu="8", taints=[("gpu", "true", "NoSchedule")])``. Going through
-``from_object`` keeps the parsing honest in every test.
+``from_object`` keeps the parsing honest in every test. The ``*_object``
+builders give the raw JSON, for tests that feed what a watch would deliver.
+The e2e tests build what they send to a real cluster in ``e2e/tests/manifests.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from coscheduler.api.labels import POD_GROUP_LABEL, ROLE_LABEL
+from coscheduler.api.labels import GROUP, KIND, POD_GROUP_LABEL, ROLE_LABEL, VERSION
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.quantity import parse_resource_list
 from coscheduler.core.group import GroupPolicy
+
+
+def container(
+    requests: Mapping[str, str] | None = None,
+    *,
+    limits: Mapping[str, str] | None = None,
+    restart: str | None = None,
+    host_ports: Iterable[int] = (),
+) -> dict[str, Any]:
+    """One container asking for ``requests`` (and ``limits``, when given)."""
+    resources: dict[str, Any] = {}
+    if requests is not None:
+        resources["requests"] = dict(requests)
+    if limits is not None:
+        resources["limits"] = dict(limits)
+    result: dict[str, Any] = {"name": "main", "image": "busybox", "resources": resources}
+    if restart is not None:
+        result["restartPolicy"] = restart
+    if host_ports:
+        result["ports"] = [{"containerPort": p, "hostPort": p} for p in host_ports]
+    return result
 
 
 def pod_object(
@@ -50,14 +74,10 @@ def pod_object(
         labels[POD_GROUP_LABEL] = group
     if role is not None:
         labels[ROLE_LABEL] = role
-    container: dict[str, Any] = {
-        "name": "main",
-        "image": "busybox",
-        "resources": {"requests": wanted},
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler,
+        "containers": [container(wanted, host_ports=host_ports)],
     }
-    if host_ports:
-        container["ports"] = [{"containerPort": p, "hostPort": p} for p in host_ports]
-    spec: dict[str, Any] = {"schedulerName": scheduler, "containers": [container]}
     if priority is not None:
         spec["priority"] = priority
     if node is not None:
@@ -96,7 +116,7 @@ def pod(name: str, **fields: Any) -> PodInfo:
     return PodInfo.from_object(pod_object(name, **fields))
 
 
-def node(
+def node_object(
     name: str,
     *,
     cpu: str = "8",
@@ -106,18 +126,53 @@ def node(
     labels: Mapping[str, str] | None = None,
     taints: Iterable[tuple[str, str, str]] = (),
     unschedulable: bool = False,
-) -> NodeInfo:
+) -> dict[str, Any]:
+    """A raw node; ``taints`` are (key, value, effect)."""
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
-    return NodeInfo.from_object(
-        {
-            "metadata": {"name": name, "labels": dict(labels or {})},
-            "spec": {
-                "unschedulable": unschedulable,
-                "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],
-            },
-            "status": {"allocatable": allocatable, "capacity": allocatable},
-        }
-    )
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {})},
+        "spec": {
+            "unschedulable": unschedulable,
+            "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],
+        },
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def node(name: str, **fields: Any) -> NodeInfo:
+    return NodeInfo.from_object(node_object(name, **fields))
+
+
+def podgroup_object(
+    name: str,
+    min_member: int | None = None,
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+    generation: int = 1,
+    status: Mapping[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A raw PodGroup; ``spec`` takes the wire names (``priorityClassName=...``)."""
+    if min_member is not None:
+        spec["minMember"] = min_member
+    result: dict[str, Any] = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-pg-{name}",
+            "generation": generation,
+            "creationTimestamp": "2026-11-23T10:00:00Z",
+        },
+        "spec": spec,
+    }
+    if status is not None:
+        result["status"] = dict(status)
+    return result
 
 
 def group(
@@ -148,13 +203,18 @@ def gang(name: str, size: int, **fields: Any) -> list[PodInfo]:
     return [pod(f"{name}-{i}", group=name, **fields) for i in range(size)]
 
 
+@dataclass
 class Clock:
-    """A clock moved by hand."""
+    """A monotonic clock that moves only when a test moves it."""
 
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
+    now: float = 1_000.0
+    #: Called once, at the next read, then forgotten: lets a test act at an exact moment.
+    at_next_read: Callable[[], object] | None = None
 
     def __call__(self) -> float:
+        if self.at_next_read is not None:
+            action, self.at_next_read = self.at_next_read, None
+            action()
         return self.now
 
     def advance(self, seconds: float) -> None:

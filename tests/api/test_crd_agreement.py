@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from pydantic import BaseModel
 
 from coscheduler.api import labels
 from coscheduler.api.podgroup import PodGroupPhase, PodGroupSpec, PodGroupStatus
@@ -32,7 +33,8 @@ COMPARED_KEYWORDS = (
 
 @pytest.fixture(scope="module")
 def crd() -> dict[str, Any]:
-    return yaml.safe_load(CRD_PATH.read_text())
+    document: dict[str, Any] = yaml.safe_load(CRD_PATH.read_text())
+    return document
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,9 @@ def _compare(
     [("spec", PodGroupSpec), ("status", PodGroupStatus)],
     ids=["spec", "status"],
 )
-def test_model_matches_crd_schema(crd_schema: dict[str, Any], field: str, model: type) -> None:
+def test_model_matches_crd_schema(
+    crd_schema: dict[str, Any], field: str, model: type[BaseModel]
+) -> None:
     model_schema = model.model_json_schema(by_alias=True)
     problems = _compare(
         crd_schema["properties"][field], model_schema, model_schema.get("$defs", {}), field

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coscheduler.api.pod import HostPort, PodInfo, PodParseError, Toleration
+from tests.builders import container
 
 
 def raw_pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
@@ -17,87 +18,77 @@ def raw_pod(spec: dict[str, Any], **meta: Any) -> dict[str, Any]:
     }
 
 
-def c(
-    requests: dict[str, str] | None = None,
-    limits: dict[str, str] | None = None,
-    restart: str | None = None,
-) -> dict[str, Any]:
-    resources: dict[str, Any] = {}
-    if requests is not None:
-        resources["requests"] = requests
-    if limits is not None:
-        resources["limits"] = limits
-    container: dict[str, Any] = {"name": "x", "resources": resources}
-    if restart is not None:
-        container["restartPolicy"] = restart
-    return container
-
-
 # Rules from the Kubernetes documentation (resource management for pods,
 # init containers, sidecar containers, pod overhead).
 REQUEST_CASES = [
     pytest.param(
         {
             "containers": [
-                c({"cpu": "250m", "memory": "64Mi"}),
-                c({"cpu": "250m", "memory": "64Mi"}),
+                container({"cpu": "250m", "memory": "64Mi"}),
+                container({"cpu": "250m", "memory": "64Mi"}),
             ]
         },
         {"cpu": 500, "memory": 128 * 2**20, "pods": 1},
         id="sum-of-containers",
     ),
     pytest.param(
-        {"containers": [c({"cpu": "1"})], "initContainers": [c({"cpu": "2"}), c({"cpu": "500m"})]},
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "2"}), container({"cpu": "500m"})],
+        },
         {"cpu": 2000, "pods": 1},
         id="init-container-max-wins",
     ),
     pytest.param(
-        {"containers": [c({"cpu": "3"})], "initContainers": [c({"cpu": "2"})]},
+        {"containers": [container({"cpu": "3"})], "initContainers": [container({"cpu": "2"})]},
         {"cpu": 3000, "pods": 1},
         id="containers-exceed-init",
     ),
     pytest.param(
-        {"containers": [c({"cpu": "1"})], "initContainers": [c({"cpu": "500m"}, restart="Always")]},
+        {
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "500m"}, restart="Always")],
+        },
         {"cpu": 1500, "pods": 1},
         id="sidecar-added",
     ),
     pytest.param(
         {
-            "containers": [c({"cpu": "1"})],
-            "initContainers": [c({"cpu": "1"}, restart="Always"), c({"cpu": "2"})],
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "1"}, restart="Always"), container({"cpu": "2"})],
         },
         {"cpu": 3000, "pods": 1},
         id="init-after-sidecar-adds-sidecar",
     ),
     pytest.param(
         {
-            "containers": [c({"cpu": "1"})],
-            "initContainers": [c({"cpu": "2"}), c({"cpu": "1"}, restart="Always")],
+            "containers": [container({"cpu": "1"})],
+            "initContainers": [container({"cpu": "2"}), container({"cpu": "1"}, restart="Always")],
         },
         {"cpu": 2000, "pods": 1},
         id="init-before-sidecar-alone",
     ),
     pytest.param(
-        {"containers": [c({"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "120Mi"}},
+        {"containers": [container({"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "120Mi"}},
         {"cpu": 1250, "memory": 120 * 2**20, "pods": 1},
         id="overhead-added",
     ),
     pytest.param(
-        {"containers": [c(limits={"cpu": "2", "memory": "1Gi"})]},
+        {"containers": [container(limits={"cpu": "2", "memory": "1Gi"})]},
         {"cpu": 2000, "memory": 2**30, "pods": 1},
         id="limits-stand-for-requests",
     ),
     pytest.param(
-        {"containers": [c({"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})]},
+        {"containers": [container({"cpu": "1"}, limits={"cpu": "2", "memory": "1Gi"})]},
         {"cpu": 1000, "memory": 2**30, "pods": 1},
         id="request-kept-limit-fills-gap",
     ),
     pytest.param(
-        {"containers": [c({"nvidia.com/gpu": "2"})]},
+        {"containers": [container({"nvidia.com/gpu": "2"})]},
         {"nvidia.com/gpu": 2, "pods": 1},
         id="extended-resource",
     ),
-    pytest.param({"containers": [c()]}, {"pods": 1}, id="best-effort-counts-one-pod"),
+    pytest.param({"containers": [container()]}, {"pods": 1}, id="best-effort-counts-one-pod"),
 ]
 
 
@@ -146,9 +137,12 @@ def test_fields() -> None:
 
 
 def test_equal_pods_share_a_shape() -> None:
-    one = PodInfo.from_object(raw_pod({"containers": [c({"cpu": "1"})]}))
+    one = PodInfo.from_object(raw_pod({"containers": [container({"cpu": "1"})]}))
     two = PodInfo.from_object(
-        {**raw_pod({"containers": [c({"cpu": "1000m"})]}), "metadata": {"name": "q", "uid": "u2"}}
+        {
+            **raw_pod({"containers": [container({"cpu": "1000m"})]}),
+            "metadata": {"name": "q", "uid": "u2"},
+        }
     )
     assert one.shape == two.shape
     hash(one.shape)
@@ -157,8 +151,10 @@ def test_equal_pods_share_a_shape() -> None:
 @pytest.mark.parametrize(
     ("raw", "quoted"),
     [
-        pytest.param(raw_pod({"containers": [c({"cpu": "lots"})]}), "'lots'", id="bad-quantity"),
-        pytest.param(raw_pod({"containers": [c({"cpu": "-1"})]}), "'-1'", id="negative"),
+        pytest.param(
+            raw_pod({"containers": [container({"cpu": "lots"})]}), "'lots'", id="bad-quantity"
+        ),
+        pytest.param(raw_pod({"containers": [container({"cpu": "-1"})]}), "'-1'", id="negative"),
         pytest.param(raw_pod({"containers": "nope"}), "'nope'", id="containers-not-a-list"),
         pytest.param(raw_pod({"containers": [], "priority": "high"}), "'high'", id="priority"),
         pytest.param(

@@ -16,37 +16,22 @@ from coscheduler.api.podgroup import (
     PodGroupSpec,
     PodGroupStatus,
 )
-
-
-def podgroup(spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
-    obj: dict[str, Any] = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": "train",
-            "namespace": "ml",
-            "uid": "1234",
-            "creationTimestamp": "2026-11-23T10:00:00Z",
-        },
-        "spec": spec,
-    }
-    if status is not None:
-        obj["status"] = status
-    return obj
+from tests.builders import podgroup_object
 
 
 def test_full_object_reads_from_wire_form() -> None:
     group = PodGroup.model_validate(
-        podgroup(
-            {
-                "minMember": 4,
-                "minResources": {"cpu": "12", "memory": "8Gi", "nvidia.com/gpu": 4},
-                "scheduleTimeoutSeconds": 60,
-                "priority": 10,
-                "queue": "research",
-                "roles": [{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 3}],
-            },
-            {
+        podgroup_object(
+            "train",
+            4,
+            namespace="ml",
+            uid="1234",
+            minResources={"cpu": "12", "memory": "8Gi", "nvidia.com/gpu": 4},
+            scheduleTimeoutSeconds=60,
+            priority=10,
+            queue="research",
+            roles=[{"name": "master", "minMember": 1}, {"name": "worker", "minMember": 3}],
+            status={
                 "phase": "Scheduling",
                 "scheduled": 2,
                 "pending": 2,

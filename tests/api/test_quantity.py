@@ -141,7 +141,15 @@ def test_resource_list_names_the_bad_resource() -> None:
     st.integers(min_value=0, max_value=10**12), st.sampled_from(["", "m", "k", "Ki", "Mi", "Gi"])
 )
 def test_integer_with_suffix_round_trips(number: int, suffix: str) -> None:
-    scale = {"": 1, "m": Fraction(1, 1000), "k": 1000, "Ki": 1024, "Mi": 2**20, "Gi": 2**30}[suffix]
+    scales: dict[str, int | Fraction] = {
+        "": 1,
+        "m": Fraction(1, 1000),
+        "k": 1000,
+        "Ki": 1024,
+        "Mi": 2**20,
+        "Gi": 2**30,
+    }
+    scale = scales[suffix]
     assert parse_quantity(f"{number}{suffix}") == number * scale
 
 

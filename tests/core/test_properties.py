@@ -108,7 +108,7 @@ def feed(
 
 
 def drain(scheduler: Scheduler, limit: int = 200) -> list[Decision]:
-    decisions = []
+    decisions: list[Decision] = []
     while (decision := scheduler.next_decision()) is not None and len(decisions) < limit:
         decisions.append(decision)
     return decisions

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import (
@@ -163,7 +165,7 @@ def test_try_group_leaves_no_trace() -> None:
     assert scheduler.snapshot.allocated("n0") == {}
 
 
-def _with_spec(name: str, extra: dict[str, object], **fields: object) -> PodInfo:
+def _with_spec(name: str, extra: Mapping[str, object], **fields: object) -> PodInfo:
     raw = pod_object(name, **fields)  # type: ignore[arg-type]
     raw["spec"].update(extra)
     return PodInfo.from_object(raw)

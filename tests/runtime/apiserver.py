@@ -38,6 +38,7 @@ __all__ = [
     "Answer",
     "Disconnect",
     "FakeApiServer",
+    "InFlight",
     "RecordedRequest",
     "Reply",
     "WatchStream",
@@ -149,6 +150,29 @@ def bookmark(resource_version: str, kind: str = "Pod") -> dict[str, Any]:
 def error_event(code: int, reason: str, message: str = "") -> dict[str, Any]:
     """An ERROR watch event: a ``Status`` inside the stream (410 ``Expired`` most often)."""
     return {"type": "ERROR", "object": status_object(code, reason, message or reason)}
+
+
+class InFlight:
+    """A handler that answers after a pause, counting the requests it holds at once.
+
+    The pause is long enough for every request a client allows at once to arrive.
+    """
+
+    def __init__(self, answer: Callable[[RecordedRequest], Answer], seconds: float = 0.02) -> None:
+        self._answer = answer
+        self._seconds = seconds
+        self._now = 0
+        #: The most requests held at once so far.
+        self.most = 0
+
+    async def __call__(self, request: RecordedRequest) -> Answer:
+        self._now += 1
+        self.most = max(self.most, self._now)
+        try:
+            await asyncio.sleep(self._seconds)
+        finally:
+            self._now -= 1
+        return self._answer(request)
 
 
 def _not_scripted(request: RecordedRequest) -> Answer:

@@ -2,32 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from coscheduler.runtime.kube import KubeClient
+from tests.builders import Clock
 from tests.runtime.apiserver import FakeApiServer
-
-
-@dataclass
-class FakeClock:
-    """A monotonic clock that moves only when a test moves it."""
-
-    now: float = 1_000.0
-    #: Called once, at the next read, then forgotten: lets a test act at an exact moment.
-    at_next_read: Callable[[], None] | None = None
-
-    def __call__(self) -> float:
-        if self.at_next_read is not None:
-            action, self.at_next_read = self.at_next_read, None
-            action()
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
@@ -44,5 +26,5 @@ async def kube(apiserver: FakeApiServer, tmp_path: Path) -> AsyncIterator[KubeCl
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> Clock:
+    return Clock()

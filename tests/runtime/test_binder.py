@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from coscheduler.core.statement import Binding
@@ -13,6 +11,7 @@ from tests.runtime.apiserver import (
     Answer,
     Disconnect,
     FakeApiServer,
+    InFlight,
     RecordedRequest,
     Reply,
     status_error,
@@ -92,17 +91,7 @@ async def test_a_binding_names_the_node_and_the_pods_uid_as_a_precondition(
 async def test_no_more_than_concurrency_bindings_are_in_flight(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
-    in_flight = 0
-    most_in_flight = 0
-
-    async def slow_created(request: RecordedRequest) -> Answer:
-        nonlocal in_flight, most_in_flight
-        in_flight += 1
-        most_in_flight = max(most_in_flight, in_flight)
-        await asyncio.sleep(0.02)  # long enough for every allowed request to arrive
-        in_flight -= 1
-        return created(request)
-
+    slow_created = InFlight(created)
     pods = [f"worker-{index}" for index in range(12)]
     for pod in pods:
         apiserver.on("POST", binding_path(pod), slow_created)
@@ -110,4 +99,4 @@ async def test_no_more_than_concurrency_bindings_are_in_flight(
     results = await Binder(kube, concurrency=3).bind_all(bindings(pods))
 
     assert {r.outcome for r in results} == {BindOutcome.BOUND}
-    assert most_in_flight == 3
+    assert slow_created.most == 3

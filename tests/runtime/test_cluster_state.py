@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
-from tests.builders import pod_object
-
-
-def node_object(name: str, cpu: str = "8") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "uid": f"uid-{name}"},
-        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": "110"}},
-    }
-
-
-def podgroup_object(name: str, min_member: int, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-pg-{name}",
-            "creationTimestamp": "2026-11-23T10:00:00Z",
-        },
-        "spec": {"minMember": min_member, **spec},
-    }
+from tests.builders import node_object, pod_object, podgroup_object
 
 
 class Recorder:
@@ -154,8 +131,7 @@ def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> No
 
 def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
     state, seen = make_state()
-    raw = podgroup_object("train", 2)
-    raw["metadata"]["generation"] = 1
+    raw = podgroup_object("train", 2, generation=1)
     key = state.upsert_podgroup(raw)
     assert key is not None
     seen.changed.clear()
@@ -175,8 +151,7 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
     assert state.podgroups[key].status.phase == "Running"
 
     # A new spec (generation 2) reaches the scheduler's policy.
-    changed = podgroup_object("train", 3)
-    changed["metadata"]["generation"] = 2
+    changed = podgroup_object("train", 3, generation=2)
     state.upsert_podgroup(changed)
     policy = state.scheduler.policy(key)
     assert policy is not None

@@ -15,14 +15,15 @@ import pytest
 
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.kube import KubeClient
+from tests.builders import Clock
 from tests.runtime.apiserver import (
     Answer,
     FakeApiServer,
+    InFlight,
     RecordedRequest,
     Reply,
     status_error,
 )
-from tests.runtime.conftest import FakeClock
 
 EVENTS = "/api/v1/namespaces/default/events"
 AN_EVENT = f"{EVENTS}/*"
@@ -43,7 +44,7 @@ def patched(request: RecordedRequest) -> Answer:
 class Recorders:
     """Makes EventRecorders on the test's server and clock, and runs them in the background."""
 
-    def __init__(self, kube: KubeClient, clock: FakeClock) -> None:
+    def __init__(self, kube: KubeClient, clock: Clock) -> None:
         self.kube = kube
         self.clock = clock
         self.dropped = 0
@@ -67,7 +68,7 @@ class Recorders:
 
 @pytest.fixture
 async def recorders(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock
 ) -> AsyncIterator[Recorders]:
     apiserver.on("POST", EVENTS, created)
     apiserver.on("PATCH", AN_EVENT, patched)
@@ -135,7 +136,7 @@ async def test_the_first_event_of_a_series_creates_an_event_with_count_one(
 
 
 async def test_repeats_within_the_interval_are_counted_not_written_and_land_with_the_next_write(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder(interval_seconds=30.0)
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "does not fit")
@@ -155,7 +156,7 @@ async def test_repeats_within_the_interval_are_counted_not_written_and_land_with
 
 
 async def test_a_new_message_after_the_change_interval_is_written_at_once(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder()
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes")
@@ -169,7 +170,7 @@ async def test_a_new_message_after_the_change_interval_is_written_at_once(
 
 
 async def test_new_messages_within_the_change_interval_wait_and_only_the_latest_is_written(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     recorder = recorders.running_recorder()
     recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes")
@@ -247,11 +248,8 @@ async def test_a_held_warning_no_longer_true_when_its_turn_comes_is_not_written(
 async def test_writes_of_one_series_queued_together_make_one_event_counting_forward(
     apiserver: FakeApiServer, recorders: Recorders
 ) -> None:
-    async def slow_create(request: RecordedRequest) -> Answer:
-        await asyncio.sleep(0.02)  # the other writers are waiting for their turn meanwhile
-        return created(request)
-
-    apiserver.on("POST", EVENTS, slow_create)
+    # A slow answer: the other writers are waiting for their turn meanwhile.
+    apiserver.on("POST", EVENTS, InFlight(created))
     recorder = recorders.running_recorder(writers=4)
     for attempt in (1, 2, 3):
         # Queued before the first is written: nothing is known of the series yet.
@@ -265,28 +263,18 @@ async def test_writes_of_one_series_queued_together_make_one_event_counting_forw
 async def test_writers_write_several_events_at_once(
     apiserver: FakeApiServer, recorders: Recorders
 ) -> None:
-    in_flight = 0
-    most_in_flight = 0
-
-    async def slow_create(request: RecordedRequest) -> Answer:
-        nonlocal in_flight, most_in_flight
-        in_flight += 1
-        most_in_flight = max(most_in_flight, in_flight)
-        await asyncio.sleep(0.02)
-        in_flight -= 1
-        return created(request)
-
+    slow_create = InFlight(created)
     apiserver.on("POST", EVENTS, slow_create)
     recorder = recorders.running_recorder(writers=3)
     for index in range(6):
         recorder.record(pod(f"worker-{index}"), "Normal", "Scheduled", "bound")
 
     await apiserver.wait_for("POST", EVENTS, count=6)
-    assert most_in_flight == 3
+    assert slow_create.most == 3
 
 
 async def test_a_series_whose_event_expired_is_created_anew(
-    apiserver: FakeApiServer, recorders: Recorders, clock: FakeClock
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
 ) -> None:
     apiserver.on("PATCH", AN_EVENT, status_error(404, "NotFound"))
     recorder = recorders.running_recorder()

@@ -16,6 +16,7 @@ import pytest
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector, LeadershipLostError
 from coscheduler.runtime.settings import LeaderElectionSettings
+from tests.builders import Clock
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -24,7 +25,6 @@ from tests.runtime.apiserver import (
     Reply,
     status_error,
 )
-from tests.runtime.conftest import FakeClock
 
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
 LEASE = f"{LEASES}/coscheduler"
@@ -40,7 +40,7 @@ LONG_AGO = "2000-01-01T00:00:00.000000Z"
 class LeaseStore:
     """The API server's side of the Lease: one object, written only at its resourceVersion."""
 
-    def __init__(self, apiserver: FakeApiServer, clock: FakeClock) -> None:
+    def __init__(self, apiserver: FakeApiServer, clock: Clock) -> None:
         self.clock = clock
         self.lease: dict[str, Any] | None = None
         self._version = 0
@@ -113,11 +113,11 @@ class LeaseStore:
 
 
 @pytest.fixture
-def store(apiserver: FakeApiServer, clock: FakeClock) -> LeaseStore:
+def store(apiserver: FakeApiServer, clock: Clock) -> LeaseStore:
     return LeaseStore(apiserver, clock)
 
 
-def elector(kube: KubeClient, clock: FakeClock, changes: list[bool] | None = None) -> LeaderElector:
+def elector(kube: KubeClient, clock: Clock, changes: list[bool] | None = None) -> LeaderElector:
     on_change = None if changes is None else changes.append
     return LeaderElector(kube, SETTINGS, clock=clock, on_change=on_change)
 
@@ -142,7 +142,7 @@ async def never_leads(apiserver: FakeApiServer, candidate: LeaderElector, looks:
 
 
 async def test_a_missing_lease_is_created_and_held(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     changes: list[bool] = []
     candidate = elector(kube, clock, changes)
@@ -162,7 +162,7 @@ async def test_a_missing_lease_is_created_and_held(
 
 
 async def test_a_lease_held_by_another_is_not_taken_however_old_its_renew_time(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     # Its renewTime is decades old, but clocks of two machines are never compared:
     # only our own clock, which has not moved, could tell it expired.
@@ -175,7 +175,7 @@ async def test_a_lease_held_by_another_is_not_taken_however_old_its_renew_time(
 
 
 async def test_a_holder_that_keeps_renewing_is_never_taken_over(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     store.hold("other")
     renewals = iter(range(1, 1000))
@@ -190,7 +190,7 @@ async def test_a_holder_that_keeps_renewing_is_never_taken_over(
 
 
 async def test_a_lease_unchanged_for_its_duration_on_our_clock_is_taken_over(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     store.hold("crashed", transitions=3)
     store.seconds_per_look = 4.0
@@ -213,7 +213,7 @@ async def test_a_lease_unchanged_for_its_duration_on_our_clock_is_taken_over(
 
 
 async def test_the_leader_renews_every_retry_period_at_the_latest_version(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     candidate = elector(kube, clock)
 
@@ -244,7 +244,7 @@ async def test_the_leader_renews_every_retry_period_at_the_latest_version(
 async def test_leading_stops_once_renewals_failed_for_the_renew_deadline(
     apiserver: FakeApiServer,
     kube: KubeClient,
-    clock: FakeClock,
+    clock: Clock,
     store: LeaseStore,
     refusal: Answer,
 ) -> None:
@@ -274,7 +274,7 @@ async def test_leading_stops_once_renewals_failed_for_the_renew_deadline(
 
 
 async def test_a_renewal_failing_for_less_than_the_deadline_keeps_the_lease(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     candidate = elector(kube, clock)
 
@@ -293,7 +293,7 @@ async def test_a_renewal_failing_for_less_than_the_deadline_keeps_the_lease(
 
 
 async def test_a_shutdown_that_lands_as_a_renewal_is_answered_stops_renewing(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     async def lead() -> None:
         await asyncio.Event().wait()
@@ -322,7 +322,7 @@ async def test_a_shutdown_that_lands_as_a_renewal_is_answered_stops_renewing(
 
 
 async def test_a_conflict_when_taking_a_free_lease_is_a_race_lost(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     store.hold("", transitions=1)  # released by its last holder
 
@@ -339,7 +339,7 @@ async def test_a_conflict_when_taking_a_free_lease_is_a_race_lost(
 
 
 async def test_a_clean_shutdown_releases_the_lease(
-    apiserver: FakeApiServer, kube: KubeClient, clock: FakeClock, store: LeaseStore
+    apiserver: FakeApiServer, kube: KubeClient, clock: Clock, store: LeaseStore
 ) -> None:
     async def lead() -> None:
         return

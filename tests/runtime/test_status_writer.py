@@ -20,7 +20,7 @@ from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
-from tests.builders import pod_object
+from tests.builders import pod_object, podgroup_object
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -36,21 +36,6 @@ EVENTS = "/api/v1/namespaces/default/events"
 
 def status_path(group: str) -> str:
     return f"/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups/{group}/status"
-
-
-def podgroup_object(name: str, min_member: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "uid": f"uid-pg-{name}",
-            "generation": 1,
-            "creationTimestamp": "2026-11-23T10:00:00Z",
-        },
-        "spec": {"minMember": min_member},
-    }
 
 
 def patched(request: RecordedRequest) -> Answer:

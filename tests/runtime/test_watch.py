@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.watch import Event, Listed, Watch, WatchItem
 from tests.runtime.apiserver import (
+    Answer,
     FakeApiServer,
+    Reply,
     WatchStream,
     added,
     bookmark,
@@ -52,6 +57,10 @@ async def take(watch: Watch, count: int) -> list[WatchItem]:
             if len(items) == count:
                 break
     return items
+
+
+def given(item: WatchItem) -> str:
+    return "Listed" if isinstance(item, Listed) else item.type
 
 
 def names(item: WatchItem) -> list[str]:
@@ -98,146 +107,157 @@ async def test_lists_every_page_then_watches_from_the_lists_resource_version(
     assert watch_request.query["allowWatchBookmarks"] == "true"
 
 
-async def test_a_stream_the_server_ends_is_resumed_from_the_last_events_version(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("GET", PODS, object_list([], resource_version="10"))
-    apiserver.on(
-        "WATCH",
-        PODS,
-        WatchStream([added(pod("a", "11")), modified(pod("a", "12"))], then="close"),
-        WatchStream([deleted(pod("a", "13"))], then="hang"),
-    )
+@dataclass(frozen=True)
+class Story:
+    """What the API server says, and what the watch must make of it."""
 
-    items = await take(make_watch(kube), 4)
-
-    assert [type(i).__name__ for i in items] == ["Listed", "Event", "Event", "Event"]
-    assert watched_versions(apiserver) == ["10", "12"]
-    assert len(apiserver.requests_to("GET", PODS)) == 1, "a resumed watch does not list again"
-    assert consume(items) == {}
+    #: The answers to the list, in turn (a relist gets the next one).
+    lists: list[Reply]
+    #: The answers to the watch, in turn.
+    watches: list[Answer]
+    #: What the consumer is given: "Listed" or the event's type, with the objects' names.
+    given: list[tuple[str, list[str]]]
+    #: What a consumer following the contract then knows: name -> resourceVersion.
+    known: dict[str, str]
+    #: The resourceVersion each watch request started from.
+    watched_from: list[str]
 
 
-async def test_a_bookmark_moves_the_version_without_being_delivered(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("GET", PODS, object_list([], resource_version="10"))
-    apiserver.on(
-        "WATCH",
-        PODS,
-        WatchStream([added(pod("a", "11")), bookmark("40")], then="close"),
-        WatchStream([modified(pod("a", "41"))], then="hang"),
-    )
-
-    items = await take(make_watch(kube), 3)
-
-    assert [names(i) for i in items] == [[], ["a"], ["a"]]
-    assert [i.type for i in items if isinstance(i, Event)] == ["ADDED", "MODIFIED"]
-    assert watched_versions(apiserver) == ["10", "40"]
+def listed(*objects: dict[str, Any], resource_version: str) -> Reply:
+    return object_list(list(objects), resource_version=resource_version)
 
 
-async def test_a_410_answer_to_the_watch_lists_again(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on(
-        "GET",
-        PODS,
-        object_list([pod("a", "3"), pod("b", "4")], resource_version="10"),
-        # b was deleted while we could not watch; the relist no longer has it.
-        object_list([pod("a", "3"), pod("c", "55")], resource_version="60"),
-    )
-    apiserver.on(
-        "WATCH",
-        PODS,
-        status_error(410, "Expired", "too old resource version: 10 (50)"),
-        WatchStream([added(pod("d", "61"))], then="hang"),
-    )
-
-    items = await take(make_watch(kube), 3)
-
-    assert [names(i) for i in items] == [["a", "b"], ["a", "c"], ["d"]]
-    assert consume(items) == {"a": "3", "c": "55", "d": "61"}
-    assert watched_versions(apiserver) == ["10", "60"]
-
-
-async def test_a_410_error_event_in_the_stream_lists_again(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on(
-        "GET",
-        PODS,
-        object_list([pod("a", "3"), pod("b", "4")], resource_version="10"),
-        object_list([pod("c", "55")], resource_version="60"),
-    )
-    apiserver.on(
-        "WATCH",
-        PODS,
-        WatchStream(
-            [modified(pod("a", "11")), error_event(410, "Expired", "too old resource version")]
+STORIES = [
+    pytest.param(
+        Story(
+            lists=[listed(resource_version="10")],
+            watches=[
+                WatchStream([added(pod("a", "11")), modified(pod("a", "12"))], then="close"),
+                WatchStream([deleted(pod("a", "13"))], then="hang"),
+            ],
+            given=[("Listed", []), ("ADDED", ["a"]), ("MODIFIED", ["a"]), ("DELETED", ["a"])],
+            known={},
+            watched_from=["10", "12"],
         ),
-        WatchStream([added(pod("d", "61"))], then="hang"),
-    )
-
-    items = await take(make_watch(kube), 4)
-
-    assert [type(i).__name__ for i in items] == ["Listed", "Event", "Listed", "Event"]
-    # a and b were deleted meanwhile: the consumer, told by the relist, holds c and d only.
-    assert consume(items) == {"c": "55", "d": "61"}
-    assert watched_versions(apiserver) == ["10", "60"]
-
-
-async def test_another_error_event_resumes_the_watch_without_listing(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("GET", PODS, object_list([], resource_version="10"))
-    apiserver.on(
-        "WATCH",
-        PODS,
-        WatchStream(
-            [added(pod("a", "11")), error_event(500, "InternalError", "etcd leader changed")]
+        id="a-stream-the-server-ends-is-resumed-from-the-last-events-version",
+    ),
+    pytest.param(
+        Story(
+            lists=[listed(resource_version="10")],
+            watches=[
+                WatchStream([added(pod("a", "11")), bookmark("40")], then="close"),
+                WatchStream([modified(pod("a", "41"))], then="hang"),
+            ],
+            given=[("Listed", []), ("ADDED", ["a"]), ("MODIFIED", ["a"])],
+            known={"a": "41"},
+            watched_from=["10", "40"],
         ),
-        WatchStream([modified(pod("a", "12"))], then="hang"),
+        id="a-bookmark-moves-the-version-without-being-delivered",
+    ),
+    pytest.param(
+        Story(
+            lists=[
+                listed(pod("a", "3"), pod("b", "4"), resource_version="10"),
+                # b was deleted while we could not watch; the relist no longer has it.
+                listed(pod("a", "3"), pod("c", "55"), resource_version="60"),
+            ],
+            watches=[
+                status_error(410, "Expired", "too old resource version: 10 (50)"),
+                WatchStream([added(pod("d", "61"))], then="hang"),
+            ],
+            given=[("Listed", ["a", "b"]), ("Listed", ["a", "c"]), ("ADDED", ["d"])],
+            known={"a": "3", "c": "55", "d": "61"},
+            watched_from=["10", "60"],
+        ),
+        id="a-410-answer-to-the-watch-lists-again",
+    ),
+    pytest.param(
+        Story(
+            lists=[
+                listed(pod("a", "3"), pod("b", "4"), resource_version="10"),
+                listed(pod("c", "55"), resource_version="60"),
+            ],
+            watches=[
+                WatchStream(
+                    [
+                        modified(pod("a", "11")),
+                        error_event(410, "Expired", "too old resource version"),
+                    ]
+                ),
+                WatchStream([added(pod("d", "61"))], then="hang"),
+            ],
+            # a and b were deleted meanwhile: the consumer, told by the relist, holds c and d only.
+            given=[
+                ("Listed", ["a", "b"]),
+                ("MODIFIED", ["a"]),
+                ("Listed", ["c"]),
+                ("ADDED", ["d"]),
+            ],
+            known={"c": "55", "d": "61"},
+            watched_from=["10", "60"],
+        ),
+        id="a-410-error-event-in-the-stream-lists-again",
+    ),
+    pytest.param(
+        Story(
+            lists=[listed(resource_version="10")],
+            watches=[
+                WatchStream(
+                    [
+                        added(pod("a", "11")),
+                        error_event(500, "InternalError", "etcd leader changed"),
+                    ]
+                ),
+                WatchStream([modified(pod("a", "12"))], then="hang"),
+            ],
+            given=[("Listed", []), ("ADDED", ["a"]), ("MODIFIED", ["a"])],
+            known={"a": "12"},
+            watched_from=["10", "11"],
+        ),
+        id="another-error-event-resumes-the-watch-without-listing",
+    ),
+    pytest.param(
+        Story(
+            lists=[listed(pod("a", "3"), resource_version="10")],
+            watches=[
+                status_error(503, "ServiceUnavailable"),
+                status_error(429, "TooManyRequests"),
+                WatchStream([deleted(pod("a", "11"))], then="hang"),
+            ],
+            given=[("Listed", ["a"]), ("DELETED", ["a"])],
+            known={},
+            watched_from=["10", "10", "10"],
+        ),
+        id="an-error-answer-to-the-watch-is-retried-from-the-same-version",
+    ),
+    pytest.param(
+        Story(
+            lists=[listed(resource_version="10")],
+            watches=[
+                # Open, one event, then not a byte more: the connection is half dead.
+                WatchStream([added(pod("a", "11"))], then="hang"),
+                WatchStream([modified(pod("a", "12"))], then="hang"),
+            ],
+            given=[("Listed", []), ("ADDED", ["a"]), ("MODIFIED", ["a"])],
+            known={"a": "12"},
+            watched_from=["10", "11"],
+        ),
+        id="a-silent-stream-is-given-up-and-reopened-from-the-last-version",
+    ),
+]
+
+
+@pytest.mark.parametrize("story", STORIES)
+async def test_watch_story(apiserver: FakeApiServer, kube: KubeClient, story: Story) -> None:
+    apiserver.on("GET", PODS, *story.lists)
+    apiserver.on("WATCH", PODS, *story.watches)
+
+    items = await take(make_watch(kube), len(story.given))
+
+    assert [(given(i), names(i)) for i in items] == story.given
+    assert consume(items) == story.known
+    assert watched_versions(apiserver) == story.watched_from
+    relists = sum(1 for kind, _ in story.given[1:] if kind == "Listed")
+    assert len(apiserver.requests_to("GET", PODS)) == 1 + relists, (
+        "a resumed watch does not list again"
     )
-
-    items = await take(make_watch(kube), 3)
-
-    assert [names(i) for i in items] == [[], ["a"], ["a"]]
-    assert watched_versions(apiserver) == ["10", "11"]
-    assert len(apiserver.requests_to("GET", PODS)) == 1
-
-
-async def test_an_error_answer_to_the_watch_is_retried_from_the_same_version(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("GET", PODS, object_list([pod("a", "3")], resource_version="10"))
-    apiserver.on(
-        "WATCH",
-        PODS,
-        status_error(503, "ServiceUnavailable"),
-        status_error(429, "TooManyRequests"),
-        WatchStream([deleted(pod("a", "11"))], then="hang"),
-    )
-
-    items = await take(make_watch(kube), 2)
-
-    assert consume(items) == {}
-    assert watched_versions(apiserver) == ["10", "10", "10"]
-    assert len(apiserver.requests_to("GET", PODS)) == 1
-
-
-async def test_a_silent_stream_is_given_up_and_reopened_from_the_last_version(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("GET", PODS, object_list([], resource_version="10"))
-    apiserver.on(
-        "WATCH",
-        PODS,
-        # Open, one event, then not a byte more: the connection is half dead.
-        WatchStream([added(pod("a", "11"))], then="hang"),
-        WatchStream([modified(pod("a", "12"))], then="hang"),
-    )
-
-    items = await take(make_watch(kube), 3)
-
-    assert [names(i) for i in items] == [[], ["a"], ["a"]]
-    assert watched_versions(apiserver) == ["10", "11"]
-    assert len(apiserver.requests_to("GET", PODS)) == 1
