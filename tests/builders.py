@@ -116,6 +116,10 @@ def pod(name: str, **fields: Any) -> PodInfo:
     return PodInfo.from_object(pod_object(name, **fields))
 
 
+#: The label every kubelet puts on its node.
+HOSTNAME = "kubernetes.io/hostname"
+
+
 def node_object(
     name: str,
     *,
@@ -127,12 +131,16 @@ def node_object(
     taints: Iterable[tuple[str, str, str]] = (),
     unschedulable: bool = False,
 ) -> dict[str, Any]:
-    """A raw node; ``taints`` are (key, value, effect)."""
+    """A raw node; ``taints`` are (key, value, effect).
+
+    It carries the hostname label every kubelet sets, as real nodes do.
+    """
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
+    labels = {HOSTNAME: name, **(labels or {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {})},
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels},
         "spec": {
             "unschedulable": unschedulable,
             "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints],

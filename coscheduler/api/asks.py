@@ -65,18 +65,18 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
     affinity = _mapping(spec.get("affinity"))
     for kind in ("podAffinity", "podAntiAffinity"):
         terms = _mapping(affinity.get(kind))
-        if _items(terms.get(_REQUIRED)):
-            unsupported.append(f"spec.affinity.{kind}.{_REQUIRED}")
+        for index, term in enumerate(_items(terms.get(_REQUIRED))):
+            selector = _mapping(_mapping(term).get("namespaceSelector"))
+            if _mapping(selector.get("matchLabels")) or _items(selector.get("matchExpressions")):
+                # Needs namespace labels, which are not watched yet.
+                unsupported.append(f"spec.affinity.{kind}.{_REQUIRED}[{index}].namespaceSelector")
         if _items(terms.get(_PREFERRED)):
             unscored.append(f"spec.affinity.{kind}.{_PREFERRED}")
     if _items(_mapping(affinity.get("nodeAffinity")).get(_PREFERRED)):
         unscored.append(f"spec.affinity.nodeAffinity.{_PREFERRED}")
     for index, item in enumerate(_items(spec.get("topologySpreadConstraints"))):
-        where = f"spec.topologySpreadConstraints[{index}]"
         if _mapping(item).get("whenUnsatisfiable") == "ScheduleAnyway":
-            unscored.append(where)
-        else:
-            unsupported.append(f"{where} (whenUnsatisfiable: DoNotSchedule)")
+            unscored.append(f"spec.topologySpreadConstraints[{index}]")
     for index, item in enumerate(_items(spec.get("volumes"))):
         volume = _mapping(item)
         for source in _PLACED_VOLUME_SOURCES:

@@ -24,6 +24,7 @@ from typing import Any, Final
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.labels import pod_group_name, pod_role
+from coscheduler.api.pod_topology import NO_TOPOLOGY, PodTopology, read_pod_topology
 from coscheduler.api.quantity import ResourceAmounts
 from coscheduler.api.requests import effective_requests
 
@@ -121,6 +122,8 @@ class PodInfo:
     shape: tuple[object, ...]
     #: Requirements and preferences coscheduler does not honour yet (:mod:`~coscheduler.api.asks`).
     asks: Asks = NO_ASKS
+    #: Required pod (anti-)affinity and DoNotSchedule spread (:mod:`~coscheduler.api.pod_topology`).
+    topology: PodTopology = NO_TOPOLOGY
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
 
@@ -311,7 +314,11 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         reader, [reader.mapping(c, "spec.containers") for c in containers]
     )
     placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
+    topology = read_pod_topology(reader, spec, namespace, labels)
     shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)
+    if topology:
+        # Pods with inter-pod rules see (and are seen by) each other by labels.
+        shape = (*shape, namespace, tuple(sorted(labels.items())), topology)
 
     return PodInfo(
         namespace=namespace,
@@ -337,5 +344,6 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         placement=placement,
         shape=shape,
         asks=read_asks(spec),
+        topology=topology,
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
     )

@@ -14,6 +14,11 @@ one by one, each on the best node at that moment:
 
 Cost per run: O(n log n) in vector operations for n nodes, plus Python work
 per node *used* (packing) or per pod (spreading), never per node per pod.
+
+Pods with inter-pod rules (pod affinity, anti-affinity, spread) change where
+the next pod of their run may go: they are placed one at a time, each on the
+best node the run's :class:`~coscheduler.core.topology.RunRules` still allow,
+which are updated after each pod (a few vector operations per pod).
 """
 
 from __future__ import annotations
@@ -43,6 +48,11 @@ def place_run(
         return 0
     snapshot = statement.snapshot
     first = pods[0]
+    if first.topology:
+        return _one_by_one(statement, pods, strategy, weights)
+    if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
+        # Placed pods' anti-affinity may refuse some of these pods and not others.
+        return _by_labels(statement, pods, strategy, weights)
     slots = np.flatnonzero(snapshot.feasible(first))
     if len(slots) == 0:
         return 0
@@ -135,4 +145,70 @@ def _spread(
                 strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
             )
             heapq.heappush(heap, (-again, ranks[index], index))
+    return placed
+
+
+def _by_labels(
+    statement: Statement,
+    pods: Sequence[PodInfo],
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+) -> int:
+    """Place consecutive pods of equal labels as runs, stopping at the first shortfall."""
+    placed = 0
+    start = 0
+    for end in range(1, len(pods) + 1):
+        if end < len(pods) and pods[end].labels == pods[start].labels:
+            continue
+        count = place_run(statement, pods[start:end], strategy, weights)
+        placed += count
+        if count < end - start:
+            break
+        start = end
+    return placed
+
+
+def _one_by_one(
+    statement: Statement,
+    pods: Sequence[PodInfo],
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+) -> int:
+    """Place pods with inter-pod rules one at a time, each on the best node still allowed."""
+    snapshot = statement.snapshot
+    first = pods[0]
+    slots = np.flatnonzero(snapshot.fits(first))
+    rules = snapshot.rules(first)
+    assert rules is not None  # the pods have rules
+    if len(slots) == 0:
+        return 0
+    allocatable, used = snapshot.rows(slots)
+    request = snapshot.request(first)
+    columns = [column for column, amount in request.items() if amount > 0]
+    amounts = np.array([request[column] for column in columns], dtype=np.int64)
+    room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
+    if first.host_ports:
+        room = np.minimum(room, 1)
+    scored = scored_columns(first.requests, snapshot.columns, weights)
+    ranking = scores(strategy, allocatable, used, request, scored).astype(np.float64)
+    ranks = snapshot.ranks(slots)
+    request_columns = list(request)
+    request_amounts = np.array([request[c] for c in request_columns], dtype=np.int64)
+    placed = 0
+    while placed < len(pods):
+        candidates = rules.mask[slots] & (room > 0)
+        if not candidates.any():
+            break
+        best = np.where(candidates, ranking, -np.inf)
+        ties = np.flatnonzero(best == best.max())
+        index = int(ties[np.argmin(ranks[ties])])
+        slot = int(slots[index])
+        statement.assume(pods[placed : placed + 1], snapshot.name_of(slot))
+        rules.placed(slot)
+        placed += 1
+        room[index] -= 1
+        used[index, request_columns] += request_amounts
+        ranking[index] = score(
+            strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
+        )
     return placed

@@ -17,7 +17,9 @@ identical members take nodes in non-decreasing order, and nodes that are
 interchangeable for the members left (same static verdicts, same free room)
 are tried once. It runs only when the greedy trial failed, only for gangs
 of members that differ (for identical ones the trial is exact), without host
-ports, whose smallest members could fit in the free room summed, and within a
+ports and without inter-pod rules (its node classes cannot see the pods
+around a node: for such gangs the trial's answer stands, and the planner
+says so), whose smallest members could fit in the free room summed, and within a
 step budget: past it, the greedy answer stands. It cares about fitting, not
 scoring: the nodes it picks are tried in name order.
 """
@@ -70,6 +72,8 @@ def find_packing(
     is only read.
     """
     if needed <= 0 or len(pending) > MAX_MEMBERS or any(pod.host_ports for pod in pending):
+        return None
+    if snapshot.topology.has_anti_terms or any(pod.topology for pod in pending):
         return None
     if len({(pod.shape, pod.role) for pod in pending}) == 1:
         return None  # identical members: the trial's answer is exact already

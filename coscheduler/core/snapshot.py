@@ -11,7 +11,10 @@ operations per shape of pod.
 Filters 1-3 (cordon, taints, affinity) are judged once per class of equal
 nodes (:mod:`~coscheduler.core.node_classes`), not per node. A pod whose
 affinity names nodes (``matchFields``) is judged node by node; such pods are
-rare. :meth:`Snapshot.diagnose` explains a refusal as a
+rare. Filters 6-7 (spread, inter-pod affinity) read the pods around each node
+through :mod:`~coscheduler.core.topology`; a pod that asks for neither pays
+nothing for them while no placed pod carries a required anti-affinity term.
+:meth:`Snapshot.diagnose` explains a refusal as a
 :class:`~coscheduler.core.diagnosis.Diagnosis`.
 
 Every update is O(1) (amortised; O(resources) NumPy scalars) or O(log n):
@@ -45,6 +48,7 @@ from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
+from coscheduler.core.topology import RunRules, TopologyIndex
 
 __all__ = ["Snapshot"]
 
@@ -86,6 +90,7 @@ class Snapshot:
         self._on_node: dict[str, set[str]] = {}
         self._ports: dict[str, ports.PortSet] = {}
         self._vectors: dict[tuple[tuple[str, int], ...], _Vector] = {}
+        self.topology = TopologyIndex(self._nodes, self._slots)
 
     # -- reading -----------------------------------------------------------
 
@@ -174,6 +179,7 @@ class Snapshot:
             self._label_verdicts.forget_class(label_id)
         self._taint_class[slot] = taint_id
         self._label_class[slot] = label_id
+        self.topology.node_changed(slot, node)
         return added
 
     def remove_node(self, name: str) -> bool:
@@ -188,6 +194,7 @@ class Snapshot:
         self._used[slot] = 0
         self._free_slots.append(slot)
         self._rank_stale = True
+        self.topology.node_changed(slot, None)
         return True
 
     # -- pods --------------------------------------------------------------
@@ -197,11 +204,11 @@ class Snapshot:
         placed = self._pods.get(pod.uid)
         counts = pod.node_name is not None and not pod.terminal
         if placed is not None and placed.assumed and pod.node_name is None and not pod.terminal:
-            placed.pod = pod
+            self._refresh(placed, pod)
             return
         if placed is not None:
             if counts and placed.node == pod.node_name and not placed.assumed:
-                placed.pod = pod
+                self._refresh(placed, pod)
                 return
             self._unplace(pod.uid)
         if counts and pod.node_name is not None:
@@ -229,6 +236,7 @@ class Snapshot:
         for pod in batch:
             self._pods[pod.uid] = _Placed(pod, node, vector, assumed=True)
             self._on_node.setdefault(node, set()).add(pod.uid)
+            self.topology.add(pod, node)
         if slot is not None:
             self._count(slot, vector, len(batch))
         if batch[0].host_ports:
@@ -251,15 +259,23 @@ class Snapshot:
 
     def static_mask(self, pod: PodInfo) -> BoolArray:
         """Per slot: live, and filters 1-3 accept the pod."""
-        size = len(self._nodes)
-        mask = self._live[:size].copy()
+        mask = self._live[: len(self._nodes)].copy()
         if not mask.any():
             return mask
-        tolerations = pod.tolerations
-        mask &= self._taint_verdicts.mask(
-            tolerations,
+        mask &= self._tolerated(pod)
+        return self._match_labels(pod, mask)
+
+    def _tolerated(self, pod: PodInfo) -> BoolArray:
+        """Per slot: filters 1-2 (cordon, taints) accept the pod."""
+        size = len(self._nodes)
+        return self._taint_verdicts.mask(
+            pod.tolerations,
             lambda node: unschedulable.check(pod, node) is None and taints.check(pod, node) is None,
         )[self._taint_class[:size]]
+
+    def _match_labels(self, pod: PodInfo, mask: BoolArray) -> BoolArray:
+        """``mask`` narrowed to the slots filter 3 (node selector, affinity) accepts."""
+        size = len(mask)
         if affinity.selects_all(pod):
             return mask
         if affinity.uses_node_name(pod):
@@ -273,6 +289,28 @@ class Snapshot:
         return mask
 
     def feasible(self, pod: PodInfo) -> BoolArray:
+        """Per slot: filters 1-7 accept the pod now."""
+        mask = self.fits(pod)
+        rules = self.rules(pod)
+        if rules is not None:
+            mask &= rules.mask
+        return mask
+
+    def rules(self, pod: PodInfo) -> RunRules | None:
+        """Filters 6-7 for the pod now (None when neither applies)."""
+        size = len(self._nodes)
+        if not pod.topology and not self.topology.has_anti_terms:
+            return None
+        live = self._live[:size]
+        counted = []
+        for constraint in pod.topology.spread:
+            nodes = live & self._tolerated(pod) if constraint.honor_node_taints else live.copy()
+            if constraint.honor_node_affinity:
+                nodes = self._match_labels(pod, nodes)
+            counted.append(nodes)
+        return self.topology.rules(pod, size, counted)
+
+    def fits(self, pod: PodInfo) -> BoolArray:
         """Per slot: filters 1-5 accept the pod now."""
         mask = self.static_mask(pod)
         size = len(mask)
@@ -350,6 +388,13 @@ class Snapshot:
         if short.any():
             by_filter[fit.NAME] += int(short.sum())
             remaining &= ~short
+        rules = self.rules(pod)
+        for name, reason, refused_here in rules.refusals if rules is not None else ():
+            refused = remaining & refused_here
+            if refused.any():
+                reasons[reason] += int(refused.sum())
+                by_filter[name] += int(refused.sum())
+                remaining &= ~refused
         return Diagnosis(
             nodes=len(self._slots),
             available=int(remaining.sum()),
@@ -383,6 +428,7 @@ class Snapshot:
         vector = self._vector(pod.requests)
         self._pods[pod.uid] = _Placed(pod, node, vector, assumed)
         self._on_node.setdefault(node, set()).add(pod.uid)
+        self.topology.add(pod, node)
         slot = self._slots.get(node)
         if slot is not None:
             self._count(slot, vector, times)
@@ -391,6 +437,7 @@ class Snapshot:
 
     def _unplace(self, uid: str) -> None:
         placed = self._pods.pop(uid)
+        self.topology.remove(uid)
         on_node = self._on_node.get(placed.node)
         if on_node is not None:
             on_node.discard(uid)
@@ -405,6 +452,13 @@ class Snapshot:
                 used.remove(placed.pod.host_ports)
                 if not used:
                     del self._ports[placed.node]
+
+    def _refresh(self, placed: _Placed, pod: PodInfo) -> None:
+        """The same placement, a newer copy of the pod (its labels may have changed)."""
+        if placed.pod.labels != pod.labels or placed.pod.deleting != pod.deleting:
+            self.topology.remove(pod.uid)
+            self.topology.add(pod, placed.node)
+        placed.pod = pod
 
     def _take_slot(self) -> int:
         if self._free_slots:

@@ -21,13 +21,27 @@ CASES = [
     pytest.param({}, NO_ASKS, id="plain-pod"),
     pytest.param(
         {"affinity": {"podAntiAffinity": {REQUIRED: [HOSTNAME_TERM]}}},
-        Asks(unsupported=(f"spec.affinity.podAntiAffinity.{REQUIRED}",)),
-        id="required-anti-affinity",
+        NO_ASKS,
+        id="required-anti-affinity-is-honoured",
     ),
     pytest.param(
-        {"affinity": {"podAffinity": {REQUIRED: [HOSTNAME_TERM]}}},
-        Asks(unsupported=(f"spec.affinity.podAffinity.{REQUIRED}",)),
-        id="required-affinity",
+        {"affinity": {"podAffinity": {REQUIRED: [{**HOSTNAME_TERM, "namespaceSelector": {}}]}}},
+        NO_ASKS,
+        id="every-namespace-is-honoured",
+    ),
+    pytest.param(
+        {
+            "affinity": {
+                "podAffinity": {
+                    REQUIRED: [
+                        HOSTNAME_TERM,
+                        {**HOSTNAME_TERM, "namespaceSelector": {"matchLabels": {"team": "a"}}},
+                    ]
+                }
+            }
+        },
+        Asks(unsupported=(f"spec.affinity.podAffinity.{REQUIRED}[1].namespaceSelector",)),
+        id="namespace-selector-needs-namespace-labels",
     ),
     pytest.param(
         {
@@ -56,10 +70,7 @@ CASES = [
                 {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
             ]
         },
-        Asks(
-            unsupported=("spec.topologySpreadConstraints[1] (whenUnsatisfiable: DoNotSchedule)",),
-            unscored=("spec.topologySpreadConstraints[0]",),
-        ),
+        Asks(unscored=("spec.topologySpreadConstraints[0]",)),
         id="spread-constraints",
     ),
     pytest.param(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import (
@@ -175,38 +176,45 @@ ONE_PER_NODE = {
     "affinity": {
         "podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {}, "topologyKey": "kubernetes.io/hostname"}
+                {
+                    "labelSelector": {"matchLabels": {POD_GROUP_LABEL: "train"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
             ]
         }
     }
 }
 
 
-def test_a_member_asking_for_an_unhonoured_field_holds_its_gang_and_says_which() -> None:
-    scheduler = cluster("8", "8", "8")
+def test_one_per_node_members_spread_over_nodes_or_the_gang_waits_whole() -> None:
+    # The report of issue 20: three "one per node" members, room for two each.
+    scheduler = cluster("4", "4", "4")
+    scheduler.upsert_group(group("train", 3))
+    for index in range(3):
+        scheduler.upsert_pod(_with_spec(f"train-{index}", ONE_PER_NODE, group="train", cpu="2"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert sorted(binding.node for binding in decision.bindings) == ["n0", "n1", "n2"]
+    # A fourth member cannot go anywhere: it says so in kube-scheduler's words.
+    scheduler.upsert_pod(_with_spec("train-3", ONE_PER_NODE, group="train", cpu="2"))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert not decision.bindings
+    assert decision.why_pending is not None
+    assert "3 node(s) didn't match pod anti-affinity rules" in decision.why_pending.message
+
+
+def test_a_one_per_node_gang_larger_than_the_nodes_waits_whole() -> None:
+    scheduler = cluster("8", "8")
     scheduler.upsert_group(group("train", 3))
     for index in range(3):
         scheduler.upsert_pod(_with_spec(f"train-{index}", ONE_PER_NODE, group="train"))
     decision = scheduler.next_decision()
     assert decision is not None
     assert not decision.bindings
-    assert (decision.status.code, decision.status.reason) == (
-        Code.WAITING,
-        Reason.UNSUPPORTED_FIELD,
-    )
-    assert decision.status.message.startswith(
-        "pod default/train-0 asks for "
-        "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    )
-    assert decision.why_pending == decision.status
-    assert not decision.status.room_would_help
-    # Replaced by pods without the field (affinity is immutable: new pods), it is placed.
-    for index in range(3):
-        scheduler.remove_pod(f"uid-default-train-{index}")
-        scheduler.upsert_pod(pod(f"train-new-{index}", group="train"))
-    decision = scheduler.next_decision()
-    assert decision is not None
-    assert len(decision.bindings) == 3
+    assert decision.status.reason == Reason.NOT_ENOUGH_RESOURCES
+    assert "didn't match pod anti-affinity rules" in decision.status.message
+    assert scheduler.snapshot.allocated("n0") == {}
 
 
 def test_gated_pods_are_not_members_to_place_until_their_gates_go() -> None:
