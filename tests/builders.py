@@ -58,6 +58,8 @@ def pod_object(
     tolerations: Iterable[Mapping[str, str]] = (),
     node_selector: Mapping[str, str] | None = None,
     affinity_terms: list[dict[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    spec_extra: Mapping[str, Any] | None = None,
     host_ports: Iterable[int] = (),
     deleting: bool = False,
     uid: str | None = None,
@@ -69,7 +71,7 @@ def pod_object(
     if memory is not None:
         wanted["memory"] = memory
     wanted.update(requests or {})
-    labels = {}
+    labels = dict(labels or {})
     if group is not None:
         labels[POD_GROUP_LABEL] = group
     if role is not None:
@@ -94,6 +96,7 @@ def pod_object(
                 }
             }
         }
+    spec.update(spec_extra or {})
     meta: dict[str, Any] = {
         "name": name,
         "namespace": namespace,
