@@ -191,14 +191,14 @@ def _snapshot(case: Case) -> Snapshot:
         if zone is not None:
             labels[ZONE] = zone
         snapshot.upsert_node(node(name, labels=labels))
-    for index, (where, labels) in enumerate(case.running):
+    for index, (where, running_labels) in enumerate(case.running):
         snapshot.update_pod(
             pod(
                 f"running-{index}",
                 namespace=case.running_namespace,
                 node=where,
                 phase="Running",
-                labels=labels,
+                labels=running_labels,
                 spec_extra=case.running_spec,
             )
         )
@@ -253,7 +253,7 @@ def test_a_gang_with_affinity_to_itself_lands_in_one_zone() -> None:
 def test_a_spread_gang_splits_evenly_over_the_zones() -> None:
     snapshot = _snapshot(Case([], {}))
     placed = _placed(snapshot, 4, _gang(spread(), 4, DB))
-    zones = [ZONES[where] for where in placed.values()]
+    zones = [ZONES[where] or "-" for where in placed.values()]
     assert sorted(zones) == ["a", "a", "b", "b"]
 
 
@@ -261,7 +261,7 @@ def test_a_one_per_zone_gang_takes_one_place_per_zone_and_any_on_a_node_without_
     # As kube-scheduler: anti-affinity never refuses a node without the key (n4).
     snapshot = _snapshot(Case([], {}))
     placed = _placed(snapshot, 4, _gang(affinity("podAntiAffinity", term()), 4, DB))
-    assert sorted(ZONES[where] or "-" for where in placed.values()) == ["-", "-", "a", "b"]
+    assert sorted(str(ZONES[where] or "-") for where in placed.values()) == ["-", "-", "a", "b"]
     snapshot = _snapshot(Case([], {}))
     snapshot.remove_node("n4")
     placed = _placed(snapshot, 3, _gang(affinity("podAntiAffinity", term()), 3, DB))

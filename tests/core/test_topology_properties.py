@@ -52,9 +52,11 @@ def worlds(draw: Any) -> World:
     running = []
     for index in range(draw(st.integers(0, 5))):
         app = draw(st.sampled_from(["db", "web"]))
-        spec = {}
+        carried: dict[str, Any] = {}
         if draw(st.booleans()):
-            spec = _anti(draw(st.sampled_from([HOST, ZONE])), draw(st.sampled_from(["db", "web"])))
+            carried = _anti(
+                draw(st.sampled_from([HOST, ZONE])), draw(st.sampled_from(["db", "web"]))
+            )
         running.append(
             pod(
                 f"r{index}",
@@ -62,7 +64,7 @@ def worlds(draw: Any) -> World:
                 node=f"n{draw(st.integers(0, len(nodes) - 1))}",
                 phase="Running",
                 labels={"app": app},
-                spec_extra=spec,
+                spec_extra=carried,
             )
         )
     spec: dict[str, Any] = {}
