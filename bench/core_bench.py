@@ -5,6 +5,12 @@ Two cases, as the issue asks:
 - ``large``: a 5,000-node snapshot placing 10,000 pods in gangs of 8..512;
 - ``gang512``: a 100-node snapshot placing one 512-pod gang.
 
+Nodes sit in racks of 100 (label ``rack``), so 50 racks at 5,000 nodes.
+``--rules`` gives every pod of a gang the same inter-pod rule: ``none`` (the
+plain pods of the first cases), ``one-per-node`` (required anti-affinity to
+its own gang by hostname) or ``same-rack`` (required affinity to its own gang
+by rack: the whole gang in one rack).
+
 Each case builds its pods and nodes as raw API objects, parses them (timed
 apart as "ingest"), then times the scheduling loop alone: ``next_decision``
 until the queue is empty ("place"). Figures are medians over ``--repeat``
@@ -48,7 +54,11 @@ def make_nodes(count: int, rng: random.Random) -> list[NodeInfo]:
                 {
                     "metadata": {
                         "name": name,
-                        "labels": {**labels, "kubernetes.io/hostname": name},
+                        "labels": {
+                            **labels,
+                            "kubernetes.io/hostname": name,
+                            "rack": f"r{i // RACK_SIZE:02d}",
+                        },
                     },
                     "spec": {"taints": taints},
                     "status": {
@@ -65,7 +75,28 @@ def make_nodes(count: int, rng: random.Random) -> list[NodeInfo]:
     return nodes
 
 
-def make_pod(name: str, group: str, cpu: str, memory: str, created: int) -> PodInfo:
+#: Nodes per rack.
+RACK_SIZE = 100
+#: The topology key of each ``--rules`` choice (None: no rule).
+RULES: dict[str, tuple[str, str] | None] = {
+    "none": None,
+    "one-per-node": ("podAntiAffinity", "kubernetes.io/hostname"),
+    "same-rack": ("podAffinity", "rack"),
+}
+
+
+def _rule(rules: str, group: str) -> dict[str, Any]:
+    chosen = RULES[rules]
+    if chosen is None:
+        return {}
+    kind, key = chosen
+    term = {"labelSelector": {"matchLabels": {POD_GROUP_LABEL: group}}, "topologyKey": key}
+    return {"affinity": {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}}
+
+
+def make_pod(
+    name: str, group: str, cpu: str, memory: str, created: int, rules: str = "none"
+) -> PodInfo:
     return PodInfo.from_object(
         {
             "metadata": {
@@ -81,6 +112,7 @@ def make_pod(name: str, group: str, cpu: str, memory: str, created: int) -> PodI
                 "containers": [
                     {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
                 ],
+                **_rule(rules, group),
             },
             "status": {"phase": "Pending"},
         }
@@ -88,7 +120,7 @@ def make_pod(name: str, group: str, cpu: str, memory: str, created: int) -> PodI
 
 
 def make_gangs(
-    total: int, low: int, high: int, rng: random.Random
+    total: int, low: int, high: int, rng: random.Random, rules: str = "none"
 ) -> list[tuple[GroupPolicy, list[PodInfo]]]:
     gangs = []
     made = 0
@@ -105,7 +137,7 @@ def make_gangs(
             created=float(index),
             priority=rng.choice([0, 0, 0, 10]),
         )
-        pods = [make_pod(f"{name}-{i:03d}", name, cpu, memory, index) for i in range(size)]
+        pods = [make_pod(f"{name}-{i:03d}", name, cpu, memory, index, rules) for i in range(size)]
         gangs.append((policy, pods))
         made += size
         index += 1
@@ -113,12 +145,12 @@ def make_gangs(
 
 
 def run_case(
-    nodes: int, pods: int, low: int, high: int, seed: int, strategy: Strategy
+    nodes: int, pods: int, low: int, high: int, seed: int, strategy: Strategy, rules: str = "none"
 ) -> dict[str, Any]:
     rng = random.Random(seed)
     started = time.perf_counter()
     node_infos = make_nodes(nodes, rng)
-    gangs = make_gangs(pods, low, high, rng)
+    gangs = make_gangs(pods, low, high, rng, rules)
     parsed = time.perf_counter() - started
 
     scheduler = Scheduler(lambda: 0.0, SchedulerSettings(strategy=strategy))
@@ -161,17 +193,21 @@ def main() -> None:
     parser.add_argument(
         "--strategy", choices=[s.name for s in Strategy], default=Strategy.MOST_ALLOCATED.name
     )
+    parser.add_argument("--rules", choices=list(RULES), default="none")
     args = parser.parse_args()
     strategy = Strategy[args.strategy]
+    rules = args.rules
     print(
         f"python {platform.python_version()} on {platform.machine()}, "
-        f"strategy {strategy.value}, median of {args.repeat}"
+        f"strategy {strategy.value}, rules {rules}, median of {args.repeat}"
     )
     cases = {
         "large: 5,000 nodes, 10,000 pods in gangs of 8..512": lambda: run_case(
-            5000, 10000, 8, 512, 1, strategy
+            5000, 10000, 8, 512, 1, strategy, rules
         ),
-        "gang512: 100 nodes, one 512-pod gang": lambda: run_case(100, 512, 512, 512, 2, strategy),
+        "gang512: 100 nodes, one 512-pod gang": lambda: run_case(
+            100, 512, 512, 512, 2, strategy, rules
+        ),
     }
     for title, case in cases.items():
         result = median_of(args.repeat, case)

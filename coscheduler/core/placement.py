@@ -28,11 +28,14 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.scoring import score, scored_columns, scores
+from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.topology import RunRules
 
 __all__ = ["place_run"]
 
@@ -177,18 +180,20 @@ def _one_by_one(
     """Place pods with inter-pod rules one at a time, each on the best node still allowed."""
     snapshot = statement.snapshot
     first = pods[0]
-    slots = np.flatnonzero(snapshot.fits(first))
     rules = snapshot.rules(first)
     assert rules is not None  # the pods have rules
+    # Nodes outside ``rules.fixed`` never come back (only spread's verdicts
+    # can), so the walk looks at the others only.
+    slots = np.flatnonzero(snapshot.fits(first) & rules.fixed)
     if len(slots) == 0:
         return 0
+    room = _room(snapshot, first, slots)
+    if rules.first_of_series is not None:
+        _choose_domain(rules, slots, room, len(pods))
+        slots = slots[rules.fixed[slots]]
+        room = _room(snapshot, first, slots)
     allocatable, used = snapshot.rows(slots)
     request = snapshot.request(first)
-    columns = [column for column, amount in request.items() if amount > 0]
-    amounts = np.array([request[column] for column in columns], dtype=np.int64)
-    room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
-    if first.host_ports:
-        room = np.minimum(room, 1)
     scored = scored_columns(first.requests, snapshot.columns, weights)
     ranking = scores(strategy, allocatable, used, request, scored).astype(np.float64)
     ranks = snapshot.ranks(slots)
@@ -212,3 +217,43 @@ def _one_by_one(
             strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
         )
     return placed
+
+
+def _room(snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+    """How many pods of this shape each of ``slots`` has room for."""
+    allocatable, used = snapshot.rows(slots)
+    request = snapshot.request(pod)
+    columns = [column for column, amount in request.items() if amount > 0]
+    amounts = np.array([request[column] for column in columns], dtype=np.int64)
+    room: npt.NDArray[np.int64] = ((allocatable[:, columns] - used[:, columns]) // amounts).min(
+        axis=1
+    )
+    return np.minimum(room, 1) if pod.host_ports else room
+
+
+def _choose_domain(
+    rules: RunRules, slots: npt.NDArray[np.intp], room: npt.NDArray[np.int64], wanted: int
+) -> None:
+    """Settle where a series with affinity to itself starts: not where the best node is.
+
+    The best-scored node is often in the fullest domain (packing), where the
+    run would not fit. Choose, among the domains of the first term's key, the
+    one with the least room that still holds the whole run (large domains
+    stay free for large gangs), else the one with the most room; name order
+    breaks ties. Room counts one pod per node when the run also keeps its pods
+    apart.
+    """
+    assert rules.first_of_series is not None
+    domains = rules.first_of_series[0][slots]
+    usable = rules.mask[slots] & (room > 0) & (domains >= 0)
+    if not usable.any():
+        return
+    per_node = np.minimum(room, 1) if rules.self_anti else room
+    totals = np.bincount(domains[usable], weights=per_node[usable]).astype(np.int64)
+    present = np.flatnonzero(totals > 0)
+    holding = present[totals[present] >= wanted]
+    if len(holding):
+        chosen = int(holding[np.argmin(totals[holding])])
+    else:
+        chosen = int(present[np.argmax(totals[present])])
+    rules.settle_domain(chosen)

@@ -323,6 +323,12 @@ class RunRules:
         self.refusals = spread_refusals + self.refusals
         self._combine()
 
+    def settle_domain(self, domain: int) -> None:
+        """A series with affinity to itself starts in this domain of its first term's key."""
+        assert self.first_of_series is not None
+        self.fixed &= self.first_of_series[0] == domain
+        self._combine()
+
     def placed(self, slot: int) -> None:
         """One pod of the run was placed on ``slot``."""
         for domains in self.self_anti:
