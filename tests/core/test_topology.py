@@ -267,3 +267,16 @@ def test_a_one_per_zone_gang_takes_one_place_per_zone_and_any_on_a_node_without_
     placed = _placed(snapshot, 3, _gang(affinity("podAntiAffinity", term()), 3, DB))
     assert placed == {}
     assert all(snapshot.allocated(name) == {} for name in ZONES)
+
+
+def test_a_series_with_affinity_to_itself_starts_in_the_tightest_zone_that_holds_it() -> None:
+    # The best-scored node (n0, fullest) is in zone a, which has room for 2 of 3:
+    # starting there would strand the gang. Zone b holds 3 exactly, zone c 16:
+    # b is chosen, keeping c free for a larger gang.
+    snapshot = Snapshot()
+    for name, zone, cpu in (("n0", "a", "1"), ("n1", "a", "1"), ("n2", "b", "2"), ("n3", "b", "1")):
+        snapshot.upsert_node(node(name, cpu=cpu, labels={ZONE: zone}))
+    snapshot.upsert_node(node("n4", cpu="16", labels={ZONE: "c"}))
+    snapshot.update_pod(pod("other", node="n0", phase="Running", cpu="500m"))
+    placed = _placed(snapshot, 3, _gang(affinity("podAffinity", term()), 3, DB))
+    assert sorted(placed.values()) == ["n2", "n2", "n3"]
