@@ -125,6 +125,47 @@ class Role(_Model):
     min_member: Annotated[int, Field(ge=1, le=MAX_MIN_MEMBER)]
 
 
+#: A node label key: an optional DNS-subdomain prefix and "/", then a name of up
+#: to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit.
+LABEL_KEY_PATTERN: Final = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+)
+_LabelKey = Annotated[str, Field(min_length=1, max_length=317, pattern=LABEL_KEY_PATTERN)]
+
+
+class GroupTopology(_Model):
+    """Keep the group's members inside one topology domain (one value of a node label).
+
+    ``required``: every needed member lands on nodes sharing one value of this
+    key, or the group waits. ``preferred``: keys from narrow to wide (rack, then
+    block, then zone): the group goes to the narrowest domain that holds it
+    whole, falling back to wider ones, and is never split beyond the widest
+    level given (``required`` when set, else the last preferred key).
+    """
+
+    required: _LabelKey | None = None
+    preferred: Annotated[list[_LabelKey], Field(max_length=8)] | None = None
+
+    @model_validator(mode="after")
+    def _levels_make_sense(self) -> GroupTopology:
+        preferred = self.preferred or []
+        if self.required is None and not preferred:
+            raise ValueError("set topology.required, topology.preferred, or both")
+        if len(set(preferred)) != len(preferred):
+            raise ValueError("topology.preferred repeats a key")
+        if self.required is not None and self.required in preferred:
+            raise ValueError(
+                "topology.required is the widest level already; do not repeat it in "
+                "topology.preferred"
+            )
+        return self
+
+    def levels(self) -> tuple[str, ...]:
+        """The keys to try, narrow to wide; the group never spans two domains of the last."""
+        return (*(self.preferred or ()), *((self.required,) if self.required else ()))
+
+
 class PodGroupSpec(_Model):
     """What the user asks for. Only ``min_member`` is required."""
 
@@ -135,6 +176,7 @@ class PodGroupSpec(_Model):
     priority: int | None = None
     queue: Annotated[str, Field(min_length=1, max_length=253)] = DEFAULT_QUEUE
     roles: Annotated[list[Role], Field(max_length=32)] | None = None
+    topology: GroupTopology | None = None
 
     _check_min_resources = field_validator("min_resources")(_check_resource_list)
 

@@ -63,6 +63,9 @@ class GroupPolicy:
     created: float = 0.0
     queue: str = DEFAULT_QUEUE
     kind: str = KIND_POD_GROUP
+    #: Node label keys, narrow to wide: the needed members land within one
+    #: domain of the narrowest that holds them, never beyond the last.
+    topology_levels: tuple[str, ...] = ()
 
     @property
     def key(self) -> GroupKey:

@@ -51,6 +51,16 @@ def unavailable(diagnosis: Diagnosis, group: GroupKey, pods: int, placed: int = 
     return text + "."
 
 
+def no_domain(
+    group: GroupKey, needed: int, widest: str, closest: str | None = None, placed: int = 0
+) -> str:
+    """``no topology.kubernetes.io/zone holds the 8 needed members of group ns/g; closest: ...``."""
+    text = f"no domain of {widest} holds the {needed} needed members of group {group}"
+    if closest is None:
+        return text + ": no node carries that label (or the members already bound span domains)."
+    return text + f"; closest: {closest}, with room for {placed} of {needed}."
+
+
 def not_enough_members(
     existing: int, minimum: int, roles: Mapping[str, tuple[int, int]] | None = None
 ) -> str:

@@ -32,7 +32,6 @@ import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.scoring import score, scored_columns, scores
-from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
 from coscheduler.core.topology import RunRules
@@ -56,7 +55,10 @@ def place_run(
     if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
         # Placed pods' anti-affinity may refuse some of these pods and not others.
         return _by_labels(statement, pods, strategy, weights)
-    slots = np.flatnonzero(snapshot.feasible(first))
+    mask = snapshot.feasible(first)
+    if statement.within is not None:
+        mask &= statement.within
+    slots = np.flatnonzero(mask)
     if len(slots) == 0:
         return 0
     allocatable, used = snapshot.rows(slots)
@@ -184,14 +186,17 @@ def _one_by_one(
     assert rules is not None  # the pods have rules
     # Nodes outside ``rules.fixed`` never come back (only spread's verdicts
     # can), so the walk looks at the others only.
-    slots = np.flatnonzero(snapshot.fits(first) & rules.fixed)
+    mask = snapshot.fits(first) & rules.fixed
+    if statement.within is not None:
+        mask &= statement.within
+    slots = np.flatnonzero(mask)
     if len(slots) == 0:
         return 0
-    room = _room(snapshot, first, slots)
+    room = snapshot.room(first, slots)
     if rules.first_of_series is not None:
         _choose_domain(rules, slots, room, len(pods))
         slots = slots[rules.fixed[slots]]
-        room = _room(snapshot, first, slots)
+        room = snapshot.room(first, slots)
     allocatable, used = snapshot.rows(slots)
     request = snapshot.request(first)
     scored = scored_columns(first.requests, snapshot.columns, weights)
@@ -217,18 +222,6 @@ def _one_by_one(
             strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
         )
     return placed
-
-
-def _room(snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
-    """How many pods of this shape each of ``slots`` has room for."""
-    allocatable, used = snapshot.rows(slots)
-    request = snapshot.request(pod)
-    columns = [column for column, amount in request.items() if amount > 0]
-    amounts = np.array([request[column] for column in columns], dtype=np.int64)
-    room: npt.NDArray[np.int64] = ((allocatable[:, columns] - used[:, columns]) // amounts).min(
-        axis=1
-    )
-    return np.minimum(room, 1) if pod.host_ports else room
 
 
 def _choose_domain(

@@ -11,8 +11,9 @@ order; the first that ends the attempt decides:
 2. Members must exist: at least ``minMember`` pending + bound, and per role at
    least its minimum; otherwise the group waits: ``NotEnoughMembers``.
 3. A group already *admitted* (``minMember`` and every role's minimum bound)
-   places its pending members one by one, each on its own; those that do not
-   fit wait for the next attempt.
+   places its pending members one by one, each on its own (inside the
+   narrowest domain holding the bound ones, for a group with
+   ``spec.topology``); those that do not fit wait for the next attempt.
 4. ``minResources``, less what the bound members already hold, must fit in
    the free capacity of schedulable nodes: otherwise ``MinResourcesUnavailable``.
 5. The trial: on a :class:`~coscheduler.core.statement.Statement`, members are
@@ -25,6 +26,11 @@ order; the first that ends the attempt decides:
    ``NotEnoughResources`` with the per-node histogram of the first member
    that did not fit. Members left pending by rule 3 get the same reason
    (``Decision.unplaced``), so that every pending member has one.
+5a. A group with ``spec.topology`` runs the trial inside one domain at a
+   time (:mod:`~coscheduler.core.domains` says which, in what order),
+   narrowest level first, and takes the first domain that holds every needed
+   member; its other members are placed inside that domain too. If none
+   does, the group waits, the message naming the closest domain.
 5b. When the trial fails, a small gang (no host ports, few members and
    nodes) gets an exact search (:mod:`~coscheduler.core.search`): the greedy
    trial can miss a packing of members of different sizes, and an answer
@@ -41,7 +47,7 @@ nodes x members, at worst.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -49,6 +55,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
 from coscheduler.core.diagnosis import Diagnosis
+from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.search import find_packing
@@ -149,7 +156,10 @@ def plan(
     }
     needed = max(policy.min_member - len(bound), sum(role_needs.values()), 0)
     if needed == 0:
-        return _elastic(snapshot, group, pending, len(bound), members, strategy, weights)
+        bound_nodes = [pod.node_name for pod in bound if pod.node_name is not None]
+        home = bound_domain(snapshot, policy.topology_levels, bound_nodes)
+        statement = Statement(snapshot, within=None if home is None else home.nodes)
+        return _elastic(statement, group, pending, len(bound), members, strategy, weights)
 
     if policy.min_resources:
         wanted = dict(policy.min_resources)
@@ -164,6 +174,10 @@ def plan(
                 Status(Code.UNSCHEDULABLE, Reason.MIN_RESOURCES_UNAVAILABLE, short), needed
             )
 
+    if policy.topology_levels:
+        return _in_one_domain(
+            snapshot, group, policy, pending, bound, role_needs, needed, strategy, weights, refused
+        )
     statement = Statement(snapshot)
     trial = _trial(statement, pending, role_needs, needed, strategy, weights)
     placed, rest, failure = trial.placed, trial.rest, trial.failure
@@ -182,6 +196,22 @@ def plan(
         return refused(
             Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
         )
+    return _admit(statement, group, rest, len(bound), placed, members, needed, strategy, weights)
+
+
+def _admit(
+    statement: Statement,
+    group: GroupKey,
+    rest: list[PodInfo],
+    bound: int,
+    placed: int,
+    members: int,
+    needed: int,
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+    where: str = "",
+) -> Decision:
+    """A successful trial: commit it, then place the other members one by one (rule 3)."""
     bindings = statement.commit()
     extra, left = _place_each(statement, rest, strategy, weights)
     return Decision(
@@ -189,15 +219,65 @@ def plan(
         Status(
             Code.SUCCESS,
             Reason.MIN_MEMBER_SCHEDULED,
-            f"{len(bound) + placed + len(extra)}/{members} members bound",
+            f"{bound + placed + len(extra)}/{members} members bound{where}",
         ),
         bindings=bindings + extra,
         members=members,
-        bound=len(bound),
+        bound=bound,
         needed=needed,
         admitted=True,
         pending=_keys(left),
-        unplaced=_unplaced(snapshot, group, left),
+        unplaced=_unplaced(statement.snapshot, group, left),
+    )
+
+
+def _in_one_domain(
+    snapshot: Snapshot,
+    group: GroupKey,
+    policy: GroupPolicy,
+    pending: list[PodInfo],
+    bound: Sequence[PodInfo],
+    role_needs: Mapping[str, int],
+    needed: int,
+    strategy: Strategy,
+    weights: Mapping[str, float] | None,
+    refused: Callable[[Status, int], Decision],
+) -> Decision:
+    """Rule 5a: the trial inside one domain at a time, narrow levels first."""
+    members = len(pending) + len(bound)
+    bound_nodes = [pod.node_name for pod in bound if pod.node_name is not None]
+    closest: tuple[int, Domain, _Failure | None] | None = None
+    for key in policy.topology_levels:
+        for domain in candidate_domains(snapshot, key, pending[0], needed, bound_nodes):
+            statement = Statement(snapshot, within=domain.nodes)
+            trial = _trial(statement, pending, role_needs, needed, strategy, weights)
+            if trial.placed >= needed:
+                return _admit(
+                    statement,
+                    group,
+                    trial.rest,
+                    len(bound),
+                    trial.placed,
+                    members,
+                    needed,
+                    strategy,
+                    weights,
+                    f" in {domain}",
+                )
+            statement.discard()
+            if closest is None or trial.placed > closest[0]:
+                closest = (trial.placed, domain, trial.failure)
+    widest = policy.topology_levels[-1]
+    if closest is None:
+        message = messages.no_domain(group, needed, widest)
+        return refused(Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message), needed)
+    placed, domain, failure = closest
+    message = messages.no_domain(group, needed, widest, str(domain), placed)
+    if failure is not None:
+        message += " " + messages.unavailable(failure.diagnosis, group, needed, placed)
+    filter_name = failure.diagnosis.filter if failure else None
+    return refused(
+        Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
     )
 
 
@@ -253,7 +333,7 @@ def _trial(
 
 
 def _elastic(
-    snapshot: Snapshot,
+    statement: Statement,
     group: GroupKey,
     pending: list[PodInfo],
     bound: int,
@@ -262,9 +342,8 @@ def _elastic(
     weights: Mapping[str, float] | None,
 ) -> Decision:
     """Rule 3: an admitted group's pending members, each on its own."""
-    statement = Statement(snapshot)
     bindings, left = _place_each(statement, pending, strategy, weights)
-    unplaced = _unplaced(snapshot, group, left)
+    unplaced = _unplaced(statement.snapshot, group, left)
     if bindings or unplaced is None:
         return Decision(
             group,

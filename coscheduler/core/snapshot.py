@@ -100,6 +100,14 @@ class Snapshot:
     def __contains__(self, name: object) -> bool:
         return name in self._slots
 
+    @property
+    def slot_count(self) -> int:
+        """How long the per-slot masks are (slots of removed nodes included)."""
+        return len(self._nodes)
+
+    def slot_of(self, name: str) -> int | None:
+        return self._slots.get(name)
+
     def node(self, name: str) -> NodeInfo | None:
         slot = self._slots.get(name)
         return None if slot is None else self._nodes[slot]
@@ -321,6 +329,17 @@ class Snapshot:
             if amount > 0:
                 mask &= (self._alloc[:size, column] - self._used[:size, column]) >= amount
         return mask
+
+    def room(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> IntArray:
+        """How many pods of this one's shape each of ``slots`` has free room for."""
+        columns, amounts = self._vector(pod.requests)
+        wanted = [(c, a) for c, a in zip(columns, amounts.tolist(), strict=True) if a > 0]
+        free = (
+            self._alloc[slots][:, [c for c, _ in wanted]]
+            - self._used[slots][:, [c for c, _ in wanted]]
+        )
+        room: IntArray = (free // np.array([a for _, a in wanted], dtype=np.int64)).min(axis=1)
+        return np.minimum(room, 1) if pod.host_ports else room
 
     def rows(self, slots: npt.NDArray[np.intp]) -> tuple[IntArray, IntArray]:
         """Allocatable and allocated rows of these slots (copies)."""

@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.snapshot import Snapshot
 
@@ -32,12 +35,17 @@ class Binding:
 
 
 class Statement:
-    """An undo log of assumptions on one snapshot."""
+    """An undo log of assumptions on one snapshot.
 
-    __slots__ = ("_log", "snapshot")
+    ``within``, when given, is the only nodes (a mask over the snapshot's
+    slots) this trial may place on: a gang kept inside one topology domain.
+    """
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    __slots__ = ("_log", "snapshot", "within")
+
+    def __init__(self, snapshot: Snapshot, within: npt.NDArray[np.bool_] | None = None) -> None:
         self.snapshot = snapshot
+        self.within = within
         self._log: list[tuple[Sequence[PodInfo], str]] = []
 
     def __len__(self) -> int:

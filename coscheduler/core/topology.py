@@ -122,6 +122,11 @@ class TopologyIndex:
             domains.ids = _grown(domains.ids, size)
         return domains.ids[:size]
 
+    def domain_names(self, key: str) -> list[str]:
+        """The values of ``key`` by domain id (after :meth:`domains` for it)."""
+        domains = self._domains.get(key)
+        return [] if domains is None else list(domains.values)
+
     def rules(self, pod: PodInfo, size: int, counted: Sequence[BoolArray]) -> RunRules | None:
         """The inter-pod verdicts for ``pod`` over ``size`` slots; None when none applies.
 

@@ -279,6 +279,7 @@ class ClusterState:
             schedule_timeout_seconds=spec.schedule_timeout_seconds,
             created=_created(group),
             queue=spec.queue,
+            topology_levels=spec.topology.levels() if spec.topology else (),
         )
 
     # -- PriorityClasses -----------------------------------------------------
