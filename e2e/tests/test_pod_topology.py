@@ -160,3 +160,53 @@ def test_a_field_still_unsupported_holds_the_gang_and_is_named(
         describe="the PodGroup's Unschedulable condition says UnsupportedField",
     )
     assert unbound_names(cluster, namespace) == ["vol-0", "vol-1"]
+
+
+def _podgroup_yaml(namespace: str, name: str, topology: str) -> str:
+    return (
+        "apiVersion: scheduling.sigs.k8s.io/v1alpha1\nkind: PodGroup\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{minMember: 4, topology: {topology}}}\n"
+    )
+
+
+def test_a_gang_kept_in_one_rack_goes_to_the_tightest_rack_that_holds_it(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    racks = dict.fromkeys(add_nodes(2, cpu="4", labels={"rack": "r1"}), "r1")
+    racks.update(dict.fromkeys(add_nodes(4, cpu="4", labels={"rack": "r2"}), "r2"))
+    start_scheduler()
+    # 6 members of 2 cpu: r1 holds 4, r2 holds 8: the gang goes to r2, whole.
+    w.create_podgroup(cluster.api, namespace, "ring", 6, topology={"required": "rack"})
+    for index in range(6):
+        _create(cluster, namespace, pool, f"ring-{index}", "ring", {}, group="ring")
+    assert {racks[n] for n in _nodes_of(cluster, namespace, "ring-", 6)} == {"r2"}
+    # Another 6 fit in no rack now (r1 holds 4, r2 has room for 2): all wait, saying so.
+    w.create_podgroup(cluster.api, namespace, "late", 6, topology={"required": "rack"})
+    for index in range(6):
+        _create(cluster, namespace, pool, f"late-{index}", "late", {}, group="late")
+    pod = wait_not_scheduled(cluster, namespace, "late-0", "Unschedulable")
+    assert "no domain of rack holds the 6 needed members" in pod_scheduled(pod)["message"]
+    assert "closest: rack=r1, with room for 4 of 6" in pod_scheduled(pod)["message"]
+    assert unbound_names(cluster, namespace) == [f"late-{i}" for i in range(6)]
+
+
+def test_a_topology_that_makes_no_sense_is_refused_by_the_api_server(
+    cluster: Cluster, namespace: str, podgroup_crd: str
+) -> None:
+    cases = {
+        "{}": "set topology.required, topology.preferred, or both",
+        "{required: 'not a key!'}": "must be a node label key",
+        "{required: zone, preferred: [rack, zone]}": "topology.required is the widest level",
+        "{preferred: [rack, rack]}": "Duplicate value",
+    }
+    for topology, expected in cases.items():
+        result = cluster.kubectl(
+            "apply", "-f", "-", input=_podgroup_yaml(namespace, "bad", topology), check=False
+        )
+        assert result.returncode != 0
+        assert expected in result.stderr, result.stderr

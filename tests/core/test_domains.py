@@ -103,7 +103,8 @@ def test_members_beyond_min_member_and_later_ones_stay_in_the_groups_rack() -> N
     snapshot = cluster({"r0": ("a", ["4"]), "r1": ("a", ["16"])})
     decision = place(snapshot, 6, (RACK,), min_member=3)
     assert racks_of(decision) == {"r0"}  # the tightest rack for 3: all six do not fit there
-    assert len(decision.bindings) == 4 and decision.pending  # r0 is full; r1 is not theirs
+    assert len(decision.bindings) == 4  # r0 is full; r1 is not theirs
+    assert decision.pending
 
 
 def test_bound_members_pin_the_group_to_their_rack() -> None:
