@@ -280,7 +280,15 @@ def read_pod_topology(
     reader: FieldReader, spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]
 ) -> PodTopology:
     """The required inter-pod rules of a pod's ``spec``."""
-    affinity = reader.mapping(spec.get("affinity"), "spec.affinity")
+    raw_affinity = spec.get("affinity")
+    if not spec.get("topologySpreadConstraints") and (
+        not isinstance(raw_affinity, Mapping)
+        or not (raw_affinity.get("podAffinity") or raw_affinity.get("podAntiAffinity"))
+    ):
+        return (
+            NO_TOPOLOGY  # most pods (a malformed affinity is refused by the node affinity reader)
+        )
+    affinity = reader.mapping(raw_affinity, "spec.affinity")
     found: dict[str, tuple[AffinityTerm, ...]] = {}
     for kind in ("podAffinity", "podAntiAffinity"):
         where = f"spec.affinity.{kind}"
