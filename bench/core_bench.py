@@ -8,8 +8,9 @@ Two cases, as the issue asks:
 Nodes sit in racks of 100 (label ``rack``), so 50 racks at 5,000 nodes.
 ``--rules`` gives every pod of a gang the same inter-pod rule: ``none`` (the
 plain pods of the first cases), ``one-per-node`` (required anti-affinity to
-its own gang by hostname) or ``same-rack`` (required affinity to its own gang
-by rack: the whole gang in one rack).
+its own gang by hostname), ``same-rack`` (required affinity to its own gang
+by rack: the whole gang in one rack) or ``group-rack`` (no pod rule; the
+PodGroup's ``spec.topology.required: rack``).
 
 Each case builds its pods and nodes as raw API objects, parses them (timed
 apart as "ingest"), then times the scheduling loop alone: ``next_decision``
@@ -82,6 +83,7 @@ RULES: dict[str, tuple[str, str] | None] = {
     "none": None,
     "one-per-node": ("podAntiAffinity", "kubernetes.io/hostname"),
     "same-rack": ("podAffinity", "rack"),
+    "group-rack": None,
 }
 
 
@@ -136,6 +138,7 @@ def make_gangs(
             min_member=size,
             created=float(index),
             priority=rng.choice([0, 0, 0, 10]),
+            topology_levels=("rack",) if rules == "group-rack" else (),
         )
         pods = [make_pod(f"{name}-{i:03d}", name, cpu, memory, index, rules) for i in range(size)]
         gangs.append((policy, pods))

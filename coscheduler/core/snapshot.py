@@ -90,7 +90,7 @@ class Snapshot:
         self._on_node: dict[str, set[str]] = {}
         self._ports: dict[str, ports.PortSet] = {}
         self._vectors: dict[tuple[tuple[str, int], ...], _Vector] = {}
-        self.topology = TopologyIndex(self._nodes, self._slots)
+        self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
 
     # -- reading -----------------------------------------------------------
 
@@ -456,7 +456,7 @@ class Snapshot:
 
     def _unplace(self, uid: str) -> None:
         placed = self._pods.pop(uid)
-        self.topology.remove(uid)
+        self.topology.remove(placed.pod, placed.node)
         on_node = self._on_node.get(placed.node)
         if on_node is not None:
             on_node.discard(uid)
@@ -475,7 +475,7 @@ class Snapshot:
     def _refresh(self, placed: _Placed, pod: PodInfo) -> None:
         """The same placement, a newer copy of the pod (its labels may have changed)."""
         if placed.pod.labels != pod.labels or placed.pod.deleting != pod.deleting:
-            self.topology.remove(pod.uid)
+            self.topology.remove(placed.pod, placed.node)
             self.topology.add(pod, placed.node)
         placed.pod = pod
 

@@ -24,9 +24,9 @@ themselves are stated in :mod:`~coscheduler.core.filters.interpod`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -54,14 +54,30 @@ class _Domains:
         return self.values.setdefault(value, len(self.values))
 
 
-class TopologyIndex:
-    """Placed pods by label, the anti-affinity terms they carry, and node domains."""
+class Placement(Protocol):
+    """A pod counted on a node (the snapshot's own record of it)."""
 
-    def __init__(self, nodes: Sequence[NodeInfo | None], slots: dict[str, int]) -> None:
-        # The snapshot's own node list and slot map, read, never changed here.
+    pod: PodInfo
+    node: str
+
+
+class TopologyIndex:
+    """Placed pods by label, the anti-affinity terms they carry, and node domains.
+
+    The snapshot tells it of every pod it places (:meth:`add`) and unplaces
+    (:meth:`remove`); until the first pod with rules asks, that costs a check.
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[NodeInfo | None],
+        slots: Mapping[str, int],
+        placed: Mapping[str, Placement],
+    ) -> None:
+        # The snapshot's own node list, slot map and placed pods, read, never changed here.
         self._nodes = nodes
         self._slots = slots
-        self._placed: dict[str, tuple[PodInfo, str]] = {}
+        self._placed = placed
         self._indexed = False
         self._by_label: dict[tuple[str, str], set[str]] = {}
         self._by_namespace: dict[str, set[str]] = {}
@@ -71,21 +87,16 @@ class TopologyIndex:
     # -- keeping it current --------------------------------------------------
 
     def add(self, pod: PodInfo, node: str) -> None:
-        self._placed[pod.uid] = (pod, node)
         if self._indexed:
             self._index(pod)
         for term in pod.topology.anti_affinity:
             self._anti.setdefault(term, Counter())[node] += 1
 
-    def remove(self, uid: str) -> None:
-        entry = self._placed.pop(uid, None)
-        if entry is None:
-            return
-        pod, node = entry
+    def remove(self, pod: PodInfo, node: str) -> None:
         if self._indexed:
             for pair in pod.labels.items():
-                _discard(self._by_label, pair, uid)
-            _discard(self._by_namespace, pod.namespace, uid)
+                _discard(self._by_label, pair, pod.uid)
+            _discard(self._by_namespace, pod.namespace, pod.uid)
         for term in pod.topology.anti_affinity:
             nodes = self._anti[term]
             nodes[node] -= 1
@@ -216,7 +227,8 @@ class TopologyIndex:
             return
         self._ensure_index()
         for uid in self._candidates(namespaces, selector):
-            pod, node = self._placed[uid]
+            placed = self._placed[uid]
+            pod, node = placed.pod, placed.node
             if (namespaces is None or pod.namespace in namespaces) and selector.matches(pod.labels):
                 yield pod, node
 
@@ -245,8 +257,8 @@ class TopologyIndex:
     def _ensure_index(self) -> None:
         if not self._indexed:
             self._indexed = True
-            for pod, _ in self._placed.values():
-                self._index(pod)
+            for placed in self._placed.values():
+                self._index(placed.pod)
 
     def _index(self, pod: PodInfo) -> None:
         for pair in pod.labels.items():
