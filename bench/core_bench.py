@@ -24,6 +24,7 @@ is single-threaded).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import random
 import statistics
@@ -138,8 +139,10 @@ def make_gangs(
             min_member=size,
             created=float(index),
             priority=rng.choice([0, 0, 0, 10]),
-            topology_levels=("rack",) if rules == "group-rack" else (),
         )
+        if rules == "group-rack":
+            # Set apart, so this script also runs against trees older than the field.
+            policy = dataclasses.replace(policy, topology_levels=("rack",))
         pods = [make_pod(f"{name}-{i:03d}", name, cpu, memory, index, rules) for i in range(size)]
         gangs.append((policy, pods))
         made += size
