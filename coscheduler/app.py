@@ -7,7 +7,8 @@ Start-up, in order, and why:
 2. Campaign for the Lease (unless leader election is off). Everything below
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
-3. List and watch nodes, pods and PriorityClasses; list PodGroups once. Only
+3. List and watch nodes, pods, PersistentVolumeClaims, PersistentVolumes,
+   StorageClasses and PriorityClasses; list PodGroups once. Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
@@ -52,6 +53,7 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+_STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 
 
 @dataclasses.dataclass
@@ -175,6 +177,24 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             state.replace_pods,
             state.upsert_pod,
             state.remove_pod,
+        ),
+        "persistentvolumeclaims": (
+            Watch(client, "/api/v1/persistentvolumeclaims", timeout_seconds=watch_timeout),
+            state.replace_claims,
+            state.upsert_claim,
+            state.remove_claim,
+        ),
+        "persistentvolumes": (
+            Watch(client, "/api/v1/persistentvolumes", timeout_seconds=watch_timeout),
+            state.replace_volumes,
+            state.upsert_volume,
+            state.remove_volume,
+        ),
+        "storageclasses": (
+            Watch(client, _STORAGE_CLASSES, timeout_seconds=watch_timeout),
+            state.replace_storage_classes,
+            state.upsert_storage_class,
+            state.remove_storage_class,
         ),
         "priorityclasses": (
             Watch(client, _PRIORITY_CLASSES, timeout_seconds=watch_timeout),

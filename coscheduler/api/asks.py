@@ -20,11 +20,10 @@ from typing import Any, Final
 
 __all__ = ["NO_ASKS", "Asks", "read_asks"]
 
-#: Inline volume sources whose disk kube-scheduler's volume plugins place
-#: (attach limits, one writer per disk, zones); a PVC may be bound to any of them.
+#: Inline (in-tree) disks whose placement kube-scheduler's volume plugins
+#: judge (attach limits, one writer per disk, zones). Claims (persistentVolumeClaim,
+#: ephemeral) are honoured through their PersistentVolume (core.volumes).
 _PLACED_VOLUME_SOURCES: Final = (
-    "persistentVolumeClaim",
-    "ephemeral",
     "awsElasticBlockStore",
     "gcePersistentDisk",
     "azureDisk",

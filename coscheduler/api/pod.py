@@ -36,6 +36,7 @@ __all__ = [
     "PodInfo",
     "PodParseError",
     "Toleration",
+    "parse_node_selector",
 ]
 
 #: Phases after which a pod holds no resources on its node.
@@ -124,6 +125,14 @@ class PodInfo:
     asks: Asks = NO_ASKS
     #: Required pod (anti-)affinity and DoNotSchedule spread (:mod:`~coscheduler.api.pod_topology`).
     topology: PodTopology = NO_TOPOLOGY
+    #: The PersistentVolumeClaims the pod uses, by name in its namespace
+    #: (``persistentVolumeClaim`` volumes, and the claims of ``ephemeral`` ones).
+    claims: tuple[str, ...] = ()
+    #: Filled in by the scheduler from the claims' volumes just before placing
+    #: (:mod:`~coscheduler.core.volumes`): each bound volume's node affinity
+    #: (all must hold), and why the pod cannot be placed at all, if it cannot.
+    volume_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
+    volume_wait: str | None = None
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
 
@@ -200,7 +209,14 @@ def _parse_affinity(
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return None
-    selector = reader.mapping(required, where)
+    return parse_node_selector(reader, required, where)
+
+
+def parse_node_selector(
+    reader: FieldReader, raw: object, where: str
+) -> tuple[NodeSelectorTerm, ...]:
+    """A ``NodeSelector`` (its ``nodeSelectorTerms``, ORed), as pods and volumes state it."""
+    selector = reader.mapping(raw, where)
     terms = []
     for index, item in enumerate(
         reader.items(selector.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms")
@@ -261,6 +277,22 @@ def _parse_host_ports(reader: FieldReader, containers: list[Any]) -> tuple[HostP
                 )
             )
     return tuple(sorted(ports, key=lambda p: (p.port, p.protocol, p.ip)))
+
+
+def _parse_claims(reader: FieldReader, spec: Mapping[str, Any], pod: str) -> tuple[str, ...]:
+    claims = []
+    for index, item in enumerate(reader.items(spec.get("volumes"), "spec.volumes")):
+        volume = reader.mapping(item, f"spec.volumes[{index}]")
+        if "persistentVolumeClaim" in volume:
+            source = reader.mapping(
+                volume["persistentVolumeClaim"], f"spec.volumes[{index}].persistentVolumeClaim"
+            )
+            where = f"spec.volumes[{index}].persistentVolumeClaim.claimName"
+            claims.append(reader.text(source.get("claimName"), where))
+        elif "ephemeral" in volume:
+            # The claim Kubernetes makes for a generic ephemeral volume: <pod>-<volume>.
+            claims.append(f"{pod}-{reader.text(volume.get('name'), f'spec.volumes[{index}].name')}")
+    return tuple(claims)
 
 
 def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
@@ -345,5 +377,6 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         shape=shape,
         asks=read_asks(spec),
         topology=topology,
+        claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
     )

@@ -34,10 +34,15 @@ class Reason(StrEnum):
     #: ``scheduleTimeoutSeconds`` passed short of ``minMember`` bound; the
     #: message gives the reason underneath. The group keeps being retried.
     TIMEOUT = "Timeout"
-    #: A pending member asks for a field coscheduler does not honour yet
-    #: (required pod affinity, a DoNotSchedule spread constraint, a volume that
-    #: needs placing, resource claims): it is not placed, and neither is its gang.
+    #: A pending member asks for a field coscheduler does not honour yet (an
+    #: in-tree disk, resource claims, a claim waiting for its first consumer):
+    #: it is not placed, and neither is its gang.
     UNSUPPORTED_FIELD = "UnsupportedField"
+    #: A pending member's PersistentVolumeClaim is missing, being deleted, not
+    #: bound yet (a class that binds at once), bound to a volume that does not
+    #: exist, or ReadWriteOncePod and used by another pod: it waits, and so does
+    #: its gang, until the claim is ready (the message names it).
+    VOLUME_NOT_READY = "VolumeNotReady"
     #: On a pod's ``PodScheduled=False`` condition: more room would let it be
     #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
     #: Pods that wait for something room cannot give (members, their group)

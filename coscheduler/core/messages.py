@@ -61,6 +61,15 @@ def no_domain(
     return text + f"; closest: {closest}, with room for {placed} of {needed}."
 
 
+def volumes_not_ready(pods: Sequence[PodInfo]) -> str:
+    """``pod ns/w-0: persistentvolumeclaim "data" not found`` for the first, and how many more."""
+    first = pods[0]
+    text = f"pod {first.key}: {first.volume_wait}"
+    if len(pods) > 1:
+        text += f" (and {len(pods) - 1} more member(s) wait for their volumes)"
+    return text
+
+
 def not_enough_members(
     existing: int, minimum: int, roles: Mapping[str, tuple[int, int]] | None = None
 ) -> str:

@@ -8,6 +8,8 @@ order; the first that ends the attempt decides:
 1b. A pending member that asks for a field coscheduler does not honour yet
    (:mod:`~coscheduler.api.asks`) is never placed against it: the group
    waits, ``UnsupportedField``, the message naming the pod and the field.
+1c. A pending member whose claims are not ready (:mod:`~coscheduler.core.volumes`)
+   holds its group: ``VolumeNotReady``, retried when volumes change.
 2. Members must exist: at least ``minMember`` pending + bound, and per role at
    least its minimum; otherwise the group waits: ``NotEnoughMembers``.
 3. A group already *admitted* (``minMember`` and every role's minimum bound)
@@ -143,6 +145,10 @@ def plan(
     asking = [pod for pod in pending if pod.asks.unsupported]
     if asking:
         return refused(Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking)))
+    unready = [pod for pod in pending if pod.volume_wait]
+    if unready:
+        waits = messages.volumes_not_ready(unready)
+        return refused(Status(Code.UNSCHEDULABLE, Reason.VOLUME_NOT_READY, waits))
 
     have = Counter(pod.role for pod in [*pending, *bound])
     held = Counter(pod.role for pod in bound)

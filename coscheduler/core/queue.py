@@ -57,6 +57,8 @@ class ClusterEvent(enum.Enum):
     POD_DELETED = "PodDeleted"
     POD_FINISHED = "PodFinished"
     BINDING_FAILED = "BindingFailed"
+    #: A PersistentVolumeClaim, PersistentVolume or StorageClass changed.
+    VOLUME_CHANGED = "VolumeChanged"
     #: About one group only: a member added or changed, the PodGroup created or changed.
     GROUP_CHANGED = "GroupChanged"
 

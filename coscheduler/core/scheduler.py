@@ -38,6 +38,7 @@ from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
 from coscheduler.core.status import Code
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.volumes import VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
@@ -79,6 +80,9 @@ class Scheduler:
         self._member_of: dict[str, GroupKey] = {}
         self._members: dict[GroupKey, _Members] = {}
         self._first_attempt: dict[GroupKey, float] = {}
+        self.volumes = VolumeIndex()
+        #: Claim key (namespace/name) -> the pods that use it.
+        self._claim_users: dict[str, set[str]] = {}
 
     # -- reading -------------------------------------------------------------
 
@@ -126,6 +130,8 @@ class Scheduler:
         before = self._pods.get(pod.uid)
         self.snapshot.update_pod(pod)
         self._pods[pod.uid] = pod
+        for claim in pod.claims:
+            self._claim_users.setdefault(f"{pod.namespace}/{claim}", set()).add(pod.uid)
         key, state = self._membership(pod)
         was_pending = self._file(pod, key, state)
         if before is not None and before.bound and not before.terminal and pod.terminal:
@@ -140,8 +146,29 @@ class Scheduler:
         self.snapshot.remove_pod(uid)
         if pod is not None:
             self._file(pod, None, None)
+            for claim in pod.claims:
+                users = self._claim_users.get(f"{pod.namespace}/{claim}")
+                if users is not None:
+                    users.discard(uid)
+                    if not users:
+                        del self._claim_users[f"{pod.namespace}/{claim}"]
         if held:
             self.queue.on_event(ClusterEvent.POD_DELETED)
+
+    # -- volumes -------------------------------------------------------------
+
+    def volumes_changed(self) -> None:
+        """A claim, volume or storage class changed: groups waiting on one may go now."""
+        self.queue.on_event(ClusterEvent.VOLUME_CHANGED)
+
+    def _claim_used_by_other(self, claim: str, uid: str) -> bool:
+        for other in self._claim_users.get(claim, ()):
+            pod = self._pods.get(other)
+            if other == uid or pod is None or pod.terminal:
+                continue
+            if pod.bound or self.snapshot.is_assumed(other):
+                return True
+        return False
 
     # -- groups --------------------------------------------------------------
 
@@ -219,6 +246,7 @@ class Scheduler:
         bound: list[PodInfo],
         elapsed: float | None = None,
     ) -> Decision:
+        pending = [self.volumes.resolve(pod, self._claim_used_by_other) for pod in pending]
         return plan(
             self.snapshot,
             key,

@@ -35,6 +35,7 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -292,7 +293,7 @@ class Snapshot:
                 mask[slot] = node is not None and affinity.matches(pod, node.labels, node.name)
             return mask
         mask &= self._label_verdicts.mask(
-            pod.placement[:2], lambda node: affinity.matches(pod, node.labels, node.name)
+            affinity.verdict_key(pod), lambda node: affinity.matches(pod, node.labels, node.name)
         )[self._label_class[:size]]
         return mask
 
@@ -379,12 +380,17 @@ class Snapshot:
                     by_filter[name] += count
                     remaining &= ~refused
                     break
-        matching = self.static_mask(pod)
-        refused = remaining & ~matching
-        if refused.any():
-            reasons[affinity.REASON] += int(refused.sum())
-            by_filter[affinity.NAME] += int(refused.sum())
-            remaining &= matching
+        label_filters = [(affinity.NAME, affinity.REASON, self.static_mask(pod))]
+        if pod.volume_affinity:
+            own = dataclasses.replace(pod, volume_affinity=())
+            label_filters.insert(0, (affinity.NAME, affinity.REASON, self.static_mask(own)))
+            label_filters[1] = (affinity.VOLUME_NAME, affinity.VOLUME_REASON, label_filters[1][2])
+        for name, reason, matching in label_filters:
+            refused = remaining & ~matching
+            if refused.any():
+                reasons[reason] += int(refused.sum())
+                by_filter[name] += int(refused.sum())
+                remaining &= matching
         if pod.host_ports:
             free = remaining.copy()
             self._refuse_ports(free, pod.host_ports)

@@ -27,6 +27,7 @@ from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.podgroup import PodGroup, PodGroupStatus
 from coscheduler.api.quantity import QuantityError
+from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo, VolumeParseError
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -60,6 +61,7 @@ class InvalidObject:
 
 
 _Key = TypeVar("_Key")
+_Read = TypeVar("_Read")
 
 
 def _replace_all(
@@ -281,6 +283,71 @@ class ClusterState:
             queue=spec.queue,
             topology_levels=spec.topology.levels() if spec.topology else (),
         )
+
+    # -- claims, volumes, storage classes --------------------------------------
+
+    def replace_claims(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        volumes = self.scheduler.volumes
+        _replace_all(objects, self.upsert_claim, list(volumes.claims), volumes.remove_claim)
+        self.scheduler.volumes_changed()
+
+    def upsert_claim(self, raw: Mapping[str, Any]) -> str | None:
+        claim = self._read_volume_object("PersistentVolumeClaim", ClaimInfo.from_object, raw)
+        if claim is not None:
+            self.scheduler.volumes.upsert_claim(claim)
+            self.scheduler.volumes_changed()
+        return None if claim is None else claim.key
+
+    def remove_claim(self, raw: Mapping[str, Any]) -> None:
+        meta = _meta(raw)
+        self.scheduler.volumes.remove_claim(f"{meta.get('namespace')}/{meta.get('name')}")
+        self.scheduler.volumes_changed()
+
+    def replace_volumes(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        volumes = self.scheduler.volumes
+        _replace_all(objects, self.upsert_volume, list(volumes.volumes), volumes.remove_volume)
+        self.scheduler.volumes_changed()
+
+    def upsert_volume(self, raw: Mapping[str, Any]) -> str | None:
+        volume = self._read_volume_object("PersistentVolume", VolumeInfo.from_object, raw)
+        if volume is not None:
+            self.scheduler.volumes.upsert_volume(volume)
+            self.scheduler.volumes_changed()
+        return None if volume is None else volume.name
+
+    def remove_volume(self, raw: Mapping[str, Any]) -> None:
+        self.scheduler.volumes.remove_volume(str(_meta(raw).get("name")))
+        self.scheduler.volumes_changed()
+
+    def replace_storage_classes(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        volumes = self.scheduler.volumes
+        _replace_all(
+            objects, self.upsert_storage_class, list(volumes.classes), volumes.remove_class
+        )
+        self.scheduler.volumes_changed()
+
+    def upsert_storage_class(self, raw: Mapping[str, Any]) -> str | None:
+        read = StorageClassInfo.from_object
+        storage_class = self._read_volume_object("StorageClass", read, raw)
+        if storage_class is not None:
+            self.scheduler.volumes.upsert_class(storage_class)
+            self.scheduler.volumes_changed()
+        return None if storage_class is None else storage_class.name
+
+    def remove_storage_class(self, raw: Mapping[str, Any]) -> None:
+        self.scheduler.volumes.remove_class(str(_meta(raw).get("name")))
+        self.scheduler.volumes_changed()
+
+    def _read_volume_object(
+        self, kind: str, read: Callable[[Mapping[str, Any]], _Read], raw: Mapping[str, Any]
+    ) -> _Read | None:
+        try:
+            return read(raw)
+        except VolumeParseError as error:
+            invalid = InvalidObject.of(kind, raw, error)
+            log.warning("object skipped", kind=kind, name=invalid.name, error=invalid.message)
+            self.on_invalid(invalid)
+            return None
 
     # -- PriorityClasses -----------------------------------------------------
 

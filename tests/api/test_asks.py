@@ -80,15 +80,11 @@ CASES = [
                 {"name": "cfg", "configMap": {"name": "c"}},
                 {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
                 {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}},
+                {"name": "disk", "awsElasticBlockStore": {"volumeID": "vol-1"}},
             ]
         },
-        Asks(
-            unsupported=(
-                "spec.volumes[2].persistentVolumeClaim",
-                "spec.volumes[3].ephemeral",
-            )
-        ),
-        id="volumes-that-need-placing",
+        Asks(unsupported=("spec.volumes[4].awsElasticBlockStore",)),
+        id="in-tree-disks-but-not-claims",
     ),
     pytest.param(
         {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},

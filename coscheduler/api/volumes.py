@@ -1,0 +1,137 @@
+"""Persistent volumes as the scheduler sees them: claims, volumes, storage classes.
+
+A pod's ``persistentVolumeClaim`` (and generic ``ephemeral``) volumes tie it
+to a claim; a bound claim ties it to a PersistentVolume, whose node affinity
+says where the disk can be reached (a local disk: one node; a zonal cloud
+disk: one zone). These records keep only what placing a pod reads, parsed
+once, like :mod:`~coscheduler.api.pod`; anything malformed raises
+:class:`VolumeParseError` naming the object and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Final
+
+from coscheduler.api.fields import FieldReader, ObjectParseError
+from coscheduler.api.pod import NodeSelectorTerm, parse_node_selector
+
+__all__ = [
+    "SELECTED_NODE_ANNOTATION",
+    "ClaimInfo",
+    "StorageClassInfo",
+    "VolumeInfo",
+    "VolumeParseError",
+]
+
+#: The annotation a scheduler sets on a claim to ask the provisioner for a disk near a node.
+SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
+_DEFAULT_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
+#: The access mode that lets one pod, cluster-wide, use the claim.
+READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
+
+
+class VolumeParseError(ObjectParseError):
+    """A claim, volume or storage class the scheduler cannot read."""
+
+    kind = "volume object"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimInfo:
+    """A PersistentVolumeClaim: which volume it is bound to, and how it binds."""
+
+    namespace: str
+    name: str
+    #: ``spec.volumeName``: the PersistentVolume it is bound to, if any.
+    volume_name: str | None
+    #: ``spec.storageClassName``: None when unset (the default class applies).
+    storage_class: str | None
+    access_modes: frozenset[str]
+    deleting: bool
+    #: The node a scheduler chose for its provisioning, if any.
+    selected_node: str | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def once_per_pod(self) -> bool:
+        return READ_WRITE_ONCE_POD in self.access_modes
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> ClaimInfo:
+        meta = _metadata(raw)
+        namespace = str(meta.get("namespace") or "default")
+        reader = FieldReader(partial(VolumeParseError, f"claim {namespace}/{meta.get('name')}"))
+        spec = reader.mapping(raw.get("spec"), "spec")
+        annotations = reader.strings(meta.get("annotations"), "metadata.annotations")
+        storage_class = spec.get("storageClassName")
+        return cls(
+            namespace=namespace,
+            name=reader.text(meta.get("name"), "metadata.name"),
+            volume_name=reader.text(spec.get("volumeName"), "spec.volumeName") or None,
+            storage_class=None
+            if storage_class is None
+            else reader.text(storage_class, "spec.storageClassName"),
+            access_modes=frozenset(
+                reader.text(mode, "spec.accessModes")
+                for mode in reader.items(spec.get("accessModes"), "spec.accessModes")
+            ),
+            deleting=meta.get("deletionTimestamp") is not None,
+            selected_node=annotations.get(SELECTED_NODE_ANNOTATION) or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeInfo:
+    """A PersistentVolume: where it can be reached."""
+
+    name: str
+    #: ``spec.nodeAffinity.required``: None when the volume is reachable from any node.
+    node_affinity: tuple[NodeSelectorTerm, ...] | None
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> VolumeInfo:
+        meta = _metadata(raw)
+        reader = FieldReader(partial(VolumeParseError, f"volume {meta.get('name')}"))
+        spec = reader.mapping(raw.get("spec"), "spec")
+        affinity = reader.mapping(spec.get("nodeAffinity"), "spec.nodeAffinity")
+        required = affinity.get("required")
+        return cls(
+            name=reader.text(meta.get("name"), "metadata.name"),
+            node_affinity=None
+            if required is None
+            else parse_node_selector(reader, required, "spec.nodeAffinity.required"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClassInfo:
+    """A StorageClass: when its claims bind, and whether it is the default."""
+
+    name: str
+    wait_for_first_consumer: bool
+    default: bool
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> StorageClassInfo:
+        meta = _metadata(raw)
+        reader = FieldReader(partial(VolumeParseError, f"storage class {meta.get('name')}"))
+        annotations = reader.strings(meta.get("annotations"), "metadata.annotations")
+        mode = reader.text(raw.get("volumeBindingMode"), "volumeBindingMode", "Immediate")
+        return cls(
+            name=reader.text(meta.get("name"), "metadata.name"),
+            wait_for_first_consumer=mode == "WaitForFirstConsumer",
+            default=annotations.get(_DEFAULT_CLASS_ANNOTATION) == "true",
+        )
+
+
+def _metadata(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = raw.get("metadata") if isinstance(raw, Mapping) else None
+    if not isinstance(meta, Mapping) or not isinstance(meta.get("name"), str):
+        raise VolumeParseError("<unknown>", f"metadata.name is missing in {raw!r:.200}")
+    return meta
