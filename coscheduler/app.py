@@ -7,8 +7,8 @@ Start-up, in order, and why:
 2. Campaign for the Lease (unless leader election is off). Everything below
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
-3. List and watch nodes, pods, PersistentVolumeClaims, PersistentVolumes,
-   StorageClasses and PriorityClasses; list PodGroups once. Only
+3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
+   PersistentVolumes, StorageClasses and PriorityClasses; list PodGroups once. Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
@@ -177,6 +177,12 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             state.replace_pods,
             state.upsert_pod,
             state.remove_pod,
+        ),
+        "namespaces": (
+            Watch(client, "/api/v1/namespaces", timeout_seconds=watch_timeout),
+            state.replace_namespaces,
+            state.upsert_namespace,
+            state.remove_namespace,
         ),
         "persistentvolumeclaims": (
             Watch(client, "/api/v1/persistentvolumeclaims", timeout_seconds=watch_timeout),

@@ -64,11 +64,6 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
     affinity = _mapping(spec.get("affinity"))
     for kind in ("podAffinity", "podAntiAffinity"):
         terms = _mapping(affinity.get(kind))
-        for index, term in enumerate(_items(terms.get(_REQUIRED))):
-            selector = _mapping(_mapping(term).get("namespaceSelector"))
-            if _mapping(selector.get("matchLabels")) or _items(selector.get("matchExpressions")):
-                # Needs namespace labels, which are not watched yet.
-                unsupported.append(f"spec.affinity.{kind}.{_REQUIRED}[{index}].namespaceSelector")
         if _items(terms.get(_PREFERRED)):
             unscored.append(f"spec.affinity.{kind}.{_PREFERRED}")
     if _items(_mapping(affinity.get("nodeAffinity")).get(_PREFERRED)):

@@ -13,9 +13,8 @@ Two rules of the API are applied here, once, rather than by every reader:
   requirement selects the same pods.
 - A term's namespaces: ``namespaces`` and ``namespaceSelector`` both absent
   means the pod's own namespace; ``namespaceSelector: {}`` means every
-  namespace. A non-empty ``namespaceSelector`` needs namespace labels, which
-  coscheduler does not watch yet: such a term is an unsupported field
-  (:mod:`~coscheduler.api.asks`), never read as something else.
+  namespace; otherwise the namespaces listed and those whose labels the
+  selector matches (the scheduler watches namespaces for their labels).
 """
 
 from __future__ import annotations
@@ -36,6 +35,8 @@ __all__ = [
 ]
 
 _SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+#: Each namespace's labels, by name (what a ``namespaceSelector`` reads).
+NamespaceLabels = Mapping[str, Mapping[str, str]]
 _REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
 
 
@@ -77,18 +78,27 @@ class AffinityTerm:
     """One required pod affinity or anti-affinity term.
 
     ``selector`` None selects no pod (the API's null ``labelSelector``);
-    ``namespaces`` None means every namespace.
+    ``namespaces`` None means every namespace; otherwise a pod's namespace
+    must be listed or carry labels ``namespace_selector`` matches.
     """
 
     selector: LabelSelector | None
     namespaces: frozenset[str] | None
     topology_key: str
+    namespace_selector: LabelSelector | None = None
 
-    def selects(self, namespace: str, labels: Mapping[str, str]) -> bool:
+    def covers(self, namespace: str, namespace_labels: NamespaceLabels) -> bool:
+        """Whether pods in ``namespace`` are within this term's namespaces."""
+        if self.namespaces is None or namespace in self.namespaces:
+            return True
+        selector = self.namespace_selector
+        return selector is not None and selector.matches(namespace_labels.get(namespace, {}))
+
+    def selects(
+        self, namespace: str, labels: Mapping[str, str], namespace_labels: NamespaceLabels
+    ) -> bool:
         """Whether a pod in ``namespace`` with ``labels`` is one this term is about."""
-        if self.selector is None:
-            return False
-        if self.namespaces is not None and namespace not in self.namespaces:
+        if self.selector is None or not self.covers(namespace, namespace_labels):
             return False
         return self.selector.matches(labels)
 
@@ -196,14 +206,17 @@ def _terms(
         if not topology_key:
             raise reader.fail(f"{here}.topologyKey is empty; a required term needs one")
         names = frozenset(_key_list(reader, entry.get("namespaces"), f"{here}.namespaces"))
-        namespace_selector = entry.get("namespaceSelector")
+        raw_selector = entry.get("namespaceSelector")
         namespaces: frozenset[str] | None
-        if namespace_selector is not None and _selects_everything(
-            reader.mapping(namespace_selector, f"{here}.namespaceSelector")
+        namespace_selector = None
+        if raw_selector is not None and _selects_everything(
+            reader.mapping(raw_selector, f"{here}.namespaceSelector")
         ):
             namespaces = None  # {}: every namespace
-        elif names or namespace_selector is not None:
-            namespaces = names  # a non-empty selector is refused in api.asks
+        elif names or raw_selector is not None:
+            namespaces = names
+            where = f"{here}.namespaceSelector"
+            namespace_selector = _selector(reader, raw_selector, where, labels, [], [])
         else:
             namespaces = frozenset([namespace])
         terms.append(
@@ -218,6 +231,7 @@ def _terms(
                 ),
                 namespaces=namespaces,
                 topology_key=topology_key,
+                namespace_selector=namespace_selector,
             )
         )
     return tuple(terms)

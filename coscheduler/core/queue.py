@@ -59,6 +59,8 @@ class ClusterEvent(enum.Enum):
     BINDING_FAILED = "BindingFailed"
     #: A PersistentVolumeClaim, PersistentVolume or StorageClass changed.
     VOLUME_CHANGED = "VolumeChanged"
+    #: A namespace's labels changed (pod affinity terms may select by them).
+    NAMESPACE_CHANGED = "NamespaceChanged"
     #: About one group only: a member added or changed, the PodGroup created or changed.
     GROUP_CHANGED = "GroupChanged"
 

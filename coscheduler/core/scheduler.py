@@ -155,6 +155,18 @@ class Scheduler:
         if held:
             self.queue.on_event(ClusterEvent.POD_DELETED)
 
+    # -- namespaces ----------------------------------------------------------
+
+    def upsert_namespace(self, name: str, labels: Mapping[str, str]) -> None:
+        known = self.snapshot.topology.namespace_labels
+        if known.get(name) == labels:
+            return
+        known[name] = dict(labels)
+        self.queue.on_event(ClusterEvent.NAMESPACE_CHANGED)
+
+    def remove_namespace(self, name: str) -> None:
+        self.snapshot.topology.namespace_labels.pop(name, None)
+
     # -- volumes -------------------------------------------------------------
 
     def volumes_changed(self) -> None:

@@ -83,6 +83,8 @@ class TopologyIndex:
         self._by_namespace: dict[str, set[str]] = {}
         self._anti: dict[AffinityTerm, Counter[str]] = {}
         self._domains: dict[str, _Domains] = {}
+        #: Each namespace's labels, for terms with a ``namespaceSelector``.
+        self.namespace_labels: dict[str, Mapping[str, str]] = {}
 
     # -- keeping it current --------------------------------------------------
 
@@ -153,9 +155,9 @@ class TopologyIndex:
             self._affinity(pod, size, rules)
         for term in topology.anti_affinity:
             domains = self.domains(term.topology_key, size)
-            taken = self._domain_ids(self._selected(term.namespaces, term.selector), domains)
+            taken = self._domain_ids(self._selected(self._covered(term), term.selector), domains)
             rules.refuse(interpod.ANTI_AFFINITY_REASON, _in(domains, taken))
-            if term.selects(pod.namespace, pod.labels):
+            if term.selects(pod.namespace, pod.labels, self.namespace_labels):
                 rules.self_anti.append(domains)
         if existing is not None:
             rules.refuse(interpod.EXISTING_ANTI_AFFINITY_REASON, existing)
@@ -174,7 +176,7 @@ class TopologyIndex:
     def _existing_anti(self, pod: PodInfo, size: int) -> BoolArray | None:
         refused: BoolArray | None = None
         for term, nodes in self._anti.items():
-            if not term.selects(pod.namespace, pod.labels):
+            if not term.selects(pod.namespace, pod.labels, self.namespace_labels):
                 continue
             domains = self.domains(term.topology_key, size)
             here = _in(domains, self._node_domains(nodes, domains))
@@ -185,14 +187,20 @@ class TopologyIndex:
         terms = pod.topology.affinity
         per_term = [self.domains(term.topology_key, size) for term in terms]
         has_keys = np.logical_and.reduce([domains >= 0 for domains in per_term])
-        first = min(terms, key=lambda term: self._candidate_count(term.namespaces, term.selector))
+        first = min(
+            terms, key=lambda term: self._candidate_count(self._covered(term), term.selector)
+        )
         matching = [
             node
-            for other, node in self._selected(first.namespaces, first.selector)
-            if all(term.selects(other.namespace, other.labels) for term in terms)
+            for other, node in self._selected(self._covered(first), first.selector)
+            if all(
+                term.selects(other.namespace, other.labels, self.namespace_labels) for term in terms
+            )
         ]
         if not matching:
-            if all(term.selects(pod.namespace, pod.labels) for term in terms):
+            if all(
+                term.selects(pod.namespace, pod.labels, self.namespace_labels) for term in terms
+            ):
                 # The first of a series: any node with the keys; the domain of
                 # the first pod placed then binds the rest of the run.
                 rules.refuse(interpod.AFFINITY_REASON, ~has_keys)
@@ -218,6 +226,16 @@ class TopologyIndex:
         return _Spread(
             constraint, domains, counted, counts, present, constraint.selects(pod.labels)
         )
+
+    def _covered(self, term: AffinityTerm) -> frozenset[str] | None:
+        """The namespaces a term is about (None: all), its selector applied to their labels."""
+        selector = term.namespace_selector
+        if term.namespaces is None or selector is None:
+            return term.namespaces
+        chosen = (
+            name for name, labels in self.namespace_labels.items() if selector.matches(labels)
+        )
+        return term.namespaces | frozenset(chosen)
 
     def _selected(
         self, namespaces: frozenset[str] | None, selector: LabelSelector | None

@@ -284,6 +284,25 @@ class ClusterState:
             topology_levels=spec.topology.levels() if spec.topology else (),
         )
 
+    # -- namespaces (their labels, for pod affinity's namespaceSelector) ------
+
+    def replace_namespaces(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        known = list(self.scheduler.snapshot.topology.namespace_labels)
+        _replace_all(objects, self.upsert_namespace, known, self.scheduler.remove_namespace)
+
+    def upsert_namespace(self, raw: Mapping[str, Any]) -> str | None:
+        meta = _meta(raw)
+        name, labels = meta.get("name"), meta.get("labels") or {}
+        if not isinstance(name, str) or not isinstance(labels, Mapping):
+            return None
+        self.scheduler.upsert_namespace(name, {str(k): str(v) for k, v in labels.items()})
+        return name
+
+    def remove_namespace(self, raw: Mapping[str, Any]) -> None:
+        name = _meta(raw).get("name")
+        if isinstance(name, str):
+            self.scheduler.remove_namespace(name)
+
     # -- claims, volumes, storage classes --------------------------------------
 
     def replace_claims(self, objects: Iterable[Mapping[str, Any]]) -> None:

@@ -210,3 +210,41 @@ def test_a_topology_that_makes_no_sense_is_refused_by_the_api_server(
         )
         assert result.returncode != 0
         assert expected in result.stderr, result.stderr
+
+
+def test_affinity_through_a_namespace_selector_follows_a_pod_of_another_team(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    zone_a = add_nodes(2, cpu="8", labels={ZONE: "a"})
+    zone_b = add_nodes(2, cpu="8", labels={ZONE: "b"})
+    other = f"{namespace}-data"
+    cluster.api.create(
+        "/api/v1/namespaces",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": other, "labels": {"team": "data"}},
+        },
+    )
+    try:
+        # The data team's pod, placed by someone else in zone a.
+        db = w.pod("db", pool=pool, cpu="1", scheduler="default-scheduler")
+        db["metadata"]["labels"]["app"] = "db"
+        db["spec"]["nodeName"] = zone_a[1]
+        cluster.api.create(f"/api/v1/namespaces/{other}/pods", db)
+        start_scheduler()
+        selector = {"matchLabels": {"team": "data"}}
+        near = {
+            "affinity": {
+                "podAffinity": {REQUIRED: [{**_term("db", ZONE), "namespaceSelector": selector}]}
+            }
+        }
+        _gang(cluster, namespace, pool, "etl", 2, near)
+        assert set(_nodes_of(cluster, namespace, "etl-", 2)) <= set(zone_a)
+        assert not set(zone_b) & set(_nodes_of(cluster, namespace, "etl-", 2))
+    finally:
+        cluster.api.delete(f"/api/v1/namespaces/{other}")

@@ -40,8 +40,8 @@ CASES = [
                 }
             }
         },
-        Asks(unsupported=(f"spec.affinity.podAffinity.{REQUIRED}[1].namespaceSelector",)),
-        id="namespace-selector-needs-namespace-labels",
+        NO_ASKS,
+        id="a-namespace-selector-is-honoured",
     ),
     pytest.param(
         {

@@ -60,6 +60,7 @@ class Case:
     namespace: str = "default"
     running_namespace: str = "default"
     node_selector: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 DB = {"app": "db"}
@@ -98,6 +99,21 @@ CASES = {
         affinity("podAffinity", term(namespaceSelector={})),
         allowed={"n0", "n1"},
         running_namespace="other",
+    ),
+    "a-namespace-selector-sees-the-namespaces-it-matches": Case(
+        [("n2", DB)],
+        affinity("podAffinity", term(namespaceSelector={"matchLabels": {"team": "data"}})),
+        allowed={"n2", "n3"},
+        running_namespace="other",
+        namespace_labels={"other": {"team": "data"}},
+    ),
+    "a-namespace-selector-ignores-the-others": Case(
+        [("n2", DB)],
+        affinity("podAffinity", term(namespaceSelector={"matchLabels": {"team": "data"}})),
+        allowed=set(),
+        running_namespace="other",
+        namespace_labels={"other": {"team": "web"}},
+        reason=interpod.AFFINITY_REASON,
     ),
     "anti-affinity-keeps-out-of-a-running-pods-zone": Case(
         [("n0", DB)],
@@ -186,6 +202,7 @@ CASES = {
 
 def _snapshot(case: Case) -> Snapshot:
     snapshot = Snapshot()
+    snapshot.topology.namespace_labels.update(case.namespace_labels)
     for name, zone in ZONES.items():
         labels = {"pool": "x"} if name in ("n0", "n1") else {}
         if zone is not None:
