@@ -24,6 +24,10 @@ from typing import Any, Final
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.labels import pod_group_name, pod_role
+from coscheduler.api.node_selector import (
+    NodeSelectorTerm,
+    parse_node_selector,
+)
 from coscheduler.api.pod_topology import NO_TOPOLOGY, PodTopology, read_pod_topology
 from coscheduler.api.quantity import ResourceAmounts
 from coscheduler.api.requests import effective_requests
@@ -31,18 +35,14 @@ from coscheduler.api.requests import effective_requests
 __all__ = [
     "TERMINAL_PHASES",
     "HostPort",
-    "NodeSelectorRequirement",
-    "NodeSelectorTerm",
     "PodInfo",
     "PodParseError",
     "Toleration",
-    "parse_node_selector",
 ]
 
 #: Phases after which a pod holds no resources on its node.
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
-_SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"})
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 
@@ -61,23 +61,6 @@ class Toleration:
     operator: str = "Equal"
     value: str = ""
     effect: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorRequirement:
-    """A ``matchExpressions``/``matchFields`` entry of a node selector term."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class NodeSelectorTerm:
-    """Requirements that must all hold; an empty term matches no node."""
-
-    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
-    match_fields: tuple[NodeSelectorRequirement, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,37 +152,6 @@ def _container_requests(
     return requests
 
 
-def _parse_requirements(
-    reader: FieldReader, raw: object, where: str
-) -> tuple[NodeSelectorRequirement, ...]:
-    requirements = []
-    for index, item in enumerate(reader.items(raw, where)):
-        here = f"{where}[{index}]"
-        entry = reader.mapping(item, here)
-        key = reader.text(entry.get("key"), f"{here}.key")
-        operator = reader.text(entry.get("operator"), f"{here}.operator")
-        if operator not in _SELECTOR_OPERATORS:
-            raise reader.fail(
-                f"{here}.operator = {operator!r} is not one of In, NotIn, "
-                "Exists, DoesNotExist, Gt, Lt"
-            )
-        values = tuple(
-            reader.text(value, f"{here}.values")
-            for value in reader.items(entry.get("values"), f"{here}.values")
-        )
-        if operator in ("Gt", "Lt"):
-            if len(values) != 1:
-                raise reader.fail(f"{here}: {operator} needs exactly one value, got {values!r}")
-            try:
-                int(values[0])
-            except ValueError as error:
-                raise reader.fail(
-                    f"{here}: {operator} value {values[0]!r} is not an integer"
-                ) from error
-        requirements.append(NodeSelectorRequirement(key=key, operator=operator, values=values))
-    return tuple(requirements)
-
-
 def _parse_affinity(
     reader: FieldReader, spec: Mapping[str, Any]
 ) -> tuple[NodeSelectorTerm, ...] | None:
@@ -210,30 +162,6 @@ def _parse_affinity(
     if required is None:
         return None
     return parse_node_selector(reader, required, where)
-
-
-def parse_node_selector(
-    reader: FieldReader, raw: object, where: str
-) -> tuple[NodeSelectorTerm, ...]:
-    """A ``NodeSelector`` (its ``nodeSelectorTerms``, ORed), as pods and volumes state it."""
-    selector = reader.mapping(raw, where)
-    terms = []
-    for index, item in enumerate(
-        reader.items(selector.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms")
-    ):
-        here = f"{where}.nodeSelectorTerms[{index}]"
-        term = reader.mapping(item, here)
-        terms.append(
-            NodeSelectorTerm(
-                match_expressions=_parse_requirements(
-                    reader, term.get("matchExpressions"), f"{here}.matchExpressions"
-                ),
-                match_fields=_parse_requirements(
-                    reader, term.get("matchFields"), f"{here}.matchFields"
-                ),
-            )
-        )
-    return tuple(terms)
 
 
 def _parse_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...]:

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.fields import FieldReader, ObjectParseError
-from coscheduler.api.pod import NodeSelectorTerm, parse_node_selector
+from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector
 
 __all__ = [
     "SELECTED_NODE_ANNOTATION",

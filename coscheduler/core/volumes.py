@@ -26,7 +26,8 @@ import dataclasses
 from collections.abc import Callable
 
 from coscheduler.api.asks import Asks
-from coscheduler.api.pod import NodeSelectorTerm, PodInfo
+from coscheduler.api.node_selector import NodeSelectorTerm
+from coscheduler.api.pod import PodInfo
 from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo
 
 __all__ = ["VolumeIndex"]

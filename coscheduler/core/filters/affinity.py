@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from typing import Final
 
 from coscheduler.api.node import NodeInfo
-from coscheduler.api.pod import NodeSelectorRequirement, NodeSelectorTerm, PodInfo
+from coscheduler.api.node_selector import NodeSelectorRequirement, NodeSelectorTerm
+from coscheduler.api.pod import PodInfo
 
 NAME: Final = "NodeAffinity"
 REASON: Final = "node(s) didn't match Pod's node affinity/selector"
