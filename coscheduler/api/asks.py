@@ -1,12 +1,10 @@
 """What a pod asks of a scheduler that coscheduler does not honour yet.
 
 kube-scheduler honours every one of these fields; a pod placed as if they were
-absent could land where it must not (two "one per node" workers on one node,
-a pod on a node its local volume cannot reach). The rule: a *requirement* we
-do not implement keeps the pod from being placed, and its ``PodScheduled``
-condition and event name the field; a *preference* we do not score yet is
-placed without it, and the ``Scheduled`` event names what was not weighed.
-Nothing is ignored in silence.
+absent could land where it must not (a pod on a node its disk cannot be
+attached to). The rule: a requirement we do not implement keeps the pod from
+being placed, and its ``PodScheduled`` condition and event name the field.
+Nothing is ignored in silence. (Every preference a pod can state is weighed.)
 
 A field leaves these lists when the core learns to honour it. The README's
 "Pod fields" table lists them for users.
@@ -31,8 +29,6 @@ _PLACED_VOLUME_SOURCES: Final = (
     "iscsi",
     "rbd",
 )
-_REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
-_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +37,6 @@ class Asks:
 
     #: Requirements: while any is present, the pod is not placed.
     unsupported: tuple[str, ...] = ()
-    #: Preferences placed without being weighed.
-    unscored: tuple[str, ...] = ()
 
 
 #: A pod that asks for nothing we do not honour.
@@ -58,19 +52,8 @@ def _items(value: object) -> Sequence[Any]:
 
 
 def read_asks(spec: Mapping[str, Any]) -> Asks:
-    """The unhonoured requirements and preferences of a pod's ``spec``."""
+    """The unhonoured requirements of a pod's ``spec``."""
     unsupported: list[str] = []
-    unscored: list[str] = []
-    affinity = _mapping(spec.get("affinity"))
-    for kind in ("podAffinity", "podAntiAffinity"):
-        terms = _mapping(affinity.get(kind))
-        if _items(terms.get(_PREFERRED)):
-            unscored.append(f"spec.affinity.{kind}.{_PREFERRED}")
-    if _items(_mapping(affinity.get("nodeAffinity")).get(_PREFERRED)):
-        unscored.append(f"spec.affinity.nodeAffinity.{_PREFERRED}")
-    for index, item in enumerate(_items(spec.get("topologySpreadConstraints"))):
-        if _mapping(item).get("whenUnsatisfiable") == "ScheduleAnyway":
-            unscored.append(f"spec.topologySpreadConstraints[{index}]")
     for index, item in enumerate(_items(spec.get("volumes"))):
         volume = _mapping(item)
         for source in _PLACED_VOLUME_SOURCES:
@@ -78,4 +61,4 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
                 unsupported.append(f"spec.volumes[{index}].{source}")
     if _items(spec.get("resourceClaims")):
         unsupported.append("spec.resourceClaims")
-    return Asks(tuple(unsupported), tuple(unscored))
+    return Asks(tuple(unsupported))

@@ -28,7 +28,14 @@ from coscheduler.api.node_selector import (
     NodeSelectorTerm,
     parse_node_selector,
 )
-from coscheduler.api.pod_topology import NO_TOPOLOGY, PodTopology, read_pod_topology
+from coscheduler.api.pod_topology import (
+    NO_PREFERENCES,
+    NO_TOPOLOGY,
+    PodTopology,
+    Preferences,
+    read_pod_topology,
+    read_preferences,
+)
 from coscheduler.api.quantity import ResourceAmounts
 from coscheduler.api.requests import effective_requests
 
@@ -108,6 +115,8 @@ class PodInfo:
     asks: Asks = NO_ASKS
     #: Required pod (anti-)affinity and DoNotSchedule spread (:mod:`~coscheduler.api.pod_topology`).
     topology: PodTopology = NO_TOPOLOGY
+    #: Preferred node and pod (anti-)affinity, ScheduleAnyway spread: weighed in scoring.
+    preferences: Preferences = NO_PREFERENCES
     #: The PersistentVolumeClaims the pod uses, by name in its namespace
     #: (``persistentVolumeClaim`` volumes, and the claims of ``ephemeral`` ones).
     claims: tuple[str, ...] = ()
@@ -276,9 +285,10 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
     topology = read_pod_topology(reader, spec, namespace, labels)
     shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)
-    if topology:
+    preferences = read_preferences(reader, spec, namespace, labels)
+    if topology or preferences:
         # Pods with inter-pod rules see (and are seen by) each other by labels.
-        shape = (*shape, namespace, tuple(sorted(labels.items())), topology)
+        shape = (*shape, namespace, tuple(sorted(labels.items())), topology, preferences)
 
     return PodInfo(
         namespace=namespace,
@@ -305,6 +315,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         shape=shape,
         asks=read_asks(spec),
         topology=topology,
+        preferences=preferences,
         claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
     )

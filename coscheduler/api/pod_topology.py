@@ -24,20 +24,24 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coscheduler.api.fields import FieldReader
+from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector_term
 
 __all__ = [
     "AffinityTerm",
     "LabelRequirement",
     "LabelSelector",
     "PodTopology",
+    "Preferences",
     "SpreadConstraint",
     "read_pod_topology",
+    "read_preferences",
 ]
 
 _SELECTOR_OPERATORS: Final = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
 #: Each namespace's labels, by name (what a ``namespaceSelector`` reads).
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 _REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +148,28 @@ class PodTopology:
 NO_TOPOLOGY: Final = PodTopology()
 
 
+@dataclass(frozen=True, slots=True)
+class Preferences:
+    """What a pod would like, with the weights it gives (1-100 each).
+
+    ``nodes``: preferred node affinity terms; ``affinity`` / ``anti_affinity``:
+    preferred pod (anti-)affinity terms; ``spread``: ``ScheduleAnyway``
+    spread constraints. Empty for most pods.
+    """
+
+    nodes: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    affinity: tuple[tuple[int, AffinityTerm], ...] = ()
+    anti_affinity: tuple[tuple[int, AffinityTerm], ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.nodes or self.affinity or self.anti_affinity or self.spread)
+
+
+#: A pod that prefers nothing.
+NO_PREFERENCES: Final = Preferences()
+
+
 def _selector(
     reader: FieldReader,
     raw: object,
@@ -238,17 +264,16 @@ def _terms(
 
 
 def _spread(
-    reader: FieldReader, raw: object, labels: Mapping[str, str]
+    reader: FieldReader, raw: object, labels: Mapping[str, str], *, soft: bool = False
 ) -> tuple[SpreadConstraint, ...]:
+    """The DoNotSchedule constraints (or, ``soft``, the ScheduleAnyway ones)."""
     constraints = []
     for index, item in enumerate(reader.items(raw, "spec.topologySpreadConstraints")):
         here = f"spec.topologySpreadConstraints[{index}]"
         entry = reader.mapping(item, here)
-        if (
-            reader.text(entry.get("whenUnsatisfiable"), f"{here}.whenUnsatisfiable")
-            == "ScheduleAnyway"
-        ):
-            continue  # a preference: see api.asks
+        when = reader.text(entry.get("whenUnsatisfiable"), f"{here}.whenUnsatisfiable")
+        if (when == "ScheduleAnyway") != soft:
+            continue
         max_skew = reader.integer(entry.get("maxSkew"), f"{here}.maxSkew")
         if max_skew < 1:
             raise reader.fail(f"{here}.maxSkew = {max_skew} must be at least 1")
@@ -316,3 +341,49 @@ def read_pod_topology(
         spread=_spread(reader, spec.get("topologySpreadConstraints"), labels),
     )
     return topology if topology else NO_TOPOLOGY
+
+
+def _weighted(
+    reader: FieldReader, raw: object, where: str, key: str
+) -> list[tuple[int, Mapping[str, Any], str]]:
+    """``(weight, entry[key], path)`` of each preferred term, weights checked."""
+    found = []
+    for index, item in enumerate(reader.items(raw, where)):
+        here = f"{where}[{index}]"
+        entry = reader.mapping(item, here)
+        weight = reader.integer(entry.get("weight"), f"{here}.weight")
+        if not 1 <= weight <= 100:
+            raise reader.fail(f"{here}.weight = {weight} is not between 1 and 100")
+        found.append((weight, reader.mapping(entry.get(key), f"{here}.{key}"), f"{here}.{key}"))
+    return found
+
+
+def read_preferences(
+    reader: FieldReader, spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]
+) -> Preferences:
+    """The preferences of a pod's ``spec`` (weighed in scoring, never required)."""
+    raw_affinity = spec.get("affinity")
+    spread = spec.get("topologySpreadConstraints")
+    if not spread and not isinstance(raw_affinity, Mapping):
+        return NO_PREFERENCES
+    affinity = reader.mapping(raw_affinity, "spec.affinity")
+    where = f"spec.affinity.nodeAffinity.{_PREFERRED}"
+    node_rules = reader.mapping(affinity.get("nodeAffinity"), "spec.affinity.nodeAffinity")
+    nodes = tuple(
+        (weight, parse_node_selector_term(reader, term, here))
+        for weight, term, here in _weighted(reader, node_rules.get(_PREFERRED), where, "preference")
+    )
+    pods: dict[str, tuple[tuple[int, AffinityTerm], ...]] = {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        where = f"spec.affinity.{kind}.{_PREFERRED}"
+        rules = reader.mapping(affinity.get(kind), f"spec.affinity.{kind}")
+        weighted = _weighted(reader, rules.get(_PREFERRED), where, "podAffinityTerm")
+        terms = _terms(reader, [term for _, term, _ in weighted], where, namespace, labels)
+        pods[kind] = tuple(zip([weight for weight, _, _ in weighted], terms, strict=True))
+    preferences = Preferences(
+        nodes=nodes,
+        affinity=pods["podAffinity"],
+        anti_affinity=pods["podAntiAffinity"],
+        spread=_spread(reader, spread, labels, soft=True),
+    )
+    return preferences if preferences else NO_PREFERENCES

@@ -50,7 +50,7 @@ def place_run(
         return 0
     snapshot = statement.snapshot
     first = pods[0]
-    if first.topology:
+    if first.topology or first.preferences:
         return _one_by_one(statement, pods, strategy, weights)
     if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
         # Placed pods' anti-affinity may refuse some of these pods and not others.
@@ -179,46 +179,60 @@ def _one_by_one(
     strategy: Strategy,
     weights: Mapping[str, float] | None,
 ) -> int:
-    """Place pods with inter-pod rules one at a time, each on the best node still allowed."""
+    """Place pods with inter-pod rules or preferences one at a time, each on the best node allowed.
+
+    The resource score is scaled to 0-100 here so that preferences
+    (:mod:`~coscheduler.core.preferences`, 0-100 each, weighted 2) weigh
+    against it as in kube-scheduler.
+    """
     snapshot = statement.snapshot
     first = pods[0]
     rules = snapshot.rules(first)
-    assert rules is not None  # the pods have rules
-    # Nodes outside ``rules.fixed`` never come back (only spread's verdicts
-    # can), so the walk looks at the others only.
-    mask = snapshot.fits(first) & rules.fixed
+    mask = snapshot.fits(first)
+    if rules is not None:
+        # Nodes outside ``rules.fixed`` never come back (only spread's verdicts
+        # can), so the walk looks at the others only.
+        mask &= rules.fixed
     if statement.within is not None:
         mask &= statement.within
     slots = np.flatnonzero(mask)
     if len(slots) == 0:
         return 0
     room = snapshot.room(first, slots)
-    if rules.first_of_series is not None:
+    if rules is not None and rules.first_of_series is not None:
         _choose_domain(rules, slots, room, len(pods))
         slots = slots[rules.fixed[slots]]
         room = snapshot.room(first, slots)
+    preferences = snapshot.preferences(first, slots)
     allocatable, used = snapshot.rows(slots)
     request = snapshot.request(first)
     scored = scored_columns(first.requests, snapshot.columns, weights)
-    ranking = scores(strategy, allocatable, used, request, scored).astype(np.float64)
+    scale = 100.0 / sum(weight for _, weight in scored)
+    ranking = scores(strategy, allocatable, used, request, scored).astype(np.float64) * scale
     ranks = snapshot.ranks(slots)
     request_columns = list(request)
     request_amounts = np.array([request[c] for c in request_columns], dtype=np.int64)
     placed = 0
     while placed < len(pods):
-        candidates = rules.mask[slots] & (room > 0)
+        candidates = room > 0
+        if rules is not None:
+            candidates &= rules.mask[slots]
         if not candidates.any():
             break
-        best = np.where(candidates, ranking, -np.inf)
+        total = ranking if preferences is None else ranking + preferences.scores()
+        best = np.where(candidates, total, -np.inf)
         ties = np.flatnonzero(best == best.max())
         index = int(ties[np.argmin(ranks[ties])])
         slot = int(slots[index])
         statement.assume(pods[placed : placed + 1], snapshot.name_of(slot))
-        rules.placed(slot)
+        if rules is not None:
+            rules.placed(slot)
+        if preferences is not None:
+            preferences.placed(index)
         placed += 1
         room[index] -= 1
         used[index, request_columns] += request_amounts
-        ranking[index] = score(
+        ranking[index] = scale * score(
             strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
         )
     return placed

@@ -48,6 +48,7 @@ from coscheduler.api.pod import HostPort, PodInfo
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
+from coscheduler.core.preferences import DomainTally, RunPreferences
 from coscheduler.core.resources import ResourceColumns
 from coscheduler.core.topology import RunRules, TopologyIndex
 
@@ -318,6 +319,34 @@ class Snapshot:
                 nodes = self._match_labels(pod, nodes)
             counted.append(nodes)
         return self.topology.rules(pod, size, counted)
+
+    def preferences(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> RunPreferences | None:
+        """What the pod prefers, scored at ``slots`` (None when it prefers nothing)."""
+        wanted = pod.preferences
+        if not wanted:
+            return None
+        size = len(self._nodes)
+        nodes = np.zeros(len(slots), dtype=np.float64)
+        for index, slot in enumerate(slots.tolist()):
+            node = self._nodes[slot]
+            if node is not None:
+                nodes[index] = sum(
+                    weight
+                    for weight, term in wanted.nodes
+                    if affinity.term_matches(term, node.labels, node.name)
+                )
+        namespaces = self.topology.namespace_labels
+        pods = []
+        for sign, terms in ((1.0, wanted.affinity), (-1.0, wanted.anti_affinity)):
+            for weight, term in terms:
+                domains, counts = self.topology.selected_counts(term, term.topology_key, size)
+                mine = term.selects(pod.namespace, pod.labels, namespaces)
+                pods.append(DomainTally(domains[slots], counts, sign * weight, mine))
+        spread = []
+        for constraint in wanted.spread:
+            domains, counts = self.topology.spread_counts(pod, constraint, size)
+            spread.append(DomainTally(domains[slots], counts, -1.0, constraint.selects(pod.labels)))
+        return RunPreferences(nodes, pods, spread)
 
     def fits(self, pod: PodInfo) -> BoolArray:
         """Per slot: filters 1-5 accept the pod now."""

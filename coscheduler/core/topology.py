@@ -227,6 +227,28 @@ class TopologyIndex:
             constraint, domains, counted, counts, present, constraint.selects(pod.labels)
         )
 
+    def selected_counts(self, term: AffinityTerm, key: str, size: int) -> tuple[IntArray, IntArray]:
+        """Each slot's domain id for ``key``, and per domain id the placed pods ``term`` selects."""
+        domains = self.domains(key, size)
+        counts = np.zeros(max(len(self._domains[key].values), 1), dtype=np.int64)
+        for _, node in self._selected(self._covered(term), term.selector):
+            slot = self._slots.get(node)
+            if slot is not None and slot < size and domains[slot] >= 0:
+                counts[domains[slot]] += 1
+        return domains, counts
+
+    def spread_counts(
+        self, pod: PodInfo, constraint: SpreadConstraint, size: int
+    ) -> tuple[IntArray, IntArray]:
+        """Each slot's domain id, and per domain the pods the constraint counts (none deleting)."""
+        domains = self.domains(constraint.topology_key, size)
+        counts = np.zeros(max(len(self._domains[constraint.topology_key].values), 1), np.int64)
+        for other, node in self._selected(frozenset([pod.namespace]), constraint.selector):
+            slot = self._slots.get(node)
+            if slot is not None and slot < size and domains[slot] >= 0 and not other.deleting:
+                counts[domains[slot]] += 1
+        return domains, counts
+
     def _covered(self, term: AffinityTerm) -> frozenset[str] | None:
         """The namespaces a term is about (None: all), its selector applied to their labels."""
         selector = term.namespace_selector

@@ -101,7 +101,7 @@ class VolumeIndex:
         volume_affinity = tuple(dict.fromkeys(affinity))
         asks = pod.asks
         if unsupported:
-            asks = Asks((*asks.unsupported, *unsupported), asks.unscored)
+            asks = Asks((*asks.unsupported, *unsupported))
         return dataclasses.replace(
             pod,
             volume_affinity=volume_affinity,

@@ -235,8 +235,6 @@ class SchedulingLoop:
                 self._metrics.scheduling_latency.observe(max(0.0, started - pod.created))
             self._pod_conditions.forget(binding.uid)
             message = f"Successfully assigned {binding.namespace}/{binding.name} to {binding.node}"
-            if pod is not None and pod.asks.unscored:
-                message += f" (preferences not weighed yet: {', '.join(pod.asks.unscored)})"
             self._events.record(
                 _pod_ref(binding.namespace, binding.name, binding.uid),
                 "Normal",

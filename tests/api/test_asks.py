@@ -50,13 +50,8 @@ CASES = [
                 "nodeAffinity": {PREFERRED: [{"weight": 1, "preference": {}}]},
             }
         },
-        Asks(
-            unscored=(
-                f"spec.affinity.podAntiAffinity.{PREFERRED}",
-                f"spec.affinity.nodeAffinity.{PREFERRED}",
-            )
-        ),
-        id="preferences-are-unscored-not-refused",
+        NO_ASKS,
+        id="preferences-are-weighed-not-asked",
     ),
     pytest.param(
         {"affinity": {"podAntiAffinity": {REQUIRED: []}}},
@@ -70,7 +65,7 @@ CASES = [
                 {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
             ]
         },
-        Asks(unscored=("spec.topologySpreadConstraints[0]",)),
+        NO_ASKS,
         id="spread-constraints",
     ),
     pytest.param(

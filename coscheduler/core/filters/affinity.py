@@ -54,16 +54,18 @@ def requirement_holds(requirement: NodeSelectorRequirement, values: Mapping[str,
     return actual > bound if operator == "Gt" else actual < bound
 
 
-def _any_term(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str], name: str) -> bool:
+def term_matches(term: NodeSelectorTerm, labels: Mapping[str, str], name: str) -> bool:
+    """Whether one term holds on a node (a term with no requirement matches none)."""
+    if not term.match_expressions and not term.match_fields:
+        return False
     fields = {NAME_FIELD: name}
-    for term in terms:
-        if not term.match_expressions and not term.match_fields:
-            continue
-        if all(requirement_holds(r, labels) for r in term.match_expressions) and all(
-            requirement_holds(r, fields) for r in term.match_fields
-        ):
-            return True
-    return False
+    return all(requirement_holds(r, labels) for r in term.match_expressions) and all(
+        requirement_holds(r, fields) for r in term.match_fields
+    )
+
+
+def _any_term(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str], name: str) -> bool:
+    return any(term_matches(term, labels, name) for term in terms)
 
 
 def matches(pod: PodInfo, labels: Mapping[str, str], node_name: str) -> bool:
