@@ -63,7 +63,7 @@ def test_a_preference_never_overrides_a_requirement() -> None:
 
 
 def test_preferred_anti_affinity_to_itself_spreads_a_gang_over_nodes() -> None:
-    nodes = [(f"n{i}", "8", {}) for i in range(3)]
+    nodes: list[tuple[str, str, dict[str, str]]] = [(f"n{i}", "8", {}) for i in range(3)]
     assert len(set(placed(cluster(*nodes), {}, 3))) == 1  # packing alone: one node
     spread = placed(cluster(*nodes), prefer_pods("podAntiAffinity", "w", HOST), 3)
     assert sorted(spread) == ["n0", "n1", "n2"]
