@@ -24,6 +24,7 @@ pytestmark = pytest.mark.e2e
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
 def _term(app: str, key: str) -> dict[str, Any]:
@@ -248,3 +249,18 @@ def test_affinity_through_a_namespace_selector_follows_a_pod_of_another_team(
         assert not set(zone_b) & set(_nodes_of(cluster, namespace, "etl-", 2))
     finally:
         cluster.api.delete(f"/api/v1/namespaces/{other}")
+
+
+def test_preferred_anti_affinity_spreads_a_gang_while_room_allows(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(3, cpu="16")
+    start_scheduler()
+    term = {"weight": 100, "podAffinityTerm": _term("spread", HOST)}
+    apart = {"affinity": {"podAntiAffinity": {PREFERRED: [term]}}}
+    _gang(cluster, namespace, pool, "spread", 6, apart)
+    assert sorted(Counter(_nodes_of(cluster, namespace, "spread-", 6)).values()) == [2, 2, 2]
