@@ -46,6 +46,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
 from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
+from coscheduler.runtime.volume_binder import VolumeBinder
 from coscheduler.runtime.watch import Listed, Watch
 
 __all__ = ["run"]
@@ -157,6 +158,11 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
     loop = SchedulingLoop(
         state=state,
         binder=Binder(client, concurrency=settings.client.bind_concurrency),
+        volume_binder=VolumeBinder(
+            client,
+            bound=scheduler.volumes.bound,
+            timeout_seconds=settings.volume_bind_timeout_seconds,
+        ),
         events=events,
         pod_conditions=pod_conditions,
         metrics=metrics,

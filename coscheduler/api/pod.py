@@ -125,6 +125,9 @@ class PodInfo:
     #: (all must hold), and why the pod cannot be placed at all, if it cannot.
     volume_affinity: tuple[tuple[NodeSelectorTerm, ...], ...] = ()
     volume_wait: str | None = None
+    #: Claims waiting for their first consumer that the scheduler binds (to a
+    #: chosen volume) or has provisioned (near the chosen node) before the pod.
+    volume_binds: tuple[str, ...] = ()
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
 

@@ -29,6 +29,7 @@ __all__ = [
 #: The annotation a scheduler sets on a claim to ask the provisioner for a disk near a node.
 SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
 _DEFAULT_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
+_NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
 #: The access mode that lets one pod, cluster-wide, use the claim.
 READ_WRITE_ONCE_POD: Final = "ReadWriteOncePod"
 
@@ -45,6 +46,7 @@ class ClaimInfo:
 
     namespace: str
     name: str
+    uid: str
     #: ``spec.volumeName``: the PersistentVolume it is bound to, if any.
     volume_name: str | None
     #: ``spec.storageClassName``: None when unset (the default class applies).
@@ -53,6 +55,8 @@ class ClaimInfo:
     deleting: bool
     #: The node a scheduler chose for its provisioning, if any.
     selected_node: str | None
+    #: ``spec.resources.requests.storage`` in bytes (0 when not given).
+    storage: int = 0
 
     @property
     def key(self) -> str:
@@ -70,9 +74,12 @@ class ClaimInfo:
         spec = reader.mapping(raw.get("spec"), "spec")
         annotations = reader.strings(meta.get("annotations"), "metadata.annotations")
         storage_class = spec.get("storageClassName")
+        resources = reader.mapping(spec.get("resources"), "spec.resources")
+        requests = reader.resources(resources.get("requests"), "spec.resources.requests")
         return cls(
             namespace=namespace,
             name=reader.text(meta.get("name"), "metadata.name"),
+            uid=reader.text(meta.get("uid"), "metadata.uid"),
             volume_name=reader.text(spec.get("volumeName"), "spec.volumeName") or None,
             storage_class=None
             if storage_class is None
@@ -83,6 +90,7 @@ class ClaimInfo:
             ),
             deleting=meta.get("deletionTimestamp") is not None,
             selected_node=annotations.get(SELECTED_NODE_ANNOTATION) or None,
+            storage=requests.get("storage", 0),
         )
 
 
@@ -93,6 +101,17 @@ class VolumeInfo:
     name: str
     #: ``spec.nodeAffinity.required``: None when the volume is reachable from any node.
     node_affinity: tuple[NodeSelectorTerm, ...] | None
+    storage_class: str = ""
+    #: ``spec.capacity.storage`` in bytes.
+    storage: int = 0
+    access_modes: frozenset[str] = frozenset()
+    #: ``spec.claimRef`` as ``namespace/name``: the claim it is bound or promised to.
+    claim: str | None = None
+
+    @property
+    def available(self) -> bool:
+        """Promised to no claim: a claim waiting for its first consumer may take it."""
+        return self.claim is None
 
     @classmethod
     def from_object(cls, raw: Mapping[str, Any]) -> VolumeInfo:
@@ -101,11 +120,23 @@ class VolumeInfo:
         spec = reader.mapping(raw.get("spec"), "spec")
         affinity = reader.mapping(spec.get("nodeAffinity"), "spec.nodeAffinity")
         required = affinity.get("required")
+        claim_ref = reader.mapping(spec.get("claimRef"), "spec.claimRef")
+        claim = None
+        if claim_ref.get("name"):
+            namespace = reader.text(claim_ref.get("namespace"), "spec.claimRef.namespace")
+            claim = f"{namespace}/{reader.text(claim_ref.get('name'), 'spec.claimRef.name')}"
         return cls(
             name=reader.text(meta.get("name"), "metadata.name"),
             node_affinity=None
             if required is None
             else parse_node_selector(reader, required, "spec.nodeAffinity.required"),
+            storage_class=reader.text(spec.get("storageClassName"), "spec.storageClassName"),
+            storage=reader.resources(spec.get("capacity"), "spec.capacity").get("storage", 0),
+            access_modes=frozenset(
+                reader.text(mode, "spec.accessModes")
+                for mode in reader.items(spec.get("accessModes"), "spec.accessModes")
+            ),
+            claim=claim,
         )
 
 
@@ -116,6 +147,8 @@ class StorageClassInfo:
     name: str
     wait_for_first_consumer: bool
     default: bool
+    #: Whether a provisioner makes volumes for its claims (not ``kubernetes.io/no-provisioner``).
+    provisions: bool = False
 
     @classmethod
     def from_object(cls, raw: Mapping[str, Any]) -> StorageClassInfo:
@@ -123,10 +156,12 @@ class StorageClassInfo:
         reader = FieldReader(partial(VolumeParseError, f"storage class {meta.get('name')}"))
         annotations = reader.strings(meta.get("annotations"), "metadata.annotations")
         mode = reader.text(raw.get("volumeBindingMode"), "volumeBindingMode", "Immediate")
+        provisioner = reader.text(raw.get("provisioner"), "provisioner")
         return cls(
             name=reader.text(meta.get("name"), "metadata.name"),
             wait_for_first_consumer=mode == "WaitForFirstConsumer",
             default=annotations.get(_DEFAULT_CLASS_ANNOTATION) == "true",
+            provisions=bool(provisioner) and provisioner != _NO_PROVISIONER,
         )
 
 

@@ -62,7 +62,7 @@ from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding, Statement
+from coscheduler.core.statement import Binding, Statement, VolumeAction
 from coscheduler.core.status import Code, Status
 from coscheduler.core.strategy import Strategy
 
@@ -92,6 +92,8 @@ class Decision:
     admitted: bool = False
     pending: tuple[str, ...] = ()
     unplaced: Status | None = None
+    #: Claims to bind or provision before any binding (see :mod:`~coscheduler.core.volumes`).
+    volume_actions: tuple[VolumeAction, ...] = ()
 
     @property
     def ok(self) -> bool:

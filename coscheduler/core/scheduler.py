@@ -24,6 +24,7 @@ Membership rules, in order:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -35,10 +36,10 @@ from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding
-from coscheduler.core.status import Code
+from coscheduler.core.statement import Binding, VolumeAction
+from coscheduler.core.status import Code, Status
 from coscheduler.core.strategy import Strategy
-from coscheduler.core.volumes import VolumeIndex
+from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
@@ -237,7 +238,7 @@ class Scheduler:
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         now = self.clock()
         first = self._first_attempt.setdefault(key, now)
-        decision = self._plan(key, pending, bound, elapsed=now - first)
+        decision = self._with_volumes(self._plan(key, pending, bound, elapsed=now - first))
         if decision.admitted:
             self._first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -250,6 +251,36 @@ class Scheduler:
             code = Code.UNSCHEDULABLE
         self.queue.done(key, code)
         return decision
+
+    def _with_volumes(self, decision: Decision) -> Decision:
+        """Give the placed members' first-consumer claims their volumes, or undo the placement.
+
+        Undone only when a member's node turns out to offer its claim nothing
+        (its volumes reserved by another member or group meanwhile): the group
+        is retried, the reservations given back.
+        """
+        actions: list[VolumeAction] = []
+        for binding in decision.bindings:
+            pod = self.snapshot.pod(binding.uid)
+            node = self.snapshot.node(binding.node)
+            if pod is None or not pod.volume_binds or node is None:
+                continue
+            assigned = self.volumes.assign(pod, node)
+            if assigned is None:
+                self.volumes.release(actions)
+                for undone in decision.bindings:
+                    self.snapshot.forget(undone.uid)
+                message = f"pod {pod.key}: {NO_VOLUME_TO_BIND} near node {node.name} any more"
+                return dataclasses.replace(
+                    decision,
+                    status=Status(Code.UNSCHEDULABLE, Reason.VOLUME_NOT_READY, message),
+                    bindings=(),
+                    admitted=False,
+                    pending=tuple(p.key for p in self.members(decision.group)[0]),
+                    unplaced=None,
+                )
+            actions.extend(assigned)
+        return dataclasses.replace(decision, volume_actions=tuple(actions)) if actions else decision
 
     def _plan(
         self,

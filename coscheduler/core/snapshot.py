@@ -135,6 +135,11 @@ class Snapshot:
     def ports_on(self, name: str) -> ports.PortSet:
         return self._ports.get(name) or ports.PortSet()
 
+    def pod(self, uid: str) -> PodInfo | None:
+        """The pod as it was placed (bound or assumed), or None."""
+        placed = self._pods.get(uid)
+        return None if placed is None else placed.pod
+
     def node_of(self, uid: str) -> str | None:
         """The node a pod counts on (bound or assumed), or None."""
         placed = self._pods.get(uid)

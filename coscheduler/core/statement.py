@@ -21,7 +21,7 @@ import numpy.typing as npt
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.snapshot import Snapshot
 
-__all__ = ["Binding", "Statement"]
+__all__ = ["Binding", "Statement", "VolumeAction"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +32,26 @@ class Binding:
     name: str
     uid: str
     node: str
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAction:
+    """Before binding a pod: give a claim waiting for its first consumer a volume.
+
+    ``volume`` set: promise that PersistentVolume to the claim (the volume
+    controller then binds them); None: ask the claim's provisioner for a volume
+    near ``node`` (the selected-node annotation).
+    """
+
+    namespace: str
+    claim: str
+    claim_uid: str
+    node: str
+    volume: str | None
+
+    @property
+    def claim_key(self) -> str:
+        return f"{self.namespace}/{self.claim}"
 
 
 class Statement:

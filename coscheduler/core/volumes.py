@@ -14,27 +14,36 @@ be placed anywhere now, in kube-scheduler's words where it has them:
 - a ``ReadWriteOncePod`` claim another pod uses.
 
 A claim that waits for its first consumer (``WaitForFirstConsumer``) and is
-not bound yet would need the scheduler to choose its node and tell the
-provisioner before binding any member: coscheduler does not do that yet, so
-such a pod is an unsupported field (:mod:`~coscheduler.api.asks`), named.
-A volume without node affinity (NFS, most ReadWriteMany volumes) costs nothing.
+not bound yet is the scheduler's to bind, as kube-scheduler does: a node may
+take the pod if an available volume of the claim's class, large enough, with
+the access modes, can be reached from it, or if the class provisions volumes.
+Once a gang's members have nodes, :meth:`VolumeIndex.assign` gives each such
+claim the smallest fitting volume reachable from its member's node (reserved
+so no other claim takes it), or asks the provisioner for one near the node
+(:class:`~coscheduler.core.statement.VolumeAction`); the runtime carries these
+out and waits for the claims to be bound before binding any member. A claim
+already annotated for a node waits for its volume there. A volume without node
+affinity (NFS, most ReadWriteMany volumes) costs nothing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from coscheduler.api.asks import Asks
+from coscheduler.api.node import NodeInfo
 from coscheduler.api.node_selector import NodeSelectorTerm
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo
+from coscheduler.core.filters import affinity
+from coscheduler.core.statement import VolumeAction
 
 __all__ = ["VolumeIndex"]
 
 #: kube-scheduler's words for a claim the volume controller has yet to bind.
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 MISSING_VOLUME = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+NO_VOLUME_TO_BIND = "node(s) didn't find available persistent volumes to bind"
 ONCE_PER_POD_IN_USE = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode "
     "already in-use by another pod"
@@ -48,9 +57,13 @@ class VolumeIndex:
         self.claims: dict[str, ClaimInfo] = {}
         self.volumes: dict[str, VolumeInfo] = {}
         self.classes: dict[str, StorageClassInfo] = {}
+        #: Volumes promised to claims by an assignment, until the claim is bound.
+        self._reserved: dict[str, str] = {}
 
     def upsert_claim(self, claim: ClaimInfo) -> None:
         self.claims[claim.key] = claim
+        if claim.volume_name is not None:
+            self._release_claim(claim.key)
 
     def remove_claim(self, key: str) -> None:
         self.claims.pop(key, None)
@@ -74,9 +87,9 @@ class VolumeIndex:
         """
         if not pod.claims:
             return pod
-        affinity: list[tuple[NodeSelectorTerm, ...]] = []
+        reach: list[tuple[NodeSelectorTerm, ...]] = []
         waits: list[str] = []
-        unsupported: list[str] = []
+        binds: list[str] = []
         for name in dict.fromkeys(pod.claims):
             claim = self.claims.get(f"{pod.namespace}/{name}")
             if claim is None:
@@ -90,31 +103,104 @@ class VolumeIndex:
                 if volume is None:
                     waits.append(f'{MISSING_VOLUME} (claim "{name}")')
                 elif volume.node_affinity is not None:
-                    affinity.append(volume.node_affinity)
-            elif self._waits_for_first_consumer(claim):
-                unsupported.append(
-                    f'claim "{name}" (unbound, its class binds on first consumer: '
-                    "coscheduler does not choose nodes for such claims yet)"
-                )
+                    reach.append(volume.node_affinity)
+            elif (storage_class := self._first_consumer_class(claim)) is not None:
+                candidates = self._candidates(claim)
+                if claim.selected_node is not None:
+                    waits.append(
+                        f'claim "{name}" waits for its volume to be provisioned '
+                        f"near node {claim.selected_node}"
+                    )
+                elif not candidates and not storage_class.provisions:
+                    waits.append(f'{NO_VOLUME_TO_BIND} (claim "{name}")')
+                else:
+                    binds.append(name)
+                    if not storage_class.provisions and all(v.node_affinity for v in candidates):
+                        reach.append(
+                            tuple(term for v in candidates for term in v.node_affinity or ())
+                        )
             else:
                 waits.append(f'{UNBOUND_IMMEDIATE} (claim "{name}")')
-        volume_affinity = tuple(dict.fromkeys(affinity))
-        asks = pod.asks
-        if unsupported:
-            asks = Asks((*asks.unsupported, *unsupported))
+        volume_affinity = tuple(dict.fromkeys(reach))
         return dataclasses.replace(
             pod,
             volume_affinity=volume_affinity,
             volume_wait="; ".join(waits) or None,
-            asks=asks,
+            volume_binds=tuple(binds),
             shape=(*pod.shape, volume_affinity) if volume_affinity else pod.shape,
         )
 
-    def _waits_for_first_consumer(self, claim: ClaimInfo) -> bool:
-        name = claim.storage_class
-        if name is None:
-            name = next((c.name for c in self.classes.values() if c.default), None)
+    def assign(self, pod: PodInfo, node: NodeInfo) -> list[VolumeAction] | None:
+        """Volumes (or provisioning) for the pod's first-consumer claims on ``node``.
+
+        The chosen volumes are reserved; None (nothing reserved) when a claim
+        can be given nothing there (its volumes went to other claims meanwhile).
+        """
+        actions: list[VolumeAction] = []
+        for name in pod.volume_binds:
+            claim = self.claims.get(f"{pod.namespace}/{name}")
+            storage_class = None if claim is None else self._first_consumer_class(claim)
+            if claim is None or storage_class is None:
+                self.release(actions)
+                return None
+            reachable = [
+                v
+                for v in self._candidates(claim)
+                if v.node_affinity is None
+                or any(affinity.term_matches(t, node.labels, node.name) for t in v.node_affinity)
+            ]
+            if reachable:
+                volume = min(reachable, key=lambda v: (v.storage, v.name))
+                self._reserved[volume.name] = claim.key
+                actions.append(
+                    VolumeAction(claim.namespace, name, claim.uid, node.name, volume.name)
+                )
+            elif storage_class.provisions:
+                actions.append(VolumeAction(claim.namespace, name, claim.uid, node.name, None))
+            else:
+                self.release(actions)
+                return None
+        return actions
+
+    def release(self, actions: Sequence[VolumeAction]) -> None:
+        """Give back the volumes reserved for these actions (they were not carried out)."""
+        for action in actions:
+            if action.volume is not None and self._reserved.get(action.volume) == action.claim_key:
+                del self._reserved[action.volume]
+
+    def bound(self, keys: Sequence[str]) -> bool:
+        """Whether every one of these claims is bound to a volume now."""
+        return all(
+            (claim := self.claims.get(key)) is not None and claim.volume_name is not None
+            for key in keys
+        )
+
+    def _release_claim(self, key: str) -> None:
+        for volume in [v for v, claim in self._reserved.items() if claim == key]:
+            del self._reserved[volume]
+
+    def _candidates(self, claim: ClaimInfo) -> list[VolumeInfo]:
+        """Volumes a first-consumer claim could be bound to, wherever they are."""
+        class_name = claim.storage_class if claim.storage_class is not None else self._default()
+        return [
+            volume
+            for volume in self.volumes.values()
+            if (volume.available or volume.claim == claim.key)
+            and self._reserved.get(volume.name, claim.key) == claim.key
+            and volume.storage_class == (class_name or "")
+            and volume.storage >= claim.storage
+            and claim.access_modes <= volume.access_modes
+        ]
+
+    def _default(self) -> str | None:
+        return next((c.name for c in self.classes.values() if c.default), None)
+
+    def _first_consumer_class(self, claim: ClaimInfo) -> StorageClassInfo | None:
+        """The claim's class when it binds on first consumer, else None."""
+        name = claim.storage_class if claim.storage_class is not None else self._default()
         if not name:
-            return False  # "" (no class) binds to a matching volume at once
+            return None  # "" (no class) binds to a matching volume at once
         storage_class = self.classes.get(name)
-        return storage_class is not None and storage_class.wait_for_first_consumer
+        if storage_class is None or not storage_class.wait_for_first_consumer:
+            return None
+        return storage_class

@@ -35,13 +35,14 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.core.statement import Binding
+from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
 from coscheduler.runtime.binder import Binder, BindOutcome, BindResult
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.volume_binder import VolumeBinder
 
 __all__ = ["SchedulingLoop"]
 
@@ -93,6 +94,7 @@ class SchedulingLoop:
         *,
         state: ClusterState,
         binder: Binder,
+        volume_binder: VolumeBinder,
         events: EventRecorder,
         pod_conditions: PodConditionWriter,
         metrics: Metrics,
@@ -102,6 +104,7 @@ class SchedulingLoop:
         self._state = state
         self._scheduler: Scheduler = state.scheduler
         self._binder = binder
+        self._volume_binder = volume_binder
         self._events = events
         self._pod_conditions = pod_conditions
         self._metrics = metrics
@@ -169,7 +172,7 @@ class SchedulingLoop:
         result = "scheduled" if decision.bindings else status.code.value.lower()
         self._metrics.scheduling_attempts.labels(result=result).inc()
         if decision.bindings:
-            task = asyncio.create_task(self._bind(key, decision.bindings))
+            task = asyncio.create_task(self._bind(key, decision.bindings, decision.volume_actions))
             self._binds.add(task)
             self.binds_idle.clear()
             task.add_done_callback(self._bind_done)
@@ -210,7 +213,23 @@ class SchedulingLoop:
                 still_true=partial(self._scheduler.is_waiting, pod.uid),
             )
 
-    async def _bind(self, key: GroupKey, bindings: tuple[Binding, ...]) -> None:
+    async def _bind(
+        self,
+        key: GroupKey,
+        bindings: tuple[Binding, ...],
+        volume_actions: tuple[VolumeAction, ...] = (),
+    ) -> None:
+        if volume_actions:
+            why = await self._volume_binder.prepare(volume_actions)
+            if why is not None:
+                # Nothing is bound: the group goes back whole, its volumes given back.
+                self._scheduler.volumes.release(volume_actions)
+                for binding in bindings:
+                    self._scheduler.binding_failed(binding)
+                log.warning("volumes not ready, no member bound", group=str(key), why=why)
+                self._tell_pending_pods(key, Reason.VOLUME_NOT_READY, why)
+                self.wake()
+                return
         live = []
         for binding in bindings:
             if self._scheduler.pod(binding.uid) is None:  # deleted since the decision

@@ -232,6 +232,12 @@ class Settings(BaseSettings):
         "node ranking: pack (most-allocated) or spread (least-allocated)",
         default=Strategy.MOST_ALLOCATED,
     )
+    volume_bind_timeout_seconds: float = _setting(
+        "--volume-bind-timeout-seconds",
+        "seconds a gang's claims may take to bind before its members are bound; then retried",
+        default=300.0,
+        gt=0,
+    )
     event_interval_seconds: float = _setting(
         "--event-interval-seconds",
         "seconds within which repeats of an event are counted, not written",

@@ -103,19 +103,76 @@ def test_a_missing_claim_holds_the_gang_until_it_exists_and_is_bound() -> None:
     assert [b.node for b in decide(made).bindings] == ["n0"]
 
 
-def test_an_unbound_claim_of_a_first_consumer_class_is_named_as_unsupported() -> None:
-    made = scheduler("8")
-    made.volumes.upsert_class(
-        StorageClassInfo.from_object(
-            {"metadata": {"name": "local"}, "volumeBindingMode": "WaitForFirstConsumer"}
-        )
+def first_consumer_class(
+    name: str, provisioner: str = "kubernetes.io/no-provisioner"
+) -> StorageClassInfo:
+    return StorageClassInfo.from_object(
+        {
+            "metadata": {"name": name},
+            "provisioner": provisioner,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
     )
-    made.volumes.upsert_claim(claim("data", storageClassName="local"))
-    made.upsert_group(group("g", 1))
-    made.upsert_pod(with_claim("w-0", "data", group="g"))
+
+
+def local_volume(name: str, on_node: str, storage: str = "10Gi") -> VolumeInfo:
+    term = {"matchExpressions": [{"key": HOST, "operator": "In", "values": [on_node]}]}
+    return VolumeInfo.from_object(
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "storageClassName": "local",
+                "capacity": {"storage": storage},
+                "accessModes": ["ReadWriteOnce"],
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
+            },
+        }
+    )
+
+
+def waiting_claim(name: str, storage: str = "5Gi", klass: str = "local") -> ClaimInfo:
+    return claim(name, storageClassName=klass, resources={"requests": {"storage": storage}})
+
+
+def test_first_consumer_claims_get_the_smallest_volume_reachable_from_their_members_node() -> None:
+    made = scheduler("8", "8", "1")
+    made.volumes.upsert_class(first_consumer_class("local"))
+    for name, where, size in (
+        ("big-n0", "n0", "100Gi"),
+        ("small-n0", "n0", "6Gi"),
+        ("n1", "n1", "10Gi"),
+        ("tiny-n2", "n2", "1Gi"),
+    ):
+        made.volumes.upsert_volume(local_volume(name, where, size))
+    made.upsert_group(group("g", 2))
+    for index in range(2):
+        made.volumes.upsert_claim(waiting_claim(f"data-{index}"))
+        made.upsert_pod(with_claim(f"w-{index}", f"data-{index}", group="g", cpu="5"))
     decision = decide(made)
-    assert decision.status.reason == Reason.UNSUPPORTED_FIELD
-    assert 'claim "data" (unbound, its class binds on first consumer' in decision.status.message
+    nodes = {b.name: b.node for b in decision.bindings}
+    assert sorted(nodes.values()) == ["n0", "n1"]  # n2 has no volume big enough, nor cpu
+    chosen = {a.claim: (a.node, a.volume) for a in decision.volume_actions}
+    assert chosen[f"data-{0 if nodes['w-0'] == 'n0' else 1}"] == ("n0", "small-n0")
+    assert sorted(volume for _, volume in chosen.values()) == ["n1", "small-n0"]
+
+
+def test_a_first_consumer_claim_with_no_volume_and_no_provisioner_waits() -> None:
+    made = scheduler("8")
+    made.volumes.upsert_class(first_consumer_class("local"))
+    made.volumes.upsert_claim(waiting_claim("data"))
+    made.upsert_pod(with_claim("w-0", "data"))
+    decision = decide(made)
+    assert decision.status.reason == Reason.VOLUME_NOT_READY
+    assert "node(s) didn't find available persistent volumes to bind" in decision.status.message
+
+
+def test_a_provisioning_class_has_its_claim_provisioned_near_the_chosen_node() -> None:
+    made = scheduler("8")
+    made.volumes.upsert_class(first_consumer_class("fast", "ebs.csi.aws.com"))
+    made.volumes.upsert_claim(waiting_claim("data", klass="fast"))
+    made.upsert_pod(with_claim("w-0", "data"))
+    decision = decide(made)
+    assert [(a.claim, a.node, a.volume) for a in decision.volume_actions] == [("data", "n0", None)]
 
 
 def test_a_read_write_once_pod_claim_in_use_holds_the_next_pod() -> None:
