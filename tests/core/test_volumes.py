@@ -153,7 +153,7 @@ def test_first_consumer_claims_get_the_smallest_volume_reachable_from_their_memb
     assert sorted(nodes.values()) == ["n0", "n1"]  # n2 has no volume big enough, nor cpu
     chosen = {a.claim: (a.node, a.volume) for a in decision.volume_actions}
     assert chosen[f"data-{0 if nodes['w-0'] == 'n0' else 1}"] == ("n0", "small-n0")
-    assert sorted(volume for _, volume in chosen.values()) == ["n1", "small-n0"]
+    assert sorted(str(volume) for _, volume in chosen.values()) == ["n1", "small-n0"]
 
 
 def test_a_first_consumer_claim_with_no_volume_and_no_provisioner_waits() -> None:
