@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from coscheduler.api.podgroup import GroupTopology
@@ -130,3 +133,33 @@ def test_a_topology_that_makes_no_sense_is_refused(spec: dict[str, object], erro
 def test_levels_are_narrow_to_wide_with_required_last() -> None:
     topology = GroupTopology.model_validate({"required": "zone", "preferred": ["rack", "block"]})
     assert topology.levels() == ("rack", "block", "zone")
+
+
+@st.composite
+def racked(draw: Any) -> tuple[Snapshot, int, tuple[str, ...]]:
+    racks = {}
+    for index in range(draw(st.integers(1, 4))):
+        zone = draw(st.sampled_from(["a", "b"]))
+        cpus = draw(st.lists(st.sampled_from(["1", "2", "4"]), min_size=1, max_size=3))
+        racks[f"r{index}"] = (zone, cpus)
+    levels = draw(st.sampled_from([(RACK,), (ZONE,), (RACK, ZONE)]))
+    return cluster(racks), draw(st.integers(1, 10)), levels
+
+
+@settings(max_examples=200, deadline=None)
+@given(racked())
+def test_a_gang_kept_in_one_domain_never_spans_two_of_the_widest_level(
+    world: tuple[Snapshot, int, tuple[str, ...]],
+) -> None:
+    snapshot, size, levels = world
+    decision = place(snapshot, size, levels)
+    if not decision.bindings:
+        return
+    assert len(decision.bindings) == size
+    labels = {n.name: n.labels for n in snapshot.nodes()}
+    assert len({labels[b.node][levels[-1]] for b in decision.bindings}) == 1
+    if len({labels[b.node][levels[0]] for b in decision.bindings}) > 1:
+        # Spread beyond the narrowest level only when no domain of it held the gang.
+        assert decision.status.message.endswith(
+            f"in {levels[-1]}={labels[decision.bindings[0].node][levels[-1]]}"
+        )
