@@ -170,8 +170,13 @@ def derive(
     members: Iterable[Member],
     verdict: Status | None,
     now: datetime.datetime,
+    domain: str | None = None,
 ) -> tuple[PodGroupStatus, list[Transition]]:
-    """The group's new status and the transitions since ``previous``."""
+    """The group's new status and the transitions since ``previous``.
+
+    ``domain`` (``key=value``) is where a group with ``spec.topology`` has
+    its bound members, said in the Scheduled condition.
+    """
     counts = _count(members)
     phase = _phase(counts, spec.min_member)
     placed = phase in (
@@ -186,7 +191,8 @@ def derive(
             ConditionType.SCHEDULED,
             ConditionStatus.TRUE,
             Reason.MIN_MEMBER_SCHEDULED,
-            f"{bound} of minMember {spec.min_member} members are bound",
+            f"{bound} of minMember {spec.min_member} members are bound"
+            + (f" in {domain}" if domain else ""),
             now,
         )
     else:

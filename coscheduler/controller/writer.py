@@ -101,6 +101,22 @@ class StatusWriter:
         for phase in PodGroupPhase:
             self._metrics.podgroups.labels(phase=phase.value).set(phases.get(phase, 0))
 
+    def _domain(self, group: PodGroup, key: GroupKey) -> str | None:
+        """The narrowest ``spec.topology`` domain holding every bound member, if any."""
+        topology = group.spec.topology
+        nodes = {pod.node_name for pod in self._state.group_pods(key) if pod.node_name}
+        if topology is None or not nodes:
+            return None
+        snapshot = self._state.scheduler.snapshot
+        for level in topology.levels():
+            values = set()
+            for name in nodes:
+                node = snapshot.node(name)
+                values.add(None if node is None else node.labels.get(level))
+            if len(values) == 1 and None not in values:
+                return f"{level}={values.pop()}"
+        return None
+
     async def _reconcile(self, key: GroupKey) -> None:
         group = self._state.podgroups.get(key)
         if group is None:
@@ -111,6 +127,7 @@ class StatusWriter:
             members=self._state.group_pods(key),
             verdict=self._state.verdicts.get(key),
             now=utc_now(whole_seconds=True),
+            domain=self._domain(group, key),
         )
         if status == group.status:
             return

@@ -264,3 +264,33 @@ def test_preferred_anti_affinity_spreads_a_gang_while_room_allows(
     apart = {"affinity": {"podAntiAffinity": {PREFERRED: [term]}}}
     _gang(cluster, namespace, pool, "spread", 6, apart)
     assert sorted(Counter(_nodes_of(cluster, namespace, "spread-", 6)).values()) == [2, 2, 2]
+
+
+def test_a_gang_preferring_one_rack_falls_back_to_one_zone(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    where = dict.fromkeys(add_nodes(2, cpu="4", labels={"rack": "r1", ZONE: "a"}), "r1")
+    where.update(dict.fromkeys(add_nodes(2, cpu="4", labels={"rack": "r2", ZONE: "a"}), "r2"))
+    where.update(dict.fromkeys(add_nodes(1, cpu="4", labels={"rack": "r3", ZONE: "b"}), "r3"))
+    start_scheduler()
+    # 6 members of 2 cpu: no rack holds them (4 each, r3 2); zone a (8) does.
+    w.create_podgroup(
+        cluster.api, namespace, "wide", 6, topology={"preferred": ["rack"], "required": ZONE}
+    )
+    for index in range(6):
+        _create(cluster, namespace, pool, f"wide-{index}", "wide", {}, group="wide")
+    assert {where[n] for n in _nodes_of(cluster, namespace, "wide-", 6)} == {"r1", "r2"}
+    group = wait_for(
+        lambda: cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/wide"),
+        lambda g: any(
+            c["type"] == "Scheduled" and c["status"] == "True"
+            for c in g.get("status", {}).get("conditions", [])
+        ),
+        describe="the PodGroup Scheduled",
+    )
+    scheduled = next(c for c in group["status"]["conditions"] if c["type"] == "Scheduled")
+    assert scheduled["message"].endswith(f"in {ZONE}=a"), scheduled

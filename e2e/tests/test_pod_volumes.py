@@ -219,3 +219,25 @@ def test_a_provisioned_claim_is_asked_for_near_the_chosen_node(
     claim_ref = {"namespace": namespace, "name": "fresh", "uid": claim["metadata"]["uid"]}
     _class_volume(cluster, f"{namespace}-provisioned", chosen, storage_class, claim_ref)
     assert wait_bound(cluster, namespace, "fresh-user")["spec"]["nodeName"] == chosen
+
+
+def test_a_gang_whose_volumes_cannot_all_be_reached_waits_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    nodes = add_nodes(2, cpu="1")
+    start_scheduler()
+    # Both volumes on the same 1-cpu node: only one member can go there.
+    w.create_podgroup(cluster.api, namespace, "cramped", 2)
+    for index in range(2):
+        _local_volume(cluster, f"{namespace}-cramped-{index}", nodes[0])
+        _claim(cluster, namespace, f"cramped-{index}", f"{namespace}-cramped-{index}")
+        _member(cluster, namespace, pool, f"cramped-{index}", f"cramped-{index}", "cramped")
+    pod = wait_not_scheduled(cluster, namespace, "cramped-0", "Unschedulable")
+    assert "node(s) had volume node affinity conflict" in pod_scheduled(pod)["message"]
+    for index in range(2):
+        member = cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/cramped-{index}")
+        assert not member["spec"].get("nodeName")
