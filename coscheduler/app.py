@@ -8,7 +8,7 @@ Start-up, in order, and why:
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
 3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
-   PersistentVolumes, StorageClasses and PriorityClasses; list PodGroups once. Only
+   PersistentVolumes, StorageClasses, CSINodes and PriorityClasses; list PodGroups once. Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
@@ -207,6 +207,12 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             state.replace_storage_classes,
             state.upsert_storage_class,
             state.remove_storage_class,
+        ),
+        "csinodes": (
+            Watch(client, "/apis/storage.k8s.io/v1/csinodes", timeout_seconds=watch_timeout),
+            state.replace_csinodes,
+            state.upsert_csinode,
+            state.remove_csinode,
         ),
         "priorityclasses": (
             Watch(client, _PRIORITY_CLASSES, timeout_seconds=watch_timeout),

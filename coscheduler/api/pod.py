@@ -128,6 +128,8 @@ class PodInfo:
     #: Claims waiting for their first consumer that the scheduler binds (to a
     #: chosen volume) or has provisioned (near the chosen node) before the pod.
     volume_binds: tuple[str, ...] = ()
+    #: ``(CSI driver, volume name)`` of the bound volumes the pod attaches, for attach limits.
+    volume_attach: tuple[tuple[str, str], ...] = ()
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
 

@@ -20,6 +20,7 @@ from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector
 
 __all__ = [
     "SELECTED_NODE_ANNOTATION",
+    "AttachLimits",
     "ClaimInfo",
     "StorageClassInfo",
     "VolumeInfo",
@@ -107,6 +108,8 @@ class VolumeInfo:
     access_modes: frozenset[str] = frozenset()
     #: ``spec.claimRef`` as ``namespace/name``: the claim it is bound or promised to.
     claim: str | None = None
+    #: ``spec.csi.driver``: whose attach limit the volume counts against.
+    csi_driver: str | None = None
 
     @property
     def available(self) -> bool:
@@ -137,6 +140,10 @@ class VolumeInfo:
                 for mode in reader.items(spec.get("accessModes"), "spec.accessModes")
             ),
             claim=claim,
+            csi_driver=reader.text(
+                reader.mapping(spec.get("csi"), "spec.csi").get("driver"), "spec.csi.driver"
+            )
+            or None,
         )
 
 
@@ -163,6 +170,33 @@ class StorageClassInfo:
             default=annotations.get(_DEFAULT_CLASS_ANNOTATION) == "true",
             provisions=bool(provisioner) and provisioner != _NO_PROVISIONER,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class AttachLimits:
+    """A CSINode: how many volumes of each driver its node can have attached."""
+
+    node: str
+    #: Driver name -> ``allocatable.count``; drivers without a count have no limit.
+    limits: Mapping[str, int]
+
+    @classmethod
+    def from_object(cls, raw: Mapping[str, Any]) -> AttachLimits:
+        meta = _metadata(raw)
+        reader = FieldReader(partial(VolumeParseError, f"CSINode {meta.get('name')}"))
+        spec = reader.mapping(raw.get("spec"), "spec")
+        limits = {}
+        for index, item in enumerate(reader.items(spec.get("drivers"), "spec.drivers")):
+            driver = reader.mapping(item, f"spec.drivers[{index}]")
+            allocatable = reader.mapping(
+                driver.get("allocatable"), f"spec.drivers[{index}].allocatable"
+            )
+            if allocatable.get("count") is not None:
+                name = reader.text(driver.get("name"), f"spec.drivers[{index}].name")
+                limits[name] = reader.integer(
+                    allocatable.get("count"), f"spec.drivers[{index}].allocatable.count"
+                )
+        return cls(node=reader.text(meta.get("name"), "metadata.name"), limits=limits)
 
 
 def _metadata(raw: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -68,6 +68,9 @@ def place_run(
     room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
     if first.host_ports:
         room = np.minimum(room, 1)
+    attach = snapshot.attach_room(first, slots)
+    if attach is not None:
+        room = np.minimum(room, attach)
     scored = scored_columns(first.requests, snapshot.columns, weights)
     ranking = scores(strategy, allocatable, used, request, scored)
     ranks = snapshot.ranks(slots)

@@ -128,6 +128,9 @@ class Scheduler:
     # -- pods ----------------------------------------------------------------
 
     def upsert_pod(self, pod: PodInfo) -> None:
+        if pod.claims and pod.bound:
+            # What it attaches counts against its node's volume limits.
+            pod = dataclasses.replace(pod, volume_attach=self.volumes.attachments(pod))
         before = self._pods.get(pod.uid)
         self.snapshot.update_pod(pod)
         self._pods[pod.uid] = pod
@@ -172,6 +175,21 @@ class Scheduler:
 
     def volumes_changed(self) -> None:
         """A claim, volume or storage class changed: groups waiting on one may go now."""
+        for uids in list(self._claim_users.values()):
+            for uid in list(uids):
+                pod = self._pods.get(uid)
+                if pod is not None and pod.bound:
+                    attach = self.volumes.attachments(pod)
+                    if attach != pod.volume_attach:
+                        self.upsert_pod(dataclasses.replace(pod, volume_attach=attach))
+        self.queue.on_event(ClusterEvent.VOLUME_CHANGED)
+
+    def set_attach_limits(self, node: str, limits: Mapping[str, int] | None) -> None:
+        """A CSINode's volume limits (None: gone)."""
+        if limits:
+            self.snapshot.attach_limits[node] = dict(limits)
+        else:
+            self.snapshot.attach_limits.pop(node, None)
         self.queue.on_event(ClusterEvent.VOLUME_CHANGED)
 
     def _claim_used_by_other(self, claim: str, uid: str) -> bool:

@@ -93,6 +93,8 @@ class Snapshot:
         self._ports: dict[str, ports.PortSet] = {}
         self._vectors: dict[tuple[tuple[str, int], ...], _Vector] = {}
         self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
+        #: CSINode limits: node -> CSI driver -> volumes it can have attached.
+        self.attach_limits: dict[str, Mapping[str, int]] = {}
 
     # -- reading -----------------------------------------------------------
 
@@ -363,7 +365,42 @@ class Snapshot:
         for column, amount in zip(columns, amounts.tolist(), strict=True):
             if amount > 0:
                 mask &= (self._alloc[:size, column] - self._used[:size, column]) >= amount
+        if pod.volume_attach and self.attach_limits:
+            slots = np.flatnonzero(mask)
+            room = self.attach_room(pod, slots)
+            if room is not None:
+                mask[slots[room <= 0]] = False
         return mask
+
+    def attach_room(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> IntArray | None:
+        """How many pods like this one each slot can still attach the volumes of (None: no limit).
+
+        As kube-scheduler's NodeVolumeLimits: per CSI driver the node publishes
+        a count for, the distinct volumes attached by the pods on it (bound or
+        assumed) plus the pod's volumes not attached there yet stay within it.
+        """
+        if not pod.volume_attach or not self.attach_limits:
+            return None
+        room = np.full(len(slots), np.iinfo(np.int64).max, dtype=np.int64)
+        for index, slot in enumerate(slots.tolist()):
+            node = self._nodes[slot]
+            limits = None if node is None else self.attach_limits.get(node.name)
+            if not limits:
+                continue
+            attached: dict[str, set[str]] = {}
+            for uid in self._on_node.get(node.name, ()) if node else ():
+                for driver, volume in self._pods[uid].pod.volume_attach:
+                    attached.setdefault(driver, set()).add(volume)
+            for driver, limit in limits.items():
+                new = [
+                    v
+                    for d, v in pod.volume_attach
+                    if d == driver and v not in attached.get(driver, set())
+                ]
+                if new:
+                    left = max(0, limit - len(attached.get(driver, ())))
+                    room[index] = min(room[index], left // len(new))
+        return room
 
     def room(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> IntArray:
         """How many pods of this one's shape each of ``slots`` has free room for."""
@@ -374,6 +411,9 @@ class Snapshot:
             - self._used[slots][:, [c for c, _ in wanted]]
         )
         room: IntArray = (free // np.array([a for _, a in wanted], dtype=np.int64)).min(axis=1)
+        attach = self.attach_room(pod, slots)
+        if attach is not None:
+            room = np.minimum(room, attach)
         return np.minimum(room, 1) if pod.host_ports else room
 
     def rows(self, slots: npt.NDArray[np.intp]) -> tuple[IntArray, IntArray]:
@@ -447,6 +487,14 @@ class Snapshot:
         if short.any():
             by_filter[fit.NAME] += int(short.sum())
             remaining &= ~short
+        if pod.volume_attach and self.attach_limits:
+            slots = np.flatnonzero(remaining)
+            room = self.attach_room(pod, slots)
+            if room is not None and (room <= 0).any():
+                full = slots[room <= 0]
+                reasons[affinity.ATTACH_REASON] += len(full)
+                by_filter[affinity.ATTACH_NAME] += len(full)
+                remaining[full] = False
         rules = self.rules(pod)
         for name, reason, refused_here in rules.refusals if rules is not None else ():
             refused = remaining & refused_here

@@ -29,6 +29,7 @@ affinity (NFS, most ReadWriteMany volumes) costs nothing.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from coscheduler.api.node import NodeInfo
@@ -122,13 +123,35 @@ class VolumeIndex:
             else:
                 waits.append(f'{UNBOUND_IMMEDIATE} (claim "{name}")')
         volume_affinity = tuple(dict.fromkeys(reach))
+        attach = self.attachments(pod)
+        extra: tuple[object, ...] = ()
+        if volume_affinity:
+            extra += (volume_affinity,)
+        if attach:
+            # Equal shapes must need equal attach room: count per driver.
+            extra += (tuple(sorted(Counter(driver for driver, _ in attach).items())),)
         return dataclasses.replace(
             pod,
             volume_affinity=volume_affinity,
+            volume_attach=attach,
             volume_wait="; ".join(waits) or None,
             volume_binds=tuple(binds),
-            shape=(*pod.shape, volume_affinity) if volume_affinity else pod.shape,
+            shape=(*pod.shape, *extra),
         )
+
+    def attachments(self, pod: PodInfo) -> tuple[tuple[str, str], ...]:
+        """``(CSI driver, volume)`` of the pod's bound claims' volumes that count against limits."""
+        found = []
+        for name in pod.claims:
+            claim = self.claims.get(f"{pod.namespace}/{name}")
+            volume = (
+                None
+                if claim is None or claim.volume_name is None
+                else self.volumes.get(claim.volume_name)
+            )
+            if volume is not None and volume.csi_driver is not None:
+                found.append((volume.csi_driver, volume.name))
+        return tuple(sorted(set(found)))
 
     def assign(self, pod: PodInfo, node: NodeInfo) -> list[VolumeAction] | None:
         """Volumes (or provisioning) for the pod's first-consumer claims on ``node``.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 import structlog
@@ -27,7 +28,13 @@ from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.podgroup import PodGroup, PodGroupStatus
 from coscheduler.api.quantity import QuantityError
-from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo, VolumeParseError
+from coscheduler.api.volumes import (
+    AttachLimits,
+    ClaimInfo,
+    StorageClassInfo,
+    VolumeInfo,
+    VolumeParseError,
+)
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -356,6 +363,20 @@ class ClusterState:
     def remove_storage_class(self, raw: Mapping[str, Any]) -> None:
         self.scheduler.volumes.remove_class(str(_meta(raw).get("name")))
         self.scheduler.volumes_changed()
+
+    def replace_csinodes(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        known = list(self.scheduler.snapshot.attach_limits)
+        remove = partial(self.scheduler.set_attach_limits, limits=None)
+        _replace_all(objects, self.upsert_csinode, known, remove)
+
+    def upsert_csinode(self, raw: Mapping[str, Any]) -> str | None:
+        limits = self._read_volume_object("CSINode", AttachLimits.from_object, raw)
+        if limits is not None:
+            self.scheduler.set_attach_limits(limits.node, limits.limits)
+        return None if limits is None else limits.node
+
+    def remove_csinode(self, raw: Mapping[str, Any]) -> None:
+        self.scheduler.set_attach_limits(str(_meta(raw).get("name")), None)
 
     def _read_volume_object(
         self, kind: str, read: Callable[[Mapping[str, Any]], _Read], raw: Mapping[str, Any]

@@ -184,3 +184,31 @@ def test_a_read_write_once_pod_claim_in_use_holds_the_next_pod() -> None:
     decision = decide(made)
     assert decision.status.reason == Reason.VOLUME_NOT_READY
     assert "ReadWriteOncePod access mode already in-use by another pod" in decision.status.message
+
+
+def csi_volume(name: str) -> VolumeInfo:
+    return VolumeInfo.from_object(
+        {
+            "metadata": {"name": name},
+            "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": name}},
+        }
+    )
+
+
+def test_attach_limits_count_running_pods_and_members_of_the_same_trial() -> None:
+    made = scheduler("8", "8", "8")
+    for name in ("n0", "n1", "n2"):
+        made.set_attach_limits(name, {"ebs.csi.aws.com": 1})
+    for index in range(4):
+        made.volumes.upsert_volume(csi_volume(f"vol-{index}"))
+        made.volumes.upsert_claim(claim(f"disk-{index}", f"vol-{index}"))
+    made.upsert_pod(with_claim("old", "disk-0", node="n0", phase="Running"))
+    made.upsert_group(group("g", 2))
+    for index in (1, 2):
+        made.upsert_pod(with_claim(f"w-{index}", f"disk-{index}", group="g"))
+    nodes = sorted(b.node for b in decide(made).bindings)
+    assert nodes == ["n1", "n2"]  # one more volume per node; n0 has its one
+    made.upsert_pod(with_claim("late", "disk-3"))
+    decision = decide(made)
+    assert not decision.bindings
+    assert "3 node(s) exceed max volume count" in decision.status.message

@@ -32,6 +32,9 @@ REASON: Final = "node(s) didn't match Pod's node affinity/selector"
 NAME_FIELD: Final = "metadata.name"
 VOLUME_NAME: Final = "VolumeBinding"
 VOLUME_REASON: Final = "node(s) had volume node affinity conflict"
+#: kube-scheduler's NodeVolumeLimits (counted in the snapshot, by CSI driver).
+ATTACH_NAME: Final = "NodeVolumeLimits"
+ATTACH_REASON: Final = "node(s) exceed max volume count"
 
 _INTEGER: Final = re.compile(r"[+-]?[0-9]+")
 
