@@ -66,7 +66,24 @@ def simulate() -> None:
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="write utilization over time and the wait CDF to this PNG",
 )
-def replay(file: Path, policy: str, strategy: str, as_json: bool, plot: Path | None) -> None:
+@click.option(
+    "--domain-key",
+    help="report the share of started gangs placed within one value of this node label",
+)
+@click.option(
+    "--ignore-topology",
+    is_flag=True,
+    help="drop the gangs' topology and onePer, to see what keeping them costs",
+)
+def replay(
+    file: Path,
+    policy: str,
+    strategy: str,
+    as_json: bool,
+    plot: Path | None,
+    domain_key: str | None,
+    ignore_topology: bool,
+) -> None:
     """Replay FILE under each policy and compare them."""
     from coscheduler.sim import replay as replaying
     from coscheduler.sim import report
@@ -76,13 +93,17 @@ def replay(file: Path, policy: str, strategy: str, as_json: bool, plot: Path | N
         scenario = load_scenario(file)
     except ScenarioError as error:
         raise click.ClickException(str(error)) from None
+    if ignore_topology:
+        scenario = scenario.without_topology()
+    labels = {node.name: node.labels for node in scenario.nodes}
     chosen = [p for p in replaying.Policy if policy in ("both", p.value)]
     results = []
     summaries = []
     for each in chosen:
         started = time.perf_counter()
         result = replaying.replay(scenario, each, Strategy(strategy))
-        summaries.append(report.summarize(result, time.perf_counter() - started))
+        elapsed = time.perf_counter() - started
+        summaries.append(report.summarize(result, elapsed, domain_key, labels))
         results.append(result)
     if plot is not None:
         from coscheduler.sim.plot import PlotUnavailableError, write_plot

@@ -26,6 +26,10 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
           intervalSeconds: 0   # between the arrivals of a series (count > 1)
           nodeSelector: {pool: cpu}
           tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
+          topology: {required: rack}   # as a PodGroup's spec.topology
+          onePer: kubernetes.io/hostname   # members keep apart (required anti-affinity)
+
+Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
 
 Every mistake is reported with its path in the file and what was expected,
 all at once (:class:`ScenarioError`), never as a traceback.
@@ -33,6 +37,7 @@ all at once (:class:`ScenarioError`), never as a traceback.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +56,7 @@ from pydantic import (
 from coscheduler.api import validation
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node import Taint as NodeTaint
+from coscheduler.api.podgroup import GroupTopology
 from coscheduler.api.quantity import QuantityError, resource_amount
 from coscheduler.api.requests import POD_RESOURCE
 
@@ -62,6 +68,9 @@ __all__ = [
     "load_scenario",
     "parse_scenario",
 ]
+
+#: The label every kubelet puts on its node.
+HOSTNAME = "kubernetes.io/hostname"
 
 #: The kubelet's default ``pods`` capacity, used when a node pool does not say.
 DEFAULT_NODE_PODS = 110
@@ -137,6 +146,8 @@ class GangSeries(_Strict):
     interval_seconds: float = Field(0.0, alias="intervalSeconds", ge=0)
     node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
     tolerations: list[TolerationSpec] = Field(default_factory=list)
+    topology: GroupTopology | None = None
+    one_per: str | None = Field(None, alias="onePer", min_length=1)
 
     @model_validator(mode="after")
     def _min_member_fits(self) -> GangSeries:
@@ -191,6 +202,19 @@ class Gang:
     run: float
     node_selector: Mapping[str, str]
     tolerations: tuple[Mapping[str, str], ...]
+    #: The PodGroup's ``spec.topology`` levels, narrow to wide (empty: none).
+    topology_levels: tuple[str, ...] = ()
+    #: A topology key its members keep apart by (required anti-affinity), if any.
+    one_per: str | None = None
+
+    @property
+    def constrained(self) -> bool:
+        """Whether where it fits depends on more than free room."""
+        return bool(self.topology_levels or self.one_per)
+
+    def without_topology(self) -> Gang:
+        """The same gang, free to go anywhere room allows."""
+        return dataclasses.replace(self, topology_levels=(), one_per=None)
 
     @property
     def cpu(self) -> int:
@@ -213,6 +237,10 @@ class Scenario:
     @property
     def pods(self) -> int:
         return sum(g.size for g in self.gangs)
+
+    def without_topology(self) -> Scenario:
+        """The same scenario with every gang free to go anywhere room allows."""
+        return Scenario(self.nodes, tuple(g.without_topology() for g in self.gangs))
 
 
 def _names(name: str, count: int) -> list[str]:
@@ -237,7 +265,7 @@ def _expand(spec: ScenarioSpec) -> Scenario:
                 NodeInfo.build(
                     name,
                     allocatable=allocatable,
-                    labels=pool.labels,
+                    labels={HOSTNAME: name, **pool.labels},
                     taints=taints,
                     unschedulable=pool.unschedulable,
                 )
@@ -257,6 +285,8 @@ def _expand(spec: ScenarioSpec) -> Scenario:
                     run=series.run_seconds,
                     node_selector=dict(series.node_selector),
                     tolerations=tolerations,
+                    topology_levels=series.topology.levels() if series.topology else (),
+                    one_per=series.one_per,
                 )
             )
     return Scenario(nodes=tuple(nodes), gangs=tuple(gangs))

@@ -89,6 +89,8 @@ class GangOutcome:
     bound: int = 0
     #: Whether it ever held some, but fewer than minMember, bound pods.
     partial: bool = False
+    #: The nodes its pods were on when it started.
+    nodes: frozenset[str] = frozenset()
 
     @property
     def wait(self) -> float | None:
@@ -148,6 +150,7 @@ def _template(gang: Gang) -> PodInfo:
                 "priority": gang.priority,
                 "nodeSelector": dict(gang.node_selector),
                 "tolerations": [dict(t) for t in gang.tolerations],
+                **_apart(gang),
                 "containers": [
                     {
                         "name": "main",
@@ -158,6 +161,19 @@ def _template(gang: Gang) -> PodInfo:
             "status": {"phase": "Pending"},
         }
     )
+
+
+def _apart(gang: Gang) -> dict[str, object]:
+    """The required anti-affinity that keeps a gang's members one per domain of ``onePer``."""
+    if gang.one_per is None:
+        return {}
+    term = {
+        "labelSelector": {"matchLabels": {POD_GROUP_LABEL: gang.name}},
+        "topologyKey": gang.one_per,
+    }
+    return {
+        "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    }
 
 
 def _quantities(gang: Gang) -> list[tuple[str, str]]:
@@ -191,6 +207,7 @@ class _Engine:
                         min_member=min_member,
                         priority=gang.priority,
                         created=gang.arrival,
+                        topology_levels=gang.topology_levels if policy is Policy.GANG else (),
                     ),
                     order=order_of(key, gang.priority, gang.arrival),
                     shape=self.index.register(template),
@@ -210,6 +227,8 @@ class _Engine:
         self.useful_integral = 0.0
         self.partial_integral = 0.0
         self.timeline: list[tuple[float, int, int]] = []
+        #: Constrained gangs the core refused since the last event.
+        self.blocked: list[int] = []
 
     def run(self) -> Replay:
         begin = self.events[0][0] if self.events else 0.0
@@ -217,6 +236,9 @@ class _Engine:
         while self.events:
             moment = self.events[0][0]
             self._advance(moment)
+            for number in self.blocked:
+                self._wait(number)
+            self.blocked.clear()
             while self.events and self.events[0][0] == moment:
                 _, kind, number = heapq.heappop(self.events)
                 if kind == _COMPLETION:
@@ -300,6 +322,14 @@ class _Engine:
         else:
             scheduler.queue.add(live.key, live.policy.priority or 0, live.policy.created)
         decision = scheduler.next_decision()
+        if live.outcome.gang.constrained and (
+            decision is not None and decision.group == live.key and not decision.bindings
+        ):
+            # The index counts room only: a gang kept in one domain, or apart,
+            # may still not fit. It is tried again at the next event.
+            scheduler.queue.remove(live.key)
+            self.blocked.append(number)
+            return
         if decision is None or decision.group != live.key or not decision.bindings:
             raise ReplayError(
                 f"at {self.now:g} s the index said {self._needed(live)} pod(s) of gang "
@@ -323,6 +353,7 @@ class _Engine:
             self.useful += outcome.gang.cpu * len(live.bound)
             outcome.start = self.now
             outcome.bound = len(live.bound)
+            outcome.nodes = frozenset(live.nodes)
             heapq.heappush(self.events, (self.now + outcome.gang.run, _COMPLETION, number))
         else:
             self.partial += cpu

@@ -14,12 +14,14 @@ Definitions (all times in seconds of simulated time):
   their gang started (or until the end of the replay).
 - *deadlocked*: gangs that never started while holding pods at the end: no
   completion was left that could free what they wait for.
+- *in one domain* (with ``--domain-key``): the share of started gangs whose
+  pods all ran on nodes sharing one value of that node label.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +60,9 @@ class Summary:
     #: Gangs that never started and hold nothing (waiting behind the others, or too big).
     never_started: tuple[str, ...]
     replay_seconds: float | None = None
+    #: The node label ``within_one_domain`` is about, when asked for.
+    domain_key: str | None = None
+    within_one_domain: float | None = None
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -67,8 +72,23 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[rank - 1]
 
 
-def summarize(result: Replay, replay_seconds: float | None = None) -> Summary:
+def summarize(
+    result: Replay,
+    replay_seconds: float | None = None,
+    domain_key: str | None = None,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> Summary:
     outcomes = result.gangs
+    within = None
+    if domain_key is not None and node_labels is not None:
+        started = [o for o in outcomes if o.start is not None]
+        together = sum(
+            1
+            for o in started
+            if len(values := {node_labels[n].get(domain_key) for n in o.nodes}) == 1
+            and None not in values
+        )
+        within = together / len(started) if started else None
     waits = [o.wait for o in outcomes if o.wait is not None]
     finishes = [o.finish for o in outcomes if o.finish is not None]
     horizon = result.end - result.begin
@@ -99,6 +119,8 @@ def summarize(result: Replay, replay_seconds: float | None = None) -> Summary:
         deadlocked=deadlocked,
         never_started=never,
         replay_seconds=replay_seconds,
+        domain_key=domain_key,
+        within_one_domain=within,
     )
 
 
@@ -128,6 +150,11 @@ def to_json(summary: Summary) -> dict[str, Any]:
         ],
         "neverStartedGangs": list(summary.never_started),
         "replaySeconds": summary.replay_seconds,
+        **(
+            {"domainKey": summary.domain_key, "withinOneDomain": summary.within_one_domain}
+            if summary.domain_key
+            else {}
+        ),
     }
 
 
@@ -159,7 +186,9 @@ _COLUMNS = (
 
 def render_table(summaries: Sequence[Summary]) -> str:
     """A fixed-width table, one row per policy, then notes on stuck gangs."""
-    rows = [list(_COLUMNS)]
+    keyed = next((s.domain_key for s in summaries if s.domain_key), None)
+    columns = [*_COLUMNS, f"in one {keyed}"] if keyed else list(_COLUMNS)
+    rows = [columns]
     for s in summaries:
         rows.append(
             [
@@ -173,9 +202,10 @@ def render_table(summaries: Sequence[Summary]) -> str:
                 str(s.partial_gangs),
                 f"{s.partial_cpu_seconds:,.0f}",
                 str(len(s.deadlocked)),
+                *([_percent(s.within_one_domain)] if keyed else []),
             ]
         )
-    widths = [max(len(row[c]) for row in rows) for c in range(len(_COLUMNS))]
+    widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
     lines = []
     for number, row in enumerate(rows):
         cells = [
