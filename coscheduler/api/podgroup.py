@@ -118,13 +118,6 @@ def _check_resource_list(value: ResourceList | None) -> ResourceList | None:
 MAX_MIN_MEMBER: Final = 100_000
 
 
-class Role(_Model):
-    """A role within a group: pods labelled with it must reach ``min_member``."""
-
-    name: Annotated[str, Field(min_length=1, max_length=63)]
-    min_member: Annotated[int, Field(ge=1, le=MAX_MIN_MEMBER)]
-
-
 #: A node label key: an optional DNS-subdomain prefix and "/", then a name of up
 #: to 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit.
 LABEL_KEY_PATTERN: Final = (
@@ -166,6 +159,14 @@ class GroupTopology(_Model):
         return (*(self.preferred or ()), *((self.required,) if self.required else ()))
 
 
+class Role(_Model):
+    """A role within a group: pods labelled with it must reach ``min_member``."""
+
+    name: Annotated[str, Field(min_length=1, max_length=63)]
+    min_member: Annotated[int, Field(ge=1, le=MAX_MIN_MEMBER)]
+    topology: GroupTopology | None = None
+
+
 class PodGroupSpec(_Model):
     """What the user asks for. Only ``min_member`` is required."""
 
@@ -198,6 +199,10 @@ class PodGroupSpec(_Model):
     def min_resource_amounts(self) -> ResourceAmounts:
         """``min_resources`` as the scheduler's integers (millicores, bytes, units)."""
         return parse_resource_list(self.min_resources)
+
+    def role_topology(self) -> dict[str, tuple[str, ...]]:
+        """Role name -> its topology levels, for the roles that have one."""
+        return {role.name: role.topology.levels() for role in self.roles or () if role.topology}
 
     def role_minimums(self) -> dict[str, int]:
         """Role name → its minimum, empty when the group has no roles."""

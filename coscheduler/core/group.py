@@ -66,6 +66,8 @@ class GroupPolicy:
     #: Node label keys, narrow to wide: the needed members land within one
     #: domain of the narrowest that holds them, never beyond the last.
     topology_levels: tuple[str, ...] = ()
+    #: Per role, its own levels: the role's needed members within one domain.
+    role_topology: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def key(self) -> GroupKey:

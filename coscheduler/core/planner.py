@@ -51,12 +51,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
-from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
@@ -65,6 +63,7 @@ from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement, VolumeAction
 from coscheduler.core.status import Code, Status
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.trial import Failure, run_trial, runs
 
 __all__ = ["Decision", "member_order", "plan"]
 
@@ -187,11 +186,14 @@ def plan(
             snapshot, group, policy, pending, bound, role_needs, needed, strategy, weights, refused
         )
     statement = Statement(snapshot)
-    trial = _trial(statement, pending, role_needs, needed, strategy, weights)
+    trial = run_trial(statement, policy, pending, bound, role_needs, needed, strategy, weights)
     placed, rest, failure = trial.placed, trial.rest, trial.failure
     if placed < needed:
         statement.discard()
-        packing = find_packing(snapshot, pending, role_needs, needed)
+        # The search knows nothing of domains: roles kept in one are the trial's alone.
+        packing = (
+            None if policy.role_topology else find_packing(snapshot, pending, role_needs, needed)
+        )
         if packing is not None:
             for pod, node in packing:
                 statement.assume((pod,), node)
@@ -200,6 +202,7 @@ def plan(
             rest = [pod for pod in pending if pod.uid not in chosen]
     if placed < needed:
         message = messages.unavailable(failure.diagnosis, group, needed, placed) if failure else ""
+        message = f"{trial.note}. {message}" if trial.note else message
         filter_name = failure.diagnosis.filter if failure else None
         return refused(
             Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
@@ -254,11 +257,13 @@ def _in_one_domain(
     """Rule 5a: the trial inside one domain at a time, narrow levels first."""
     members = len(pending) + len(bound)
     bound_nodes = [pod.node_name for pod in bound if pod.node_name is not None]
-    closest: tuple[int, Domain, _Failure | None] | None = None
+    closest: tuple[int, Domain, Failure | None, str] | None = None
     for key in policy.topology_levels:
         for domain in candidate_domains(snapshot, key, pending[0], needed, bound_nodes):
             statement = Statement(snapshot, within=domain.nodes)
-            trial = _trial(statement, pending, role_needs, needed, strategy, weights)
+            trial = run_trial(
+                statement, policy, pending, bound, role_needs, needed, strategy, weights
+            )
             if trial.placed >= needed:
                 return _admit(
                     statement,
@@ -274,70 +279,21 @@ def _in_one_domain(
                 )
             statement.discard()
             if closest is None or trial.placed > closest[0]:
-                closest = (trial.placed, domain, trial.failure)
+                closest = (trial.placed, domain, trial.failure, trial.note)
     widest = policy.topology_levels[-1]
     if closest is None:
         message = messages.no_domain(group, needed, widest)
         return refused(Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message), needed)
-    placed, domain, failure = closest
+    placed, domain, failure, note = closest
     message = messages.no_domain(group, needed, widest, str(domain), placed)
+    if note:
+        message += f" {note}."
     if failure is not None:
         message += " " + messages.unavailable(failure.diagnosis, group, needed, placed)
     filter_name = failure.diagnosis.filter if failure else None
     return refused(
         Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
     )
-
-
-class _Failure(NamedTuple):
-    """The first member that did not fit in a trial, and why."""
-
-    pod: PodInfo
-    diagnosis: Diagnosis
-
-
-class _Trial(NamedTuple):
-    """Rule 5's outcome: how many were placed, the members not placed, the first failure."""
-
-    placed: int
-    rest: list[PodInfo]
-    failure: _Failure | None
-
-
-def _trial(
-    statement: Statement,
-    pending: list[PodInfo],
-    role_needs: Mapping[str, int],
-    needed: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-) -> _Trial:
-    """Rule 5: place members in order until the needs are met or none is left."""
-    needs: dict[str | None, int] = {}
-    needs.update(role_needs)
-    slack = needed - sum(needs.values())
-    placed = 0
-    rest: list[PodInfo] = []
-    failed_shapes: set[tuple[object, ...]] = set()
-    failure: _Failure | None = None
-    for run in _runs(pending):
-        role = run[0].role
-        useful = min(len(run), needs.get(role, 0) + slack)
-        if placed == needed or useful == 0 or run[0].shape in failed_shapes:
-            rest.extend(run)
-            continue
-        count = place_run(statement, run[:useful], strategy, weights)
-        own = min(count, needs.get(role, 0))
-        if own:
-            needs[role] -= own
-        slack -= count - own
-        placed += count
-        rest.extend(run[count:])
-        if count < useful:
-            failed_shapes.add(run[0].shape)
-            if failure is None:
-                failure = _Failure(run[count], statement.snapshot.diagnose(run[count]))
-    return _Trial(placed, rest, failure)
 
 
 def _elastic(
@@ -400,7 +356,7 @@ def _place_each(
     """Place pods individually (no gang): each kept if it fits."""
     left: list[PodInfo] = []
     failed_shapes: set[tuple[object, ...]] = set()
-    for run in _runs(pods):
+    for run in runs(pods):
         if run[0].shape in failed_shapes:
             left.extend(run)
             continue
@@ -409,17 +365,6 @@ def _place_each(
             failed_shapes.add(run[0].shape)
             left.extend(run[count:])
     return statement.commit(), left
-
-
-def _runs(pods: list[PodInfo]) -> list[list[PodInfo]]:
-    """Consecutive members of one shape and role."""
-    runs: list[list[PodInfo]] = []
-    for pod in pods:
-        if runs and runs[-1][0].shape == pod.shape and runs[-1][0].role == pod.role:
-            runs[-1].append(pod)
-        else:
-            runs.append([pod])
-    return runs
 
 
 def _keys(pods: Sequence[PodInfo]) -> tuple[str, ...]:

@@ -79,6 +79,11 @@ class Statement:
         self.snapshot.assume_many(pods, node)
         self._log.append((pods, node))
 
+    def absorb(self, child: Statement) -> None:
+        """Take a child statement's assumptions as this one's (it tried inside a narrower set)."""
+        self._log.extend(child._log)
+        child._log.clear()
+
     def discard(self) -> None:
         """Forget every assumption, last first."""
         for pods, _ in reversed(self._log):

@@ -289,6 +289,7 @@ class ClusterState:
             created=_created(group),
             queue=spec.queue,
             topology_levels=spec.topology.levels() if spec.topology else (),
+            role_topology=spec.role_topology(),
         )
 
     # -- namespaces (their labels, for pod affinity's namespaceSelector) ------

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import GroupTopology
 from coscheduler.api.reasons import Reason
 from coscheduler.core import GroupKey, GroupPolicy, Snapshot
@@ -163,3 +164,37 @@ def test_a_gang_kept_in_one_domain_never_spans_two_of_the_widest_level(
         assert decision.status.message.endswith(
             f"in {levels[-1]}={labels[decision.bindings[0].node][levels[-1]]}"
         )
+
+
+def _roles_gang(workers: int) -> tuple[GroupPolicy, list[PodInfo]]:
+    members = [pod("ps-0", group="g", role="ps", cpu="1")]
+    members += [pod(f"w-{i}", group="g", role="worker", cpu="1") for i in range(workers)]
+    policy = GroupPolicy(
+        "default",
+        "g",
+        min_member=1 + workers,
+        role_minimums={"ps": 1, "worker": workers},
+        role_topology={"worker": (RACK,)},
+    )
+    return policy, members
+
+
+def test_a_role_kept_in_one_rack_goes_there_while_the_others_go_anywhere() -> None:
+    snapshot = cluster({"r0": ("a", ["3"]), "r1": ("a", ["6"])})
+    policy, members = _roles_gang(5)
+    decision = plan(snapshot, GROUP, policy, members, [])
+    workers = {b.node for b in decision.bindings if b.name.startswith("w-")}
+    assert workers == {"r1-0"}
+    assert len(decision.bindings) == 6  # the ps took r0's room or r1's last core
+
+
+def test_a_role_no_domain_holds_holds_the_gang_and_says_which_role() -> None:
+    snapshot = cluster({"r0": ("a", ["3"]), "r1": ("a", ["6"])})
+    policy, members = _roles_gang(8)
+    decision = plan(snapshot, GROUP, policy, members, [])
+    assert not decision.bindings
+    assert decision.status.message.startswith(
+        "role worker: no domain of rack holds its 8 needed members; "
+        "closest: rack=r1, with room for 6 of 8."
+    )
+    assert all(snapshot.allocated(name) == {} for name in ("r0-0", "r1-0"))

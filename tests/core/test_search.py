@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import Code
-from coscheduler.core.planner import _trial
 from coscheduler.core.search import find_packing
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.trial import greedy_trial
 from tests.builders import group, node, pod
 from tests.core.test_planner import run, snapshot_of
 
@@ -29,7 +29,9 @@ def test_greedy_trial_alone_misses_the_packing() -> None:
     # for the second large one, though 2+1 on each node fits.
     snapshot = snapshot_of([node("a", cpu="3"), node("b", cpu="3")])
     statement = Statement(snapshot)
-    placed, _, failure = _trial(statement, mixed_gang(), {}, 4, Strategy.MOST_ALLOCATED, None)
+    placed, _, failure, _ = greedy_trial(
+        statement, mixed_gang(), {}, 4, Strategy.MOST_ALLOCATED, None
+    )
     statement.discard()
     assert placed == 3
     assert failure is not None
