@@ -213,6 +213,27 @@ def _selector(
     return LabelSelector(tuple(dict.fromkeys(requirements)))
 
 
+def _entry_selector(
+    reader: FieldReader,
+    entry: Mapping[str, Any],
+    here: str,
+    labels: Mapping[str, str],
+    *,
+    mismatch: bool,
+) -> LabelSelector | None:
+    """A term's or constraint's ``labelSelector`` with its label keys merged in."""
+    return _selector(
+        reader,
+        entry.get("labelSelector"),
+        f"{here}.labelSelector",
+        labels,
+        _key_list(reader, entry.get("matchLabelKeys"), f"{here}.matchLabelKeys"),
+        _key_list(reader, entry.get("mismatchLabelKeys"), f"{here}.mismatchLabelKeys")
+        if mismatch
+        else [],
+    )
+
+
 def _selects_everything(selector: Mapping[str, Any]) -> bool:
     return not selector.get("matchLabels") and not selector.get("matchExpressions")
 
@@ -247,14 +268,7 @@ def _terms(
             namespaces = frozenset([namespace])
         terms.append(
             AffinityTerm(
-                selector=_selector(
-                    reader,
-                    entry.get("labelSelector"),
-                    f"{here}.labelSelector",
-                    labels,
-                    _key_list(reader, entry.get("matchLabelKeys"), f"{here}.matchLabelKeys"),
-                    _key_list(reader, entry.get("mismatchLabelKeys"), f"{here}.mismatchLabelKeys"),
-                ),
+                selector=_entry_selector(reader, entry, here, labels, mismatch=True),
                 namespaces=namespaces,
                 topology_key=topology_key,
                 namespace_selector=namespace_selector,
@@ -297,14 +311,7 @@ def _spread(
             SpreadConstraint(
                 max_skew=max_skew,
                 topology_key=topology_key,
-                selector=_selector(
-                    reader,
-                    entry.get("labelSelector"),
-                    f"{here}.labelSelector",
-                    labels,
-                    _key_list(reader, entry.get("matchLabelKeys"), f"{here}.matchLabelKeys"),
-                    [],
-                ),
+                selector=_entry_selector(reader, entry, here, labels, mismatch=False),
                 min_domains=None
                 if min_domains is None
                 else max(1, reader.integer(min_domains, f"{here}.minDomains")),

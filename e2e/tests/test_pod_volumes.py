@@ -25,24 +25,8 @@ SELECTED = "volume.kubernetes.io/selected-node"
 
 
 def _local_volume(cluster: Cluster, name: str, node: str) -> None:
-    term = {
-        "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]
-    }
-    cluster.api.create(
-        "/api/v1/persistentvolumes",
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": name},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "local": {"path": f"/mnt/{name}"},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [term]}},
-            },
-        },
-    )
+    """A local volume of no class on ``node``, for claims that name it."""
+    _class_volume(cluster, name, node, "")
 
 
 def _claim(cluster: Cluster, namespace: str, name: str, volume: str) -> None:
