@@ -148,10 +148,12 @@ def test_a_field_still_unsupported_holds_the_gang_and_is_named(
 ) -> None:
     add_nodes(2, cpu="8")
     start_scheduler()
-    claim = {"volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
-    _gang(cluster, namespace, pool, "vol", 2, claim)
+    # An in-tree iSCSI disk: its attach rules are not modelled.
+    target = {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:disk", "lun": 0}
+    disk = {"volumes": [{"name": "data", "iscsi": target}]}
+    _gang(cluster, namespace, pool, "vol", 2, disk)
     pod: Json = wait_not_scheduled(cluster, namespace, "vol-0", "UnsupportedField")
-    assert "spec.volumes[0].persistentVolumeClaim" in pod_scheduled(pod)["message"]
+    assert "spec.volumes[0].iscsi" in pod_scheduled(pod)["message"]
     wait_for(
         lambda: cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/vol"),
         lambda g: any(
