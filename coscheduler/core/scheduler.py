@@ -256,7 +256,9 @@ class Scheduler:
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         now = self.clock()
         first = self._first_attempt.setdefault(key, now)
-        decision = self._with_volumes(self._plan(key, pending, bound, elapsed=now - first))
+        decision = self._plan(key, pending, bound, elapsed=now - first)
+        if any(pod.claims for pod in pending):
+            decision = self._with_volumes(decision)
         if decision.admitted:
             self._first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -280,8 +282,10 @@ class Scheduler:
         actions: list[VolumeAction] = []
         for binding in decision.bindings:
             pod = self.snapshot.pod(binding.uid)
+            if pod is None or not pod.volume_binds:
+                continue
             node = self.snapshot.node(binding.node)
-            if pod is None or not pod.volume_binds or node is None:
+            if node is None:
                 continue
             assigned = self.volumes.assign(pod, node)
             if assigned is None:
@@ -307,7 +311,8 @@ class Scheduler:
         bound: list[PodInfo],
         elapsed: float | None = None,
     ) -> Decision:
-        pending = [self.volumes.resolve(pod, self._claim_used_by_other) for pod in pending]
+        if any(pod.claims for pod in pending):
+            pending = [self.volumes.resolve(pod, self._claim_used_by_other) for pod in pending]
         return plan(
             self.snapshot,
             key,
