@@ -334,7 +334,7 @@ class Snapshot:
             return None
         size = len(self._nodes)
         nodes = np.zeros(len(slots), dtype=np.float64)
-        for index, slot in enumerate(slots.tolist()):
+        for index, slot in enumerate(slots.tolist() if wanted.nodes else ()):
             node = self._nodes[slot]
             if node is not None:
                 nodes[index] = sum(
