@@ -27,7 +27,7 @@ import yaml
 
 from coscheduler.cli import run_settings
 from coscheduler.runtime.settings import LeaderElectionSettings, Settings
-from e2e import build
+from e2e import build, versions
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.waiting import wait_for
@@ -214,6 +214,23 @@ def _settings_of(objects: Sequence[Json]) -> Settings:
 
 
 # --- lint and template ------------------------------------------------------------------------
+
+
+def test_helm_is_the_pinned_release_with_its_ldflags(helm: Helm, tmp_path: Path) -> None:
+    # Without the ldflags helm says "v3.22" and assumes Kubernetes 1.20 for
+    # .Capabilities and for the deprecated APIs `helm lint` reports.
+    assert helm("version", "--template", "{{ .Version }}").stdout == versions.HELM
+    probe = tmp_path / "probe"
+    (probe / "templates").mkdir(parents=True)
+    (probe / "Chart.yaml").write_text("apiVersion: v2\nname: probe\nversion: 0.0.1\n")
+    (probe / "templates" / "kube.yaml").write_text(
+        "kind: Probe\nkubeVersion: {{ .Capabilities.KubeVersion.Version }}\n"
+    )
+    (rendered,) = _documents(helm("template", "probe", str(probe)).stdout)
+    major, minor, _ = rendered["kubeVersion"].removeprefix("v").split(".")
+    control_plane_minor = versions.KUBERNETES.split(".")[1]
+    assert major == "1"
+    assert int(minor) >= int(control_plane_minor), rendered
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["lint", "lint-strict"])
