@@ -372,6 +372,9 @@ def test_several_replicas_without_leader_election_are_refused(helm: Helm) -> Non
         ({"namespaces": ["Team_A"]}, "/namespaces/0"),
         ({"replicaCount": 0}, "/replicaCount"),
         ({"metrics": {"port": 0}}, "/metrics/port"),
+        # null removes a default in Helm; a flag rendered without its value would stop the pod.
+        ({"client": {"qps": None}}, "missing property 'qps'"),
+        ({"schedulerName": None}, "missing property 'schedulerName'"),
     ],
     ids=lambda value: json.dumps(value) if isinstance(value, dict) else None,
 )
