@@ -348,10 +348,31 @@ def test_one_replica_may_run_without_leader_election(helm: Helm) -> None:
     assert not _settings_of(objects).leader_election.enabled
 
 
-def test_several_replicas_without_leader_election_are_refused(helm: Helm) -> None:
-    result = helm.template_text({"leaderElection": {"enabled": False}}, check=False)
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"leaderElection": {"enabled": False}}, "every replica would schedule"),
+        (
+            {"backoff": {"initialSeconds": 20}},
+            "backoff.maxSeconds (10) must not be below backoff.initialSeconds (20)",
+        ),
+        (
+            {"leaderElection": {"renewDeadlineSeconds": 15}},
+            "leaseDurationSeconds (15) must be greater than renewDeadlineSeconds (15)",
+        ),
+        (
+            {"leaderElection": {"retryPeriodSeconds": 10.5}},
+            "renewDeadlineSeconds (10) must be greater than retryPeriodSeconds (10.5)",
+        ),
+    ],
+    ids=["replicas-without-lease", "backoff", "lease-duration", "renew-deadline"],
+)
+def test_values_coscheduler_would_refuse_are_refused(
+    helm: Helm, values: Json, complaint: str
+) -> None:
+    result = helm.template_text(values, check=False)
     assert result.returncode != 0
-    assert "every replica would schedule" in result.stderr
+    assert complaint in result.stderr, result.stderr
 
 
 # --- the schema -------------------------------------------------------------------------------
