@@ -442,6 +442,13 @@ def _keyed(objects: Sequence[Json]) -> dict[tuple[str, str], Json]:
 
 
 def test_plain_manifests_are_the_charts_defaults(helm: Helm) -> None:
+    """manifests/ are the chart's default rendering, less Helm's own labels.
+
+    Why a test rather than generating manifests/ from the chart: they stay
+    readable, commented files that anyone can apply and edit without helm,
+    and they would otherwise carry labels saying Helm manages them; the test
+    fails on any other difference, and its message says what to run.
+    """
     rendered = _keyed([_without_helm_labels(obj) for obj in helm.template()])
     plain = _keyed(
         [
