@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -116,3 +117,15 @@ def run(**values: Any) -> None:
     except LeadershipLostError as error:
         click.echo(f"coscheduler: {error}; exiting so that a fresh start rebuilds state", err=True)
         sys.exit(1)
+
+
+def run_settings(args: Sequence[str]) -> Settings:
+    """The settings ``coscheduler run ARGS`` would start with, without starting anything.
+
+    Parsed by the command's own flags, then validated as at start: an unknown
+    flag or a bad value raises ``click.UsageError``. The Helm chart's tests
+    check the flags it renders with this.
+    """
+    assert isinstance(run, click.Command)
+    with run.make_context("run", list(args)) as context:
+        return _load_settings(context.params)

@@ -90,7 +90,8 @@ KUBERNETES = Component(
 )
 ETCD = Component(name="etcd", version=versions.ETCD, binaries=("etcd",))
 KWOK = Component(name="kwok", version=versions.KWOK, binaries=("kwok",))
-COMPONENTS: tuple[Component, ...] = (KUBERNETES, ETCD, KWOK)
+HELM = Component(name="helm", version=versions.HELM, binaries=("helm",))
+COMPONENTS: tuple[Component, ...] = (KUBERNETES, ETCD, KWOK, HELM)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class Binaries:
     kube_scheduler: Path
     kubectl: Path
     kwok: Path
+    helm: Path
 
 
 def binaries() -> Binaries:
@@ -122,6 +124,7 @@ def binaries() -> Binaries:
         kube_scheduler=k8s / "kube-scheduler",
         kubectl=k8s / "kubectl",
         kwok=KWOK.directory / "kwok",
+        helm=HELM.directory / "helm",
     )
 
 
@@ -153,6 +156,7 @@ def _build_component(component: Component, go: str, report: Reporter) -> None:
         KUBERNETES.name: _build_kubernetes,
         ETCD.name: _build_etcd,
         KWOK.name: _build_kwok,
+        HELM.name: _build_helm,
     }
     logs = cache_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -220,6 +224,42 @@ def _build_kwok(go: _GoRunner, out: Path) -> None:
     )  # fmt: skip
 
 
+def _build_helm(go: _GoRunner, out: Path) -> None:
+    """Install helm from its module (no replace directives), with upstream's version ldflags."""
+    module = f"helm.sh/helm/v3@{versions.HELM}"
+    go.run("download helm", "mod", "download", "-json", module)
+    gomod = Path(json.loads(go.last_output)["GoMod"]).read_text()
+    go.require_go_version(_go_directive(gomod))
+    ldflags = "-s -w " + " ".join(helm_ldflags(versions.HELM, gomod))
+    go.run(
+        "go install helm",
+        "install", "-trimpath", "-ldflags", ldflags, f"helm.sh/helm/v3/cmd/helm@{versions.HELM}",
+        env={"GOBIN": str(out)},
+    )  # fmt: skip
+
+
+def helm_ldflags(version: str, gomod: str) -> list[str]:
+    """``-X`` flags as helm's own Makefile sets them.
+
+    Without them ``helm version`` says ``v3.22`` with no patch, and ``helm
+    template`` / ``helm lint`` assume an old Kubernetes for
+    ``.Capabilities.KubeVersion`` and for deprecation checks; the Kubernetes
+    version is the one of the ``k8s.io/client-go`` helm is built with
+    (``v0.37.0`` -> 1.37), read from the release's go.mod, as its Makefile does.
+    """
+    match = re.search(r"^\s*k8s\.io/client-go\s+v0\.(\d+)\.\d+", gomod, re.M)
+    if not match:
+        raise BuildError("the go.mod of helm.sh/helm/v3 does not require k8s.io/client-go v0.X.Y")
+    minor = match.group(1)
+    flags = [
+        f"-X helm.sh/helm/v3/internal/version.version={version}",
+        "-X helm.sh/helm/v3/internal/version.gitTreeState=clean",
+    ]
+    for package in ("helm.sh/helm/v3/pkg/lint/rules", "helm.sh/helm/v3/pkg/chartutil"):
+        flags += [f"-X {package}.k8sVersionMajor=1", f"-X {package}.k8sVersionMinor={minor}"]
+    return flags
+
+
 def kubernetes_wrapper_gomod(upstream_gomod: str, version: str) -> str:
     """Write the go.mod of a module that builds ``k8s.io/kubernetes`` at ``version``.
 
@@ -250,7 +290,7 @@ def kubernetes_wrapper_gomod(upstream_gomod: str, version: str) -> str:
 def _go_directive(gomod: str) -> str:
     match = re.search(r"^go\s+(\S+)\s*$", gomod, re.M)
     if not match:
-        raise BuildError("the go.mod of k8s.io/kubernetes has no `go` directive")
+        raise BuildError("a downloaded go.mod has no `go` directive")
     return match.group(1)
 
 

@@ -6,6 +6,9 @@ is served by the Go module proxy reachable here (1.34.7 is not complete), and
 benchmarks compare against. etcd 3.6 is the line Kubernetes 1.35 is tested
 with and has ``--unsafe-no-fsync``. KWOK v0.7.0 installs with a plain
 ``go install`` and still falls back to its built-in stages when given none.
+Helm v3.22.0 is the newest Helm 3 release the proxy serves (``go list -m
+-versions helm.sh/helm/v3``); its go.mod has no ``replace`` lines, so it
+installs with a plain ``go install`` too.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ ETCD: Final = "v3.6.5"
 
 KWOK: Final = "v0.7.0"
 """Release of ``sigs.k8s.io/kwok``."""
+
+HELM: Final = "v3.22.0"
+"""Release of ``helm.sh/helm/v3``: renders, lints and installs ``charts/coscheduler``."""
 
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -82,3 +83,14 @@ def test_a_bad_value_names_the_setting() -> None:
     result = CliRunner().invoke(cli.main, ["run", "--qps=0"])
     assert result.exit_code != 0
     assert "client.qps: Input should be greater than 0 (got 0.0)" in result.output
+
+
+def test_run_settings_parses_flags_as_run_does_without_running() -> None:
+    settings = cli.run_settings(["--qps=200", "--namespace=a", "--no-leader-elect"])
+    assert settings.client.qps == 200
+    assert settings.namespaces == ("a",)
+    assert settings.leader_election.enabled is False
+    with pytest.raises(click.UsageError, match="No such option"):
+        cli.run_settings(["--qsp=200"])
+    with pytest.raises(click.UsageError, match=r"client\.qps: Input should be greater than 0"):
+        cli.run_settings(["--qps=0"])
