@@ -123,6 +123,9 @@ class PodInfo:
     asks: Asks = NO_ASKS
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
+    #: The controlling owner's name (a Job, a ReplicaSet...), for ``occupiedBy`` in
+    #: scheduling.x-k8s.io's status, which names owners rather than their UIDs.
+    owner_name: str | None = None
 
     @property
     def key(self) -> str:
@@ -276,13 +279,15 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         raise reader.fail("metadata.name is missing")
     uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
     labels = reader.strings(meta.get("labels"), "metadata.labels")
-    owner_uid = None
+    owner_uid: str | None = None
+    owner_name: str | None = None
     for index, item in enumerate(
         reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
     ):
         owner = reader.mapping(item, f"metadata.ownerReferences[{index}]")
         if owner.get("controller") is True:
             owner_uid = reader.text(owner.get("uid"), f"metadata.ownerReferences[{index}].uid")
+            owner_name = reader.text(owner.get("name"), f"metadata.ownerReferences[{index}].name")
             break
 
     spec = reader.mapping(raw.get("spec"), "spec")
@@ -338,4 +343,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         shape=shape,
         asks=read_asks(spec),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
+        owner_name=owner_name or None,
     )
