@@ -138,9 +138,8 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
 
     # Our own status write coming back: the stored status already says so.
     written = {"phase": "Pending", "pending": 2}
-    state.podgroups[key] = state.podgroups[key].model_copy(
-        update={"status": state.podgroups[key].status.model_validate(written)}
-    )
+    group = state.podgroups[key]
+    state.set_status(key, group.adapter.read_status(written), group.adapter.stored_form(written))
     echo = {**raw, "status": written}
     state.upsert_podgroup(echo)
     assert seen.changed == []
