@@ -38,7 +38,7 @@ from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
-from coscheduler.runtime.errors import NotFound
+from coscheduler.runtime.errors import Forbidden, NotFound
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
@@ -195,9 +195,22 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
                 )
             )
         await asyncio.gather(*(event.wait() for event in listed.values()))
-        adapters = await _served(client)
-        for adapter in adapters:
-            state.replace_podgroups(await _list_podgroups(client, adapter), adapter)
+        adapters = []
+        for adapter in await _served(client):
+            try:
+                listed_groups = await _list_podgroups(client, adapter)
+            except Forbidden:
+                if adapter is sigs.ADAPTER:
+                    raise
+                # An upgrade that kept an older ClusterRole: schedule the rest.
+                log.error(
+                    "PodGroup API served but not readable by this ServiceAccount: "
+                    "its groups wait; apply manifests/rbac.yaml",
+                    api=str(adapter.api),
+                )
+                continue
+            state.replace_podgroups(listed_groups, adapter)
+            adapters.append(adapter)
         log.info(
             "cluster listed",
             podgroup_apis=[str(adapter.api) for adapter in adapters],
