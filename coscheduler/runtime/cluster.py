@@ -7,6 +7,11 @@ that names a group whatever its phase (succeeded and failed members count in
 a PodGroup's status, not in scheduling), the PodGroup objects themselves, the
 loop's latest verdict per group, and PriorityClass values.
 
+PodGroups come from every API read, each through its adapter as one
+:class:`~coscheduler.api.adapters.GroupObject`. A namespace/name held in two
+APIs is one group: the object of the first API in ``adapters`` (ours). The
+other is kept aside and takes over if the first is deleted.
+
 It decides nothing. A malformed object is logged, reported to ``on_invalid``
 (which turns it into an Event) and skipped: one bad pod must never stop the
 scheduling of the others.
@@ -309,6 +314,13 @@ class ClusterState:
                 )
             return
         previous = self.podgroups.get(key)
+        if previous is not None and previous.api != group.api:
+            log.warning(
+                "PodGroup shadowed: a group of the same name in another API wins",
+                group=str(key),
+                ignored=str(previous.api),
+                used=str(group.api),
+            )
         self.podgroups[key] = group
         if spec_changed or previous is None or previous.api != group.api:
             self.scheduler.upsert_group(self._policy(group))
