@@ -53,10 +53,16 @@ def bound(cluster: Cluster, namespace: str) -> list[Json]:
     return [p for p in w.list_pods(cluster.api, namespace) if p["spec"].get("nodeName")]
 
 
-def show(cluster: Cluster, namespace: str) -> None:
-    """What a person sees; the README quotes a run of it."""
-    out = cluster.kubectl("get", "podgroups.scheduling.x-k8s.io", "-n", namespace).stdout
-    print(f"\n$ kubectl get podgroups.scheduling.x-k8s.io -n {namespace}\n{out}", end="")
+def show(cluster: Cluster, namespace: str, describe: str | None = None) -> None:
+    """What a person sees: ``kubectl get``, or ``describe`` of one group; the README quotes it."""
+    verb = (
+        ["describe", "podgroups.scheduling.x-k8s.io", describe]
+        if describe
+        else ["get", "podgroups.scheduling.x-k8s.io"]
+    )
+    args = [*verb, "-n", namespace]
+    out = cluster.kubectl(*args).stdout
+    print(f"\n$ kubectl {' '.join(args)}\n{out}", end="")
 
 
 def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
@@ -149,6 +155,7 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
     assert "Insufficient cpu" in warning["message"]
     assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
     show(cluster, namespace)
+    show(cluster, namespace, describe="big")
 
     add_nodes(1, cpu="4")  # now each member has a node
     wait_status(
