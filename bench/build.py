@@ -63,6 +63,14 @@ def _crd_file(relative: str) -> str:
     return f"{Path(relative).parent.name}-crd.yaml"
 
 
+def reference_podgroup_crd() -> Path:
+    """scheduler-plugins' own ``scheduling.x-k8s.io`` PodGroup CRD, where its build copies it.
+
+    It exists once the reference is built; tests hold our copy of the shape to it.
+    """
+    return REFERENCE.directory / _crd_file(REFERENCE_CRDS[0])
+
+
 def ceiling_component() -> e2e_build.Component:
     return e2e_build.Component(name="ceiling", version=_ceiling_version(), binaries=("ceiling",))
 

@@ -8,7 +8,9 @@ Start-up, in order, and why:
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
 3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
-   PersistentVolumes, StorageClasses, CSINodes and PriorityClasses; list PodGroups once. Only
+   PersistentVolumes, StorageClasses, CSINodes and PriorityClasses; ask
+   discovery which PodGroup APIs are served (ours always, ``scheduling.x-k8s.io``
+   when its CRD is installed) and list each once. Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
@@ -29,7 +31,7 @@ from typing import Any
 import kopf
 import structlog
 
-from coscheduler.api import labels
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, sigs
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
@@ -37,7 +39,7 @@ from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
-from coscheduler.runtime.errors import NotFound
+from coscheduler.runtime.errors import Forbidden, NotFound
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
@@ -115,7 +117,7 @@ def _report_invalid(events: EventRecorder, obj: InvalidObject) -> None:
 
 def _ref_of(obj: InvalidObject) -> ObjectRef:
     """Where an Event about an unreadable object goes (a Node's lands in ``default``)."""
-    api_version = f"{labels.GROUP}/{labels.VERSION}" if obj.kind == labels.KIND else "v1"
+    api_version = obj.api_version or "v1"
     return ObjectRef(api_version, obj.kind, obj.namespace or "default", obj.name, obj.uid)
 
 
@@ -231,14 +233,32 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
                 )
             )
         await asyncio.gather(*(event.wait() for event in listed.values()))
-        state.replace_podgroups(await _list_podgroups(client))
+        adapters = []
+        for adapter in await _served(client):
+            try:
+                listed_groups = await _list_podgroups(client, adapter)
+            except Forbidden:
+                if adapter is sigs.ADAPTER:
+                    raise
+                # An upgrade that kept an older ClusterRole: schedule the rest.
+                log.error(
+                    "PodGroup API served but not readable by this ServiceAccount: "
+                    "its groups wait; apply manifests/rbac.yaml",
+                    api=str(adapter.api),
+                )
+                continue
+            state.replace_podgroups(listed_groups, adapter)
+            adapters.append(adapter)
         log.info(
             "cluster listed",
+            podgroup_apis=[str(adapter.api) for adapter in adapters],
             nodes=sum(1 for _ in scheduler.snapshot.nodes()),
             podgroups=len(state.podgroups),
             queued=len(scheduler.queue),
         )
-        registry = build_registry(state=state, client=client, on_podgroup_changed=loop.wake)
+        registry = build_registry(
+            state=state, client=client, on_podgroup_changed=loop.wake, adapters=adapters
+        )
         kopf_namespaces: dict[str, Any] = (
             {"namespaces": list(namespaces)} if namespaces else {"clusterwide": True}
         )
@@ -278,13 +298,37 @@ async def _run_kopf(
     on_signal()
 
 
-async def _list_podgroups(client: KubeClient) -> list[dict[str, Any]]:
+async def _served(client: KubeClient) -> list[GroupAdapter]:
+    """Our PodGroup API, and each other one the API server serves now (asked once, at start).
+
+    Ours is always read: without its CRD, Kopf waits for it and the log says
+    how to install it. Another API is read only when discovery lists its
+    PodGroups, so a cluster without it runs exactly as before.
+    """
+    served: list[GroupAdapter] = [sigs.ADAPTER]
+    for adapter in ADAPTERS:
+        if adapter is sigs.ADAPTER:
+            continue
+        api = adapter.api
+        try:
+            resources = await client.call("GET", api.discovery_path)
+        except NotFound:
+            log.info("PodGroup API not served; its groups are not read", api=str(api))
+            continue
+        if any(r.get("name") == api.plural for r in resources.get("resources") or ()):
+            log.info("PodGroup API served; its groups are scheduled too", api=str(api))
+            served.append(adapter)
+    return served
+
+
+async def _list_podgroups(client: KubeClient, adapter: GroupAdapter) -> list[dict[str, Any]]:
     try:
-        answer = await client.call("GET", f"/apis/{labels.GROUP}/{labels.VERSION}/{labels.PLURAL}")
+        answer = await client.call("GET", adapter.api.collection_path)
     except NotFound:
         log.error(
             "the PodGroup CRD is not installed: pods that name a group will wait; "
-            "install it with kubectl apply -f crds/podgroups.yaml"
+            "install it with kubectl apply -f crds/podgroups.yaml",
+            api=str(adapter.api),
         )
         return []
     items: list[dict[str, Any]] = answer.get("items") or []

@@ -17,6 +17,7 @@ __all__ = [
     "create_pod",
     "create_podgroup",
     "create_replicaset",
+    "create_xk8s_podgroup",
     "list_pods",
     "podgroup",
 ]
@@ -26,6 +27,10 @@ GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
 ROLE_LABEL = "scheduling.sigs.k8s.io/role"
 COMPLETE_AFTER = COMPLETE_AFTER_ANNOTATION
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+#: scheduler-plugins' PodGroup API and label, as Kubeflow's and Spark's operators use them.
+XK8S_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
+XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+XK8S_PODGROUPS = f"/apis/{XK8S_API_VERSION}/namespaces/{{ns}}/podgroups"
 
 
 def _pod_spec(
@@ -54,10 +59,12 @@ def _pod_spec(
     return spec
 
 
-def _labels(group: str | None, role: str | None, app: str) -> dict[str, str]:
+def _labels(
+    group: str | None, role: str | None, app: str, group_label: str = GROUP_LABEL
+) -> dict[str, str]:
     labels = {"app": app}
     if group:
-        labels[GROUP_LABEL] = group
+        labels[group_label] = group
     if role:
         labels[ROLE_LABEL] = role
     return labels
@@ -78,6 +85,14 @@ def create_podgroup(
     return api.create(PODGROUPS.format(ns=namespace), podgroup(name, min_member, **spec))
 
 
+def create_xk8s_podgroup(
+    api: ApiClient, namespace: str, name: str, min_member: int, **spec: Any
+) -> Json:
+    """A PodGroup of scheduling.x-k8s.io, as an operator written for scheduler-plugins makes it."""
+    body = {**podgroup(name, min_member, **spec), "apiVersion": XK8S_API_VERSION}
+    return api.create(XK8S_PODGROUPS.format(ns=namespace), body)
+
+
 def create_replicaset(
     api: ApiClient,
     namespace: str,
@@ -89,12 +104,13 @@ def create_replicaset(
     group: str | None = None,
     role: str | None = None,
     priority_class: str | None = None,
+    group_label: str = GROUP_LABEL,
 ) -> Json:
     spec = _pod_spec(pool=pool, cpu=cpu)
     if priority_class:
         spec["priorityClassName"] = priority_class
     controller = {"replicas": replicas, "selector": {"matchLabels": {"app": name}}}
-    template = {"metadata": {"labels": _labels(group, role, name)}, "spec": spec}
+    template = {"metadata": {"labels": _labels(group, role, name, group_label)}, "spec": spec}
     return _create_controller(api, namespace, "apps/v1", "ReplicaSet", name, controller, template)
 
 
@@ -108,12 +124,13 @@ def create_job(
     cpu: str,
     group: str | None = None,
     run_seconds: float = 3.0,
+    group_label: str = GROUP_LABEL,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running."""
     controller = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0}
     template = {
         "metadata": {
-            "labels": _labels(group, None, name),
+            "labels": _labels(group, None, name, group_label),
             "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
         },
         "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),

@@ -63,8 +63,10 @@ def pod_object(
     host_ports: Iterable[int] = (),
     deleting: bool = False,
     uid: str | None = None,
+    owner: str | None = None,
+    group_label: str = POD_GROUP_LABEL,
 ) -> dict[str, Any]:
-    """A raw pod with one container."""
+    """A raw pod with one container; ``owner`` names a controlling Job."""
     wanted: dict[str, str] = {}
     if cpu is not None:
         wanted["cpu"] = cpu
@@ -73,7 +75,7 @@ def pod_object(
     wanted.update(requests or {})
     labels = dict(labels or {})
     if group is not None:
-        labels[POD_GROUP_LABEL] = group
+        labels[group_label] = group
     if role is not None:
         labels[ROLE_LABEL] = role
     spec: dict[str, Any] = {
@@ -106,6 +108,16 @@ def pod_object(
     }
     if deleting:
         meta["deletionTimestamp"] = "2024-01-02T00:00:00Z"
+    if owner is not None:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": owner,
+                "uid": f"uid-job-{owner}",
+                "controller": True,
+            }
+        ]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -164,13 +176,14 @@ def podgroup_object(
     uid: str | None = None,
     generation: int = 1,
     status: Mapping[str, Any] | None = None,
+    api_version: str = f"{GROUP}/{VERSION}",
     **spec: Any,
 ) -> dict[str, Any]:
     """A raw PodGroup; ``spec`` takes the wire names (``priorityClassName=...``)."""
     if min_member is not None:
         spec["minMember"] = min_member
     result: dict[str, Any] = {
-        "apiVersion": f"{GROUP}/{VERSION}",
+        "apiVersion": api_version,
         "kind": KIND,
         "metadata": {
             "name": name,

@@ -132,6 +132,9 @@ class PodInfo:
     volume_attach: tuple[tuple[str, str], ...] = ()
     #: ``spec.schedulingGates`` is not empty: nobody may place the pod until it is.
     gated: bool = False
+    #: The controlling owner's name (a Job, a ReplicaSet...), for ``occupiedBy`` in
+    #: scheduling.x-k8s.io's status, which names owners rather than their UIDs.
+    owner_name: str | None = None
 
     @property
     def key(self) -> str:
@@ -253,13 +256,15 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         raise reader.fail("metadata.name is missing")
     uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
     labels = reader.strings(meta.get("labels"), "metadata.labels")
-    owner_uid = None
+    owner_uid: str | None = None
+    owner_name: str | None = None
     for index, item in enumerate(
         reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
     ):
         owner = reader.mapping(item, f"metadata.ownerReferences[{index}]")
         if owner.get("controller") is True:
             owner_uid = reader.text(owner.get("uid"), f"metadata.ownerReferences[{index}].uid")
+            owner_name = reader.text(owner.get("name"), f"metadata.ownerReferences[{index}].name")
             break
 
     spec = reader.mapping(raw.get("spec"), "spec")
@@ -323,4 +328,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         preferences=preferences,
         claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
+        owner_name=owner_name or None,
     )

@@ -1,10 +1,10 @@
-"""The Kopf side: the process's one PodGroup watch, and how Kopf logs in.
+"""The Kopf side: the process's PodGroup watches (one per API served), and how Kopf logs in.
 
 Kopf watches PodGroups (list, watch, resume, relist: its watcher is robust)
 and hands every event to :func:`build_registry`'s handler, which feeds the
 shared :class:`~coscheduler.runtime.cluster.ClusterState`. The scheduling
-loop and the status writer both read from there, so there is one PodGroup
-watch in the process.
+loop and the status writer both read from there, so there is one watch per
+PodGroup API in the process.
 
 Only a low-level ``on.event`` handler is registered, on purpose: Kopf's
 change handlers (create/update/resume) record their progress in annotations,
@@ -19,12 +19,12 @@ so it needs no peering of its own.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import kopf
 
-from coscheduler.api import labels
+from coscheduler.api.adapters import GroupAdapter
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.kube import KubeClient
 
@@ -45,6 +45,22 @@ def kopf_settings(*, watch_timeout_seconds: int) -> kopf.OperatorSettings:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage()
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage()
     return settings
+
+
+def _podgroup_handler(
+    state: ClusterState, adapter: GroupAdapter, on_podgroup_changed: Callable[[], None]
+) -> Callable[..., Awaitable[None]]:
+    """The handler of one API's PodGroup events: each is read through its adapter."""
+
+    async def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
+        body = event["object"]
+        if event["type"] == "DELETED":
+            state.remove_podgroup(body, adapter)
+        else:
+            state.upsert_podgroup(body, adapter)
+        on_podgroup_changed()
+
+    return podgroup_event
 
 
 async def _connection_info(client: KubeClient) -> kopf.ConnectionInfo:
@@ -71,23 +87,20 @@ def build_registry(
     state: ClusterState,
     client: KubeClient,
     on_podgroup_changed: Callable[[], None],
+    adapters: Sequence[GroupAdapter],
 ) -> kopf.OperatorRegistry:
-    """A Kopf registry whose one handler feeds PodGroup events into ``state``."""
+    """A Kopf registry with one handler per PodGroup API served, feeding ``state``."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
     async def login(**_: Any) -> kopf.ConnectionInfo:
         return await _connection_info(client)
 
-    @kopf.on.event(labels.GROUP, labels.VERSION, labels.PLURAL, registry=registry)
-    async def podgroup_event(event: kopf.RawEvent, **_: Any) -> None:
-        body = event["object"]
-        if event["type"] == "DELETED":
-            state.remove_podgroup(body)
-        else:
-            state.upsert_podgroup(body)
-        on_podgroup_changed()
-
-    del login, podgroup_event  # registered; the names are not used
+    del login  # registered; the name is not used
+    for adapter in adapters:
+        api = adapter.api
+        kopf.on.event(
+            api.group, api.version, api.plural, id=f"podgroups-{api.group}", registry=registry
+        )(_podgroup_handler(state, adapter, on_podgroup_changed))
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     return registry

@@ -6,8 +6,11 @@ moment before each round, so the dozens of pod events of one gang being bound
 become one status write, not dozens. Per dirty group, one round:
 
 1. derives the new status from the members (:func:`status.derive`);
-2. writes it with a merge patch of ``/status`` only if it differs from the
-   status last seen or written;
+2. renders it in the group's own API shape (its adapter's) and writes it
+   with a merge patch of ``/status`` only if that differs from what the API
+   server holds (as last seen or written); a group of a shared API
+   (``scheduling.x-k8s.io``) none of whose members is ours is left to the
+   scheduler its members name;
 3. records an Event on the PodGroup for each transition (phase changes,
    a new reason for being unschedulable).
 """
@@ -19,8 +22,8 @@ from collections import Counter
 
 import structlog
 
-from coscheduler.api import labels
-from coscheduler.api.podgroup import PodGroup, PodGroupPhase
+from coscheduler.api.adapters import GroupObject
+from coscheduler.api.podgroup import PodGroupPhase
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
@@ -79,6 +82,7 @@ class StatusWriter:
         self._debounce = debounce_seconds
         self._slots = asyncio.Semaphore(concurrency)
         self.writes = 0
+        self._scheduler_name = state.scheduler.settings.scheduler_name
 
     def mark(self, key: GroupKey) -> None:
         """The group's status may have changed."""
@@ -101,7 +105,7 @@ class StatusWriter:
         for phase in PodGroupPhase:
             self._metrics.podgroups.labels(phase=phase.value).set(phases.get(phase, 0))
 
-    def _domain(self, group: PodGroup, key: GroupKey) -> str | None:
+    def _domain(self, group: GroupObject, key: GroupKey) -> str | None:
         """The narrowest ``spec.topology`` domain holding every bound member, if any."""
         topology = group.spec.topology
         nodes = {pod.node_name for pod in self._state.group_pods(key) if pod.node_name}
@@ -121,24 +125,34 @@ class StatusWriter:
         group = self._state.podgroups.get(key)
         if group is None:
             return
+        members = self._state.group_pods(key)
+        adapter = group.adapter
+        if adapter.shared and not any(m.scheduler_name == self._scheduler_name for m in members):
+            return  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
-            members=self._state.group_pods(key),
+            members=members,
             verdict=self._state.verdicts.get(key),
             now=utc_now(whole_seconds=True),
             domain=self._domain(group, key),
         )
-        if status == group.status:
+        body = adapter.render_status(status, members)
+        stored = adapter.stored_form(body)
+        if stored == group.stored:
+            if status == group.status:
+                return
+            # What the API holds already says it (its shape has no place for what
+            # changed, such as a condition): nothing to write, but the story goes on.
+            self._state.set_status(key, status, stored)
+            self._record(group, transitions)
             return
-        body = {"status": status.model_dump(mode="json", by_alias=True)}
-        path = (
-            f"/apis/{labels.GROUP}/{labels.VERSION}/namespaces/{key.namespace}"
-            f"/{labels.PLURAL}/{key.name}/status"
-        )
+        path = group.api.status_path(key.namespace, key.name)
         async with self._slots:
             try:
-                await self._client.send("PATCH", path, body=body, content_type=MERGE_PATCH)
+                await self._client.send(
+                    "PATCH", path, body={"status": body}, content_type=MERGE_PATCH
+                )
             except NotFound:
                 return  # the group was deleted meanwhile
             except ApiError as error:
@@ -151,15 +165,13 @@ class StatusWriter:
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
-        current = self._state.podgroups.get(key)
-        if current is not None:
-            self._state.podgroups[key] = current.model_copy(update={"status": status})
+        self._state.set_status(key, status, stored)
         self._record(group, transitions)
 
-    def _record(self, group: PodGroup, transitions: list[Transition]) -> None:
+    def _record(self, group: GroupObject, transitions: list[Transition]) -> None:
         ref = ObjectRef(
-            f"{labels.GROUP}/{labels.VERSION}",
-            labels.KIND,
+            group.api.api_version,
+            group.api.kind,
             group.namespace,
             group.name,
             group.uid or "",

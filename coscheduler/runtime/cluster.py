@@ -7,6 +7,11 @@ that names a group whatever its phase (succeeded and failed members count in
 a PodGroup's status, not in scheduling), the PodGroup objects themselves, the
 loop's latest verdict per group, and PriorityClass values.
 
+PodGroups come from every API read, each through its adapter as one
+:class:`~coscheduler.api.adapters.GroupObject`. A namespace/name held in two
+APIs is one group: the object of the first API in ``adapters`` (ours). The
+other is kept aside and takes over if the first is deleted.
+
 It decides nothing. A malformed object is logged, reported to ``on_invalid``
 (which turns it into an Event) and skipped: one bad pod must never stop the
 scheduling of the others.
@@ -23,10 +28,11 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import ValidationError
 
-from coscheduler.api import labels, validation
+from coscheduler.api import validation
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, sigs
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
-from coscheduler.api.podgroup import PodGroup, PodGroupStatus
+from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.quantity import QuantityError
 from coscheduler.api.volumes import (
     AttachLimits,
@@ -53,6 +59,8 @@ class InvalidObject:
     name: str
     uid: str
     message: str
+    #: The object's apiVersion, where its kind alone does not say it (a PodGroup).
+    api_version: str = ""
 
     @classmethod
     def of(cls, kind: str, raw: Mapping[str, Any], error: Exception) -> InvalidObject:
@@ -64,6 +72,7 @@ class InvalidObject:
             str(meta.get("name", "")),
             str(meta.get("uid", "")),
             str(error),
+            str(raw.get("apiVersion", "")),
         )
 
 
@@ -93,7 +102,7 @@ def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _created(group: PodGroup) -> float:
+def _created(group: GroupObject) -> float:
     created = group.creation_timestamp
     return created.timestamp() if created is not None else 0.0
 
@@ -110,7 +119,10 @@ class ClusterState:
     on_group_changed: Callable[[GroupKey], None] = lambda _key: None
     #: Called for an object that could not be read.
     on_invalid: Callable[[InvalidObject], None] = lambda _obj: None
-    podgroups: dict[GroupKey, PodGroup] = field(default_factory=dict)
+    #: Each key's group: when two APIs have one of that name, the first of ``adapters``'.
+    podgroups: dict[GroupKey, GroupObject] = field(default_factory=dict)
+    #: The PodGroup APIs read, in order of precedence.
+    adapters: tuple[GroupAdapter, ...] = ADAPTERS
     #: The core's status of each group's latest failed attempt (its verdict).
     verdicts: dict[GroupKey, Status] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
@@ -118,6 +130,8 @@ class ClusterState:
     _pod_group: dict[str, GroupKey] = field(default_factory=dict)
     _invalid_pods: set[str] = field(default_factory=set)
     _pod_uids: set[str] = field(default_factory=set)
+    #: Every readable PodGroup, by API, shadowed ones included.
+    _objects: dict[GroupApi, dict[GroupKey, GroupObject]] = field(default_factory=dict)
 
     # -- nodes ---------------------------------------------------------------
 
@@ -221,59 +235,134 @@ class ClusterState:
 
     # -- PodGroups -----------------------------------------------------------
 
-    def replace_podgroups(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        """A fresh list of every PodGroup: forget the ones it no longer has."""
-        _replace_all(objects, self.upsert_podgroup, list(self.podgroups), self._remove_podgroup_key)
+    def replace_podgroups(
+        self, objects: Iterable[Mapping[str, Any]], adapter: GroupAdapter = sigs.ADAPTER
+    ) -> None:
+        """A fresh list of every PodGroup of one API: forget the ones it no longer has."""
+        _replace_all(
+            objects,
+            lambda raw: self.upsert_podgroup(raw, adapter),
+            list(self._objects.get(adapter.api, {})),
+            lambda key: self._remove_object(adapter, key),
+        )
 
-    def upsert_podgroup(self, raw: Mapping[str, Any]) -> GroupKey | None:
+    def upsert_podgroup(
+        self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER
+    ) -> GroupKey | None:
         meta = _meta(raw)
         key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
         if self.namespaces and key.namespace not in self.namespaces:
             # Another instance may own it: never write its status or events.
             return None
-        known = self.podgroups.get(key)
+        objects = self._objects.setdefault(adapter.api, {})
+        known = objects.get(key)
         if known is not None and _same_generation(known.metadata, meta):
             # Only the status changed, most often by our own write coming back: the
             # queue has nothing new to learn. A status someone else wrote is put right.
-            try:
-                status = PodGroupStatus.model_validate(raw.get("status") or {})
-            except ValidationError:
-                status = None
-            if status is not None:
-                if status != known.status:
-                    self.podgroups[key] = known.model_copy(update={"status": status})
-                    self.on_group_changed(key)
+            wire = raw.get("status") or {}
+            stored = adapter.stored_form(wire)
+            if stored is not None:
+                if stored != known.stored:
+                    status = _read(adapter, wire, known)
+                    self._store(adapter, key, known.with_status(status, stored))
                 return key
         try:
-            group = PodGroup.model_validate(raw)
-        except ValidationError as error:
+            group = adapter.parse(raw)
+        except ValueError as error:
             # The CRD's schema should have refused this object; it may predate it.
-            message = "; ".join(validation.problems(error, with_input=False))
-            log.warning("PodGroup skipped", group=str(key), error=message)
+            if isinstance(error, ValidationError):
+                message = "; ".join(validation.problems(error, with_input=False))
+            else:
+                message = str(error)
+            log.warning("PodGroup skipped", group=str(key), api=str(adapter.api), error=message)
             self.on_invalid(
                 InvalidObject(
-                    labels.KIND, key.namespace, key.name, str(meta.get("uid", "")), message
+                    adapter.api.kind,
+                    key.namespace,
+                    key.name,
+                    str(meta.get("uid", "")),
+                    message,
+                    adapter.api.api_version,
                 )
             )
-            self._remove_podgroup_key(key)
+            self._remove_object(adapter, key)
             return None
-        self.podgroups[key] = group
-        self.scheduler.upsert_group(self._policy(group))
-        self.on_group_changed(key)
+        self._store(adapter, key, group, spec_changed=True)
         return key
 
-    def remove_podgroup(self, raw: Mapping[str, Any]) -> None:
+    def remove_podgroup(self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER) -> None:
         meta = _meta(raw)
-        self._remove_podgroup_key(
-            GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
-        )
+        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        self._remove_object(adapter, key)
+
+    def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
+        """The status writer's record of what it derived, and what the server now holds."""
+        group = self.podgroups.get(key)
+        if group is not None:
+            # Not a change to report: the writer itself concluded it.
+            self._store(group.adapter, key, group.with_status(status, stored), notify=False)
+
+    def _store(
+        self,
+        adapter: GroupAdapter,
+        key: GroupKey,
+        group: GroupObject,
+        *,
+        spec_changed: bool = False,
+        notify: bool = True,
+    ) -> None:
+        self._objects.setdefault(adapter.api, {})[key] = group
+        winner = self._winner(key)
+        if winner is not group:
+            if winner is not None and spec_changed:
+                log.warning(
+                    "PodGroup shadowed: a group of the same name in another API wins",
+                    group=str(key),
+                    ignored=str(adapter.api),
+                    used=str(winner.api),
+                )
+            return
+        previous = self.podgroups.get(key)
+        if previous is not None and previous.api != group.api:
+            log.warning(
+                "PodGroup shadowed: a group of the same name in another API wins",
+                group=str(key),
+                ignored=str(previous.api),
+                used=str(group.api),
+            )
+        self.podgroups[key] = group
+        if spec_changed or previous is None or previous.api != group.api:
+            self.scheduler.upsert_group(self._policy(group))
+        if notify:
+            self.on_group_changed(key)
+
+    def _remove_object(self, adapter: GroupAdapter, key: GroupKey) -> None:
+        objects = self._objects.get(adapter.api, {})
+        if objects.pop(key, None) is None:
+            return
+        winner = self._winner(key)
+        if winner is None:
+            self._remove_podgroup_key(key)
+        elif self.podgroups.get(key) is not winner:
+            # The winner is gone and the other API's group of that name takes over.
+            self.podgroups[key] = winner
+            self.scheduler.upsert_group(self._policy(winner))
+            self.on_group_changed(key)
+
+    def _winner(self, key: GroupKey) -> GroupObject | None:
+        """The key's group: the object of the first API, in order of precedence, that has one."""
+        for adapter in self.adapters:
+            group = self._objects.get(adapter.api, {}).get(key)
+            if group is not None:
+                return group
+        return None
 
     def _remove_podgroup_key(self, key: GroupKey) -> None:
         self.podgroups.pop(key, None)
         self.verdicts.pop(key, None)
         self.scheduler.remove_group(key.namespace, key.name)
 
-    def _policy(self, group: PodGroup) -> GroupPolicy:
+    def _policy(self, group: GroupObject) -> GroupPolicy:
         spec = group.spec
         priority = spec.priority
         if priority is None and spec.priority_class_name is not None:
@@ -423,6 +512,17 @@ class ClusterState:
         if before is None or (before.reason, before.message) != (verdict.reason, verdict.message):
             self.verdicts[key] = verdict
             self.on_group_changed(key)
+
+
+def _read(adapter: GroupAdapter, wire: Mapping[str, Any], known: GroupObject) -> PodGroupStatus:
+    """A status someone else wrote, as ours; what its shape cannot hold is kept from before."""
+    try:
+        status = adapter.read_status(wire)
+    except ValueError:
+        return known.status
+    if not status.conditions and known.status.conditions:
+        status = status.model_copy(update={"conditions": known.status.conditions})
+    return status
 
 
 def _same_generation(known: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:

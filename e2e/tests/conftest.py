@@ -24,28 +24,50 @@ __all__ = [
     "podgroup_crd",
     "pool",
     "start_scheduler",
+    "xk8s_crd",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "podgroups.yaml"
 CRD_NAME = "podgroups.scheduling.sigs.k8s.io"
+XK8S_CRD = REPO / "crds" / "xk8s-podgroups.yaml"
+XK8S_CRD_NAME = "podgroups.scheduling.x-k8s.io"
+
+
+def _install_crd(cluster: Cluster, path: Path, name: str, collection: str) -> str:
+    """Apply a CRD as a user would; return once it is Established and its storage lists."""
+    cluster.apply(path)
+    wait_for(
+        lambda: cluster.api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"),
+        lambda crd: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        ),
+        describe=f"CRD {name} to be Established",
+    )
+    # Established comes a moment before the storage serves a list.
+    wait_for(
+        lambda: cluster.api.get_or_none(collection) is not None,
+        describe=f"{collection} to be listed",
+    )
+    return name
 
 
 @pytest.fixture(scope="session")
 def podgroup_crd(cluster: Cluster) -> str:
     """The project's CRD, applied as a user would and Established."""
-    cluster.apply(CRD)
-    wait_for(
-        lambda: cluster.api.get(
-            f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{CRD_NAME}"
-        ),
-        lambda crd: any(
-            c["type"] == "Established" and c["status"] == "True"
-            for c in (crd.get("status") or {}).get("conditions") or []
-        ),
-        describe=f"CRD {CRD_NAME} to be Established",
+    return _install_crd(cluster, CRD, CRD_NAME, "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups")
+
+
+@pytest.fixture(scope="session")
+def xk8s_crd(cluster: Cluster, podgroup_crd: str) -> str:
+    """scheduler-plugins' PodGroup API (our copy of its CRD), served from now on in the session.
+
+    coscheduler asks discovery at start: a scheduler started after this reads it.
+    """
+    return _install_crd(
+        cluster, XK8S_CRD, XK8S_CRD_NAME, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
     )
-    return CRD_NAME
 
 
 @pytest.fixture

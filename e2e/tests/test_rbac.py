@@ -9,6 +9,7 @@ unwritten or the Lease not taken.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,10 @@ SYSTEM = "coscheduler-system"
 
 
 @pytest.fixture
-def service_account_kubeconfig(cluster: Cluster, podgroup_crd: str, tmp_path: Path) -> Path:
+def service_account_kubeconfig(
+    cluster: Cluster, podgroup_crd: str, xk8s_crd: str, tmp_path: Path
+) -> Path:
+    """The ServiceAccount's own token; both PodGroup APIs are served, so both are exercised."""
     cluster.apply(MANIFESTS / "namespace.yaml")
     cluster.apply(MANIFESTS / "rbac.yaml")
     token = cluster.api.create(
@@ -77,16 +81,29 @@ def test_coscheduler_works_with_exactly_its_service_account(
         w.create_replicaset(
             cluster.api, namespace, "rbac", replicas=2, pool=pool, cpu="1", group="rbac"
         )
+        w.create_xk8s_podgroup(cluster.api, namespace, "rbac-x", 2)
+        w.create_replicaset(
+            cluster.api,
+            namespace,
+            "rbac-x",
+            replicas=2,
+            pool=pool,
+            cpu="1",
+            group="rbac-x",
+            group_label=w.XK8S_GROUP_LABEL,
+        )
         wait_for(
             lambda: w.list_pods(cluster.api, namespace),
-            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 2,
-            describe="the gang bound under the ServiceAccount",
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 4,
+            describe="both gangs bound under the ServiceAccount",
         )
-        wait_for(
-            lambda: cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/rbac"),
-            lambda g: (g.get("status") or {}).get("phase") == "Running",
-            describe="status written under the ServiceAccount",
-        )
+        for path in (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x"):
+            group_path = path.format(ns=namespace)
+            wait_for(
+                partial(cluster.api.get, group_path),
+                lambda g: (g.get("status") or {}).get("phase") == "Running",
+                describe=f"status of {group_path} written under the ServiceAccount",
+            )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
         lease = cluster.api.get(

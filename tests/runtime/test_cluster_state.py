@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
@@ -138,9 +139,8 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
 
     # Our own status write coming back: the stored status already says so.
     written = {"phase": "Pending", "pending": 2}
-    state.podgroups[key] = state.podgroups[key].model_copy(
-        update={"status": state.podgroups[key].status.model_validate(written)}
-    )
+    group = state.podgroups[key]
+    state.set_status(key, group.adapter.read_status(written), group.adapter.stored_form(written))
     echo = {**raw, "status": written}
     state.upsert_podgroup(echo)
     assert seen.changed == []
@@ -170,3 +170,86 @@ def test_podgroups_outside_the_watched_namespaces_are_not_ours() -> None:
     state.replace_podgroups([elsewhere])
     assert state.podgroups == {}
     assert seen.changed == []
+
+
+# -- PodGroups of two APIs ----------------------------------------------------
+
+XK8S = "scheduling.x-k8s.io/v1alpha1"
+
+
+def test_a_scheduling_x_k8s_io_group_is_scheduled_as_ours() -> None:
+    state, _ = make_state()
+    key = state.upsert_podgroup(
+        podgroup_object("train", 3, api_version=XK8S, scheduleTimeoutSeconds=30), xk8s.ADAPTER
+    )
+    assert key is not None
+    assert state.podgroups[key].api is xk8s.API
+    policy = state.scheduler.policy(key)
+    assert policy is not None
+    assert (policy.min_member, policy.schedule_timeout_seconds) == (3, 30)
+
+
+def test_ours_wins_a_name_held_in_both_apis_and_the_other_takes_over_when_it_goes() -> None:
+    state, seen = make_state()
+    theirs = podgroup_object("train", 4, api_version=XK8S)
+    ours = podgroup_object("train", 2)
+    key = state.upsert_podgroup(theirs, xk8s.ADAPTER)
+    assert key is not None
+    state.upsert_podgroup(ours)
+
+    def min_member() -> int | None:
+        policy = state.scheduler.policy(key)
+        return None if policy is None else policy.min_member
+
+    assert (state.podgroups[key].api, min_member()) == (sigs.API, 2)
+
+    # Theirs changing while ours holds the name changes nothing.
+    seen.changed.clear()
+    state.upsert_podgroup(podgroup_object("train", 5, api_version=XK8S, generation=2), xk8s.ADAPTER)
+    assert (state.podgroups[key].api, min_member(), seen.changed) == (sigs.API, 2, [])
+
+    state.remove_podgroup(ours)
+    assert (state.podgroups[key].api, min_member()) == (xk8s.API, 5)
+    assert seen.changed == [key]
+
+    state.remove_podgroup(theirs, xk8s.ADAPTER)
+    assert key not in state.podgroups
+    assert state.scheduler.policy(key) is None
+
+
+def test_a_relist_of_one_api_forgets_only_that_api_s_groups() -> None:
+    state, _ = make_state()
+    state.replace_podgroups([podgroup_object("ours", 2)])
+    state.replace_podgroups([podgroup_object("theirs", 2, api_version=XK8S)], xk8s.ADAPTER)
+    state.replace_podgroups([], xk8s.ADAPTER)
+    assert [key.name for key in state.podgroups] == ["ours"]
+
+
+def test_an_invalid_x_k8s_io_group_is_reported_under_its_own_api() -> None:
+    state, seen = make_state()
+    state.upsert_podgroup(
+        podgroup_object("bad", 2, api_version=XK8S, minResources={"cpu": "lots"}), xk8s.ADAPTER
+    )
+    [invalid] = seen.invalid
+    assert (invalid.kind, invalid.api_version, invalid.name) == ("PodGroup", XK8S, "bad")
+    assert "lots" in invalid.message
+    assert state.podgroups == {}
+
+
+def test_our_write_of_an_x_k8s_io_status_coming_back_is_no_change_but_another_s_is() -> None:
+    state, seen = make_state()
+    raw = podgroup_object("train", 2, api_version=XK8S)
+    key = state.upsert_podgroup(raw, xk8s.ADAPTER)
+    assert key is not None
+    group = state.podgroups[key]
+    ours = group.status.model_copy(update={"conditions": [], "phase": "Scheduled"})
+    written = xk8s.ADAPTER.render_status(ours, [])
+    state.set_status(key, ours, xk8s.ADAPTER.stored_form(written))
+    seen.changed.clear()
+
+    state.upsert_podgroup({**raw, "status": {"phase": "Scheduling"}}, xk8s.ADAPTER)
+    assert seen.changed == []  # the same in their shape: our own write coming back
+
+    state.upsert_podgroup({**raw, "status": {"phase": "Finished"}}, xk8s.ADAPTER)
+    assert seen.changed == [key]  # someone else wrote: the writer puts it right
+    assert state.podgroups[key].status.phase == "Finished"

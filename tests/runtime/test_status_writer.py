@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 
+from coscheduler.api.adapters import xk8s
+from coscheduler.api.reasons import Reason
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
@@ -188,3 +191,81 @@ async def test_a_write_that_got_no_answer_is_tried_again(setup: Setup) -> None:
 
     assert len(setup.patches("train")) == 2
     assert setup.writer.writes == 1
+
+
+# -- a scheduling.x-k8s.io group: written in its own API and shape -----------
+
+XK8S = "scheduling.x-k8s.io/v1alpha1"
+
+
+def xk8s_status_path(group: str) -> str:
+    return f"/apis/{XK8S}/namespaces/default/podgroups/{group}/status"
+
+
+def add_xk8s_group(setup: Setup, name: str, members: int, **pod: Any) -> GroupKey:
+    setup.apiserver.on("PATCH", xk8s_status_path(name), patched)
+    setup.state.upsert_podgroup(podgroup_object(name, members, api_version=XK8S), xk8s.ADAPTER)
+    for index in range(members):
+        setup.state.upsert_pod(
+            pod_object(
+                f"{name}-{index}",
+                group=name,
+                group_label="scheduling.x-k8s.io/pod-group",
+                owner=name,
+                **pod,
+            )
+        )
+    return GroupKey("default", name)
+
+
+async def test_an_x_k8s_io_group_s_status_is_written_in_its_shape(setup: Setup) -> None:
+    train = add_xk8s_group(setup, "train", 2, node="node-1", phase="Running")
+    setup.writer.mark(train)
+
+    [write] = await setup.apiserver.wait_for("PATCH", xk8s_status_path("train"))
+    status = write.body["status"]
+    assert set(status) == {
+        "phase", "running", "succeeded", "failed", "scheduleStartTime", "occupiedBy"
+    }  # fmt: skip
+    assert (status["phase"], status["running"], status["occupiedBy"]) == (
+        "Running",
+        2,
+        "default/train",
+    )
+    await setup.apiserver.wait_until(lambda: bool(setup.events_about("train")))
+    [event] = setup.events_about("train")
+    assert event.body["involvedObject"]["apiVersion"] == XK8S
+    assert setup.patches("train") == [], "nothing written to our API"
+
+
+async def test_an_x_k8s_io_group_of_another_scheduler_is_left_to_it(setup: Setup) -> None:
+    theirs = add_xk8s_group(setup, "theirs", 2, scheduler="scheduler-plugins-scheduler")
+    setup.writer.mark(theirs)
+    mine = setup.add_group("zz-mine", members=2, bound=2)
+    setup.writer.mark(mine)  # written in the same round, after theirs
+    await setup.apiserver.wait_for("PATCH", status_path("zz-mine"))
+    await quiet()
+
+    assert setup.apiserver.requests_to("PATCH", xk8s_status_path("theirs")) == []
+
+
+async def test_a_new_reason_their_shape_cannot_hold_is_kept_but_not_written(setup: Setup) -> None:
+    train = add_xk8s_group(setup, "train", 2)
+    setup.state.set_verdict(
+        train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/1 nodes: cpu")
+    )
+    [write] = await setup.apiserver.wait_for("PATCH", xk8s_status_path("train"))
+    assert write.body["status"]["phase"] == "Pending"
+    assert write.body["status"]["scheduleStartTime"] is not None
+
+    setup.state.set_verdict(
+        train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/2 nodes: cpu")
+    )
+    await quiet()
+
+    # Our status moved on (so the next event tells the new reason: the recorder
+    # writes it once its change interval has passed); the stored one did not.
+    condition = setup.state.podgroups[train].status.condition("Unschedulable")
+    assert condition is not None
+    assert condition.message == "0/2 nodes: cpu"
+    assert len(setup.apiserver.requests_to("PATCH", xk8s_status_path("train"))) == 1

@@ -1,0 +1,142 @@
+"""The one group model, and what an adapter of an external PodGroup shape provides.
+
+Several APIs define a PodGroup: ours (``scheduling.sigs.k8s.io``) and the one
+scheduler-plugins moved to (``scheduling.x-k8s.io``), which the Kubeflow and
+Spark operators create. Everything past the watch works on :class:`GroupObject`:
+our spec and status models, which can say all that any of these shapes says.
+An adapter translates one wire shape in (spec and status) and out (status),
+so nothing else needs to know where a group came from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
+
+__all__ = ["GroupAdapter", "GroupApi", "GroupObject"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupApi:
+    """Where PodGroups of one shape are served."""
+
+    group: str
+    version: str
+    kind: str = "PodGroup"
+    plural: str = "podgroups"
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def discovery_path(self) -> str:
+        """The group-version's resource list, answered only while the API is served."""
+        return f"/apis/{self.group}/{self.version}"
+
+    @property
+    def collection_path(self) -> str:
+        """Every object of the kind, in all namespaces."""
+        return f"/apis/{self.group}/{self.version}/{self.plural}"
+
+    def status_path(self, namespace: str, name: str) -> str:
+        return (
+            f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}/status"
+        )
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}/{self.version}"
+
+
+class GroupAdapter(Protocol):
+    """Translates one API's PodGroup to and from :class:`GroupObject`."""
+
+    @property
+    def api(self) -> GroupApi: ...
+
+    @property
+    def shared(self) -> bool:
+        """Other schedulers may use this API too: write a group's status only
+        when some member is ours, never over another scheduler's controller."""
+        ...
+
+    def parse(self, raw: Mapping[str, Any]) -> GroupObject:
+        """The object as our model; raises ``ValueError`` (pydantic's
+        ``ValidationError`` is one) naming what cannot be read."""
+        ...
+
+    def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
+        """The wire status as our model, as far as this shape holds it.
+
+        Raises ``ValueError`` when it cannot be read.
+        """
+        ...
+
+    def stored_form(self, wire: Mapping[str, Any]) -> object:
+        """A value equal for two wire statuses exactly when they say the same
+        thing in this API (None if unreadable): the writer writes only when it
+        changes."""
+        ...
+
+    def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
+        """``status`` in this API's wire shape: the body of a merge patch of ``/status``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class GroupObject:
+    """A PodGroup of any served API, as coscheduler sees it.
+
+    ``status`` is ours in full, as last derived (or read, before we derived
+    any): it carries what a poorer shape cannot hold, such as conditions, so
+    that transitions are judged against what we last concluded. ``stored`` is
+    what the API server holds, in the adapter's :meth:`~GroupAdapter.stored_form`:
+    a write is needed exactly when the new status's form differs.
+    """
+
+    adapter: GroupAdapter = dataclasses.field(compare=False)
+    metadata: Mapping[str, Any]
+    spec: PodGroupSpec
+    status: PodGroupStatus
+    stored: object
+
+    @property
+    def api(self) -> GroupApi:
+        return self.adapter.api
+
+    @property
+    def namespace(self) -> str:
+        return str(self.metadata.get("namespace", ""))
+
+    @property
+    def name(self) -> str:
+        return str(self.metadata.get("name", ""))
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, the group's identity in logs, queues and messages."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def uid(self) -> str | None:
+        uid = self.metadata.get("uid")
+        return str(uid) if uid is not None else None
+
+    @property
+    def creation_timestamp(self) -> datetime.datetime | None:
+        raw = self.metadata.get("creationTimestamp")
+        if raw is None:
+            return None
+        if isinstance(raw, datetime.datetime):
+            return raw
+        return datetime.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+
+    def with_status(self, status: PodGroupStatus, stored: object) -> GroupObject:
+        """The same object with our status moved on, and what the server now holds."""
+        return dataclasses.replace(self, status=status, stored=stored)
