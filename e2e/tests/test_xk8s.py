@@ -141,6 +141,8 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
     assert status.get("running", 0) == 0
     assert status["occupiedBy"] == f"{namespace}/big"
     # Why, where their schema has no place for it: a Warning event on the group.
+    # (The ReplicaSet's pods arrive one by one, so an earlier event may say that
+    # members are missing: wait for the one about room.)
     path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name=big"
     warning, *_ = wait_for(
         lambda: [
@@ -148,10 +150,10 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
             for e in cluster.api.get(path)["items"]
             if e["reason"] == "FailedScheduling"
             and e["involvedObject"]["apiVersion"] == w.XK8S_API_VERSION
+            and "for 3 pods of group" in e["message"]
         ],
-        describe="a FailedScheduling event on the x-k8s.io PodGroup",
+        describe="a FailedScheduling event on the x-k8s.io PodGroup about room",
     )
-    assert "for 3 pods of group" in warning["message"]
     assert "Insufficient cpu" in warning["message"]
     assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
     show(cluster, namespace)
