@@ -17,8 +17,9 @@ reaching the planner with nonsense in it.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import (
     BaseModel,
@@ -246,20 +247,13 @@ class PodGroupStatus(_Model):
         return next((c for c in self.conditions if c.type == condition_type), None)
 
 
-class PodGroup(BaseModel):
-    """A whole PodGroup object as read from the API server.
+class ObjectMetadata:
+    """Accessors of an object's raw ``metadata``, shared by every PodGroup shape."""
 
-    Metadata is kept as the raw mapping: the scheduler needs only a few of its
-    fields, and those have accessors here.
-    """
+    __slots__ = ()
 
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
-
-    api_version: str = Field(default=f"{labels.GROUP}/{labels.VERSION}", alias="apiVersion")
-    kind: str = labels.KIND
-    metadata: dict[str, Any]
-    spec: PodGroupSpec
-    status: PodGroupStatus = Field(default_factory=PodGroupStatus)
+    if TYPE_CHECKING:
+        metadata: Mapping[str, Any]
 
     @property
     def namespace(self) -> str:
@@ -287,3 +281,19 @@ class PodGroup(BaseModel):
         if isinstance(raw, datetime.datetime):
             return raw
         return datetime.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+
+
+class PodGroup(ObjectMetadata, BaseModel):
+    """A whole PodGroup object as read from the API server.
+
+    Metadata is kept as the raw mapping: the scheduler needs only a few of its
+    fields, and those have accessors here.
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    api_version: str = Field(default=f"{labels.GROUP}/{labels.VERSION}", alias="apiVersion")
+    kind: str = labels.KIND
+    metadata: dict[str, Any]
+    spec: PodGroupSpec
+    status: PodGroupStatus = Field(default_factory=PodGroupStatus)

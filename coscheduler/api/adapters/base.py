@@ -11,13 +11,12 @@ so nothing else needs to know where a group came from.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from coscheduler.api.pod import PodInfo
-from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
+from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
 
 __all__ = ["GroupAdapter", "GroupApi", "GroupObject"]
 
@@ -90,7 +89,7 @@ class GroupAdapter(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class GroupObject:
+class GroupObject(ObjectMetadata):
     """A PodGroup of any served API, as coscheduler sees it.
 
     ``status`` is ours in full, as last derived (or read, before we derived
@@ -109,33 +108,6 @@ class GroupObject:
     @property
     def api(self) -> GroupApi:
         return self.adapter.api
-
-    @property
-    def namespace(self) -> str:
-        return str(self.metadata.get("namespace", ""))
-
-    @property
-    def name(self) -> str:
-        return str(self.metadata.get("name", ""))
-
-    @property
-    def key(self) -> str:
-        """``namespace/name``, the group's identity in logs, queues and messages."""
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def uid(self) -> str | None:
-        uid = self.metadata.get("uid")
-        return str(uid) if uid is not None else None
-
-    @property
-    def creation_timestamp(self) -> datetime.datetime | None:
-        raw = self.metadata.get("creationTimestamp")
-        if raw is None:
-            return None
-        if isinstance(raw, datetime.datetime):
-            return raw
-        return datetime.datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
 
     def with_status(self, status: PodGroupStatus, stored: object) -> GroupObject:
         """The same object with our status moved on, and what the server now holds."""
