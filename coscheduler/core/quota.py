@@ -272,8 +272,8 @@ class Quotas:
                         Code.UNSCHEDULABLE,
                         Reason.QUEUE_MAX_REACHED,
                         f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
-                        f"max {_amount(resource, cap)} in use, this group needs "
-                        f"{_amount(resource, wanted)} more",
+                        f"max {format_quantity(resource, cap)} in use, this group needs "
+                        f"{format_quantity(resource, wanted)} more",
                     )
         for level in chain:
             queue = self.policy(level) or IMPLICIT_DEFAULT
