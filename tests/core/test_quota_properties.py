@@ -105,7 +105,7 @@ def run_to_quiet(scheduler: Scheduler, clock: Clock, check: bool = True) -> None
 def usage_by_queue(scheduler: Scheduler) -> dict[str, int]:
     """Bound cpu per queue, counted from the members (not from the ledger)."""
     usage: dict[str, int] = {}
-    for key in list(scheduler._members):  # noqa: SLF001 - the test recounts on its own
+    for key in list(scheduler._members):
         queue = scheduler.queue_name(key)
         for member in scheduler.members(key)[1]:
             usage[queue] = usage.get(queue, 0) + member.requests.get("cpu", 0)
@@ -116,11 +116,11 @@ def check_invariants(scheduler: Scheduler) -> None:
     usage = usage_by_queue(scheduler)
     for name, cpu in usage.items():
         assert scheduler.quotas.usage(name).get("cpu", 0) == cpu
-        policy = scheduler.quotas.policy(name)
-        assert policy is not None
-        if "cpu" in policy.max:
-            assert cpu <= policy.max["cpu"], f"queue {name} over its max"
-    for key in list(scheduler._members):  # noqa: SLF001
+        queue = scheduler.quotas.policy(name)
+        assert queue is not None
+        if "cpu" in queue.max:
+            assert cpu <= queue.max["cpu"], f"queue {name} over its max"
+    for key in list(scheduler._members):
         policy = scheduler.policy(key)
         bound = len(scheduler.members(key)[1])
         if policy is not None:
@@ -194,7 +194,7 @@ def long_run(
     shares = [0.0] * len(names)
     for step in range(steps):
         for name in names:  # keep every queue backlogged
-            while sum(1 for k in scheduler.queue._order if k.name.startswith(name)) < 4:  # noqa: SLF001
+            while sum(1 for k in scheduler.queue._order if k.name.startswith(name)) < 4:
                 size = rng.choice(sizes)
                 gname = f"{name}-g{serial}"
                 serial += 1
@@ -211,9 +211,9 @@ def long_run(
         # A random running gang finishes whole.
         if running:
             gname = rng.choice(running)[0]
-            for member in [r for r in running if r[0] == gname]:
-                scheduler.upsert_pod(pod(member[1], group=gname, node=member[2], phase="Succeeded"))
-                running.remove(member)
+            for entry in [r for r in running if r[0] == gname]:
+                scheduler.upsert_pod(pod(entry[1], group=gname, node=entry[2], phase="Succeeded"))
+                running.remove(entry)
         clock.advance(1)
     measured = steps - steps // 4
     return [share / measured for share in shares]
