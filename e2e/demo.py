@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from e2e import build, nodes
@@ -118,14 +119,16 @@ def _phase(cluster: Cluster, group: str) -> str:
 
 def up(state_dir: Path, *, watch_seconds: float) -> int:
     cluster = _sandbox(state_dir)
-    _say("installing the PodGroup CRD: kubectl apply -f crds/podgroups.yaml")
-    print(_kubectl(cluster, "apply", "-f", str(REPO / "crds" / "podgroups.yaml")), end="")
-    wait_for(
-        lambda: _kubectl(cluster, "get", "crd", "podgroups.scheduling.sigs.k8s.io",
-                         "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}"),
-        lambda status: status.strip() == "True",
-        describe="the PodGroup CRD to be established",
-    )  # fmt: skip
+    _say("installing the CRDs: kubectl apply -f crds/podgroups.yaml -f crds/queues.yaml")
+    print(_kubectl(cluster, "apply", "-f", str(REPO / "crds" / "podgroups.yaml"),
+                   "-f", str(REPO / "crds" / "queues.yaml")), end="")  # fmt: skip
+    for crd in ("podgroups.scheduling.sigs.k8s.io", "queues.scheduling.sigs.k8s.io"):
+        wait_for(
+            partial(_kubectl, cluster, "get", "crd", crd, "-o",
+                    "jsonpath={.status.conditions[?(@.type=='Established')].status}"),
+            lambda status: status.strip() == "True",
+            describe=f"the CRD {crd} to be established",
+        )  # fmt: skip
     _say("starting coscheduler run in the background")
     process = _scheduler(cluster, state_dir)
     print(f"    pid {process.pid}, log {process.log_path}")
