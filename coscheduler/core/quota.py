@@ -181,16 +181,22 @@ class Quotas:
         return total
 
     def share(self, name: str) -> float:
-        """Dominant share of usage over entitlement, divided by the weight (lower goes first)."""
+        """Dominant share of usage over entitlement, divided by the weight (lower goes first).
+
+        Groups draw from leaves, whose usage is their own: no walk down the tree.
+        """
         queue = self.policy(name) or IMPLICIT_DEFAULT
+        return self._dominant(queue, self._usage.get(name, {})) / queue.weight
+
+    def _dominant(self, queue: QueuePolicy, usage: Amounts) -> float:
         best = 0.0
-        for resource, used in self._usage.get(name, {}).items():
+        for resource, used in usage.items():
             base = queue.nominal.get(resource) or (
                 None if resource in _UNSHARED else self._capacity.get(resource)
             )
             if used > 0 and base:
                 best = max(best, used / base)
-        return best / queue.weight
+        return best
 
     def report(self, name: str) -> QueueUsage:
         queue = self.policy(name) or IMPLICIT_DEFAULT
@@ -209,7 +215,7 @@ class Quotas:
             borrowed=borrowed,
             nominal=dict(queue.nominal),
             max=caps,
-            share=self.share(name) * queue.weight,
+            share=self._dominant(queue, allocated),
             problem=self._problems.get(name),
         )
 
