@@ -325,7 +325,8 @@ class Scheduler:
                 pending=tuple(pod.key for pod in pending),
             )
         decision = self._plan(key, pending, bound, elapsed=now - first)
-        if decision.bindings:
+        if decision.bindings and self.quotas.names():
+            # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
