@@ -316,6 +316,7 @@ class Scheduler:
         queue = self.queue_name(key)
         closed = self.quotas.gate(queue, key.namespace)
         if closed is not None:
+            self.quotas.set_demand(key, queue, key.namespace, {})
             self.queue.done(key, closed.code)
             return Decision(
                 key,
@@ -340,6 +341,10 @@ class Scheduler:
         code = decision.status.code
         if code is Code.SUCCESS and decision.pending:
             code = Code.UNSCHEDULABLE
+        if code is Code.WAITING:
+            # Waiting for members (or its group): it could not use capacity now,
+            # so it claims none of its queue's nominal until a member changes.
+            self.quotas.set_demand(key, queue, key.namespace, {})
         self.queue.done(key, code)
         return decision
 
