@@ -26,6 +26,10 @@ What a kubelet and the Deployment's manifests would provide, the harness does:
   it proves a job passes the operator's own admission, as in a real install;
   it is removed before the operator stops, so no dead webhook is left behind.
 
+On SIGTERM v1.8.1 stops cleanly, then panics (``close of closed channel``
+in its ``main``: the channel the rotator closes is closed again on the way
+out); its exit status after ``stop`` means nothing.
+
 Only the PyTorchJob controller is enabled (``--enable-scheme=pytorchjob``),
 so only its CRD is installed (taken from the operator's module by
 ``e2e.build``). scheduler-plugins' PodGroup CRD must be installed before the
