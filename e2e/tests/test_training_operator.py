@@ -120,7 +120,8 @@ def show(cluster: Cluster, namespace: str, *commands: str) -> None:
     """What a person sees (``kubectl get ...`` in ``namespace``); the README quotes it."""
     for command in commands or ("podgroups.scheduling.x-k8s.io", "pods -o wide", "pytorchjobs"):
         args = ["get", *command.split(), "-n", namespace]
-        print(f"\n$ kubectl {' '.join(args)}\n{cluster.kubectl(*args).stdout}", end="")
+        out = cluster.kubectl(*args).stdout
+        print(f"\n$ kubectl {' '.join(args)}\n{out}", end="" if out.endswith("\n") else "\n")
 
 
 def test_the_operators_webhook_is_live_and_refuses_an_invalid_job(
@@ -169,6 +170,7 @@ def test_the_operators_gang_is_placed_whole_and_the_job_runs_to_success(
         assert pod["spec"].get("nodeName"), "all 4 bound"
     wait_job_condition(cluster, namespace, "mnist", "Running")
     show(cluster, namespace)
+    show(cluster, namespace, "podgroups.scheduling.x-k8s.io mnist -o jsonpath={.spec}")
 
     # The master finishing is the job succeeding (KWOK plays the container's exit).
     (master,) = [p for p in pods if p["metadata"]["name"] == "mnist-master-0"]
