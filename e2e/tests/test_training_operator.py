@@ -208,15 +208,16 @@ def test_the_operators_gang_waits_whole_until_it_fits(
         lambda s: s.get("phase") == "Pending" and bool(s.get("scheduleStartTime")),
         "Pending since its first attempt",
     )
-    events = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name=big"
+    # The job is named "big" too: only the group's events count.
     warning, *_ = wait_for(
-        lambda: [
-            e
-            for e in cluster.api.get(events)["items"]
-            if e["reason"] == "FailedScheduling"
-            and e["involvedObject"]["apiVersion"] == w.XK8S_API_VERSION
-            and "for 4 pods of group" in e["message"]
-        ],
+        lambda: w.events_about(
+            cluster.api,
+            namespace,
+            "big",
+            api_version=w.XK8S_API_VERSION,
+            reason="FailedScheduling",
+            containing="for 4 pods of group",
+        ),
         describe="a FailedScheduling event on the operator's PodGroup about room",
     )
     assert "Insufficient cpu" in warning["message"]
