@@ -23,8 +23,9 @@ What a kubelet and the Deployment's manifests would provide, the harness does:
   PyTorchJobs, as upstream's manifests do, but at a loopback URL: the local
   control plane has no Service network and Endpoints may not point at
   127.0.0.1, so the manifests' Service reference cannot be routed. Registering
-  it proves a job passes the operator's own admission, as in a real install;
-  it is removed before the operator stops, so no dead webhook is left behind.
+  it proves a job passes the operator's own admission, as in a real install.
+  It is registered before the operator starts (the rotator injects its CA
+  into it) and removed when it stops, so no dead webhook is left behind.
 
 On SIGTERM v1.8.1 stops cleanly, then panics (``close of closed channel``
 in its ``main``: the channel the rotator closes is closed again on the way
@@ -116,7 +117,7 @@ class TrainingOperator:
     def start(
         cls, cluster: Cluster, files: build.TrainingOperatorFiles, *, scheduler_name: str
     ) -> TrainingOperator:
-        """Start the operator for all namespaces and return once its webhook is registered."""
+        """Start the operator for all namespaces and return once it and its webhook are ready."""
         api = cluster.api
         namespace = f"kubeflow-{secrets.token_hex(3)}"
         api.create(
@@ -132,25 +133,32 @@ class TrainingOperator:
         _mount(certificates, ROTATOR_CERT_DIR, only_if_absent=True)
 
         webhook_port, probe_port = free_port(), free_port()
-        process = Process.start(
-            "training-operator",
-            [
-                str(files.binary),
-                f"--gang-scheduler-name={scheduler_name}",
-                "--enable-scheme=pytorchjob",
-                "--metrics-bind-address=0",
-                f"--health-probe-bind-address=127.0.0.1:{probe_port}",
-                f"--webhook-server-port={webhook_port}",
-                f"--webhook-service-name={SERVICE_NAME}",
-            ],
-            log=cluster.logs_dir / "training-operator.log",
-            env={
-                "KUBECONFIG": str(cluster.kubeconfig),
-                "MY_POD_NAMESPACE": namespace,
-                "TMPDIR": str(work),
-            },
-            die_with_parent=True,
-        )
+        # Registered first, as a real install's manifests do, so the rotator finds it to
+        # inject the CA into; no job is written before the operator is ready.
+        api.create(WEBHOOKS, _webhook_configuration(certificates.ca_cert, webhook_port))
+        try:
+            process = Process.start(
+                "training-operator",
+                [
+                    str(files.binary),
+                    f"--gang-scheduler-name={scheduler_name}",
+                    "--enable-scheme=pytorchjob",
+                    "--metrics-bind-address=0",
+                    f"--health-probe-bind-address=127.0.0.1:{probe_port}",
+                    f"--webhook-server-port={webhook_port}",
+                    f"--webhook-service-name={SERVICE_NAME}",
+                ],
+                log=cluster.logs_dir / "training-operator.log",
+                env={
+                    "KUBECONFIG": str(cluster.kubeconfig),
+                    "MY_POD_NAMESPACE": namespace,
+                    "TMPDIR": str(work),
+                },
+                die_with_parent=True,
+            )
+        except BaseException:
+            _remove(api, namespace)
+            raise
         operator = cls(process=process, api=api, namespace=namespace)
         try:
             # Ready once the certificates are in place and the webhook server listens.
@@ -159,21 +167,25 @@ class TrainingOperator:
                 timeout=STARTUP_TIMEOUT_SECONDS,
                 what="the training operator's /readyz",
                 watch=[process],
+                interval=0.5,
             )
-            api.create(WEBHOOKS, _webhook_configuration(certificates.ca_cert, webhook_port))
         except BaseException:
             operator.stop()
             raise
         return operator
 
     def stop(self) -> None:
-        """Unregister the webhook first (it fails closed), then stop the process."""
-        self.api.delete(f"{WEBHOOKS}/{WEBHOOK_CONFIGURATION}")
+        """Stop the process, then remove its webhook (which fails closed) and its namespace."""
         self.process.stop()
-        self.api.delete(f"/api/v1/namespaces/{self.namespace}")
+        _remove(self.api, self.namespace)
 
     def log(self) -> str:
         return Path(self.process.record.log).read_text(errors="replace")
+
+
+def _remove(api: ApiClient, namespace: str) -> None:
+    api.delete(f"{WEBHOOKS}/{WEBHOOK_CONFIGURATION}")
+    api.delete(f"/api/v1/namespaces/{namespace}")
 
 
 def _secret(certificates: pki.WebhookCertificates) -> Json:
