@@ -351,10 +351,18 @@ class Scheduler:
     def _within_quota(self, decision: Decision, queue: str) -> Decision:
         """Undo what the queue may not take: the whole gang, or extra members one by one."""
         requests = [self._pods[binding.uid].requests for binding in decision.bindings]
-        free = self.snapshot.free_capacity()
-        for amounts in requests:
-            for resource, amount in amounts.items():
-                free[resource] = free.get(resource, 0) + amount
+        memo: dict[str, object] = {}
+
+        def free() -> dict[str, int]:
+            """Free capacity before this decision's bindings (asked at most once)."""
+            if "free" not in memo:
+                amounts = self.snapshot.free_capacity()
+                for pod_requests in requests:
+                    _add(amounts, pod_requests)
+                memo["free"] = amounts
+            cached: dict[str, int] = memo["free"]  # type: ignore[assignment]
+            return cached
+
         gang = decision.needed if decision.needed > 0 else 0
         need: dict[str, int] = {}
         for amounts in requests[:gang]:
@@ -368,7 +376,7 @@ class Scheduler:
                     held[resource] += pod.requests.get(resource, 0)
             for resource, amount in policy.min_resources.items():
                 need[resource] = max(need.get(resource, 0), amount - held[resource])
-        refusal = self.quotas.admit(queue, need, free) if gang else None
+        refusal = self.quotas.admit(queue, need, free, memo) if gang else None
         if refusal is not None:
             for binding in decision.bindings:
                 self.snapshot.forget(binding.uid)
@@ -387,7 +395,7 @@ class Scheduler:
             wanted = dict(need)
             for resource, amount in amounts.items():
                 wanted[resource] = wanted.get(resource, 0) + amount
-            refused = self.quotas.admit(queue, wanted, free)
+            refused = self.quotas.admit(queue, wanted, free, memo)
             if refused is None:
                 kept.append(binding)
                 need = wanted
