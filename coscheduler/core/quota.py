@@ -45,7 +45,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.status import Code, Status
 
-__all__ = ["QueuePolicy", "QueueUsage", "Quotas"]
+__all__ = ["QueuePolicy", "QueueUsage", "Quotas", "add_amounts"]
 
 #: Resources a share is not measured in unless the queue has a nominal of them.
 _UNSHARED: Final = frozenset({POD_RESOURCE, "ephemeral-storage"})
@@ -93,7 +93,8 @@ class QueueUsage:
     problem: str | None
 
 
-def _add(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
+def add_amounts(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
+    """Add ``amounts`` (times ``sign``) into ``into``, dropping what comes to zero."""
     for resource, amount in amounts.items():
         value = into.get(resource, 0) + sign * amount
         if value:
@@ -146,11 +147,11 @@ class Quotas:
 
     def charge(self, queue: str, requests: Amounts, sign: int = 1) -> None:
         """A pod of a group of ``queue`` was bound (1) or left (-1)."""
-        _add(self._usage.setdefault(queue, {}), requests, sign)
+        add_amounts(self._usage.setdefault(queue, {}), requests, sign)
 
     def add_demand(self, queue: str, namespace: str, pending: Amounts, sign: int = 1) -> None:
         """Members of a group of ``namespace`` began (1) or stopped (-1) waiting in ``queue``."""
-        _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), pending, sign)
+        add_amounts(self._demand.setdefault(queue, {}).setdefault(namespace, {}), pending, sign)
 
     # -- reading -------------------------------------------------------------
 
@@ -168,7 +169,7 @@ class Quotas:
         """Usage of the queue and every queue below it."""
         total = dict(self._usage.get(name, {}))
         for child in self._descendants(name):
-            _add(total, self._usage.get(child, {}))
+            add_amounts(total, self._usage.get(child, {}))
         return total
 
     def share(self, name: str) -> float:
@@ -292,7 +293,7 @@ class Quotas:
             held = dict(used)
             for sibling in self._children.get(queue.parent, ()):
                 if sibling != level:
-                    _add(held, self._claim(sibling))
+                    add_amounts(held, self._claim(sibling))
             if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
                 return None
         claims = self._claims_beside(chain[-1], memo)
@@ -343,7 +344,7 @@ class Quotas:
     def _claim(self, name: str) -> dict[str, int]:
         """What a queue holds or may claim now: its usage plus its guard."""
         claim = self.usage(name)
-        _add(claim, self._guard(name))
+        add_amounts(claim, self._guard(name))
         return claim
 
     def _guard(self, name: str) -> dict[str, int]:
@@ -369,7 +370,7 @@ class Quotas:
                 continue
             for namespace, amounts in self._demand.get(leaf, {}).items():
                 if queue.allows(namespace, self._namespace_labels.get(namespace, {})):
-                    _add(total, amounts)
+                    add_amounts(total, amounts)
         return total
 
     def gate_blocked(self, name: str) -> bool:
