@@ -338,8 +338,8 @@ def _queue_problems(spec: ScenarioSpec) -> list[str]:
     parents = {q.parent for q in spec.queues if q.parent is not None}
     for number, series in enumerate(spec.workload.gangs):
         where = f"workload.gangs[{number}].queue"
-        queue = queues.get(series.queue)
-        if queue is None and series.queue != DEFAULT_QUEUE:
+        named = queues.get(series.queue)
+        if named is None and series.queue != DEFAULT_QUEUE:
             defined = ", ".join(sorted(queues)) or "none"
             problems.append(f"{where}: queue {series.queue} is not defined (queues: {defined})")
         elif series.queue in parents:
@@ -347,7 +347,7 @@ def _queue_problems(spec: ScenarioSpec) -> list[str]:
                 f"{where}: queue {series.queue} has child queues; "
                 "gangs draw from a queue without children"
             )
-        elif queue is not None and not queue.allows(series.namespace):
+        elif named is not None and not named.allows(series.namespace):
             problems.append(
                 f"{where}: queue {series.queue} does not allow namespace {series.namespace} "
                 "(see its namespaces)"
