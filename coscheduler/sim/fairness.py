@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from coscheduler.core.quota import IMPLICIT_DEFAULT, QueuePolicy
 from coscheduler.sim.replay import Replay
@@ -119,7 +120,8 @@ def fair_shares(
 ) -> list[float | None]:
     """Each backlogged queue's fair share at one moment (None for the others); module doc."""
     chosen = [i for i, waiting in enumerate(backlogged) if waiting]
-    room = max(0.0, 1.0 - sum(s for s, waiting in zip(shares, backlogged, strict=True) if not waiting))
+    kept = sum(s for s, waiting in zip(shares, backlogged, strict=True) if not waiting)
+    room = max(0.0, 1.0 - kept)
     give = {i: min(terms[i].nominal, terms[i].max) for i in chosen}
     floor = sum(give.values())
     if floor >= room:
@@ -216,9 +218,9 @@ def share_windows(result: Replay, windows: int) -> list[tuple[float, float, list
     capacity = result.cpu_capacity or 1
     edges = [begin + k * width for k in range(windows)] + [end]
     found = []
-    for low, high in zip(edges, edges[1:], strict=False):
+    for low, high in pairwise(edges):
         totals = [0.0] * len(result.queue_names)
-        for (time, used, _), (following, _, _) in zip(samples, samples[1:], strict=False):
+        for (time, used, _), (following, _, _) in pairwise(samples):
             span = min(following, high) - max(time, low)
             if span > 0:
                 for i, amount in enumerate(used):
