@@ -253,6 +253,8 @@ class _Engine:
             )
         self.index.build()
         self.numbers = {live.key: number for number, live in enumerate(self.gangs)}
+        #: With queues: gangs in the core with members left to place.
+        self.in_line: set[int] = set()
         self.cpu_capacity = scenario.cpu_capacity
         # Waiting line: per (shape, pods needed), a heap of (order, gang, version).
         self.waiting: dict[tuple[int, int], list[tuple[QueueOrder, int, int]]] = {}
@@ -280,7 +282,7 @@ class _Engine:
             while self.events and self.events[0][0] == moment:
                 _, kind, number = heapq.heappop(self.events)
                 if kind == _COMPLETION:
-                    self._complete(self.gangs[number])
+                    self._complete(number)
                 else:
                     self._arrive(number)
             if self.queued:
@@ -340,6 +342,7 @@ class _Engine:
             self.queue_waiting[live.slot] += 1
         if self.queued:
             self._enter_core(live)
+            self.in_line.add(number)
         else:
             self._wait(number)
 
@@ -369,10 +372,32 @@ class _Engine:
             totals = self.index.totals
 
     def _sweep_queued(self) -> None:
-        """Let the core's queue choose until no group is ready (each refused one backs off)."""
+        """Let the core's queue choose until no group is ready (each refused one backs off).
+
+        Gangs the index says have no room now are parked (out of the core's
+        queue, their demand still counted by their queue): the core would
+        refuse them, and room only shrinks during a sweep.
+        """
+        self._park()
         while (decision := self.scheduler.next_decision()) is not None:
             if decision.bindings:
-                self._bound(self.numbers[decision.group], decision)
+                number = self.numbers[decision.group]
+                self._bound(number, decision)
+                if not self.gangs[number].pending:
+                    self.in_line.discard(number)
+                self._park()
+
+    def _park(self) -> None:
+        """Only gangs with room are in the core's queue (see :meth:`_sweep_queued`)."""
+        totals = self.index.totals
+        queue = self.scheduler.queue
+        for number in self.in_line:
+            live = self.gangs[number]
+            if self._needed(live) > totals[live.shape]:
+                queue.remove(live.key)
+            elif live.key not in queue:
+                gang = live.outcome.gang
+                queue.add(live.key, gang.priority, live.policy.created, live.policy.queue)
 
     # -- placing and finishing -----------------------------------------------
 
@@ -446,7 +471,9 @@ class _Engine:
             self.partial += cpu
             outcome.partial = True
 
-    def _complete(self, live: _Live) -> None:
+    def _complete(self, number: int) -> None:
+        live = self.gangs[number]
+        self.in_line.discard(number)
         live.version += 1  # leaves the waiting line
         live.outcome.finish = self.now
         scheduler = self.scheduler
