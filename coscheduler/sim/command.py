@@ -121,7 +121,7 @@ def replay(
                 "gangs": len(scenario.gangs),
                 "pods": scenario.pods,
                 "cpuCapacity": scenario.cpu_capacity / 1000,
-                "queues": [queue.name for queue in scenario.queues],
+                **({"queues": [q.name for q in scenario.queues]} if scenario.queues else {}),
             },
             "strategy": strategy,
             "policies": {s.policy: report.to_json(s) for s in summaries},

@@ -92,10 +92,11 @@ def write_plot(results: Sequence[Replay], path: Path, title: str = "") -> None:
     waits.set_ylim(0, 1.02)
     waits.set_title("gang wait CDF (never-started gangs keep it below 1)")
     waits.legend(loc="lower right", fontsize="small")
-    for panel, result in zip(axes[1], queued, strict=False):
-        _shares(panel, result, last_time)
-    for panel in axes[1][len(queued) :] if queued else ():
-        panel.set_visible(False)
+    if queued:
+        for panel, result in zip(axes[1], queued, strict=False):
+            _shares(panel, result, last_time)
+        for panel in axes[1][len(queued) :]:
+            panel.set_visible(False)
     if title:
         figure.suptitle(title)
     figure.savefig(path, dpi=100)
