@@ -16,8 +16,10 @@ is divided among the backlogged ones by water-filling:
 3. if the nominals alone exceed the room, they are scaled down to fit.
 
 With weights only, that is ``w_i / sum(w)`` of the room over the backlogged
-queues, which is what the core's weighted dominant share converges to. Parents'
-nominals are not modelled (a child's own nominal and the chain's max are).
+queues, which is what the core's weighted dominant share converges to. A tree
+is flattened: a child counts its own nominal and the tightest max up its
+parents, each child alone (not what its parents' nominal or max leave to the
+children together).
 
 Per queue, the time-weighted means while backlogged of its share and of its
 fair share give its *deviation* (share minus fair share). The figures over all

@@ -185,6 +185,29 @@ def test_no_queue_goes_above_its_max_and_a_closed_queue_starts_nothing() -> None
     assert free.backlogged_share == pytest.approx(free.fair_share, abs=0.05)
 
 
+def test_children_stay_within_their_parents_max() -> None:
+    parsed = parse_scenario(
+        scenario(
+            [
+                {"name": "org", "max": {"cpu": "8"}},
+                {"name": "a", "parent": "org"},
+                {"name": "b", "parent": "org", "weight": 2},
+                {"name": "other"},
+            ],
+            series("a", "a", count=10, intervalSeconds=1),
+            series("b", "b", count=10, intervalSeconds=1),
+            series("o", "other", count=10, intervalSeconds=1),
+        )
+    )
+    result = replay(parsed, Policy.GANG)
+    assert result.queue_names == ("a", "b", "other")
+    assert max(used[0] + used[1] for _, used, _ in result.queue_timeline) == 8000
+    assert all(o.start is not None for o in result.gangs)
+    figures = fairness(result)
+    assert figures is not None
+    assert [q.entitlement.max for q in figures.queues] == [0.5, 0.5, 1.0]
+
+
 def test_weights_one_to_three_converge_to_a_quarter_and_three_quarters() -> None:
     parsed = parse_scenario(
         scenario(
