@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,10 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coscheduler.api.labels import POD_GROUP_LABEL
+from coscheduler.api.pod import PodInfo
 from coscheduler.cli import main
+from coscheduler.core import GroupPolicy, Scheduler
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.sim.fairness import (
     Entitlement,
@@ -21,7 +26,7 @@ from coscheduler.sim.fairness import (
     jain_index,
     share_windows,
 )
-from coscheduler.sim.model import ScenarioError, load_scenario, parse_scenario
+from coscheduler.sim.model import Scenario, ScenarioError, load_scenario, parse_scenario
 from coscheduler.sim.replay import Policy, Replay, replay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "simulate"
@@ -384,3 +389,109 @@ def test_the_teams_sample_never_puts_a_queue_above_its_max() -> None:
     result = replay(load_scenario(TEAMS), Policy.GANG)
     ops = result.queue_names.index("ops")
     assert max(used[ops] for _, used, _ in result.queue_timeline) <= 48_000
+
+
+# -- parking agrees with the core's own queue ------------------------------------
+
+
+def core_alone(case: Scenario) -> dict[str, float | None]:
+    """Start times when every arrived gang stays in the core's queue (nothing parked)."""
+    now = [0.0]
+    scheduler = Scheduler(lambda: now[0])
+    for node in case.nodes:
+        scheduler.upsert_node(node)
+    for queue in case.queues:
+        scheduler.upsert_queue(queue)
+    events = [(g.arrival, 1, i) for i, g in enumerate(case.gangs)]
+    heapq.heapify(events)
+    started: dict[str, float | None] = {g.name: None for g in case.gangs}
+    bound = dict.fromkeys(started, 0)
+    number_of = {g.name: i for i, g in enumerate(case.gangs)}
+    while events:
+        moment = now[0] = events[0][0]
+        while events and events[0][0] == moment:
+            _, kind, number = heapq.heappop(events)
+            gang = case.gangs[number]
+            uids = [f"{gang.name}-{i}" for i in range(gang.size)]
+            if kind == 0:
+                for uid in uids:
+                    scheduler.remove_pod(uid)
+                continue
+            scheduler.upsert_group(
+                GroupPolicy(
+                    namespace=gang.namespace,
+                    name=gang.name,
+                    min_member=gang.min_member,
+                    priority=gang.priority,
+                    created=gang.arrival,
+                    queue=gang.queue,
+                )
+            )
+            for uid in uids:
+                scheduler.upsert_pod(
+                    PodInfo.from_object(
+                        {
+                            "metadata": {
+                                "name": uid,
+                                "namespace": gang.namespace,
+                                "uid": uid,
+                                "labels": {POD_GROUP_LABEL: gang.name},
+                            },
+                            "spec": {
+                                "schedulerName": "coscheduler",
+                                "priority": gang.priority,
+                                "containers": [
+                                    {
+                                        "name": "c",
+                                        "resources": {"requests": {"cpu": f"{gang.cpu}m"}},
+                                    }
+                                ],
+                            },
+                        }
+                    )
+                )
+        while (decision := scheduler.next_decision()) is not None:
+            name = decision.group.name
+            gang = case.gangs[number_of[name]]
+            bound[name] += len(decision.bindings)
+            if started[name] is None and bound[name] >= gang.min_member:
+                started[name] = moment
+                heapq.heappush(events, (moment + gang.run, 0, number_of[name]))
+    return started
+
+
+def random_queued_case(seed: int) -> Scenario:
+    rng = random.Random(seed)
+    queues: list[dict[str, Any]] = [
+        {"name": "a", "weight": rng.randint(1, 4)},
+        {"name": "b", "weight": rng.randint(1, 4), "max": {"cpu": str(rng.randint(3, 10))}},
+        {"name": "c", "nominal": {"cpu": str(rng.randint(1, 6))}},
+    ]
+    gangs = []
+    for i in range(rng.randint(4, 16)):
+        size = rng.randint(1, 4)
+        gangs.append(
+            series(
+                f"g{i}",
+                rng.choice(["a", "b", "c", "default"]),
+                size=size,
+                minMember=rng.randint(1, size),
+                requests={"cpu": rng.choice(["500m", "1", "2", "3"])},
+                priority=rng.choice([0, 0, 5]),
+                arrivalSeconds=rng.choice([0, 0, 10, 25, 40, 70]),
+                runSeconds=rng.choice([20, 30, 50, 80]),
+            )
+        )
+    raw = scenario(queues, *gangs)
+    raw["cluster"]["nodes"] = [
+        {"name": "n", "count": rng.randint(1, 3), "allocatable": {"cpu": "4"}},
+        {"name": "m", "allocatable": {"cpu": "3"}},
+    ]
+    return parse_scenario(raw)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_parked_gangs_start_when_the_cores_own_queue_would_start_them(seed: int) -> None:
+    case = random_queued_case(seed)
+    result = replay(case, Policy.GANG)
+    assert {o.gang.name: o.start for o in result.gangs} == core_alone(case)
