@@ -34,7 +34,7 @@ namespace): a cluster with no Queue objects schedules exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -113,7 +113,6 @@ class Quotas:
         self._usage: dict[str, dict[str, int]] = {}
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
         self._demand: dict[str, dict[str, dict[str, int]]] = {}
-        self._group_demand: dict[object, tuple[str, str, dict[str, int]]] = {}
         self._capacity: dict[str, int] = {}
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
 
@@ -149,17 +148,9 @@ class Quotas:
         """A pod of a group of ``queue`` was bound (1) or left (-1)."""
         _add(self._usage.setdefault(queue, {}), requests, sign)
 
-    def set_demand(self, group: object, queue: str, namespace: str, pending: Amounts) -> None:
-        """The requests of ``group``'s pending members (empty when none waits)."""
-        old = self._group_demand.pop(group, None)
-        if old is not None:
-            old_queue, old_namespace, old_amounts = old
-            by_namespace = self._demand.get(old_queue, {})
-            _add(by_namespace.setdefault(old_namespace, {}), old_amounts, -1)
-        if pending:
-            amounts = {r: a for r, a in pending.items() if a}
-            self._group_demand[group] = (queue, namespace, amounts)
-            _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), amounts)
+    def add_demand(self, queue: str, namespace: str, pending: Amounts, sign: int = 1) -> None:
+        """Members of a group of ``namespace`` began (1) or stopped (-1) waiting in ``queue``."""
+        _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), pending, sign)
 
     # -- reading -------------------------------------------------------------
 
@@ -258,11 +249,20 @@ class Quotas:
             )
         return None
 
-    def admit(self, name: str, need: Amounts, free: Amounts) -> Status | None:
+    def admit(
+        self,
+        name: str,
+        need: Amounts,
+        free: Callable[[], Amounts],
+        memo: dict[str, object] | None = None,
+    ) -> Status | None:
         """Why queue ``name`` may not take ``need`` more (None: it may).
 
-        ``free`` is the cluster's free capacity before the group is placed.
-        Call :meth:`gate` first: this assumes the queue is a valid leaf.
+        ``free`` gives the cluster's free capacity before the group is placed;
+        it is asked only when the group borrows idle capacity that other
+        queues claim. ``memo`` carries what does not change between calls for
+        one decision (the other queues' claims). Call :meth:`gate` first: this
+        assumes the queue is a valid leaf.
         """
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
@@ -295,17 +295,18 @@ class Quotas:
                     _add(held, self._claim(sibling))
             if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
                 return None
-        top = chain[-1]
-        claims: dict[str, list[tuple[str, int]]] = {}
-        for other in self._tops():
-            if other == top:
-                continue
-            for resource, amount in self._guard(other).items():
-                claims.setdefault(resource, []).append((other, amount))
+        claims = self._claims_beside(chain[-1], memo)
+        if not claims:
+            return None
+        idle_amounts: Amounts | None = None
         for resource, wanted in sorted(need.items()):
             held_for_others = sum(amount for _, amount in claims.get(resource, ()))
-            idle = free.get(resource, 0)
-            if wanted > idle - held_for_others and held_for_others > 0:
+            if held_for_others <= 0:
+                continue
+            if idle_amounts is None:
+                idle_amounts = free()
+            idle = idle_amounts.get(resource, 0)
+            if wanted > idle - held_for_others:
                 holders = ", ".join(
                     f"{queue} ({_amount(resource, amount)})"
                     for queue, amount in sorted(claims[resource])
@@ -320,6 +321,24 @@ class Quotas:
         return None
 
     # -- internals -----------------------------------------------------------
+
+    def _claims_beside(
+        self, top: str, memo: dict[str, object] | None
+    ) -> dict[str, list[tuple[str, int]]]:
+        """Per resource, what each other top queue claims now (queue, amount)."""
+        key = f"claims-beside:{top}"
+        if memo is not None and key in memo:
+            cached: dict[str, list[tuple[str, int]]] = memo[key]  # type: ignore[assignment]
+            return cached
+        claims: dict[str, list[tuple[str, int]]] = {}
+        for other in self._tops():
+            if other == top:
+                continue
+            for resource, amount in self._guard(other).items():
+                claims.setdefault(resource, []).append((other, amount))
+        if memo is not None:
+            memo[key] = claims
+        return claims
 
     def _claim(self, name: str) -> dict[str, int]:
         """What a queue holds or may claim now: its usage plus its guard."""
