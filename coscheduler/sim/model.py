@@ -177,6 +177,13 @@ class GangSeries(_Strict):
         return self
 
 
+def _namespaces(value: object) -> object:
+    """``all`` or a list of names: anything else gets one message, not one per alternative."""
+    if value == "all" or isinstance(value, list):
+        return value
+    raise ValueError("expected a list of namespace names, or all")
+
+
 class QueueEntry(_Strict):
     """One queue, as a Queue object's spec with its name."""
 
@@ -186,7 +193,10 @@ class QueueEntry(_Strict):
     max: ResourceList = Field(default_factory=dict)
     state: Literal["Open", "Closed"] = "Open"
     parent: str | None = Field(None, min_length=1, max_length=63)
-    namespaces: Literal["all"] | list[Annotated[str, Field(min_length=1)]] = "all"
+    namespaces: Annotated[
+        Literal["all"] | list[Annotated[str, Field(min_length=1)]],
+        BeforeValidator(_namespaces),
+    ] = "all"
 
     @model_validator(mode="after")
     def _max_holds_nominal(self) -> QueueEntry:

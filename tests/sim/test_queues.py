@@ -137,6 +137,12 @@ def test_queues_become_the_cores_policies_and_gangs_carry_queue_and_namespace() 
             id="state",
         ),
         pytest.param(
+            [{"name": "a", "namespaces": "ml"}],
+            series("g", "a"),
+            "queues[0].namespaces: expected a list of namespace names, or all (got 'ml')",
+            id="namespaces-not-a-list",
+        ),
+        pytest.param(
             [{"name": "a", "nominal": {"cpu": "lots"}}],
             series("g", "a"),
             "queues[0].nominal: cpu: invalid quantity 'lots'",
