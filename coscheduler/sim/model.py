@@ -36,13 +36,15 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
         nominal: {cpu: "16"}   # entitled quota per resource
         max: {cpu: "48"}       # hard cap, borrowing included
         state: Open            # or Closed: admits no new gang
-        parent: org            # optional; a gang draws from a queue without children
+        parent: org            # optional, a queue defined here; gangs draw from queues without children
         namespaces: [ml]       # who may use it; ``all`` (the default) lets every namespace
 
 Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
 
 Every mistake is reported with its path in the file and what was expected,
-all at once (:class:`ScenarioError`), never as a traceback.
+all at once (:class:`ScenarioError`), never as a traceback; what holds queues
+and gangs together (parents, the queue a series names, its namespace) is
+checked once every field is valid.
 """
 
 from __future__ import annotations
