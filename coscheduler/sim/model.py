@@ -36,7 +36,7 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
         nominal: {cpu: "16"}   # entitled quota per resource
         max: {cpu: "48"}       # hard cap, borrowing included
         state: Open            # or Closed: admits no new gang
-        parent: org            # optional, a queue defined here; gangs draw from queues without children
+        parent: org            # optional; gangs draw from queues without children
         namespaces: [ml]       # who may use it; ``all`` (the default) lets every namespace
 
 Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
