@@ -22,11 +22,12 @@ questions, each pure:
       after the placement must still cover the claims of every other top
       queue. That is work conservation: capacity no queue is entitled to now
       never stays idle while a group under its max fits it.
-3. :meth:`Quotas.share`: which queue goes next. The dominant share of usage
-   over entitlement (nominal, or the cluster's capacity for a resource the
-   queue has no nominal of), divided by the weight: the lowest goes first
-   (weighted DRF), so backlogged queues converge to shares in proportion to
-   their weights.
+3. :meth:`Quotas.share`: which queue goes next. Queues within their nominal
+   first (the furthest below it first), then borrowers by their largest
+   borrowed amount over the capacity no nominal covers, divided by the
+   weight: every queue gets its entitlement before anyone borrows, and
+   backlogged borrowers converge to shares of the idle capacity in
+   proportion to their weights.
 
 A queue named ``default`` exists without an object (open, no quota, every
 namespace): a cluster with no Queue objects schedules exactly as before.
@@ -173,12 +174,36 @@ class Quotas:
         return total
 
     def share(self, name: str) -> float:
-        """Dominant share of usage over entitlement, divided by the weight (lower goes first).
+        """Where the queue stands for its next group: the lowest goes first.
 
-        Groups draw from leaves, whose usage is their own: no walk down the tree.
+        Below 1 while it uses no more than its nominal of any resource (its
+        largest used/nominal ratio: the further below its entitlement, the
+        sooner); above 1 once it borrows: 1 plus its largest borrowed amount
+        over the capacity no nominal covers, divided by its weight. So queues
+        under their nominal go before borrowers, and borrowers share the idle
+        capacity by weight. Groups draw from leaves, whose usage is their own.
         """
         queue = self.policy(name) or IMPLICIT_DEFAULT
-        return self._dominant(queue, self._usage.get(name, {})) / queue.weight
+        within = borrowed = 0.0
+        for resource, used in self._usage.get(name, {}).items():
+            nominal = queue.nominal.get(resource, 0)
+            if used <= 0 or (resource in _UNSHARED and not nominal):
+                continue
+            if used <= nominal:
+                within = max(within, used / nominal)
+                continue
+            base = self._idle_base(resource)
+            if base:
+                borrowed = max(borrowed, (used - nominal) / base)
+        return 1.0 + borrowed / queue.weight if borrowed else within
+
+    def _idle_base(self, resource: str) -> int:
+        """The capacity of ``resource`` beyond every top queue's nominal (all of it if none)."""
+        capacity = self._capacity.get(resource, 0)
+        promised = sum(
+            (self.policy(top) or IMPLICIT_DEFAULT).nominal.get(resource, 0) for top in self._tops()
+        )
+        return capacity - promised if capacity > promised else capacity
 
     def _dominant(self, queue: QueuePolicy, usage: Amounts) -> float:
         best = 0.0
