@@ -116,6 +116,8 @@ class Quotas:
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
         self._demand: dict[str, dict[str, dict[str, int]]] = {}
         self._capacity: dict[str, int] = {}
+        #: Per resource, the capacity no top queue's nominal covers (cached).
+        self._idle_bases: dict[str, int] = {}
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
 
     # -- feeding -------------------------------------------------------------
@@ -142,6 +144,7 @@ class Quotas:
     def set_capacity(self, capacity: Mapping[str, int]) -> None:
         """The allocatable capacity of the cluster's schedulable nodes."""
         self._capacity = dict(capacity)
+        self._idle_bases = {}
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self._namespace_labels = labels
@@ -199,11 +202,16 @@ class Quotas:
 
     def _idle_base(self, resource: str) -> int:
         """The capacity of ``resource`` beyond every top queue's nominal (all of it if none)."""
-        capacity = self._capacity.get(resource, 0)
-        promised = sum(
-            (self.policy(top) or IMPLICIT_DEFAULT).nominal.get(resource, 0) for top in self._tops()
-        )
-        return capacity - promised if capacity > promised else capacity
+        base = self._idle_bases.get(resource)
+        if base is None:
+            capacity = self._capacity.get(resource, 0)
+            promised = sum(
+                (self.policy(top) or IMPLICIT_DEFAULT).nominal.get(resource, 0)
+                for top in self._tops()
+            )
+            base = capacity - promised if capacity > promised else capacity
+            self._idle_bases[resource] = base
+        return base
 
     def _dominant(self, queue: QueuePolicy, usage: Amounts) -> float:
         best = 0.0
@@ -433,6 +441,7 @@ class Quotas:
 
     def _rebuild(self) -> None:
         """Children, and the queues whose parents are missing or form a cycle."""
+        self._idle_bases = {}
         self._children = {}
         self._problems = {}
         for name, queue in self._queues.items():
