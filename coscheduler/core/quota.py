@@ -354,6 +354,33 @@ class Quotas:
                 )
         return None
 
+    def may_reclaim(self, taker: str, victim_queue: str, removed: Amounts) -> bool:
+        """Whether ``taker`` may take ``removed`` back from ``victim_queue`` (reclaim).
+
+        Only a queue under its nominal takes back, only from another queue that
+        borrowed, and never below that queue's own nominal: so the victim queue
+        still stands above the taker afterwards (no ping-pong between queues).
+        """
+        if taker == victim_queue:
+            return False
+        wanting = self.policy(taker)
+        lender = self.policy(victim_queue)
+        if wanting is None or lender is None or not wanting.nominal:
+            return False
+        used = self.usage(taker)
+        if all(used.get(r, 0) >= nominal for r, nominal in wanting.nominal.items()):
+            return False
+        held = self.usage(victim_queue)
+        borrowed_any = False
+        for resource, amount in removed.items():
+            if amount <= 0 or resource in _UNSHARED:
+                continue
+            nominal = lender.nominal.get(resource, 0)
+            if held.get(resource, 0) - amount < nominal:
+                return False
+            borrowed_any = borrowed_any or held.get(resource, 0) > nominal
+        return borrowed_any
+
     # -- internals -----------------------------------------------------------
 
     def _claims_beside(

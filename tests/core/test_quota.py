@@ -6,7 +6,7 @@ from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.api.quantity import parse_resource_list
 from coscheduler.api.queue import QUEUE_LABEL
 from coscheduler.api.reasons import Reason
-from coscheduler.core import Code, Decision, GroupKey, QueuePolicy, Scheduler
+from coscheduler.core import Code, Decision, GroupKey, QueuePolicy, Quotas, Scheduler
 from tests.builders import Clock, gang, group, node, pod
 
 
@@ -312,3 +312,20 @@ def test_idle_capacity_goes_to_borrowers_by_weight_up_to_their_max() -> None:
     }
     # ops: its 32, then borrows like a weight-1 queue until its max; the rest 1:3.
     assert cpu == {"ops": 48, "research": 20, "product": 60}
+
+
+def test_reclaim_takes_back_only_what_was_borrowed_and_never_below_the_lenders_nominal() -> None:
+    quotas = Quotas()
+    everyone = frozenset({"default"})
+    quotas.upsert_queue(queue("a", nominal="cpu=8", namespaces=everyone))
+    quotas.upsert_queue(queue("b", nominal="cpu=4", namespaces=everyone))
+    quotas.upsert_queue(queue("c", namespaces=everyone))
+    quotas.charge("b", {"cpu": 10_000})  # 6 above its nominal
+    quotas.charge("a", {"cpu": 2_000})  # under its nominal
+    assert quotas.may_reclaim("a", "b", {"cpu": 6_000})
+    assert not quotas.may_reclaim("a", "b", {"cpu": 7_000})  # b would go below its 4
+    assert not quotas.may_reclaim("b", "a", {"cpu": 1_000})  # b is over its nominal: no claim
+    assert not quotas.may_reclaim("c", "b", {"cpu": 1_000})  # c has no nominal to claim
+    assert not quotas.may_reclaim("a", "a", {"cpu": 1_000})
+    quotas.charge("a", {"cpu": 6_000})  # a at its nominal: nothing to take back
+    assert not quotas.may_reclaim("a", "b", {"cpu": 1_000})
