@@ -43,6 +43,24 @@ def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
     assert len(seen.invalid) == 1
 
 
+def test_amounts_past_what_the_core_counts_are_reported_not_fatal() -> None:
+    # Found by tests/api/test_bad_input_properties.py: an overhead of 8Ei cpu (and a
+    # request of 1e18 cpu, which the API server accepts) overflowed the core's int64
+    # arrays at the next decision, stopping the loop.
+    state, seen = make_state()
+    huge = pod_object("huge", cpu="1")
+    huge["spec"]["overhead"] = {"cpu": "8Ei"}
+    big_node = node_object("n2", cpu="1e30")
+    state.replace_nodes([node_object("n1"), big_node])
+    state.replace_pods([huge, pod_object("good", cpu="1")])
+
+    assert [(i.kind, i.name) for i in seen.invalid] == [("Node", "n2"), ("Pod", "huge")]
+    assert "'8Ei' is more than coscheduler can count" in seen.invalid[1].message
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert [b.uid for b in decision.bindings] == ["uid-default-good"]
+
+
 def test_a_malformed_node_is_reported_and_dropped() -> None:
     state, seen = make_state()
     broken = node_object("n2")
