@@ -1,4 +1,4 @@
-"""Hypothesis strategies for bad input: PodGroups and pods as a careless or hostile user writes them.
+"""Hypothesis strategies for bad input: PodGroups and pods as careless or hostile users write them.
 
 Each strategy starts from a valid object and changes one or two fields to a
 value from the edges of the schema: quantities huge, tiny, negative or
@@ -31,8 +31,8 @@ __all__ = [
     "counts",
     "label_values",
     "names",
-    "pods",
     "podgroups",
+    "pods",
     "quantities",
     "xk8s_podgroups",
 ]
@@ -110,7 +110,7 @@ _BAD_QUANTITIES: Final = (
     "0x10",
     "1_000",
     "∞",
-    "１",  # a fullwidth digit
+    "\uff11",  # a fullwidth digit one
     "1Ki1",
     "NaN",
     "+-1",
@@ -422,7 +422,7 @@ def _node_selector_terms() -> st.SearchStrategy[object]:
     return st.one_of(st.lists(term, max_size=2), _anything())
 
 
-def _pod_affinity_terms() -> st.SearchStrategy[object]:
+def _pod_affinity_terms() -> st.SearchStrategy[list[Json]]:
     selector = st.one_of(
         st.fixed_dictionaries(
             {},

@@ -11,6 +11,7 @@ added afterwards is placed whole.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from typing import Any
@@ -21,9 +22,10 @@ from hypothesis import strategies as st
 from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.quantity import QuantityError
+from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
-from tests.bad_input import POOL_LABEL, Sample, pods, podgroups, xk8s_podgroups
+from tests.bad_input import POOL_LABEL, Sample, podgroups, pods, xk8s_podgroups
 from tests.builders import node_object, pod_object, podgroup_object
 
 Json = dict[str, Any]
@@ -62,28 +64,22 @@ def _as_delivered(sample: Sample, serial: int) -> Json:
 @MANY
 @given(pods())
 def test_a_pod_is_read_or_refused_with_a_parse_error(sample: Sample) -> None:
-    try:
+    with contextlib.suppress(PodParseError, QuantityError):
         PodInfo.from_object(_as_delivered(sample, 0))
-    except (PodParseError, QuantityError):
-        pass
 
 
 @MANY
 @given(podgroups())
 def test_our_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) -> None:
-    try:
+    with contextlib.suppress(ValueError):
         sigs.ADAPTER.parse(_as_delivered(sample, 0))
-    except ValueError:
-        pass
 
 
 @MANY
 @given(xk8s_podgroups())
 def test_an_xk8s_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) -> None:
-    try:
+    with contextlib.suppress(ValueError):
         xk8s.ADAPTER.parse(_as_delivered(sample, 0))
-    except ValueError:
-        pass
 
 
 @_examples(150)
@@ -127,9 +123,9 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     assert {"clean-0", "clean-1"} <= bound
 
 
-def _decide_until_quiet(state: ClusterState) -> list[Any]:
+def _decide_until_quiet(state: ClusterState) -> list[Decision]:
     """Every decision the core will take now (its clock stands still, so backoff ends it)."""
-    decisions = []
+    decisions: list[Decision] = []
     for _ in range(200):
         decision = state.scheduler.next_decision()
         if decision is None:
