@@ -21,7 +21,8 @@ class Reason(StrEnum):
 
     # -- why a group, or a pod of ours, is not placed (conditions and events) --
 
-    #: A pod names a PodGroup that does not exist.
+    #: A pod names a PodGroup that does not exist (or that cannot be read: the
+    #: message then says so, and why).
     GROUP_NOT_FOUND = "GroupNotFound"
     #: Fewer members exist than ``minMember`` or a role's minimum.
     NOT_ENOUGH_MEMBERS = "NotEnoughMembers"

@@ -42,6 +42,7 @@ from coscheduler.api.volumes import (
     VolumeParseError,
 )
 from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 
@@ -102,6 +103,11 @@ def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def _group_key(raw: Mapping[str, Any]) -> GroupKey:
+    meta = _meta(raw)
+    return GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+
 def _created(group: GroupObject) -> float:
     created = group.creation_timestamp
     return created.timestamp() if created is not None else 0.0
@@ -132,6 +138,8 @@ class ClusterState:
     _pod_uids: set[str] = field(default_factory=set)
     #: Every readable PodGroup, by API, shadowed ones included.
     _objects: dict[GroupApi, dict[GroupKey, GroupObject]] = field(default_factory=dict)
+    #: Why each PodGroup that exists but cannot be read was refused, by API.
+    _unreadable: dict[GroupApi, dict[GroupKey, str]] = field(default_factory=dict)
 
     # -- nodes ---------------------------------------------------------------
 
@@ -239,18 +247,19 @@ class ClusterState:
         self, objects: Iterable[Mapping[str, Any]], adapter: GroupAdapter = sigs.ADAPTER
     ) -> None:
         """A fresh list of every PodGroup of one API: forget the ones it no longer has."""
-        _replace_all(
-            objects,
-            lambda raw: self.upsert_podgroup(raw, adapter),
-            list(self._objects.get(adapter.api, {})),
-            lambda key: self._remove_object(adapter, key),
-        )
+        known = {*self._objects.get(adapter.api, {}), *self._unreadable.get(adapter.api, {})}
+        seen: set[GroupKey] = set()
+        for raw in objects:
+            self.upsert_podgroup(raw, adapter)
+            seen.add(_group_key(raw))
+        for key in known - seen:
+            self._remove_object(adapter, key)
 
     def upsert_podgroup(
         self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER
     ) -> GroupKey | None:
         meta = _meta(raw)
-        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        key = _group_key(raw)
         if self.namespaces and key.namespace not in self.namespaces:
             # Another instance may own it: never write its status or events.
             return None
@@ -286,14 +295,25 @@ class ClusterState:
                 )
             )
             self._remove_object(adapter, key)
+            self._unreadable.setdefault(adapter.api, {})[key] = message
+            # Its pods were told the group does not exist: look again, so they say why.
+            self.scheduler.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
             return None
         self._store(adapter, key, group, spec_changed=True)
         return key
 
+    def unreadable_group(self, key: GroupKey) -> str | None:
+        """Why the key's PodGroup cannot be read, when one exists and none of its APIs' can."""
+        if key in self.podgroups:
+            return None
+        for adapter in self.adapters:
+            why = self._unreadable.get(adapter.api, {}).get(key)
+            if why is not None:
+                return why
+        return None
+
     def remove_podgroup(self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER) -> None:
-        meta = _meta(raw)
-        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
-        self._remove_object(adapter, key)
+        self._remove_object(adapter, _group_key(raw))
 
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
@@ -337,6 +357,7 @@ class ClusterState:
             self.on_group_changed(key)
 
     def _remove_object(self, adapter: GroupAdapter, key: GroupKey) -> None:
+        self._unreadable.get(adapter.api, {}).pop(key, None)
         objects = self._objects.get(adapter.api, {})
         if objects.pop(key, None) is None:
             return

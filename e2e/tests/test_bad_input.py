@@ -35,6 +35,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from coscheduler.api.adapters import sigs, xk8s
+from coscheduler.api.labels import pod_group_name
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
 from e2e import workloads as w
@@ -123,6 +124,7 @@ class Batch:
         self.refused.append(message)
 
 
+XK8S_LABEL = "scheduling.x-k8s.io/pod-group"
 #: A name of 253 characters, the most the API server allows.
 MAXIMAL_NAME = ".".join(["a" * 62 + "z"] * 3 + ["b" * 59 + "-c"])
 
@@ -178,7 +180,9 @@ def _pod_scheduled(pod: Json) -> Json:
     return {}
 
 
-def _outcome(item: Accepted, now: Json, events: list[Json]) -> str | None:
+def _outcome(
+    item: Accepted, now: Json, events: list[Json], unreadable_groups: set[str | None]
+) -> str | None:
     """How coscheduler answered the object so far; None while it has not."""
     mine = [e for e in events if e["involvedObject"].get("uid") == item.uid]
     if item.unreadable is not None:
@@ -188,8 +192,14 @@ def _outcome(item: Accepted, now: Json, events: list[Json]) -> str | None:
         if now["spec"].get("nodeName"):
             return "bound"
         condition = _pod_scheduled(now)
+        message = str(condition.get("message"))
+        if condition.get("reason") == "GroupNotFound" and unreadable_groups & {
+            pod_group_name(now["metadata"].get("labels"))
+        }:
+            # The group exists: the pod must say why it cannot be read, not that it is missing.
+            return f"GroupNotFound: {message}" if "cannot be read" in message else None
         if condition.get("status") == "False" and condition.get("reason"):
-            return f"PodScheduled=False {condition['reason']}: {condition.get('message')}"
+            return f"PodScheduled=False {condition['reason']}: {message}"
         return None
     if item.api_version == xk8s.API.api_version:
         # A shared API: a group with no member of ours may be another scheduler's to keep.
@@ -209,10 +219,16 @@ def _wait_outcomes(cluster: Cluster, namespace: str, accepted: list[Accepted]) -
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         return {
             item.describe(): _outcome(
-                item, current.get((item.api_version, item.uid), item.stored), events
+                item, current.get((item.api_version, item.uid), item.stored), events, unreadable
             )
             for item in accepted
         }
+
+    groups = [item for item in accepted if item.kind == "PodGroup"]
+    readable = {item.name for item in groups if item.unreadable is None}
+    unreadable: set[str | None] = {
+        item.name for item in groups if item.unreadable is not None and item.name not in readable
+    }
 
     seen = wait_for(
         observe,
@@ -255,6 +271,9 @@ def test_bad_input_is_refused_clearly_or_scheduled_or_reported(
     # Examples that found bugs, kept (each named in the commit that fixed it), and edges.
     @example(_pod(namespace, pool, "huge", {"cpu": "1e18"}))  # overflowed the core's int64
     @example(_xk8s_group(namespace, MAXIMAL_NAME, minMember=2**31 - 1))
+    # Its pods said it did not exist:
+    @example(_xk8s_group(namespace, "unreadable", minMember=2**31 - 1))
+    @example(_pod(namespace, pool, "of-unreadable", {"cpu": "1"}, **{XK8S_LABEL: "unreadable"}))
     def send(sample: Sample) -> None:
         batch.send(sample)
 

@@ -8,6 +8,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
 
 
@@ -68,6 +69,39 @@ def test_a_malformed_node_is_reported_and_dropped() -> None:
     state.replace_nodes([node_object("n1"), broken])
     assert [i.name for i in seen.invalid] == ["n2"]
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
+
+
+def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist() -> None:
+    # Found by e2e/tests/test_bad_input.py: scheduler-plugins' schema lets minMember
+    # reach 2**31-1; the group was refused, and its pods said "does not exist: create it".
+    state, _ = make_state()
+    state.replace_nodes([node_object("n1")])
+    state.upsert_pod(pod_object("w-0", group="train", group_label=xk8s.GROUP + "/pod-group"))
+    state.upsert_podgroup(
+        podgroup_object("train", 2**31 - 1, api_version=xk8s.API.api_version), xk8s.ADAPTER
+    )
+    key = GroupKey("default", "train")
+    why = state.unreadable_group(key)
+    assert why is not None
+    assert why.startswith("spec.minMember:")
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert decision.why_pending is not None
+    assert decision.why_pending.reason is Reason.GROUP_NOT_FOUND
+    assert _pod_message(key, decision.why_pending, why) == (
+        "PodGroup default/train cannot be read, so it is treated as missing: "
+        "spec.minMember: Input should be less than or equal to 100000"
+    )
+
+    # Fixed, it is read; deleted or gone from a relist, nothing is said of it any more.
+    state.upsert_podgroup(
+        podgroup_object("train", 1, api_version=xk8s.API.api_version, generation=2), xk8s.ADAPTER
+    )
+    assert state.unreadable_group(key) is None
+    state.upsert_podgroup(podgroup_object("other", 0))
+    assert state.unreadable_group(GroupKey("default", "other")) is not None
+    state.replace_podgroups([])
+    assert state.unreadable_group(GroupKey("default", "other")) is None
 
 
 def test_an_invalid_podgroup_is_reported_and_ignored() -> None:
