@@ -558,12 +558,96 @@ def _volumes() -> st.SearchStrategy[object]:
     )
 
 
+# Shapes the API server accepts, with values at their edges: these reach the scheduler.
+
+_VALID_KEYS: Final = ("kubernetes.io/hostname", "rack", "example.com/" + "k" * 63)
+_BIG_INTS: Final = (1, 2, 2**31 - 1)
+
+
+def _edgy_spread() -> st.SearchStrategy[object]:
+    constraint = st.fixed_dictionaries(
+        {
+            "maxSkew": st.sampled_from(_BIG_INTS),
+            "topologyKey": st.sampled_from(_VALID_KEYS),
+            "whenUnsatisfiable": st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]),
+            "labelSelector": st.just({"matchLabels": {"app": "fuzz"}}),
+        },
+        optional={"matchLabelKeys": st.just(["app"])},
+    )
+    strict = st.builds(
+        lambda skew, domains: [
+            {
+                "maxSkew": skew,
+                "minDomains": domains,
+                "topologyKey": "rack",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "fuzz"}},
+            }
+        ],
+        st.sampled_from(_BIG_INTS),
+        st.sampled_from(_BIG_INTS),
+    )
+    return st.one_of(st.lists(constraint, min_size=1, max_size=2), strict)
+
+
+def _edgy_affinity() -> st.SearchStrategy[object]:
+    term = st.fixed_dictionaries(
+        {"topologyKey": st.sampled_from(_VALID_KEYS)},
+        optional={
+            "labelSelector": st.sampled_from(
+                [{}, {"matchLabels": {"app": "fuzz"}}, {"matchLabels": {"app": "nobody"}}]
+            ),
+            "namespaceSelector": st.just({}),
+            "namespaces": st.just(["elsewhere"]),
+        },
+    )
+    node_term = st.sampled_from(
+        [
+            {"matchExpressions": [{"key": "rack", "operator": "Gt", "values": ["9" * 18]}]},
+            {"matchExpressions": [{"key": "rack", "operator": "Lt", "values": ["-" + "9" * 18]}]},
+            {"matchExpressions": [{"key": "rack", "operator": "DoesNotExist"}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["absent"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["x"]}]},
+        ]
+    )
+    return st.one_of(
+        st.builds(lambda t: {"podAntiAffinity": {_REQUIRED: [t]}}, term),
+        st.builds(lambda t: {"podAffinity": {_REQUIRED: [t]}}, term),
+        st.builds(
+            lambda w, t: {"podAffinity": {_PREFERRED: [{"weight": w, "podAffinityTerm": t}]}},
+            st.sampled_from([1, 100]),
+            term,
+        ),
+        st.builds(lambda t: {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": [t]}}}, node_term),
+    )
+
+
+def _edgy_tolerations() -> st.SearchStrategy[object]:
+    return st.lists(
+        st.sampled_from(
+            [
+                {"operator": "Exists"},
+                {"key": "k", "operator": "Exists", "effect": "NoExecute"},
+                {"key": "k", "value": "v", "effect": "NoExecute", "tolerationSeconds": 2**63 - 1},
+                {"key": "k", "value": "v", "effect": "NoExecute", "tolerationSeconds": -(2**63)},
+                {"key": "", "operator": "Exists", "effect": "NoSchedule"},
+            ]
+        ),
+        min_size=1,
+        max_size=3,
+    )
+
+
+_REQUIRED: Final = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED: Final = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
 def pods(namespace: str | None = None, pool: str = "pool") -> st.SearchStrategy[Sample]:
     """Pods of ours (``schedulerName: coscheduler``), one or two fields off the schema.
 
     Every pod keeps its nodeSelector on ``pool`` (fuzzed selectors add keys to it).
     """
-    metadata: Json = {"name": "p"}
+    metadata: Json = {"name": "p", "labels": {"app": "fuzz"}}
     if namespace is not None:
         metadata["namespace"] = namespace
     base: Json = {
@@ -608,11 +692,13 @@ def pods(namespace: str | None = None, pool: str = "pool") -> st.SearchStrategy[
             "spec.initContainers": _init_containers(),
             "spec.overhead": st.dictionaries(_resource_names(), quantities(), max_size=2),
             "spec.nodeSelector": selector,
-            "spec.affinity": _affinities(),
-            "spec.topologySpreadConstraints": _spread_constraints(),
-            "spec.tolerations": _tolerations(),
+            "spec.affinity": st.one_of(_affinities(), _edgy_affinity()),
+            "spec.topologySpreadConstraints": st.one_of(_spread_constraints(), _edgy_spread()),
+            "spec.tolerations": st.one_of(_tolerations(), _edgy_tolerations()),
             "spec.priority": counts(),
-            "spec.priorityClassName": names(),
+            "spec.priorityClassName": st.one_of(
+                names(), st.sampled_from(["system-node-critical", "system-cluster-critical"])
+            ),
             "spec.schedulingGates": st.one_of(st.just([{"name": "example.com/wait"}]), _anything()),
             "spec.volumes": _volumes(),
         },

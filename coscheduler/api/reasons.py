@@ -65,7 +65,8 @@ class Reason(StrEnum):
     SCHEDULED = "Scheduled"
     #: Event on a pod or PodGroup: an attempt failed; the message says why.
     FAILED_SCHEDULING = "FailedScheduling"
-    #: Event on an object coscheduler cannot read (a malformed quantity...).
+    #: Event on an object coscheduler cannot read (a malformed quantity...); also
+    #: the reason on such a pod's ``PodScheduled=False`` when the pod is ours.
     INVALID_OBJECT = "InvalidObject"
 
     @property

@@ -62,6 +62,8 @@ class InvalidObject:
     message: str
     #: The object's apiVersion, where its kind alone does not say it (a PodGroup).
     api_version: str = ""
+    #: A pod of ours not bound yet: it waits, and its condition must say why.
+    waiting: bool = False
 
     @classmethod
     def of(cls, kind: str, raw: Mapping[str, Any], error: Exception) -> InvalidObject:
@@ -135,6 +137,8 @@ class ClusterState:
     _group_pods: dict[GroupKey, dict[str, PodInfo]] = field(default_factory=dict)
     _pod_group: dict[str, GroupKey] = field(default_factory=dict)
     _invalid_pods: set[str] = field(default_factory=set)
+    #: The unreadable pods of ours that wait (see ``InvalidObject.waiting``).
+    _invalid_waiting: set[str] = field(default_factory=set)
     _pod_uids: set[str] = field(default_factory=set)
     #: Every readable PodGroup, by API, shadowed ones included.
     _objects: dict[GroupApi, dict[GroupKey, GroupObject]] = field(default_factory=dict)
@@ -183,6 +187,7 @@ class ClusterState:
             pod = PodInfo.from_object(raw)
         except (PodParseError, QuantityError) as error:
             invalid = InvalidObject.of("Pod", raw, error)
+            invalid = dataclasses.replace(invalid, waiting=self._waits_for_us(raw, invalid))
             uid = invalid.uid
             if uid not in self._invalid_pods:
                 self._invalid_pods.add(uid)
@@ -195,14 +200,30 @@ class ClusterState:
                 # reported, so each of its events does not report it again.
                 self._remove_pod_uid(uid)
                 self._invalid_pods.add(uid)
+                if invalid.waiting:
+                    self._invalid_waiting.add(uid)
             return None
         if self.namespaces and pod.namespace not in self.namespaces:
             pod = dataclasses.replace(pod, scheduler_name="")  # not ours to place
         self._invalid_pods.discard(pod.uid)
+        self._invalid_waiting.discard(pod.uid)
         self._pod_uids.add(pod.uid)
         self.scheduler.upsert_pod(pod)
         self._index_member(pod)
         return pod
+
+    def _waits_for_us(self, raw: Mapping[str, Any], invalid: InvalidObject) -> bool:
+        """Whether an unreadable pod, as far as it can be read, is ours and not bound."""
+        spec = raw.get("spec")
+        if not isinstance(spec, Mapping) or spec.get("nodeName"):
+            return False
+        if self.namespaces and invalid.namespace not in self.namespaces:
+            return False
+        return bool(spec.get("schedulerName") == self.scheduler.settings.scheduler_name)
+
+    def unreadable_waiting(self, uid: str) -> bool:
+        """True for a pod of ours that cannot be read and is not bound."""
+        return uid in self._invalid_waiting
 
     def remove_pod(self, raw: Mapping[str, Any]) -> None:
         uid = _meta(raw).get("uid")
@@ -211,6 +232,7 @@ class ClusterState:
 
     def _remove_pod_uid(self, uid: str) -> None:
         self._invalid_pods.discard(uid)
+        self._invalid_waiting.discard(uid)
         self._pod_uids.discard(uid)
         self.scheduler.remove_pod(uid)
         key = self._pod_group.pop(uid, None)

@@ -54,7 +54,11 @@ _SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-
 
 #: Refusals of a pod by kube-apiserver's own decoder that name no field: upstream's
 #: words, not ours to change (the CRD's refusals, ours, must all name the field).
-UPSTREAM_UNNAMED = ("quantities must match the regular expression",)
+UPSTREAM_UNNAMED = (
+    "quantities must match the regular expression",
+    "unable to parse quantity's suffix",
+    "unable to parse numeric part of quantity",
+)
 
 _COLLECTIONS = {
     "v1": "/api/v1/namespaces/{ns}/pods",
@@ -187,6 +191,13 @@ def _outcome(
     mine = [e for e in events if e["involvedObject"].get("uid") == item.uid]
     if item.unreadable is not None:
         said = [e["message"] for e in mine if e["message"] == item.unreadable]
+        if item.kind == "Pod":  # a pod of ours, pending: its condition says it too
+            condition = _pod_scheduled(now)
+            if (condition.get("reason"), condition.get("message")) != (
+                "InvalidObject",
+                item.unreadable,
+            ):
+                return None
         return f"reported: {said[0]}" if said else None
     if item.kind == "Pod":
         if now["spec"].get("nodeName"):
@@ -208,8 +219,18 @@ def _outcome(
     return f"status {phase}" if phase else None
 
 
-def _wait_outcomes(cluster: Cluster, namespace: str, accepted: list[Accepted]) -> dict[str, str]:
-    """Until every accepted object has an outcome; return them by ``kind name``."""
+def _wait_outcomes(
+    cluster: Cluster, namespace: str, accepted: list[Accepted], process: SchedulerProcess
+) -> dict[str, str]:
+    """Until every accepted object has an outcome; return them by ``kind name``.
+
+    A scheduler that exits meanwhile fails the wait at once, with its log's end.
+    """
+
+    def answered(outcomes: dict[str, str | None]) -> bool:
+        if not process.alive():
+            raise AssertionError(f"coscheduler exited:\n{process.log()[-3000:]}")
+        return all(outcomes.values())
 
     def observe() -> dict[str, str | None]:
         current: dict[tuple[str, str], Json] = {}
@@ -232,7 +253,7 @@ def _wait_outcomes(cluster: Cluster, namespace: str, accepted: list[Accepted]) -
 
     seen = wait_for(
         observe,
-        lambda outcomes: all(outcomes.values()),
+        answered,
         describe="every accepted object scheduled or reported (None: not yet)",
         timeout=90,
         interval=1.0,
@@ -278,7 +299,7 @@ def test_bad_input_is_refused_clearly_or_scheduled_or_reported(
         batch.send(sample)
 
     send()
-    outcomes = _wait_outcomes(cluster, namespace, batch.accepted)
+    outcomes = _wait_outcomes(cluster, namespace, batch.accepted, process)
     print(f"\n{len(batch.refused)} refused, {len(batch.accepted)} accepted:")
     for name, outcome in sorted(outcomes.items()):
         print(f"  {name}: {outcome}")

@@ -62,6 +62,26 @@ def test_amounts_past_what_the_core_counts_are_reported_not_fatal() -> None:
     assert [b.uid for b in decision.bindings] == ["uid-default-good"]
 
 
+def test_an_unreadable_pod_of_ours_that_waits_is_marked_so_its_condition_says_why() -> None:
+    # Found by e2e/tests/test_bad_input.py: such a pod got one event, and once the
+    # event expired (an hour) nothing said why it stayed Pending.
+    state, seen = make_state()
+    waiting = pod_object("waiting", cpu="1e18")
+    bound = pod_object("bound", cpu="1e18", node="n1")
+    theirs = pod_object("theirs", cpu="1e18", scheduler="default-scheduler")
+    state.replace_pods([waiting, bound, theirs])
+    assert [(i.name, i.waiting) for i in seen.invalid] == [
+        ("waiting", True),
+        ("bound", False),
+        ("theirs", False),
+    ]
+    assert state.unreadable_waiting("uid-default-waiting")
+    assert not state.unreadable_waiting("uid-default-bound")
+    # Corrected, it is an ordinary pod again.
+    state.upsert_pod(pod_object("waiting", cpu="1"))
+    assert not state.unreadable_waiting("uid-default-waiting")
+
+
 def test_a_malformed_node_is_reported_and_dropped() -> None:
     state, seen = make_state()
     broken = node_object("n2")
