@@ -114,7 +114,12 @@ class Batch:
             status, text = self.cluster.api.raw("POST", path, body)
         if status in (200, 201):
             stored = json.loads(text)
-            self.accepted.append(Accepted(stored, _unreadable(stored)))
+            unreadable = _unreadable(stored)
+            # Our CRD mirrors our models: what it accepts, coscheduler reads.
+            assert unreadable is None or stored["apiVersion"] != sigs.API.api_version, (
+                f"the CRD accepted a PodGroup the models refuse: {unreadable}"
+            )
+            self.accepted.append(Accepted(stored, unreadable))
             return
         message = str(json.loads(text).get("message", text))
         assert status in (400, 403, 422), f"{status} for {sample}: {message}"
@@ -140,9 +145,15 @@ def _pod(namespace: str, pool: str, name: str, requests: Json, **labels: str) ->
     return Sample(body, ("spec.containers.0.resources.requests",))
 
 
-def _xk8s_group(namespace: str, name: str, **spec: Any) -> Sample:
+def _group(namespace: str, name: str, **spec: Any) -> Sample:
+    return _xk8s_group(namespace, name, sigs.API.api_version, **spec)
+
+
+def _xk8s_group(
+    namespace: str, name: str, api_version: str = xk8s.API.api_version, **spec: Any
+) -> Sample:
     body = {
-        "apiVersion": xk8s.API.api_version,
+        "apiVersion": api_version,
         "kind": "PodGroup",
         "metadata": {"name": name, "namespace": namespace},
         "spec": spec,
@@ -292,6 +303,9 @@ def test_bad_input_is_refused_clearly_or_scheduled_or_reported(
     # Examples that found bugs, kept (each named in the commit that fixed it), and edges.
     @example(_pod(namespace, pool, "huge", {"cpu": "1e18"}))  # overflowed the core's int64
     @example(_xk8s_group(namespace, MAXIMAL_NAME, minMember=2**31 - 1))
+    # The CRD took them, the models did not:
+    @example(_group(namespace, "dot", minMember=1, minResources={"cpu": "."}))
+    @example(_group(namespace, "exponent", minMember=1, minResources={"cpu": "1e1001"}))
     # Its pods said it did not exist:
     @example(_xk8s_group(namespace, "unreadable", minMember=2**31 - 1))
     @example(_pod(namespace, pool, "of-unreadable", {"cpu": "1"}, **{XK8S_LABEL: "unreadable"}))
