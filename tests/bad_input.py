@@ -302,8 +302,29 @@ def _or_missing(strategy: st.SearchStrategy[object]) -> st.SearchStrategy[object
 # -- PodGroups ----------------------------------------------------------------
 
 
+#: Node label keys at the edges of the pattern the CRD and the models share.
+_EDGE_KEYS: Final = (
+    "rack\n",
+    "a" * 63,
+    "a" * 64,
+    "p" * 253 + "/" + "n" * 63,  # 317: the longest
+    "p" * 254 + "/" + "n" * 63,
+    "a/b/c",
+    "a.b/c",
+    "-a/b",
+    "A/b",
+    "a/B_c.d",
+    "a/_b",
+    "é/b",
+    "a/b\u0301",
+)
+
+
 def _topologies() -> st.SearchStrategy[object]:
+    edge = st.sampled_from(_EDGE_KEYS)
     return st.one_of(
+        st.builds(lambda key: {"required": key}, edge),
+        st.builds(lambda keys: {"preferred": keys}, st.lists(edge, min_size=1, max_size=3)),
         st.just({}),
         st.builds(lambda key: {"required": key}, label_keys()),
         st.builds(lambda keys: {"preferred": keys}, st.lists(label_keys(), max_size=10)),
@@ -314,8 +335,10 @@ def _topologies() -> st.SearchStrategy[object]:
 
 
 def _role_lists() -> st.SearchStrategy[object]:
+    edge_names = st.sampled_from(["é" * 63, "é" * 64, "🚀" * 63, "a\n", " ", "a" * 63])
     role = st.fixed_dictionaries(
-        {"name": label_values(), "minMember": counts()}, optional={"topology": _topologies()}
+        {"name": st.one_of(label_values(), edge_names), "minMember": counts()},
+        optional={"topology": _topologies()},
     )
     plain = st.builds(lambda n, m: {"name": f"r{n}", "minMember": m}, st.integers(0, 3), counts())
     return st.one_of(
@@ -359,7 +382,7 @@ def podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
             "spec.scheduleTimeoutSeconds": counts(),
             "spec.priorityClassName": names(),
             "spec.priority": counts(),
-            "spec.queue": names(),
+            "spec.queue": st.one_of(names(), st.sampled_from(["é" * 253, "é" * 254, "\n"])),
             "spec.roles": _role_lists(),
             "spec.topology": _topologies(),
             "spec.minMembers": counts(),  # a typo: pruned by the schema
