@@ -7,7 +7,8 @@ unicode and maximal-length names and labels, fields missing or of the wrong
 type, odd affinity, spread and toleration shapes, pods naming groups that do
 not exist, roles with duplicate names. A :class:`Sample` carries the raw body
 and the paths of the fields it changed, so that a test can check that a
-refusal names one of them.
+refusal names one of them. A PodGroup's ``status`` is written by a second
+request, to the status subresource, as another controller would.
 
 Used twice: ``tests/api/test_bad_input_properties.py`` feeds them through the
 parsing layer and the core without a server (many examples), and
@@ -360,6 +361,53 @@ def _resource_lists() -> st.SearchStrategy[object]:
     )
 
 
+def _timestamps() -> st.SearchStrategy[object]:
+    return st.sampled_from(["2026-11-25T00:00:00Z", "2026-11-25T00:00:00.123456789Z", "noon", 7])
+
+
+def _podgroup_statuses() -> st.SearchStrategy[object]:
+    """A status someone else wrote (``kubectl edit --subresource status``, an old controller)."""
+    condition = st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["Scheduled", "Unschedulable", "Custom", ""]),
+            "status": st.sampled_from(["True", "False", "Unknown", "Maybe"]),
+        },
+        optional={
+            "reason": st.text(max_size=10),
+            "message": st.text(max_size=10),
+            "lastTransitionTime": _timestamps(),
+            "transitionID": st.text(max_size=10),
+        },
+    )
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "phase": st.sampled_from(["Pending", "Running", "Finished", "Bogus"]),
+            "conditions": st.lists(condition, max_size=3),
+            "scheduled": counts(),
+            "running": counts(),
+            "failed": counts(),
+            "scheduleStartTime": _timestamps(),
+            "occupiedBy": st.text(max_size=10),
+            "allocated": st.dictionaries(_resource_names(), quantities(), max_size=2),
+        },
+    )
+
+
+def _xk8s_statuses() -> st.SearchStrategy[object]:
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "phase": st.sampled_from(["Pending", "PreScheduling", "Scheduled", "Bogus", ""]),
+            "running": counts(),
+            "succeeded": counts(),
+            "failed": counts(),
+            "scheduleStartTime": _timestamps(),
+            "occupiedBy": st.text(max_size=10),
+        },
+    )
+
+
 def _podgroup_base(namespace: str | None, api_version: str) -> Json:
     metadata: Json = {"name": "g"}
     if namespace is not None:
@@ -386,6 +434,7 @@ def podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
             "spec.roles": _role_lists(),
             "spec.topology": _topologies(),
             "spec.minMembers": counts(),  # a typo: pruned by the schema
+            "status": _podgroup_statuses(),
         },
     )
 
@@ -402,6 +451,7 @@ def xk8s_podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
             "spec.minMember": _or_missing(counts()),
             "spec.minResources": _resource_lists(),
             "spec.scheduleTimeoutSeconds": counts(),
+            "status": _xk8s_statuses(),
         },
     )
 
