@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.labels import pod_group_name
+from coscheduler.api.reasons import Reason
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
 from e2e import workloads as w
@@ -59,6 +60,8 @@ UPSTREAM_UNNAMED = (
     "unable to parse quantity's suffix",
     "unable to parse numeric part of quantity",
 )
+
+OUR_REASONS = {reason.value for reason in Reason}
 
 _COLLECTIONS = {
     "v1": "/api/v1/namespaces/{ns}/pods",
@@ -112,6 +115,15 @@ class Batch:
         if status == 409:  # a name drawn before: the same object under a fresh name
             body = _renamed(body, next(self.serial))
             status, text = self.cluster.api.raw("POST", path, body)
+        if status in (200, 201) and "status" in body and body["kind"] == "PodGroup":
+            # Status is the subresource's: written apart, as another controller would.
+            created = json.loads(text)["metadata"]["name"]
+            status, text = self.cluster.api.raw(
+                "PATCH",
+                f"{path}/{created}/status",
+                {"status": body["status"]},
+                content_type="application/merge-patch+json",
+            )
         if status in (200, 201):
             stored = json.loads(text)
             unreadable = _unreadable(stored)
@@ -159,6 +171,11 @@ def _xk8s_group(
         "spec": spec,
     }
     return Sample(body, tuple(f"spec.{key}" for key in spec))
+
+
+def _with_status(sample: Sample, **status: Any) -> Sample:
+    touched = (*sample.touched, *(f"status.{key}" for key in status))
+    return Sample({**sample.body, "status": status}, touched)
 
 
 def _names(message: str, word: str) -> bool:
@@ -226,8 +243,15 @@ def _outcome(
     if item.api_version == xk8s.API.api_version:
         # A shared API: a group with no member of ours may be another scheduler's to keep.
         return "left to its own scheduler"
-    phase = (now.get("status") or {}).get("phase")
-    return f"status {phase}" if phase else None
+    # Ours has a Scheduled condition with one of our reasons (a status written by the
+    # fuzz may carry a phase, but not that).
+    status = now.get("status") or {}
+    ours = [
+        c
+        for c in status.get("conditions") or []
+        if c.get("type") == "Scheduled" and c.get("reason") in OUR_REASONS
+    ]
+    return f"status {status.get('phase')}, Scheduled={ours[0]['reason']}" if ours else None
 
 
 def _wait_outcomes(
@@ -306,6 +330,8 @@ def test_bad_input_is_refused_clearly_or_scheduled_or_reported(
     # The CRD took them, the models did not:
     @example(_group(namespace, "dot", minMember=1, minResources={"cpu": "."}))
     @example(_group(namespace, "exponent", minMember=1, minResources={"cpu": "1e1001"}))
+    # A status someone else wrote made the group unreadable:
+    @example(_with_status(_group(namespace, "their-status", minMember=1), allocated={"cpu": "x"}))
     # Its pods said it did not exist:
     @example(_xk8s_group(namespace, "unreadable", minMember=2**31 - 1))
     @example(_pod(namespace, pool, "of-unreadable", {"cpu": "1"}, **{XK8S_LABEL: "unreadable"}))

@@ -124,6 +124,22 @@ def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist(
     assert state.unreadable_group(GroupKey("default", "other")) is None
 
 
+def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> None:
+    # Found by e2e/tests/test_bad_input.py: the schema lets status.allocated hold any
+    # string; a status written with "x" in it made the whole group unreadable, its pods
+    # stuck, and our writer never replaced the status it could not read.
+    state, seen = make_state()
+    state.upsert_podgroup(podgroup_object("g", 2, status={"allocated": {"cpu": "x"}}))
+    assert seen.invalid == []
+    group = state.podgroups[GroupKey("default", "g")]
+    assert group.spec.min_member == 2
+    assert group.stored is None  # differs from anything ours: the writer replaces it
+    # A bad spec is still refused, with the spec's reason.
+    state.upsert_podgroup(podgroup_object("h", 0, status={"allocated": {"cpu": "x"}}))
+    assert [i.name for i in seen.invalid] == ["h"]
+    assert seen.invalid[0].message.startswith("spec.minMember")
+
+
 def test_an_invalid_podgroup_is_reported_and_ignored() -> None:
     state, seen = make_state()
     state.replace_podgroups([podgroup_object("zero", 0)])
