@@ -44,6 +44,10 @@ class Reason(StrEnum):
     #: exist, or ReadWriteOncePod and used by another pod: it waits, and so does
     #: its gang, until the claim is ready (the message names it).
     VOLUME_NOT_READY = "VolumeNotReady"
+    #: coscheduler met a bug while deciding for the group (the message names the
+    #: error, the log has its traceback): the group is retried with backoff and
+    #: every other group is scheduled meanwhile.
+    INTERNAL_ERROR = "InternalError"
     #: On a pod's ``PodScheduled=False`` condition: more room would let it be
     #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
     #: Pods that wait for something room cannot give (members, their group)

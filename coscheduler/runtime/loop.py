@@ -172,6 +172,9 @@ class SchedulingLoop:
     def _carry_out(self, decision: Decision) -> None:
         key = decision.group
         status = decision.status
+        if decision.error is not None:
+            error = decision.error
+            log.error("deciding failed; the group backs off", group=str(key), exc_info=error)
         result = "scheduled" if decision.bindings else status.code.value.lower()
         self._metrics.scheduling_attempts.labels(result=result).inc()
         if decision.bindings:
