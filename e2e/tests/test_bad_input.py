@@ -8,11 +8,15 @@ duplicate roles). Each is sent to the API server with coscheduler running:
 
 - refused: the answer's message names one of the fields that were changed
   (the CRD's CEL messages and the server's own are meant for people);
-- accepted: coscheduler reads the stored object as a watch delivers it. If it
-  cannot, it must say so on the object (an ``InvalidObject`` event, or for a
-  pod ``FailedScheduling``) with the reason it gives offline; if it can, a pod
-  ends bound or with ``PodScheduled=False`` and a reason, and one of our
-  PodGroups gets a status.
+- accepted: coscheduler reads the stored object as a watch delivers it. Our
+  CRD mirrors our models, so one of our PodGroups must be readable (a status
+  drawn for a group is written through the status subresource, as another
+  controller would). If coscheduler cannot read the object, it must say so on
+  it (an ``InvalidObject`` event; for a pod a ``FailedScheduling`` event and
+  ``PodScheduled=False``, reason ``InvalidObject``) with the reason it gives
+  offline, and pods naming such a group must say it cannot be read; if it can,
+  a pod ends bound or with ``PodScheduled=False`` and a reason, and one of our
+  PodGroups gets our status (a ``Scheduled`` condition with one of our reasons).
 
 After the batch, a well-formed gang is still placed whole, the process is
 alive, and its log holds no traceback. The examples are derandomized (the
