@@ -115,10 +115,19 @@ async def run(settings: Settings) -> None:
         await client.close()
 
 
-def _report_invalid(events: EventRecorder, obj: InvalidObject) -> None:
-    """An object that cannot be read gets a Warning event quoting what is wrong."""
+def _report_invalid(
+    events: EventRecorder, pod_conditions: PodConditionWriter, obj: InvalidObject
+) -> None:
+    """An object that cannot be read gets a Warning event quoting what is wrong.
+
+    A pod of ours that waits also says it on its ``PodScheduled`` condition,
+    which outlives the event (events expire after an hour).
+    """
     reason = Reason.FAILED_SCHEDULING if obj.kind == "Pod" else Reason.INVALID_OBJECT
-    events.record(_ref_of(obj), "Warning", reason, f"cannot be read: {obj.message}")
+    message = f"cannot be read: {obj.message}"
+    events.record(_ref_of(obj), "Warning", reason, message)
+    if obj.waiting:
+        pod_conditions.explain(obj.uid, obj.namespace, obj.name, Reason.INVALID_OBJECT, message)
 
 
 def _ref_of(obj: InvalidObject) -> ObjectRef:
@@ -151,11 +160,16 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         idle=binds_idle,
     )
     changed = ChangedGroups()
+
+    def still_pending(uid: str) -> bool:
+        return scheduler.is_waiting(uid) or state.unreadable_waiting(uid)
+
+    pod_conditions = PodConditionWriter(reporting, still_pending=still_pending, idle=binds_idle)
     state = ClusterState(
         scheduler,
         namespaces=frozenset(settings.namespaces),
         on_group_changed=changed.mark,
-        on_invalid=partial(_report_invalid, events),
+        on_invalid=partial(_report_invalid, events, pod_conditions),
     )
     writer = StatusWriter(
         state=state, changed=changed, client=reporting, events=events, metrics=metrics
@@ -168,9 +182,6 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         queue_writer.mark()
 
     state.on_group_changed = group_changed
-    pod_conditions = PodConditionWriter(
-        reporting, still_pending=scheduler.is_waiting, idle=binds_idle
-    )
     loop = SchedulingLoop(
         state=state,
         binder=Binder(client, concurrency=settings.client.bind_concurrency),

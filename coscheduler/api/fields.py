@@ -11,17 +11,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
-from coscheduler.api.quantity import QuantityError, resource_amount
+from coscheduler.api.quantity import MAX_AMOUNT, QuantityError, resource_amount
 
-__all__ = ["FieldReader", "ObjectParseError"]
+__all__ = ["TOO_LARGE", "FieldReader", "ObjectParseError"]
 
 
 @lru_cache(maxsize=4096)
 def _amount(resource: str, value: str | int) -> int:
     # Pods of one workload repeat the same few quantity strings: parse each once.
     return resource_amount(resource, value)
+
+
+#: Why an amount above :data:`~coscheduler.api.quantity.MAX_AMOUNT` is refused.
+TOO_LARGE: Final = (
+    f"is more than coscheduler can count (at most {MAX_AMOUNT} millicores, bytes or units)"
+)
 
 
 class ObjectParseError(ValueError):
@@ -90,6 +96,8 @@ class FieldReader:
                 raise self.fail(f"{where}[{resource!r}] = {quantity!r}: {error}") from error
             if amount < 0:
                 raise self.fail(f"{where}[{resource!r}] = {quantity!r} must not be negative")
+            if amount > MAX_AMOUNT:
+                raise self.fail(f"{where}[{resource!r}] = {quantity!r} {TOO_LARGE}")
             amounts[resource] = amount
         return amounts
 

@@ -22,7 +22,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
-from coscheduler.api.fields import FieldReader, ObjectParseError
+from coscheduler.api.fields import TOO_LARGE, FieldReader, ObjectParseError
 from coscheduler.api.labels import pod_group_name, pod_role
 from coscheduler.api.node_selector import (
     NodeSelectorTerm,
@@ -36,7 +36,7 @@ from coscheduler.api.pod_topology import (
     read_pod_topology,
     read_preferences,
 )
-from coscheduler.api.quantity import ResourceAmounts
+from coscheduler.api.quantity import MAX_AMOUNT, ResourceAmounts
 from coscheduler.api.requests import effective_requests
 
 __all__ = [
@@ -285,6 +285,9 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         )
     overhead = reader.resources(spec.get("overhead"), "spec.overhead")
     requests = effective_requests(container_amounts, init_amounts, overhead)
+    for resource, amount in requests.items():
+        if amount > MAX_AMOUNT:  # each within bounds, the containers' sum is not
+            raise reader.fail(f"the requests of {resource!r} add up to {amount}, which {TOO_LARGE}")
 
     node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
     affinity = _parse_affinity(reader, spec)

@@ -30,6 +30,7 @@ from fractions import Fraction
 from typing import Final
 
 __all__ = [
+    "MAX_AMOUNT",
     "MILLI_RESOURCES",
     "QuantityError",
     "ResourceAmounts",
@@ -48,6 +49,13 @@ ResourceAmounts = dict[str, int]
 
 #: Resources counted in milli-units; every other resource in whole units.
 MILLI_RESOURCES: Final[frozenset[str]] = frozenset({"cpu"})
+
+#: The largest amount the scheduler counts (millicores, bytes, units): 2**52, that
+#: is 4 PiB of memory or 4.5 trillion cpus. The core keeps amounts in int64
+#: arrays and sums them over nodes; a quantity the API server accepts, such as
+#: cpu "1e18" (10**21 millicores), would overflow them. No real node or pod comes
+#: near it, so more than this is refused as unreadable rather than rounded.
+MAX_AMOUNT: Final = 2**52
 
 #: Resources counted in bytes, written in binary units when exact.
 _BYTE_RESOURCES: Final = frozenset({"memory", "ephemeral-storage"})

@@ -21,7 +21,8 @@ class Reason(StrEnum):
 
     # -- why a group, or a pod of ours, is not placed (conditions and events) --
 
-    #: A pod names a PodGroup that does not exist.
+    #: A pod names a PodGroup that does not exist (or that cannot be read: the
+    #: message then says so, and why).
     GROUP_NOT_FOUND = "GroupNotFound"
     #: Fewer members exist than ``minMember`` or a role's minimum.
     NOT_ENOUGH_MEMBERS = "NotEnoughMembers"
@@ -43,6 +44,10 @@ class Reason(StrEnum):
     #: exist, or ReadWriteOncePod and used by another pod: it waits, and so does
     #: its gang, until the claim is ready (the message names it).
     VOLUME_NOT_READY = "VolumeNotReady"
+    #: coscheduler met a bug while deciding for the group (the message names the
+    #: error, the log has its traceback): the group is retried with backoff and
+    #: every other group is scheduled meanwhile.
+    INTERNAL_ERROR = "InternalError"
     #: The group's queue (``spec.queue``, a lone pod's queue label) does not
     #: exist: the group waits until it is created.
     QUEUE_NOT_FOUND = "QueueNotFound"
@@ -82,7 +87,8 @@ class Reason(StrEnum):
     SCHEDULED = "Scheduled"
     #: Event on a pod or PodGroup: an attempt failed; the message says why.
     FAILED_SCHEDULING = "FailedScheduling"
-    #: Event on an object coscheduler cannot read (a malformed quantity...).
+    #: Event on an object coscheduler cannot read (a malformed quantity...); also
+    #: the reason on such a pod's ``PodScheduled=False`` when the pod is ours.
     INVALID_OBJECT = "InvalidObject"
 
     @property

@@ -93,6 +93,8 @@ class Decision:
     unplaced: Status | None = None
     #: Claims to bind or provision before any binding (see :mod:`~coscheduler.core.volumes`).
     volume_actions: tuple[VolumeAction, ...] = ()
+    #: The exception that ended the attempt (``InternalError``), for the log's traceback.
+    error: Exception | None = None
 
     @property
     def ok(self) -> bool:

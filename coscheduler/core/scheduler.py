@@ -307,7 +307,10 @@ class Scheduler:
             if not pending:
                 self.queue.remove(key)
                 continue
-            return self._decide(key, pending, bound)
+            try:
+                return self._decide(key, pending, bound)
+            except Exception as error:  # one group's bug must not stop every other group
+                return self._decision_failed(key, pending, bound, error)
 
     def try_group(self, key: GroupKey) -> Decision:
         """What an attempt would decide now, leaving every state unchanged."""
@@ -368,6 +371,30 @@ class Scheduler:
             self._withdraw(key)
         self.queue.done(key, code)
         return decision
+
+    def _decision_failed(
+        self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo], error: Exception
+    ) -> Decision:
+        """Undo what the failed attempt assumed, back the group off, and say why.
+
+        Pending members were not assumed before the attempt, so forgetting them
+        leaves the snapshot as it was.
+        """
+        for pod in pending:
+            self.snapshot.forget(pod.uid)
+        self.queue.done(key, Code.ERROR)
+        message = (
+            f"coscheduler failed while deciding for {key}: {type(error).__name__}: {error}; "
+            "retried with backoff (please report it with the scheduler's log)"
+        )
+        return Decision(
+            key,
+            Status(Code.ERROR, Reason.INTERNAL_ERROR, message),
+            members=len(pending) + len(bound),
+            bound=len(bound),
+            pending=tuple(pod.key for pod in pending),
+            error=error,
+        )
 
     def _within_quota(self, decision: Decision, queue: str) -> Decision:
         """Undo what the queue may not take: the whole gang, or extra members one by one."""

@@ -32,8 +32,9 @@ class Code(enum.Enum):
       PodGroup itself does not. Time alone does not help; the group waits in
       the unschedulable pool until an event about *this* group (a pod of it
       added, the PodGroup created or changed), or the periodic flush.
-    - ``ERROR``: something failed outside the decision (a binding was refused).
-      The group backs off like ``UNSCHEDULABLE``.
+    - ``ERROR``: something failed outside the decision (a binding was refused),
+      or the decision itself raised (``InternalError``). The group backs off
+      like ``UNSCHEDULABLE``.
     """
 
     SUCCESS = "Success"

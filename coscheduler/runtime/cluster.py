@@ -45,6 +45,7 @@ from coscheduler.api.volumes import (
     VolumeParseError,
 )
 from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -65,6 +66,8 @@ class InvalidObject:
     message: str
     #: The object's apiVersion, where its kind alone does not say it (a PodGroup).
     api_version: str = ""
+    #: A pod of ours not bound yet: it waits, and its condition must say why.
+    waiting: bool = False
 
     @classmethod
     def of(cls, kind: str, raw: Mapping[str, Any], error: Exception) -> InvalidObject:
@@ -106,6 +109,11 @@ def _meta(raw: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
+def _group_key(raw: Mapping[str, Any]) -> GroupKey:
+    meta = _meta(raw)
+    return GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+
+
 def _created(group: GroupObject) -> float:
     created = group.creation_timestamp
     return created.timestamp() if created is not None else 0.0
@@ -137,9 +145,13 @@ class ClusterState:
     _group_pods: dict[GroupKey, dict[str, PodInfo]] = field(default_factory=dict)
     _pod_group: dict[str, GroupKey] = field(default_factory=dict)
     _invalid_pods: set[str] = field(default_factory=set)
+    #: The unreadable pods of ours that wait (see ``InvalidObject.waiting``).
+    _invalid_waiting: set[str] = field(default_factory=set)
     _pod_uids: set[str] = field(default_factory=set)
     #: Every readable PodGroup, by API, shadowed ones included.
     _objects: dict[GroupApi, dict[GroupKey, GroupObject]] = field(default_factory=dict)
+    #: Why each PodGroup that exists but cannot be read was refused, by API.
+    _unreadable: dict[GroupApi, dict[GroupKey, str]] = field(default_factory=dict)
 
     # -- queues --------------------------------------------------------------
 
@@ -219,6 +231,7 @@ class ClusterState:
             pod = PodInfo.from_object(raw)
         except (PodParseError, QuantityError) as error:
             invalid = InvalidObject.of("Pod", raw, error)
+            invalid = dataclasses.replace(invalid, waiting=self._waits_for_us(raw, invalid))
             uid = invalid.uid
             if uid not in self._invalid_pods:
                 self._invalid_pods.add(uid)
@@ -231,14 +244,30 @@ class ClusterState:
                 # reported, so each of its events does not report it again.
                 self._remove_pod_uid(uid)
                 self._invalid_pods.add(uid)
+                if invalid.waiting:
+                    self._invalid_waiting.add(uid)
             return None
         if self.namespaces and pod.namespace not in self.namespaces:
             pod = dataclasses.replace(pod, scheduler_name="")  # not ours to place
         self._invalid_pods.discard(pod.uid)
+        self._invalid_waiting.discard(pod.uid)
         self._pod_uids.add(pod.uid)
         self.scheduler.upsert_pod(pod)
         self._index_member(pod)
         return pod
+
+    def _waits_for_us(self, raw: Mapping[str, Any], invalid: InvalidObject) -> bool:
+        """Whether an unreadable pod, as far as it can be read, is ours and not bound."""
+        spec = raw.get("spec")
+        if not isinstance(spec, Mapping) or spec.get("nodeName"):
+            return False
+        if self.namespaces and invalid.namespace not in self.namespaces:
+            return False
+        return bool(spec.get("schedulerName") == self.scheduler.settings.scheduler_name)
+
+    def unreadable_waiting(self, uid: str) -> bool:
+        """True for a pod of ours that cannot be read and is not bound."""
+        return uid in self._invalid_waiting
 
     def remove_pod(self, raw: Mapping[str, Any]) -> None:
         uid = _meta(raw).get("uid")
@@ -247,6 +276,7 @@ class ClusterState:
 
     def _remove_pod_uid(self, uid: str) -> None:
         self._invalid_pods.discard(uid)
+        self._invalid_waiting.discard(uid)
         self._pod_uids.discard(uid)
         self.scheduler.remove_pod(uid)
         key = self._pod_group.pop(uid, None)
@@ -283,18 +313,19 @@ class ClusterState:
         self, objects: Iterable[Mapping[str, Any]], adapter: GroupAdapter = sigs.ADAPTER
     ) -> None:
         """A fresh list of every PodGroup of one API: forget the ones it no longer has."""
-        _replace_all(
-            objects,
-            lambda raw: self.upsert_podgroup(raw, adapter),
-            list(self._objects.get(adapter.api, {})),
-            lambda key: self._remove_object(adapter, key),
-        )
+        known = {*self._objects.get(adapter.api, {}), *self._unreadable.get(adapter.api, {})}
+        seen: set[GroupKey] = set()
+        for raw in objects:
+            self.upsert_podgroup(raw, adapter)
+            seen.add(_group_key(raw))
+        for key in known - seen:
+            self._remove_object(adapter, key)
 
     def upsert_podgroup(
         self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER
     ) -> GroupKey | None:
         meta = _meta(raw)
-        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
+        key = _group_key(raw)
         if self.namespaces and key.namespace not in self.namespaces:
             # Another instance may own it: never write its status or events.
             return None
@@ -330,14 +361,25 @@ class ClusterState:
                 )
             )
             self._remove_object(adapter, key)
+            self._unreadable.setdefault(adapter.api, {})[key] = message
+            # Its pods were told the group does not exist: look again, so they say why.
+            self.scheduler.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
             return None
         self._store(adapter, key, group, spec_changed=True)
         return key
 
+    def unreadable_group(self, key: GroupKey) -> str | None:
+        """Why the key's PodGroup cannot be read, when one exists and none of its APIs' can."""
+        if key in self.podgroups:
+            return None
+        for adapter in self.adapters:
+            why = self._unreadable.get(adapter.api, {}).get(key)
+            if why is not None:
+                return why
+        return None
+
     def remove_podgroup(self, raw: Mapping[str, Any], adapter: GroupAdapter = sigs.ADAPTER) -> None:
-        meta = _meta(raw)
-        key = GroupKey(str(meta.get("namespace", "")), str(meta.get("name", "")))
-        self._remove_object(adapter, key)
+        self._remove_object(adapter, _group_key(raw))
 
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
@@ -381,6 +423,7 @@ class ClusterState:
             self.on_group_changed(key)
 
     def _remove_object(self, adapter: GroupAdapter, key: GroupKey) -> None:
+        self._unreadable.get(adapter.api, {}).pop(key, None)
         objects = self._objects.get(adapter.api, {})
         if objects.pop(key, None) is None:
             return

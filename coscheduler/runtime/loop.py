@@ -62,7 +62,7 @@ def _pod_reason(why: Status) -> Reason:
     return Reason.UNSCHEDULABLE if why.room_would_help else why.cause or why.reason
 
 
-def _pod_message(key: GroupKey, why: Status) -> str:
+def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> str:
     """What a waiting pod says about itself.
 
     While a group gathers members, the planner's count ("3/4 members exist")
@@ -77,6 +77,9 @@ def _pod_message(key: GroupKey, why: Status) -> str:
             f"{key.name} -n {key.namespace}"
         )
     if waiting_for is Reason.GROUP_NOT_FOUND:
+        if unreadable is not None:
+            # It exists, but coscheduler cannot read it: saying "does not exist" would mislead.
+            return f"PodGroup {key} cannot be read, so it is treated as missing: {unreadable}"
         return (
             f"PodGroup {key} does not exist: create it, or correct the pod's label "
             f"scheduling.sigs.k8s.io/pod-group"
@@ -169,6 +172,9 @@ class SchedulingLoop:
     def _carry_out(self, decision: Decision) -> None:
         key = decision.group
         status = decision.status
+        if decision.error is not None:
+            error = decision.error
+            log.error("deciding failed; the group backs off", group=str(key), exc_info=error)
         result = "scheduled" if decision.bindings else status.code.value.lower()
         self._metrics.scheduling_attempts.labels(result=result).inc()
         if decision.bindings:
@@ -202,7 +208,8 @@ class SchedulingLoop:
             bound=decision.bound + len(decision.bindings),
             pending=len(decision.pending),
         )
-        self._tell_pending_pods(key, _pod_reason(why), _pod_message(key, why))
+        message = _pod_message(key, why, self._state.unreadable_group(key))
+        self._tell_pending_pods(key, _pod_reason(why), message)
 
     def _tell_pending_pods(self, key: GroupKey, reason: Reason, message: str) -> None:
         pending, _ = self._scheduler.members(key)

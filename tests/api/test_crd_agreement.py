@@ -7,6 +7,7 @@ place where a valid object could be unreadable, or an invalid one accepted.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -179,6 +180,7 @@ CONDITION_REASONS = [
     Reason.MIN_RESOURCES_UNAVAILABLE,
     Reason.NOT_ENOUGH_RESOURCES,
     Reason.TIMEOUT,
+    Reason.INTERNAL_ERROR,
     Reason.QUEUE_NOT_FOUND,
     Reason.QUEUE_CLOSED,
     Reason.QUEUE_NOT_ALLOWED,
@@ -209,3 +211,29 @@ def test_crd_and_readme_name_every_condition_reason(
     assert reason.value in conditions["items"]["properties"]["reason"]["description"]
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert f"`{reason.value}`" in readme
+
+
+# Found by e2e/tests/test_bad_input.py: CEL's isQuantity takes "." and exponents of
+# any size, which the models refuse; such a PodGroup was accepted, then unreadable.
+QUANTITY_EDGES = [".", "+.", "1e1001", "1e-1001", "1e99999", "1e999", "1.", ".5e3", "1e3", "1Ki"]
+
+
+@pytest.mark.parametrize("text", QUANTITY_EDGES)
+def test_a_min_resources_quantity_the_crd_accepts_the_models_read(
+    crd_schema: dict[str, Any], text: str
+) -> None:
+    quantity = crd_schema["properties"]["spec"]["properties"]["minResources"][
+        "additionalProperties"
+    ]
+    (pattern,) = [
+        re.search(r"self\.matches\('(.*)'\)", rule["rule"])
+        for rule in quantity["x-kubernetes-validations"]
+        if "matches" in rule["rule"]
+    ]
+    assert pattern is not None
+    # The CEL string literal's "\\." is the regular expression's "\.".
+    if re.fullmatch(pattern[1].replace("\\\\", "\\"), text):
+        PodGroupSpec(min_member=1, min_resources={"cpu": text})
+    else:
+        with pytest.raises(ValueError, match="invalid quantity"):
+            PodGroupSpec(min_member=1, min_resources={"cpu": text})

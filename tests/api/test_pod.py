@@ -157,6 +157,22 @@ def test_equal_pods_share_a_shape() -> None:
         pytest.param(raw_pod({"containers": [container({"cpu": "-1"})]}), "'-1'", id="negative"),
         pytest.param(raw_pod({"containers": "nope"}), "'nope'", id="containers-not-a-list"),
         pytest.param(raw_pod({"containers": [], "priority": "high"}), "'high'", id="priority"),
+        # Found by tests/api/test_bad_input_properties.py: amounts past int64 crashed the core.
+        pytest.param(
+            raw_pod({"containers": [container({"cpu": "1e18"})]}),
+            "'1e18' is more than coscheduler can count",
+            id="cpu-past-int64",
+        ),
+        pytest.param(
+            raw_pod({"containers": [container({"cpu": "1"})], "overhead": {"cpu": "8Ei"}}),
+            "'8Ei' is more than coscheduler can count",
+            id="overhead-past-int64",
+        ),
+        pytest.param(
+            raw_pod({"containers": [container({"memory": "4Pi"}), container({"memory": "4Pi"})]}),
+            "'memory' add up to 9007199254740992",
+            id="sum-past-the-ceiling",
+        ),
         pytest.param(
             raw_pod({"containers": [], "tolerations": [{"operator": "Maybe"}]}),
             "'Maybe'",

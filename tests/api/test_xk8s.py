@@ -85,6 +85,35 @@ def test_a_bad_quantity_is_refused_with_its_value() -> None:
         ADAPTER.parse(their_group(2, minResources={"cpu": "lots"}))
 
 
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        # Found by e2e/tests/test_bad_input.py: the reason said min_member, min_resources.
+        pytest.param(
+            {"minMember": 2**31 - 1},
+            "spec.minMember: Input should be less than or equal to 100000",
+            id="minMember past ours",
+        ),
+        pytest.param(
+            {"minResources": {f"example.com/r{i}": "1" for i in range(33)}},
+            "spec.minResources: Dictionary should have at most 32 items",
+            id="too many minResources",
+        ),
+        pytest.param(
+            {"minResources": {"cpu": "-1"}},
+            "spec.minResources: invalid quantity '-1': resource 'cpu' must not be negative",
+            id="negative quantity",
+        ),
+    ],
+)
+def test_what_their_schema_allows_and_ours_does_not_is_named_as_on_the_wire(
+    spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^spec\.") as error:
+        ADAPTER.parse(their_group(**spec))
+    assert str(error.value).startswith(message)
+
+
 def test_an_unreadable_status_does_not_make_the_group_unreadable() -> None:
     group = ADAPTER.parse(their_group(2, status={"running": "many"}))
     assert group.status == PodGroupStatus()

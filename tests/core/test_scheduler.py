@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
+
+import pytest
 
 from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.pod import PodInfo
@@ -12,7 +15,10 @@ from coscheduler.core import (
     GroupKey,
     Scheduler,
     SchedulerSettings,
+    planner,
 )
+from coscheduler.core import scheduler as scheduler_module
+from coscheduler.core.snapshot import Snapshot
 from tests.builders import Clock, gang, group, node, pod, pod_object
 
 TRAIN = GroupKey("default", "train")
@@ -231,3 +237,39 @@ def test_gated_pods_are_not_members_to_place_until_their_gates_go() -> None:
     decision = scheduler.next_decision()
     assert decision is not None
     assert len(decision.bindings) == 2
+
+
+def test_a_bug_met_deciding_for_one_group_backs_it_off_and_the_others_go_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found by e2e/tests/test_bad_input.py: an exception in the core (an int64
+    # overflow) ended the scheduling loop, and with it the process, for everyone.
+    real_plan = planner.plan
+
+    def plan_with_a_bug(snapshot: Snapshot, key: GroupKey, *args: Any, **kwargs: Any) -> Any:
+        if key.name == "bad":
+            snapshot.assume(args[1][0], "n0")  # half-way through a trial
+            raise OverflowError("Python int too large to convert to C long")
+        return real_plan(snapshot, key, *args, **kwargs)
+
+    monkeypatch.setattr(scheduler_module, "plan", plan_with_a_bug)
+    scheduler = cluster("4")
+    scheduler.upsert_group(group("bad", 2, priority=10))
+    scheduler.upsert_group(group("good", 2))
+    for p in [*gang("bad", 2), *gang("good", 2)]:
+        scheduler.upsert_pod(p)
+
+    failed = scheduler.next_decision()
+    assert failed is not None
+    assert failed.group == GroupKey("default", "bad")
+    assert failed.status.reason is Reason.INTERNAL_ERROR
+    assert "OverflowError: Python int too large" in failed.status.message
+    assert isinstance(failed.error, OverflowError)
+    assert len(failed.pending) == 2
+    assert scheduler.snapshot.allocated("n0").get("cpu", 0) == 0  # the half-trial undone
+    assert scheduler.queue.pool(GroupKey("default", "bad")) == "backoff"
+
+    placed = scheduler.next_decision()
+    assert placed is not None
+    assert placed.group == GroupKey("default", "good")
+    assert len(placed.bindings) == 2

@@ -8,6 +8,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
 
 
@@ -43,6 +44,44 @@ def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
     assert len(seen.invalid) == 1
 
 
+def test_amounts_past_what_the_core_counts_are_reported_not_fatal() -> None:
+    # Found by tests/api/test_bad_input_properties.py: an overhead of 8Ei cpu (and a
+    # request of 1e18 cpu, which the API server accepts) overflowed the core's int64
+    # arrays at the next decision, stopping the loop.
+    state, seen = make_state()
+    huge = pod_object("huge", cpu="1")
+    huge["spec"]["overhead"] = {"cpu": "8Ei"}
+    big_node = node_object("n2", cpu="1e30")
+    state.replace_nodes([node_object("n1"), big_node])
+    state.replace_pods([huge, pod_object("good", cpu="1")])
+
+    assert [(i.kind, i.name) for i in seen.invalid] == [("Node", "n2"), ("Pod", "huge")]
+    assert "'8Ei' is more than coscheduler can count" in seen.invalid[1].message
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert [b.uid for b in decision.bindings] == ["uid-default-good"]
+
+
+def test_an_unreadable_pod_of_ours_that_waits_is_marked_so_its_condition_says_why() -> None:
+    # Found by e2e/tests/test_bad_input.py: such a pod got one event, and once the
+    # event expired (an hour) nothing said why it stayed Pending.
+    state, seen = make_state()
+    waiting = pod_object("waiting", cpu="1e18")
+    bound = pod_object("bound", cpu="1e18", node="n1")
+    theirs = pod_object("theirs", cpu="1e18", scheduler="default-scheduler")
+    state.replace_pods([waiting, bound, theirs])
+    assert [(i.name, i.waiting) for i in seen.invalid] == [
+        ("waiting", True),
+        ("bound", False),
+        ("theirs", False),
+    ]
+    assert state.unreadable_waiting("uid-default-waiting")
+    assert not state.unreadable_waiting("uid-default-bound")
+    # Corrected, it is an ordinary pod again.
+    state.upsert_pod(pod_object("waiting", cpu="1"))
+    assert not state.unreadable_waiting("uid-default-waiting")
+
+
 def test_a_malformed_node_is_reported_and_dropped() -> None:
     state, seen = make_state()
     broken = node_object("n2")
@@ -50,6 +89,55 @@ def test_a_malformed_node_is_reported_and_dropped() -> None:
     state.replace_nodes([node_object("n1"), broken])
     assert [i.name for i in seen.invalid] == ["n2"]
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
+
+
+def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist() -> None:
+    # Found by e2e/tests/test_bad_input.py: scheduler-plugins' schema lets minMember
+    # reach 2**31-1; the group was refused, and its pods said "does not exist: create it".
+    state, _ = make_state()
+    state.replace_nodes([node_object("n1")])
+    state.upsert_pod(pod_object("w-0", group="train", group_label=xk8s.GROUP + "/pod-group"))
+    state.upsert_podgroup(
+        podgroup_object("train", 2**31 - 1, api_version=xk8s.API.api_version), xk8s.ADAPTER
+    )
+    key = GroupKey("default", "train")
+    why = state.unreadable_group(key)
+    assert why is not None
+    assert why.startswith("spec.minMember:")
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert decision.why_pending is not None
+    assert decision.why_pending.reason is Reason.GROUP_NOT_FOUND
+    assert _pod_message(key, decision.why_pending, why) == (
+        "PodGroup default/train cannot be read, so it is treated as missing: "
+        "spec.minMember: Input should be less than or equal to 100000"
+    )
+
+    # Fixed, it is read; deleted or gone from a relist, nothing is said of it any more.
+    state.upsert_podgroup(
+        podgroup_object("train", 1, api_version=xk8s.API.api_version, generation=2), xk8s.ADAPTER
+    )
+    assert state.unreadable_group(key) is None
+    state.upsert_podgroup(podgroup_object("other", 0))
+    assert state.unreadable_group(GroupKey("default", "other")) is not None
+    state.replace_podgroups([])
+    assert state.unreadable_group(GroupKey("default", "other")) is None
+
+
+def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> None:
+    # Found by e2e/tests/test_bad_input.py: the schema lets status.allocated hold any
+    # string; a status written with "x" in it made the whole group unreadable, its pods
+    # stuck, and our writer never replaced the status it could not read.
+    state, seen = make_state()
+    state.upsert_podgroup(podgroup_object("g", 2, status={"allocated": {"cpu": "x"}}))
+    assert seen.invalid == []
+    group = state.podgroups[GroupKey("default", "g")]
+    assert group.spec.min_member == 2
+    assert group.stored is None  # differs from anything ours: the writer replaces it
+    # A bad spec is still refused, with the spec's reason.
+    state.upsert_podgroup(podgroup_object("h", 0, status={"allocated": {"cpu": "x"}}))
+    assert [i.name for i in seen.invalid] == ["h"]
+    assert seen.invalid[0].message.startswith("spec.minMember")
 
 
 def test_an_invalid_podgroup_is_reported_and_ignored() -> None:

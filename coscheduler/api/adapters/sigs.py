@@ -25,7 +25,13 @@ class SigsAdapter:
     shared: Final = False
 
     def parse(self, raw: Mapping[str, Any]) -> GroupObject:
-        group = PodGroup.model_validate(raw)
+        try:
+            group = PodGroup.model_validate(raw)
+        except ValidationError:
+            # A status someone else wrote (the schema lets status.allocated hold any
+            # string) must not make the group unreadable: ours replaces it.
+            group = PodGroup.model_validate({k: v for k, v in raw.items() if k != "status"})
+            return GroupObject(self, group.metadata, group.spec, group.status, None)
         return GroupObject(self, group.metadata, group.spec, group.status, group.status)
 
     def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:

@@ -43,6 +43,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
+from coscheduler.api import validation
 from coscheduler.api.adapters.base import GroupApi, GroupObject
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
@@ -115,11 +116,18 @@ class XK8sSpec(_Wire):
         may go alone, which is minMember 1. A timeout that is not positive is
         upstream's "use the scheduler's default": we have none, so no timeout."""
         timeout = self.schedule_timeout_seconds
-        return PodGroupSpec(
-            min_member=max(self.min_member or 0, 1),
-            min_resources=self.min_resources or None,
-            schedule_timeout_seconds=timeout if timeout is not None and timeout > 0 else None,
-        )
+        wire = {
+            "minMember": max(self.min_member or 0, 1),
+            "minResources": self.min_resources or None,
+            "scheduleTimeoutSeconds": timeout if timeout is not None and timeout > 0 else None,
+        }
+        try:
+            return PodGroupSpec.model_validate(wire)
+        except ValidationError as error:
+            # Upstream's schema allows what ours does not (minMember past 100000,
+            # negative quantities): name the fields as the user wrote them.
+            lines = validation.problems(error, with_input=False)
+            raise ValueError("; ".join(f"spec.{line}" for line in lines)) from error
 
 
 class XK8sStatus(_Wire):
