@@ -14,9 +14,13 @@ Start-up, in order, and why:
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
-   half-bound by a previous leader is completed, never bound twice.
+   half-bound by a previous leader is completed, never bound twice. Jobs are
+   listed first of all, so that pods join their Job's gang from the first
+   pod (a process that may not list Jobs says so and places their pods alone,
+   as before groups by owner existed).
 4. Start the scheduling loop, the status writer, the event recorder, the pod
-   condition writer, and Kopf with its PodGroup watch.
+   condition writer, the maker of Jobs' PodGroups, and Kopf with its PodGroup
+   and Job watches.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import structlog
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, sigs
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
+from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
@@ -57,6 +62,7 @@ log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 _STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+_JOBS = "/apis/batch/v1/jobs"
 
 
 @dataclasses.dataclass
@@ -171,6 +177,12 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         binds_idle=binds_idle,
     )
     namespaces = state.namespaces
+    job_groups = JobGroupMaker(state=state, client=reporting, events=events)
+    state.on_owner_changed = job_groups.mark
+    jobs = await _list_jobs(client)
+    if jobs is not None:
+        state.owners_watched = True
+        state.replace_jobs(jobs)
 
     watch_timeout = settings.client.watch_timeout_seconds
     feeds = {
@@ -257,7 +269,11 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             queued=len(scheduler.queue),
         )
         registry = build_registry(
-            state=state, client=client, on_podgroup_changed=loop.wake, adapters=adapters
+            state=state,
+            client=client,
+            on_podgroup_changed=loop.wake,
+            adapters=adapters,
+            watch_jobs=state.owners_watched,
         )
         kopf_namespaces: dict[str, Any] = (
             {"namespaces": list(namespaces)} if namespaces else {"clusterwide": True}
@@ -267,6 +283,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             "status-writer": writer.run(),
             "events": events.run(),
             "pod-conditions": pod_conditions.run(),
+            "job-podgroups": job_groups.run(),
             "kopf": _run_kopf(
                 registry=registry,
                 settings=kopf_settings(watch_timeout_seconds=watch_timeout),
@@ -319,6 +336,21 @@ async def _served(client: KubeClient) -> list[GroupAdapter]:
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             served.append(adapter)
     return served
+
+
+async def _list_jobs(client: KubeClient) -> list[dict[str, Any]] | None:
+    """Every Job, or None when this ServiceAccount may not list them (an older ClusterRole)."""
+    try:
+        answer = await client.call("GET", _JOBS)
+    except Forbidden:
+        log.error(
+            "Jobs not readable by this ServiceAccount: Jobs annotated "
+            "scheduling.sigs.k8s.io/gang get no PodGroup and their pods are placed one by one; "
+            "apply manifests/rbac.yaml"
+        )
+        return None
+    items: list[dict[str, Any]] = answer.get("items") or []
+    return items
 
 
 async def _list_podgroups(client: KubeClient, adapter: GroupAdapter) -> list[dict[str, Any]]:

@@ -199,7 +199,11 @@ class SchedulingLoop:
             bound=decision.bound + len(decision.bindings),
             pending=len(decision.pending),
         )
-        self._tell_pending_pods(key, _pod_reason(why), _pod_message(key, why))
+        message = _pod_message(key, why)
+        if (why.cause or why.reason) is Reason.GROUP_NOT_FOUND:
+            # A Job's pods carry no label to correct: say what they wait for.
+            message = self._state.owner_wait_message(key) or message
+        self._tell_pending_pods(key, _pod_reason(why), message)
 
     def _tell_pending_pods(self, key: GroupKey, reason: Reason, message: str) -> None:
         pending, _ = self._scheduler.members(key)
