@@ -8,7 +8,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coscheduler.api.owners import (
-    GANG_ANNOTATION,
     PRIORITY_CLASS_ANNOTATION,
     QUEUE_ANNOTATION,
     GangOwner,
@@ -32,7 +31,8 @@ def min_member(owner: GangOwner) -> int:
 def test_without_the_annotation_or_with_false_a_job_asks_for_no_gang() -> None:
     for owner in (read(), read(gang="false"), read(gang="False"), read(gang="")):
         assert not owner.wants_gang
-        assert owner.spec is None and owner.problem is None
+        assert owner.spec is None
+        assert owner.problem is None
 
 
 def test_true_makes_the_gang_the_jobs_parallelism() -> None:
@@ -55,7 +55,8 @@ def test_a_count_replaces_parallelism_and_may_not_exceed_it() -> None:
     assert min_member(read(gang="3", parallelism=4)) == 3
     assert min_member(read(gang=" 4 ", parallelism=4)) == 4
     owner = read(gang="8", parallelism=4)
-    assert owner.wants_gang and owner.spec is None
+    assert owner.wants_gang
+    assert owner.spec is None
     assert owner.problem is not None
     assert "spec.parallelism is 4" in owner.problem
     assert "at most 4" in owner.problem
@@ -68,7 +69,8 @@ def test_an_unreadable_value_says_what_to_write_and_still_holds_the_pods() -> No
         assert owner.spec is None
         assert owner.problem is not None
         assert repr(value) in owner.problem
-        assert '"true"' in owner.problem and "member count" in owner.problem
+        assert '"true"' in owner.problem
+        assert "member count" in owner.problem
 
 
 def test_queue_and_priority_class_come_from_annotations_or_the_pod_template() -> None:
@@ -92,14 +94,16 @@ def test_queue_and_priority_class_come_from_annotations_or_the_pod_template() ->
 def test_an_invalid_queue_is_a_problem_not_a_crash() -> None:
     owner = read(gang="true", annotations={QUEUE_ANNOTATION: ""})
     assert owner.spec is None
-    assert owner.problem is not None and QUEUE_ANNOTATION in owner.problem
+    assert owner.problem is not None
+    assert QUEUE_ANNOTATION in owner.problem
 
 
 def test_a_malformed_job_is_a_problem_or_nothing_never_an_exception() -> None:
     job = job_object("train", gang="true")
     job["spec"]["parallelism"] = "four"
     owner = GangOwner.from_job(job)
-    assert owner is not None and owner.problem is not None
+    assert owner is not None
+    assert owner.problem is not None
     assert "spec.parallelism must be an integer" in owner.problem
     assert GangOwner.from_job({"metadata": {"name": "x"}}) is None
     assert GangOwner.from_job({"metadata": "junk", "spec": []}) is None
@@ -131,7 +135,8 @@ def test_the_scheduler_name_and_deletion_are_read() -> None:
     job = job_object("train", gang="true")
     job["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     owner = GangOwner.from_job(job)
-    assert owner is not None and owner.deleting
+    assert owner is not None
+    assert owner.deleting
 
 
 _JSONISH = st.recursive(

@@ -36,11 +36,13 @@ def test_pods_seen_before_their_job_wait_then_go_alone_when_it_asks_for_no_gang(
     state.replace_pods(job_pods(2))
 
     decision = state.scheduler.next_decision()
-    assert decision is not None and not decision.bindings
+    assert decision is not None
+    assert not decision.bindings
     assert decision.group == TRAIN
     assert decision.status.reason is Reason.GROUP_NOT_FOUND
     message = state.owner_wait_message(TRAIN)
-    assert message is not None and "waiting to see Job default/train" in message
+    assert message is not None
+    assert "waiting to see Job default/train" in message
 
     state.upsert_job(job_object("train"))
     assert bound_names(state) == {"train-0", "train-1"}
@@ -55,7 +57,8 @@ def test_an_annotated_jobs_pods_wait_for_its_podgroup_then_go_whole() -> None:
         state.upsert_pod(raw)
     assert bound_names(state) == set()
     message = state.owner_wait_message(TRAIN)
-    assert message is not None and "coscheduler makes for Job default/train" in message
+    assert message is not None
+    assert "coscheduler makes for Job default/train" in message
     assert {pod.name for pod in state.group_pods(TRAIN)} == {"train-0", "train-1", "train-2"}
 
     state.upsert_podgroup(podgroup_object("train", 3))
@@ -70,7 +73,9 @@ def test_an_invalid_annotation_holds_the_pods_and_says_what_to_fix() -> None:
     state.replace_pods(job_pods(2))
     assert bound_names(state) == set()
     message = state.owner_wait_message(TRAIN)
-    assert message is not None and "'many'" in message and "kubectl describe job" in message
+    assert message is not None
+    assert "'many'" in message
+    assert "kubectl describe job" in message
 
 
 def test_removing_the_annotation_lets_the_pods_go_one_by_one() -> None:
@@ -128,4 +133,5 @@ def test_jobs_outside_our_namespaces_are_not_read() -> None:
     state, marked = make_state()
     state.namespaces = frozenset({"team"})
     state.upsert_job(job_object("train", gang="true"))
-    assert not state.owners and not marked
+    assert not state.owners
+    assert not marked
