@@ -1,4 +1,4 @@
-"""controller/jobgroups.py: an annotated Job's PodGroup made, followed or left alone, on the wire."""
+"""controller/jobgroups.py: a Job's PodGroup made, followed or left alone, seen on the wire."""
 
 from __future__ import annotations
 
