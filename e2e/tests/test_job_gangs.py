@@ -214,3 +214,47 @@ def test_an_unannotated_jobs_pods_are_placed_one_by_one(
     )
     assert podgroup(cluster, namespace, "plain") is None
     assert not job_events(cluster, namespace, "plain", "PodGroupCreated")
+
+
+def test_a_job_made_while_coscheduler_was_down_is_placed_whole_when_it_starts(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """At start Jobs are listed before pods are queued: no pod of the gang goes alone."""
+    add_nodes(1, cpu="8")
+    w.create_job(
+        cluster.api,
+        namespace,
+        "early",
+        parallelism=3,
+        pool=pool,
+        cpu="1",
+        run_seconds=600,
+        annotations={GANG: "3"},
+    )
+    wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda pods: len(pods) == 3,
+        describe="the Job's three pods, with no scheduler running",
+    )
+    process = start_scheduler()
+    group = wait_for(
+        partial(podgroup, cluster, namespace, "early"),
+        lambda g: (g or {}).get("status", {}).get("phase") == "Running",
+        describe="PodGroup early made and Running",
+    )
+    assert group is not None
+    assert group["spec"]["minMember"] == 3
+    assert len(bound(cluster, namespace)) == 3
+    process.stop()
+
+    # A second start finds the PodGroup its own (409 on create, then owned): nothing changes.
+    again = start_scheduler()
+    wait_for(again.log, lambda log: "cluster listed" in log, describe="the second start listed")
+    same = podgroup(cluster, namespace, "early")
+    assert same is not None
+    assert same["metadata"]["uid"] == group["metadata"]["uid"]
+    assert len(job_events(cluster, namespace, "early", "PodGroupCreated")) == 1
