@@ -215,8 +215,10 @@ class ClusterState:
         return self._feed_pod(pod)
 
     def _feed_pod(self, pod: PodInfo) -> PodInfo:
-        if self.owners_watched and pod.owner_kind in GANG_OWNER_KINDS:
-            pod = dataclasses.replace(pod, owner_group=owner_group(pod, self.owners))
+        if self._by_owner(pod):
+            group = owner_group(pod, self.owners)
+            if group != pod.owner_group:
+                pod = dataclasses.replace(pod, owner_group=group)
         self.scheduler.upsert_pod(pod)
         self._index_member(pod)
         return pod
@@ -237,11 +239,19 @@ class ClusterState:
         if key is not None:
             self._remove_pod_uid_from(key, uid)
 
+    def _by_owner(self, pod: PodInfo) -> bool:
+        """Whether the pod may join a group by owner: a Job's, ours to place, Jobs read."""
+        return (
+            self.owners_watched
+            and pod.owner_kind in GANG_OWNER_KINDS
+            and pod.scheduler_name == self.scheduler.settings.scheduler_name
+        )
+
     def _index_owned(self, pod: PodInfo) -> None:
         before = self.scheduler.pod(pod.uid)
         if before is not None and before.owner_uid and before.owner_uid != pod.owner_uid:
             self._unindex_owned(before.owner_uid, pod.uid)
-        if pod.owner_uid and pod.owner_kind in GANG_OWNER_KINDS:
+        if pod.owner_uid and self._by_owner(pod):
             self._owned_pods.setdefault(pod.owner_uid, set()).add(pod.uid)
 
     def _unindex_owned(self, owner_uid: str, uid: str) -> None:

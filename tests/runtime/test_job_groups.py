@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
@@ -135,3 +138,35 @@ def test_jobs_outside_our_namespaces_are_not_read() -> None:
     state.upsert_job(job_object("train", gang="true"))
     assert not state.owners
     assert not marked
+
+
+@given(
+    order=st.permutations(["job", "podgroup", "pod-0", "pod-1", "pod-2"]),
+    annotated=st.booleans(),
+)
+def test_whatever_order_the_events_come_in_a_gang_is_placed_whole_or_not_at_all(
+    order: list[str], annotated: bool
+) -> None:
+    """The pod-before-Job and pod-before-PodGroup races, every interleaving of them."""
+    state, _ = make_state()
+    bindings: list[set[str]] = []
+    seen: set[str] = set()
+    for item in order:
+        seen.add(item)
+        if item == "job":
+            state.upsert_job(job_object("train", gang="true" if annotated else None, parallelism=3))
+        elif item == "podgroup":
+            if annotated:  # coscheduler would make it for the annotated Job only
+                state.upsert_podgroup(podgroup_object("train", 3))
+        else:
+            state.upsert_pod(pod_object(f"train-{item[-1]}", owner="train"))
+        while (decision := state.scheduler.next_decision()) is not None:
+            if decision.bindings:
+                bindings.append({binding.name for binding in decision.bindings})
+                # Never alone before the Job is known; a gang only with its PodGroup.
+                assert ("podgroup" if annotated else "job") in seen
+    if annotated:
+        assert bindings == [{"train-0", "train-1", "train-2"}]
+    else:
+        assert all(len(placed) == 1 for placed in bindings)
+        assert set().union(*bindings) == {"train-0", "train-1", "train-2"}
