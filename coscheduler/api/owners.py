@@ -83,8 +83,8 @@ class GangOwner:
     wants_gang: bool = False
     spec: PodGroupSpec | None = None
     problem: str | None = None
-    #: ``spec.template.spec.schedulerName`` (kube's default when unset).
-    scheduler_name: str = "default-scheduler"
+    #: ``spec.template.spec.schedulerName``; empty when unset (the default scheduler).
+    scheduler_name: str = ""
     #: Being deleted: its PodGroup goes with it, none is made.
     deleting: bool = False
 
