@@ -126,12 +126,18 @@ def create_job(
     run_seconds: float = 3.0,
     group_label: str = GROUP_LABEL,
     annotations: dict[str, str] | None = None,
+    completions: int | None = None,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running.
 
-    ``annotations`` go on the Job itself (a gang annotation, say), not on its pods.
+    ``annotations`` go on the Job itself (a gang annotation, say), not on its pods;
+    ``completions`` defaults to ``parallelism``.
     """
-    controller = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0}
+    controller = {
+        "parallelism": parallelism,
+        "completions": parallelism if completions is None else completions,
+        "backoffLimit": 0,
+    }
     template = {
         "metadata": {
             "labels": _labels(group, None, name, group_label),

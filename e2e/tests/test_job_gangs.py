@@ -133,6 +133,7 @@ def test_an_invalid_annotation_gets_an_event_saying_what_to_fix_and_loses_no_pod
         namespace,
         "typo",
         parallelism=2,
+        completions=4,
         pool=pool,
         cpu="1",
         run_seconds=600,
@@ -180,6 +181,24 @@ def test_an_invalid_annotation_gets_an_event_saying_what_to_fix_and_loses_no_pod
     group = podgroup(cluster, namespace, "typo")
     assert group is not None
     assert group["spec"]["minMember"] == 2
+
+    # The annotation back to "true" and parallelism raised: minMember follows the Job.
+    cluster.api.request(
+        "PATCH",
+        f"/apis/batch/v1/namespaces/{namespace}/jobs/typo",
+        {"metadata": {"annotations": {GANG: "true"}}, "spec": {"parallelism": 3}},
+        content_type="application/merge-patch+json",
+    )
+    wait_for(
+        partial(podgroup, cluster, namespace, "typo"),
+        lambda g: (g or {}).get("spec", {}).get("minMember") == 3,
+        describe="minMember 3 once parallelism is 3",
+    )
+    wait_for(
+        lambda: bound(cluster, namespace),
+        lambda placed: len(placed) == 3,
+        describe="the third pod placed with the two already running",
+    )
 
 
 def test_an_unannotated_jobs_pods_are_placed_one_by_one(
