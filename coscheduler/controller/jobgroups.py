@@ -77,11 +77,6 @@ class JobGroupMaker:
         self._marked.add(owner.uid)
         self.wake.set()
 
-    def mark_all(self) -> None:
-        for owner in self._state.owners.values():
-            if owner.wants_gang:
-                self.mark(owner)
-
     async def run(self) -> None:
         while True:
             await self.wake.wait()

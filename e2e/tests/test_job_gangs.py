@@ -111,8 +111,9 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
     show(cluster, namespace, "get", "podgroup,job,pods", "-o", "wide")
     show(cluster, namespace, "describe", "podgroup", "train")
 
-    # The garbage collector deletes the PodGroup with its Job.
-    cluster.api.delete(f"/apis/batch/v1/namespaces/{namespace}/jobs/train")
+    # The garbage collector deletes the PodGroup with its Job. As kubectl deletes it:
+    # in the background (a bare DELETE of a batch/v1 Job orphans what it owns).
+    cluster.kubectl("delete", "job", "train", "-n", namespace)
     wait_for(
         lambda: podgroup(cluster, namespace, "train") is None,
         describe="PodGroup train deleted with its Job",
