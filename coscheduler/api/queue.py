@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -55,7 +55,7 @@ class QueueState(StrEnum):
 
 class SelectorRequirement(_Model):
     key: str
-    operator: Annotated[str, Field(pattern="^(In|NotIn|Exists|DoesNotExist)$")]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] | None = None
 
 
@@ -72,7 +72,10 @@ class QueueSpec(_Model):
     weight: Annotated[int, Field(ge=1, le=1000)] = 1
     state: QueueState = QueueState.OPEN
     parent: Annotated[str, Field(min_length=1, max_length=63)] | None = None
-    namespaces: Annotated[list[str], Field(max_length=256)] | None = None
+    namespaces: (
+        Annotated[list[Annotated[str, Field(min_length=1, max_length=63)]], Field(max_length=256)]
+        | None
+    ) = None
     namespace_selector: WireSelector | None = None
 
     _check_quantities = field_validator("nominal", "max")(_check_resource_list)
