@@ -15,9 +15,13 @@ Start-up, in order, and why:
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
-   half-bound by a previous leader is completed, never bound twice.
+   half-bound by a previous leader is completed, never bound twice. Jobs are
+   listed first of all, so that pods join their Job's gang from the first
+   pod (a process that may not list Jobs says so and places their pods alone,
+   as before groups by owner existed).
 4. Start the scheduling loop, the status writers (PodGroups, Queues), the
-   event recorder, the pod condition writer, and Kopf with its PodGroup watch.
+   event recorder, the pod condition writer, the maker of Jobs' PodGroups,
+   and Kopf with its PodGroup and Job watches.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
+from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
 from coscheduler.core.group import GroupKey
@@ -63,6 +68,7 @@ log = structlog.get_logger(__name__)
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 QUEUES_PATH = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
 _STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
+_JOBS = "/apis/batch/v1/jobs"
 
 
 @dataclasses.dataclass
@@ -196,6 +202,12 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         binds_idle=binds_idle,
     )
     namespaces = state.namespaces
+    job_groups = JobGroupMaker(state=state, client=reporting, events=events)
+    state.on_owner_changed = job_groups.mark
+    jobs = await _list_jobs(client)
+    if jobs is not None:
+        state.owners_watched = True
+        state.replace_jobs(jobs)
 
     watch_timeout = settings.client.watch_timeout_seconds
     feeds = {
@@ -289,7 +301,11 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             queued=len(scheduler.queue),
         )
         registry = build_registry(
-            state=state, client=client, on_podgroup_changed=loop.wake, adapters=adapters
+            state=state,
+            client=client,
+            on_podgroup_changed=loop.wake,
+            adapters=adapters,
+            watch_jobs=state.owners_watched,
         )
         kopf_namespaces: dict[str, Any] = (
             {"namespaces": list(namespaces)} if namespaces else {"clusterwide": True}
@@ -300,6 +316,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             "queue-status-writer": queue_writer.run(),
             "events": events.run(),
             "pod-conditions": pod_conditions.run(),
+            "job-podgroups": job_groups.run(),
             "kopf": _run_kopf(
                 registry=registry,
                 settings=kopf_settings(watch_timeout_seconds=watch_timeout),
@@ -371,6 +388,21 @@ async def _queues_served(client: KubeClient) -> bool:
         "install it with kubectl apply -f crds/queues.yaml"
     )
     return False
+
+
+async def _list_jobs(client: KubeClient) -> list[dict[str, Any]] | None:
+    """Every Job, or None when this ServiceAccount may not list them (an older ClusterRole)."""
+    try:
+        answer = await client.call("GET", _JOBS)
+    except Forbidden:
+        log.error(
+            "Jobs not readable by this ServiceAccount: Jobs annotated "
+            "scheduling.sigs.k8s.io/gang get no PodGroup and their pods are placed one by one; "
+            "apply manifests/rbac.yaml"
+        )
+        return None
+    items: list[dict[str, Any]] = answer.get("items") or []
+    return items
 
 
 async def _list_podgroups(client: KubeClient, adapter: GroupAdapter) -> list[dict[str, Any]]:

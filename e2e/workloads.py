@@ -126,9 +126,19 @@ def create_job(
     group: str | None = None,
     run_seconds: float = 3.0,
     group_label: str = GROUP_LABEL,
+    annotations: dict[str, str] | None = None,
+    completions: int | None = None,
 ) -> Json:
-    """A Job whose pods KWOK completes ``run_seconds`` after they start running."""
-    controller = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0}
+    """A Job whose pods KWOK completes ``run_seconds`` after they start running.
+
+    ``annotations`` go on the Job itself (a gang annotation, say), not on its pods;
+    ``completions`` defaults to ``parallelism``.
+    """
+    controller = {
+        "parallelism": parallelism,
+        "completions": parallelism if completions is None else completions,
+        "backoffLimit": 0,
+    }
     template = {
         "metadata": {
             "labels": _labels(group, None, name, group_label),
@@ -136,7 +146,9 @@ def create_job(
         },
         "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
     }
-    return _create_controller(api, namespace, "batch/v1", "Job", name, controller, template)
+    return _create_controller(
+        api, namespace, "batch/v1", "Job", name, controller, template, annotations
+    )
 
 
 def _create_controller(
@@ -147,13 +159,14 @@ def _create_controller(
     name: str,
     spec: Json,
     template: Json,
+    annotations: dict[str, str] | None = None,
 ) -> Json:
     """A workload controller (ReplicaSet, Job) whose pods are made from ``template``."""
     path = f"/apis/{api_version}/namespaces/{namespace}/{kind.lower()}s"  # replicasets, jobs
     body = {
         "apiVersion": api_version,
         "kind": kind,
-        "metadata": {"name": name},
+        "metadata": {"name": name, "annotations": annotations or {}},
         "spec": {**spec, "template": template},
     }
     return api.create(path, body)

@@ -127,6 +127,45 @@ def pod_object(
     }
 
 
+def job_object(
+    name: str,
+    *,
+    namespace: str = "default",
+    gang: str | None = None,
+    parallelism: int | None = 4,
+    completions: int | None = None,
+    succeeded: int | None = None,
+    scheduler: str | None = "coscheduler",
+    annotations: Mapping[str, str] | None = None,
+    template_spec: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A raw batch/v1 Job (uid ``uid-job-<name>``, as ``pod_object(owner=...)`` refers to it)."""
+    notes = dict(annotations or {})
+    if gang is not None:
+        notes["scheduling.sigs.k8s.io/gang"] = gang
+    spec: dict[str, Any] = {"template": {"spec": dict(template_spec or {})}}
+    if scheduler is not None:
+        spec["template"]["spec"]["schedulerName"] = scheduler
+    if parallelism is not None:
+        spec["parallelism"] = parallelism
+    if completions is not None:
+        spec["completions"] = completions
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-job-{name}",
+            "annotations": notes,
+        },
+        "spec": spec,
+    }
+    if succeeded is not None:
+        job["status"] = {"succeeded": succeeded}
+    return job
+
+
 def pod(name: str, **fields: Any) -> PodInfo:
     return PodInfo.from_object(pod_object(name, **fields))
 

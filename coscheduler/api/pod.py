@@ -135,6 +135,12 @@ class PodInfo:
     #: The controlling owner's name (a Job, a ReplicaSet...), for ``occupiedBy`` in
     #: scheduling.x-k8s.io's status, which names owners rather than their UIDs.
     owner_name: str | None = None
+    #: The controlling owner's kind (``Job``...). A Job that asks for a gang by
+    #: annotation (:mod:`~coscheduler.api.owners`) makes its pods members of the
+    #: group named after it: the runtime sets ``owner_group`` to that name by the
+    #: core's rule (:func:`coscheduler.core.owners.owner_group`); never parsed.
+    owner_kind: str | None = None
+    owner_group: str | None = None
 
     @property
     def key(self) -> str:
@@ -258,6 +264,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     labels = reader.strings(meta.get("labels"), "metadata.labels")
     owner_uid: str | None = None
     owner_name: str | None = None
+    owner_kind: str | None = None
     for index, item in enumerate(
         reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
     ):
@@ -265,6 +272,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         if owner.get("controller") is True:
             owner_uid = reader.text(owner.get("uid"), f"metadata.ownerReferences[{index}].uid")
             owner_name = reader.text(owner.get("name"), f"metadata.ownerReferences[{index}].name")
+            owner_kind = reader.text(owner.get("kind"), f"metadata.ownerReferences[{index}].kind")
             break
 
     spec = reader.mapping(raw.get("spec"), "spec")
@@ -332,4 +340,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
         owner_name=owner_name or None,
+        owner_kind=owner_kind or None,
     )

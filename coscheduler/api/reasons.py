@@ -90,6 +90,14 @@ class Reason(StrEnum):
     #: Event on an object coscheduler cannot read (a malformed quantity...); also
     #: the reason on such a pod's ``PodScheduled=False`` when the pod is ours.
     INVALID_OBJECT = "InvalidObject"
+    #: Event on a Job: its ``scheduling.sigs.k8s.io/gang`` annotation (or the
+    #: PodGroup it asks for) is invalid; the message says what to fix.
+    INVALID_GANG = "InvalidGangAnnotation"
+    #: Event on a Job: the PodGroup named after it was made for its pods.
+    POD_GROUP_CREATED = "PodGroupCreated"
+    #: Event on a Job: a PodGroup of its name exists that it does not own; it is
+    #: left as it is, and the Job's pods join it.
+    POD_GROUP_NOT_OWNED = "PodGroupNotOwned"
 
     @property
     def room_would_help(self) -> bool:

@@ -1,4 +1,4 @@
-"""The Kopf side: the process's PodGroup watches (one per API served), and how Kopf logs in.
+"""The Kopf side: the PodGroup watches (one per API served), the Job watch, how Kopf logs in.
 
 Kopf watches PodGroups (list, watch, resume, relist: its watcher is robust)
 and hands every event to :func:`build_registry`'s handler, which feeds the
@@ -14,6 +14,11 @@ nothing here needs one, since a PodGroup's deletion requires no clean-up.
 
 Kopf runs only while this replica holds the Lease (see ``coscheduler.app``),
 so it needs no peering of its own.
+
+Jobs are watched the same way, when the process may list them: every Job
+(not only annotated ones), since a pod is placed alone only once its Job is
+known to ask for no gang (:mod:`coscheduler.core.owners`). The PodGroups the
+annotated ones ask for are made by :mod:`coscheduler.controller.jobgroups`.
 """
 
 from __future__ import annotations
@@ -63,6 +68,20 @@ def _podgroup_handler(
     return podgroup_event
 
 
+def _job_handler(
+    state: ClusterState, on_job_changed: Callable[[], None]
+) -> Callable[..., Awaitable[None]]:
+    async def job_event(event: kopf.RawEvent, **_: Any) -> None:
+        body = event["object"]
+        if event["type"] == "DELETED":
+            state.remove_job(body)
+        else:
+            state.upsert_job(body)
+        on_job_changed()
+
+    return job_event
+
+
 async def _connection_info(client: KubeClient) -> kopf.ConnectionInfo:
     """Kopf logs in with the very credentials the rest of the process uses."""
     config = client.api_client.configuration
@@ -88,8 +107,9 @@ def build_registry(
     client: KubeClient,
     on_podgroup_changed: Callable[[], None],
     adapters: Sequence[GroupAdapter],
+    watch_jobs: bool = False,
 ) -> kopf.OperatorRegistry:
-    """A Kopf registry with one handler per PodGroup API served, feeding ``state``."""
+    """A Kopf registry with one handler per PodGroup API served (and Jobs'), feeding ``state``."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -102,5 +122,9 @@ def build_registry(
         kopf.on.event(
             api.group, api.version, api.plural, id=f"podgroups-{api.group}", registry=registry
         )(_podgroup_handler(state, adapter, on_podgroup_changed))
+    if watch_jobs:
+        kopf.on.event("batch", "v1", "jobs", id="jobs", registry=registry)(
+            _job_handler(state, on_podgroup_changed)
+        )
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     return registry

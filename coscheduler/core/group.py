@@ -39,9 +39,14 @@ class GroupKey(NamedTuple):
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> GroupKey:
-        """The key of the group the pod belongs to (its own key when it has none)."""
+        """The key of the group the pod belongs to (its own key when it has none).
+
+        A group label wins; else the group its owner gives it (:mod:`~coscheduler.core.owners`).
+        """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
+        if pod.owner_group is not None:
+            return cls(pod.namespace, pod.owner_group)
         return cls(pod.namespace, pod.name, KIND_POD)
 
 

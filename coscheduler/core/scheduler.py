@@ -20,6 +20,10 @@ Membership rules, in order:
 4. A pod joins the group its labels name, in its namespace; without such a
    label it is a gang of one. A pod naming a PodGroup that does not exist
    waits for it (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
+5. A pod without a group label whose controlling owner is a Job that asks for
+   a gang (or is not known yet) joins the group named after the Job
+   (``PodInfo.owner_group``, set by :mod:`~coscheduler.core.owners`' rule); it
+   waits for that group whatever ``lone_when_group_missing`` says.
 
 Queues (:mod:`~coscheduler.core.quota`): a group draws from its PodGroup's
 ``spec.queue`` (a lone pod from its queue label, else ``default``). Every
@@ -518,11 +522,12 @@ class Scheduler:
         )
 
     def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
-        """Rules 1-4: the pod's group and whether it is pending or bound there."""
+        """Rules 1-5: the pod's group and whether it is pending or bound there."""
         if pod.scheduler_name != self.settings.scheduler_name or pod.terminal:
             return None, None
         key = GroupKey.of_pod(pod)
-        if self.settings.lone_when_group_missing and not key.lone and key not in self._policies:
+        labelled = pod.group is not None  # rule 5: a group by owner is never skipped
+        if self.settings.lone_when_group_missing and labelled and key not in self._policies:
             key = GroupKey(pod.namespace, pod.name, KIND_POD)
         if pod.node_name is not None or self.snapshot.is_assumed(pod.uid):
             return key, "bound"

@@ -12,6 +12,13 @@ PodGroups come from every API read, each through its adapter as one
 APIs is one group: the object of the first API in ``adapters`` (ours). The
 other is kept aside and takes over if the first is deleted.
 
+Jobs are read too (when ``owners_watched``: the process may list them), as
+:class:`~coscheduler.api.owners.GangOwner` records: a pod whose controlling
+owner is a Job joins the group the core's owner rule gives it
+(:func:`~coscheduler.core.owners.owner_group`), and when a Job's answer
+changes, its pods are fed in again. ``on_owner_changed`` tells the controller
+which Jobs' PodGroups to make.
+
 It decides nothing. A malformed object is logged, reported to ``on_invalid``
 (which turns it into an Event) and skipped: one bad pod must never stop the
 scheduling of the others.
@@ -32,6 +39,7 @@ from coscheduler.api import validation
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, sigs
 from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.node import NodeInfo, NodeParseError
+from coscheduler.api.owners import GANG_ANNOTATION, GANG_OWNER_KINDS, GangOwner
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.api.podgroup import PodGroupStatus
@@ -45,6 +53,7 @@ from coscheduler.api.volumes import (
     VolumeParseError,
 )
 from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.owners import owner_group
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
@@ -138,6 +147,16 @@ class ClusterState:
     #: The core's status of each group's latest failed attempt (its verdict).
     verdicts: dict[GroupKey, Status] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    #: Jobs by uid, read as gang owners; only while ``owners_watched`` do pods join
+    #: groups by owner (a process that cannot list Jobs schedules their pods alone).
+    owners: dict[str, GangOwner] = field(default_factory=dict)
+    owners_watched: bool = False
+    #: Called with a Job that asks for a gang whenever it, or the PodGroup named after it, changes.
+    on_owner_changed: Callable[[GangOwner], None] = lambda _owner: None
+    #: Owner uid -> the uids of its pods (of gang owner kinds only).
+    _owned_pods: dict[str, set[str]] = field(default_factory=dict)
+    #: The group named after a Job that asks for a gang -> the Job's uid.
+    _owner_of_group: dict[GroupKey, str] = field(default_factory=dict)
     #: Queue objects as last read, by name (their status is written from here).
     queues: dict[str, Queue] = field(default_factory=dict)
     #: Called with a queue's name when its object changes.
@@ -252,6 +271,14 @@ class ClusterState:
         self._invalid_pods.discard(pod.uid)
         self._invalid_waiting.discard(pod.uid)
         self._pod_uids.add(pod.uid)
+        self._index_owned(pod)
+        return self._feed_pod(pod)
+
+    def _feed_pod(self, pod: PodInfo) -> PodInfo:
+        if self._by_owner(pod):
+            group = owner_group(pod, self.owners)
+            if group != pod.owner_group:
+                pod = dataclasses.replace(pod, owner_group=group)
         self.scheduler.upsert_pod(pod)
         self._index_member(pod)
         return pod
@@ -275,6 +302,9 @@ class ClusterState:
             self._remove_pod_uid(uid)
 
     def _remove_pod_uid(self, uid: str) -> None:
+        known = self.scheduler.pod(uid)
+        if known is not None and known.owner_uid:
+            self._unindex_owned(known.owner_uid, uid)
         self._invalid_pods.discard(uid)
         self._invalid_waiting.discard(uid)
         self._pod_uids.discard(uid)
@@ -283,8 +313,31 @@ class ClusterState:
         if key is not None:
             self._remove_pod_uid_from(key, uid)
 
+    def _by_owner(self, pod: PodInfo) -> bool:
+        """Whether the pod may join a group by owner: a Job's, ours to place, Jobs read."""
+        return (
+            self.owners_watched
+            and pod.owner_kind in GANG_OWNER_KINDS
+            and pod.scheduler_name == self.scheduler.settings.scheduler_name
+        )
+
+    def _index_owned(self, pod: PodInfo) -> None:
+        before = self.scheduler.pod(pod.uid)
+        if before is not None and before.owner_uid and before.owner_uid != pod.owner_uid:
+            self._unindex_owned(before.owner_uid, pod.uid)
+        if pod.owner_uid and self._by_owner(pod):
+            self._owned_pods.setdefault(pod.owner_uid, set()).add(pod.uid)
+
+    def _unindex_owned(self, owner_uid: str, uid: str) -> None:
+        pods = self._owned_pods.get(owner_uid)
+        if pods is not None:
+            pods.discard(uid)
+            if not pods:
+                del self._owned_pods[owner_uid]
+
     def _index_member(self, pod: PodInfo) -> None:
-        key = GroupKey(pod.namespace, pod.group) if pod.group is not None else None
+        of_pod = GroupKey.of_pod(pod)
+        key = None if of_pod.lone else of_pod
         previous = self._pod_group.get(pod.uid)
         if previous is not None and previous != key:
             self._remove_pod_uid_from(previous, pod.uid)
@@ -306,6 +359,78 @@ class ClusterState:
     def group_pods(self, key: GroupKey) -> list[PodInfo]:
         """Every pod that names the group, whatever its phase or scheduler."""
         return list(self._group_pods.get(key, {}).values())
+
+    # -- Jobs: groups by owner -------------------------------------------------
+
+    def replace_jobs(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every Job: forget the ones it no longer has."""
+        _replace_all(objects, self.upsert_job, list(self.owners), self._remove_owner)
+
+    def upsert_job(self, raw: Mapping[str, Any]) -> str | None:
+        owner = GangOwner.from_job(raw)
+        if owner is None or (self.namespaces and owner.namespace not in self.namespaces):
+            return None
+        before = self.owners.get(owner.uid)
+        if before == owner:
+            return owner.uid
+        self.owners[owner.uid] = owner
+        self._set_owner_of_group(before, owner)
+        if before is None or before.wants_gang != owner.wants_gang:
+            self._refeed_owned(owner.uid)
+        if owner.wants_gang:
+            self.on_owner_changed(owner)
+        return owner.uid
+
+    def remove_job(self, raw: Mapping[str, Any]) -> None:
+        uid = _meta(raw).get("uid")
+        if isinstance(uid, str):
+            self._remove_owner(uid)
+
+    def _remove_owner(self, uid: str) -> None:
+        owner = self.owners.pop(uid, None)
+        if owner is not None:
+            self._set_owner_of_group(owner, None)
+            # Its pods, if any are left, wait as members of the unknown Job's group.
+            self._refeed_owned(uid)
+
+    def _set_owner_of_group(self, before: GangOwner | None, after: GangOwner | None) -> None:
+        if before is not None and before.wants_gang:
+            self._owner_of_group.pop(GroupKey(before.namespace, before.group_name), None)
+        if after is not None and after.wants_gang:
+            self._owner_of_group[GroupKey(after.namespace, after.group_name)] = after.uid
+
+    def _refeed_owned(self, owner_uid: str) -> None:
+        """The owner's answer changed: its pods' groups follow."""
+        for uid in list(self._owned_pods.get(owner_uid, ())):
+            pod = self.scheduler.pod(uid)
+            if pod is not None:
+                self._feed_pod(pod)
+
+    def owner_of_group(self, key: GroupKey) -> GangOwner | None:
+        """The Job that asks for the group named ``key``, if one does."""
+        uid = self._owner_of_group.get(key)
+        return None if uid is None else self.owners.get(uid)
+
+    def owner_wait_message(self, key: GroupKey) -> str | None:
+        """Why the members of a group by owner wait for a PodGroup; None if it is not one."""
+        owner = self.owner_of_group(key)
+        if owner is not None:
+            if owner.problem is not None:
+                return (
+                    f"Job {owner.key} asks for a gang but {owner.problem}; its pods wait "
+                    f"(see kubectl describe job {owner.name} -n {owner.namespace})"
+                )
+            return (
+                f"waiting for PodGroup {key}, which coscheduler makes for Job {owner.key} "
+                f"(annotation {GANG_ANNOTATION})"
+            )
+        pending, _ = self.scheduler.members(key)
+        if any(pod.group is None and pod.owner_group == key.name for pod in pending):
+            return (
+                f"waiting to see Job {key}, the owner of this pod: its pods are placed only once "
+                f"it is known whether it asks for a gang (annotation {GANG_ANNOTATION})"
+            )
+        return None
 
     # -- PodGroups -----------------------------------------------------------
 
@@ -419,6 +544,8 @@ class ClusterState:
         self.podgroups[key] = group
         if spec_changed or previous is None or previous.api != group.api:
             self.scheduler.upsert_group(self._policy(group))
+        if previous is None:
+            self._owner_group_moved(key)
         if notify:
             self.on_group_changed(key)
 
@@ -448,6 +575,13 @@ class ClusterState:
         self.podgroups.pop(key, None)
         self.verdicts.pop(key, None)
         self.scheduler.remove_group(key.namespace, key.name)
+        self._owner_group_moved(key)
+
+    def _owner_group_moved(self, key: GroupKey) -> None:
+        """A PodGroup appeared or went: the Job named like it may need one (again)."""
+        owner = self.owner_of_group(key)
+        if owner is not None:
+            self.on_owner_changed(owner)
 
     def _policy(self, group: GroupObject) -> GroupPolicy:
         spec = group.spec

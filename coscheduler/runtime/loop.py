@@ -209,6 +209,9 @@ class SchedulingLoop:
             pending=len(decision.pending),
         )
         message = _pod_message(key, why, self._state.unreadable_group(key))
+        if (why.cause or why.reason) is Reason.GROUP_NOT_FOUND:
+            # A Job's pods carry no label to correct: say what they wait for.
+            message = self._state.owner_wait_message(key) or message
         self._tell_pending_pods(key, _pod_reason(why), message)
 
     def _tell_pending_pods(self, key: GroupKey, reason: Reason, message: str) -> None:

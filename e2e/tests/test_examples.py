@@ -74,6 +74,7 @@ def test_every_example_is_tested() -> None:
     tested = {
         "seed-gang.yaml",
         "job-gang.yaml",
+        "annotated-job.yaml",
         "roles-gang.yaml",
         "gpu-gang.yaml",
         "contention-pair.yaml",
@@ -103,6 +104,17 @@ PLAIN_EXAMPLES = [
     pytest.param(
         ExampleRun("job-gang.yaml", 1, "train-job", "Finished", {"succeeded": 4}, run_seconds="3s"),
         id="job-gang-finishes",
+    ),
+    pytest.param(
+        ExampleRun(
+            "annotated-job.yaml",
+            1,
+            "train-annotated",
+            "Finished",
+            {"succeeded": 4, "scheduled": 4},
+            run_seconds="3s",
+        ),
+        id="annotated-job",
     ),
     pytest.param(
         ExampleRun("roles-gang.yaml", 1, "mpi", "Running", {"running": 4}), id="roles-gang"

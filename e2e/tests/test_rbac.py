@@ -103,12 +103,24 @@ def test_coscheduler_works_with_exactly_its_service_account(
             group="rbac-x",
             group_label=w.XK8S_GROUP_LABEL,
         )
+        # A Job annotated for a gang: its Jobs are read, its PodGroup made.
+        w.create_job(
+            cluster.api,
+            namespace,
+            "rbac-job",
+            parallelism=2,
+            pool=pool,
+            cpu="1",
+            run_seconds=600,
+            annotations={"scheduling.sigs.k8s.io/gang": "true"},
+        )
         wait_for(
             lambda: w.list_pods(cluster.api, namespace),
-            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 4,
-            describe="both gangs bound under the ServiceAccount",
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 6,
+            describe="the three gangs bound under the ServiceAccount",
         )
-        for path in (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x"):
+        paths = (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x", f"{w.PODGROUPS}/rbac-job")
+        for path in paths:
             group_path = path.format(ns=namespace)
             wait_for(
                 partial(cluster.api.get, group_path),

@@ -1,0 +1,198 @@
+"""Makes the PodGroup of each Job that asks for a gang (``scheduling.sigs.k8s.io/gang``).
+
+Level-triggered: :class:`~coscheduler.runtime.cluster.ClusterState` marks a
+Job whenever it changes (Kopf's Job watch feeds it) and whenever the PodGroup
+named after it appears or goes; one worker takes the marked Jobs and, for
+each, as it is now:
+
+1. The annotation is invalid: a Warning event on the Job says what to fix
+   (``InvalidGangAnnotation``); nothing is made, and its pods wait.
+2. The Job is being deleted: nothing (its PodGroup goes with it). Its pod
+   template names another scheduler: a Warning event says the annotation has
+   no effect, when that scheduler is the default one (another coscheduler's
+   Jobs are left to it).
+3. No PodGroup of that name: create it, controlled by the Job, so the garbage
+   collector deletes it with the Job (``PodGroupCreated``).
+4. A PodGroup of that name controlled by this Job: its ``minMember``, queue
+   and priority class follow the Job (parallelism changed, the last wave).
+5. A PodGroup of that name controlled by a Job of the same name with another
+   uid: the previous Job's, which the garbage collector is deleting; its
+   deletion marks the Job again and step 3 follows.
+6. Any other PodGroup of that name: left as it is, never overwritten; a
+   Warning event (``PodGroupNotOwned``) says the pods join it.
+
+A request that fails is retried with backoff; a create that meets an existing
+object (409) waits for that object's watch event, which marks the Job again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Final
+
+import structlog
+
+from coscheduler.api.adapters import GroupObject, sigs
+from coscheduler.api.owners import GANG_ANNOTATION, JOB_API_VERSION, GangOwner, owns
+from coscheduler.api.reasons import Reason
+from coscheduler.core.group import GroupKey
+from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.errors import ApiError, Conflict, NotFound
+from coscheduler.runtime.events import EventRecorder, ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
+
+__all__ = ["JobGroupMaker"]
+
+log = structlog.get_logger(__name__)
+
+_DEFAULT_SCHEDULERS: Final = frozenset({"", "default-scheduler"})
+
+
+class JobGroupMaker:
+    """Creates and keeps the PodGroup of each Job that asks for a gang (steps 1-6)."""
+
+    def __init__(
+        self,
+        *,
+        state: ClusterState,
+        client: KubeClient,
+        events: EventRecorder,
+        retry_initial_seconds: float = 0.5,
+        retry_max_seconds: float = 30.0,
+    ) -> None:
+        self._state = state
+        self._client = client
+        self._events = events
+        self._scheduler_name = state.scheduler.settings.scheduler_name
+        self._api = sigs.ADAPTER.api
+        self._retry = (retry_initial_seconds, retry_max_seconds)
+        self._marked: set[str] = set()
+        self._failures: dict[str, int] = {}
+        self.wake = asyncio.Event()
+        self.created = 0
+
+    def mark(self, owner: GangOwner) -> None:
+        """Look at this Job again (it, or the PodGroup named after it, changed)."""
+        self._marked.add(owner.uid)
+        self.wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            marked, self._marked = self._marked, set()
+            for uid in sorted(marked):
+                owner = self._state.owners.get(uid)  # as it is now; None once deleted
+                if owner is None:
+                    self._failures.pop(uid, None)
+                    continue
+                try:
+                    await self.reconcile(owner)
+                except ApiError as error:
+                    self._retry_later(owner, error)
+                else:
+                    self._failures.pop(uid, None)
+
+    def _retry_later(self, owner: GangOwner, error: ApiError) -> None:
+        failures = self._failures.get(owner.uid, 0) + 1
+        self._failures[owner.uid] = failures
+        initial, most = self._retry
+        delay = min(most, initial * 2 ** (failures - 1))
+        log.warning(
+            "PodGroup of a Job not made yet, retrying",
+            job=owner.key,
+            error=str(error),
+            retry_in_seconds=delay,
+        )
+        asyncio.get_running_loop().call_later(delay, self.mark, owner)
+
+    async def reconcile(self, owner: GangOwner) -> None:
+        """Steps 1-6 for one Job; raises :class:`ApiError` when a request fails."""
+        if not owner.wants_gang or owner.deleting:
+            return
+        job = ObjectRef(JOB_API_VERSION, owner.kind, owner.namespace, owner.name, owner.uid)
+        if owner.problem is not None:
+            self._events.record(job, "Warning", Reason.INVALID_GANG, owner.problem)
+            return
+        if owner.scheduler_name != self._scheduler_name:
+            if owner.scheduler_name in _DEFAULT_SCHEDULERS:
+                self._events.record(
+                    job,
+                    "Warning",
+                    Reason.INVALID_GANG,
+                    f"annotation {GANG_ANNOTATION} has no effect: the pod template's "
+                    f"schedulerName is {owner.scheduler_name or 'unset'} (default-scheduler "
+                    f"places pods one by one); set spec.template.spec.schedulerName: "
+                    f"{self._scheduler_name}",
+                )
+            return
+        key = GroupKey(owner.namespace, owner.group_name)
+        group = self._state.podgroups.get(key)
+        if group is None:
+            await self._create(owner, job, key)
+        elif group.api == self._api and owns(owner.uid, group.metadata):
+            await self._follow(owner, group, key)
+        elif _previous_jobs(owner, group.metadata):
+            log.info("PodGroup of a deleted Job of the same name still there", job=owner.key)
+        else:
+            self._events.record(
+                job,
+                "Warning",
+                Reason.POD_GROUP_NOT_OWNED,
+                f"{group.api.kind} {key} ({group.api.api_version}) exists and is not this "
+                f"Job's: coscheduler leaves it as it is and the Job's pods join it "
+                f"(minMember {group.spec.min_member}); to have one made for the Job, delete "
+                f"that PodGroup or rename the Job",
+            )
+
+    async def _create(self, owner: GangOwner, job: ObjectRef, key: GroupKey) -> None:
+        path = f"/apis/{self._api.api_version}/namespaces/{owner.namespace}/{self._api.plural}"
+        try:
+            await self._client.call("POST", path, body=owner.podgroup(self._api.api_version))
+        except Conflict:
+            # Made meanwhile (by us before a restart, or by someone): its watch
+            # event marks the Job again, and steps 4-6 decide.
+            return
+        self.created += 1
+        spec = owner.spec
+        min_member = spec.min_member if spec is not None else 1
+        log.info("PodGroup made for a Job", group=str(key), min_member=min_member)
+        self._events.record(
+            job,
+            "Normal",
+            Reason.POD_GROUP_CREATED,
+            f"created PodGroup {key} (minMember {min_member}) for this Job's pods",
+        )
+
+    async def _follow(self, owner: GangOwner, group: GroupObject, key: GroupKey) -> None:
+        wanted = owner.spec_fields()
+        spec = group.spec
+        have = {
+            "minMember": spec.min_member,
+            "queue": spec.queue,
+            "priorityClassName": spec.priority_class_name,
+        }
+        if wanted == have:
+            return
+        path = (
+            f"/apis/{self._api.api_version}/namespaces/{owner.namespace}/"
+            f"{self._api.plural}/{owner.group_name}"
+        )
+        try:
+            await self._client.call("PATCH", path, body={"spec": wanted}, content_type=MERGE_PATCH)
+        except NotFound:
+            return  # deleted meanwhile: its watch event marks the Job again
+        log.info("PodGroup follows its Job", group=str(key), spec=wanted, was=have)
+
+
+def _previous_jobs(owner: GangOwner, metadata: Mapping[str, Any]) -> bool:
+    """Whether the PodGroup is controlled by an earlier Job of the same name (now deleted)."""
+    for ref in metadata.get("ownerReferences") or ():
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            return (
+                ref.get("kind") == owner.kind
+                and ref.get("name") == owner.name
+                and ref.get("uid") != owner.uid
+            )
+    return False

@@ -1,0 +1,63 @@
+"""Membership by owner: a Job's pods join the group named after it, or wait for the Job."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from coscheduler.api.owners import GangOwner
+from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
+from coscheduler.core.group import GroupKey
+from coscheduler.core.owners import owner_group
+from coscheduler.core.scheduler import Scheduler, SchedulerSettings
+from tests.builders import job_object, node, pod, pod_object
+
+
+def owner(name: str, gang: str | None) -> GangOwner:
+    read = GangOwner.from_job(job_object(name, gang=gang))
+    assert read is not None
+    return read
+
+
+def test_a_job_that_asks_for_a_gang_gives_its_pods_its_group() -> None:
+    owners = {"uid-job-train": owner("train", "true")}
+    assert owner_group(pod("train-0", owner="train"), owners) == "train"
+
+
+def test_a_job_that_asks_for_none_leaves_its_pods_alone() -> None:
+    owners = {"uid-job-train": owner("train", None)}
+    assert owner_group(pod("train-0", owner="train"), owners) is None
+
+
+def test_an_invalid_annotation_still_holds_the_pods_in_the_jobs_group() -> None:
+    owners = {"uid-job-train": owner("train", "lots")}
+    assert owner_group(pod("train-0", owner="train"), owners) == "train"
+
+
+def test_a_pod_whose_job_is_not_known_yet_waits_in_the_jobs_group() -> None:
+    assert owner_group(pod("train-0", owner="train"), {}) == "train"
+
+
+def test_pods_of_other_owner_kinds_are_untouched() -> None:
+    assert owner_group(pod("solo"), {}) is None
+    raw = pod_object("web-1", owner="web")
+    raw["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet"
+    assert owner_group(PodInfo.from_object(raw), {}) is None
+
+
+def test_a_group_label_wins_over_the_owner() -> None:
+    member = dataclasses.replace(pod("train-0", owner="train", group="mine"), owner_group="train")
+    assert GroupKey.of_pod(member) == GroupKey("default", "mine")
+
+
+def test_a_member_by_owner_waits_for_its_group_even_when_lone_pods_go_ahead() -> None:
+    """``lone_when_group_missing`` places labelled pods of a missing group alone; never a Job's."""
+    scheduler = Scheduler(lambda: 0.0, SchedulerSettings(lone_when_group_missing=True))
+    scheduler.upsert_node(node("n1", cpu="8"))
+    member = dataclasses.replace(pod("train-0", owner="train"), owner_group="train")
+    scheduler.upsert_pod(member)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.group == GroupKey("default", "train")
+    assert not decision.bindings
+    assert decision.status.reason is Reason.GROUP_NOT_FOUND

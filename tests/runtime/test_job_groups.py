@@ -1,0 +1,172 @@
+"""ClusterState with Jobs: a Job's pods join its gang by owner, never race ahead of it alone."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coscheduler.api.owners import GangOwner
+from coscheduler.api.reasons import Reason
+from coscheduler.core.group import GroupKey
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.cluster import ClusterState
+from tests.builders import job_object, node_object, pod_object, podgroup_object
+
+TRAIN = GroupKey("default", "train")
+
+
+def make_state(*, watched: bool = True) -> tuple[ClusterState, list[GangOwner]]:
+    marked: list[GangOwner] = []
+    state = ClusterState(Scheduler(lambda: 0.0), on_owner_changed=marked.append)
+    state.owners_watched = watched
+    state.replace_nodes([node_object("n1", cpu="8")])
+    return state, marked
+
+
+def job_pods(count: int, job: str = "train") -> list[dict[str, object]]:
+    return [pod_object(f"{job}-{i}", owner=job) for i in range(count)]
+
+
+def bound_names(state: ClusterState) -> set[str]:
+    names = set()
+    while (decision := state.scheduler.next_decision()) is not None:
+        names |= {binding.name for binding in decision.bindings}
+    return names
+
+
+def test_pods_seen_before_their_job_wait_then_go_alone_when_it_asks_for_no_gang() -> None:
+    state, marked = make_state()
+    state.replace_pods(job_pods(2))
+
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert not decision.bindings
+    assert decision.group == TRAIN
+    assert decision.status.reason is Reason.GROUP_NOT_FOUND
+    message = state.owner_wait_message(TRAIN)
+    assert message is not None
+    assert "waiting to see Job default/train" in message
+
+    state.upsert_job(job_object("train"))
+    assert bound_names(state) == {"train-0", "train-1"}
+    assert not marked  # nothing to make for a Job without the annotation
+
+
+def test_an_annotated_jobs_pods_wait_for_its_podgroup_then_go_whole() -> None:
+    state, marked = make_state()
+    state.replace_jobs([job_object("train", gang="true", parallelism=3)])
+    assert [owner.name for owner in marked] == ["train"]
+    for raw in job_pods(3):
+        state.upsert_pod(raw)
+    assert bound_names(state) == set()
+    message = state.owner_wait_message(TRAIN)
+    assert message is not None
+    assert "coscheduler makes for Job default/train" in message
+    assert {pod.name for pod in state.group_pods(TRAIN)} == {"train-0", "train-1", "train-2"}
+
+    state.upsert_podgroup(podgroup_object("train", 3))
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert {binding.name for binding in decision.bindings} == {"train-0", "train-1", "train-2"}
+
+
+def test_an_invalid_annotation_holds_the_pods_and_says_what_to_fix() -> None:
+    state, _ = make_state()
+    state.upsert_job(job_object("train", gang="many"))
+    state.replace_pods(job_pods(2))
+    assert bound_names(state) == set()
+    message = state.owner_wait_message(TRAIN)
+    assert message is not None
+    assert "'many'" in message
+    assert "kubectl describe job" in message
+
+
+def test_removing_the_annotation_lets_the_pods_go_one_by_one() -> None:
+    state, _ = make_state()
+    state.upsert_job(job_object("train", gang="true", parallelism=2))
+    state.replace_pods(job_pods(2))
+    assert bound_names(state) == set()
+    state.upsert_job(job_object("train", parallelism=2))
+    assert bound_names(state) == {"train-0", "train-1"}
+    assert state.owner_of_group(TRAIN) is None
+
+
+def test_a_deleted_job_holds_what_is_left_of_its_pods() -> None:
+    state, _ = make_state()
+    state.upsert_job(job_object("train"))
+    state.replace_jobs([])
+    state.replace_pods(job_pods(1))
+    assert bound_names(state) == set()
+
+
+def test_an_orphaned_pod_is_a_gang_of_one() -> None:
+    state, _ = make_state()
+    state.upsert_job(job_object("train", gang="true"))
+    raw = pod_object("train-0", owner="train")
+    state.upsert_pod(raw)
+    del raw["metadata"]["ownerReferences"]
+    state.upsert_pod(raw)
+    assert bound_names(state) == {"train-0"}
+
+
+def test_the_podgroup_named_after_a_job_going_marks_the_job_again() -> None:
+    state, marked = make_state()
+    state.upsert_job(job_object("train", gang="true"))
+    state.upsert_podgroup(podgroup_object("train", 4))
+    state.remove_podgroup(podgroup_object("train", 4))
+    assert [owner.name for owner in marked] == ["train", "train", "train"]
+
+
+def test_a_job_status_change_that_changes_nothing_marks_nothing() -> None:
+    state, marked = make_state()
+    job = job_object("train", gang="true")
+    state.upsert_job(job)
+    job["status"] = {"active": 4}
+    state.upsert_job(job)
+    assert len(marked) == 1
+
+
+def test_without_the_job_watch_a_jobs_pods_are_placed_alone_as_before() -> None:
+    state, _ = make_state(watched=False)
+    state.replace_pods(job_pods(2))
+    assert bound_names(state) == {"train-0", "train-1"}
+
+
+def test_jobs_outside_our_namespaces_are_not_read() -> None:
+    state, marked = make_state()
+    state.namespaces = frozenset({"team"})
+    state.upsert_job(job_object("train", gang="true"))
+    assert not state.owners
+    assert not marked
+
+
+@given(
+    order=st.permutations(["job", "podgroup", "pod-0", "pod-1", "pod-2"]),
+    annotated=st.booleans(),
+)
+def test_whatever_order_the_events_come_in_a_gang_is_placed_whole_or_not_at_all(
+    order: list[str], annotated: bool
+) -> None:
+    """The pod-before-Job and pod-before-PodGroup races, every interleaving of them."""
+    state, _ = make_state()
+    bindings: list[set[str]] = []
+    seen: set[str] = set()
+    for item in order:
+        seen.add(item)
+        if item == "job":
+            state.upsert_job(job_object("train", gang="true" if annotated else None, parallelism=3))
+        elif item == "podgroup":
+            if annotated:  # coscheduler would make it for the annotated Job only
+                state.upsert_podgroup(podgroup_object("train", 3))
+        else:
+            state.upsert_pod(pod_object(f"train-{item[-1]}", owner="train"))
+        while (decision := state.scheduler.next_decision()) is not None:
+            if decision.bindings:
+                bindings.append({binding.name for binding in decision.bindings})
+                # Never alone before the Job is known; a gang only with its PodGroup.
+                assert ("podgroup" if annotated else "job") in seen
+    if annotated:
+        assert bindings == [{"train-0", "train-1", "train-2"}]
+    else:
+        assert all(len(placed) == 1 for placed in bindings)
+        assert set().union(*bindings) == {"train-0", "train-1", "train-2"}
