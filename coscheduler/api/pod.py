@@ -135,6 +135,12 @@ class PodInfo:
     #: The controlling owner's name (a Job, a ReplicaSet...), for ``occupiedBy`` in
     #: scheduling.x-k8s.io's status, which names owners rather than their UIDs.
     owner_name: str | None = None
+    #: When the kubelet started the pod (``status.startTime``), else None: how
+    #: long a preemption victim has run.
+    started: float | None = None
+    #: ``spec.preemptionPolicy`` (admission copies it from the PriorityClass):
+    #: ``Never`` means the pod waits rather than evicting anyone.
+    preemption_policy: str = "PreemptLowerPriority"
 
     @property
     def key(self) -> str:
@@ -329,4 +335,8 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
         owner_name=owner_name or None,
+        started=reader.timestamp(status.get("startTime"), "status.startTime") or None,
+        preemption_policy=reader.text(
+            spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
+        ),
     )

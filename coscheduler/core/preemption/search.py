@@ -1,0 +1,386 @@
+"""The victim search: the smallest disruption that lets a whole gang fit.
+
+:func:`find_plan` is given a group that does not fit (the preemptor), the
+groups running now and a :data:`~coscheduler.core.preemption.victims.VictimRule`,
+and answers with a :class:`PreemptionPlan`: the victims, and where the
+preemptor's members would go once they are gone; or no plan, and why. It
+evicts nothing: each candidate set is *simulated* by taking the victims'
+pods out of the snapshot and running the planner's own attempt
+(:func:`~coscheduler.core.planner.plan`, its trial on a statement, the exact
+search, domains and all), so "fits" means what the real attempt will find.
+The snapshot is exactly as before when it returns.
+
+The search, each step one *trial* of the preemptor's gang:
+
+1. The units (:func:`~coscheduler.core.preemption.victims.victim_units`)
+   that the rule allows and that sit where the preemptor could go, ordered
+   by their cost: members above a gang's minimum and lone pods before whole
+   gangs (fewest gangs broken), then lowest priority, least running time
+   lost, fewest pods. A sum of resources first rules out hopeless cases
+   without a trial.
+2. The shortest prefix of that order that lets the gang fit: doubling, then
+   bisection (the planner is monotone in capacity, so this is a search over
+   one dimension).
+3. The removal pass: the units no planned member landed near are dropped
+   together (one trial), then every other unit, costliest first, unless the
+   gang no longer fits without it. A whole gang that cannot be spared is
+   kept whole; its members above the minimum are separate units, so "only
+   its surplus" is tried first. Afterwards no chosen unit can be spared.
+4. When that plan breaks two gangs or more: plans breaking one gang only
+   (the non-breaking units plus one gang, in cost order), each minimised as
+   in 3; the cheapest plan wins.
+
+The work is bounded by ``budget`` trials (never by a clock: the core reads
+none). Past it, the best sufficient plan found so far is returned with
+``exhausted`` set (still whole gangs, still verified to fit, maybe not the
+smallest); with none found yet, no plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from coscheduler.api.pod import PodInfo
+from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.planner import plan
+from coscheduler.core.preemption.victims import (
+    Cost,
+    RunningGroup,
+    Victim,
+    VictimRule,
+    lower_priority,
+    plan_cost,
+    victim_units,
+)
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import Binding
+from coscheduler.core.strategy import Strategy
+
+__all__ = ["DEFAULT_BUDGET", "NEVER", "PreemptionPlan", "Preemptor", "find_plan"]
+
+#: Trials of the preemptor's gang per search (see the module docstring).
+DEFAULT_BUDGET = 40
+#: ``spec.preemptionPolicy`` of a pod that waits rather than evict anyone.
+NEVER = "Never"
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """The group that does not fit: its policy, members and priority."""
+
+    policy: GroupPolicy
+    pending: Sequence[PodInfo]
+    bound: Sequence[PodInfo]
+    priority: int
+
+    @property
+    def key(self) -> GroupKey:
+        return self.policy.key
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionPlan:
+    """What to evict so the preemptor fits, or why nothing will be.
+
+    ``nominated`` is where the preemptor's members go once the victims are
+    gone (the planner's bindings in the last trial of exactly these victims).
+    ``exhausted``: the budget ran out, so the plan is sufficient but perhaps
+    not the smallest. ``summary`` says it for people.
+    """
+
+    preemptor: GroupKey
+    victims: tuple[Victim, ...] = ()
+    nominated: tuple[Binding, ...] = ()
+    cost: Cost | None = None
+    trials: int = 0
+    exhausted: bool = False
+    summary: str = ""
+
+    @property
+    def found(self) -> bool:
+        return bool(self.victims)
+
+    @property
+    def pods(self) -> tuple[PodInfo, ...]:
+        """Every pod to evict, once each."""
+        seen: dict[str, PodInfo] = {}
+        for victim in self.victims:
+            for pod in victim.pods:
+                seen.setdefault(pod.uid, pod)
+        return tuple(seen.values())
+
+
+@dataclass(slots=True)
+class _Search:
+    snapshot: Snapshot
+    preemptor: Preemptor
+    strategy: Strategy
+    weights: Mapping[str, float] | None
+    budget: int
+    trials: int = 0
+    #: Pods taken out of the snapshot now, to be put back.
+    out: dict[str, PodInfo] = field(default_factory=dict)
+
+    @property
+    def spent(self) -> bool:
+        return self.trials >= self.budget
+
+    def fits(self, units: Iterable[Victim]) -> tuple[Binding, ...] | None:
+        """One trial: the preemptor's attempt with these units' pods gone."""
+        self.trials += 1
+        self._evict({pod.uid: pod for unit in units for pod in unit.pods})
+        decision = plan(
+            self.snapshot,
+            self.preemptor.key,
+            self.preemptor.policy,
+            self.preemptor.pending,
+            self.preemptor.bound,
+            strategy=self.strategy,
+            weights=self.weights,
+        )
+        for binding in decision.bindings:
+            self.snapshot.forget(binding.uid)
+        return decision.bindings if decision.admitted and decision.ok else None
+
+    def restore(self) -> None:
+        self._evict({})
+
+    def _evict(self, wanted: Mapping[str, PodInfo]) -> None:
+        for uid in [uid for uid in self.out if uid not in wanted]:
+            self.snapshot.update_pod(self.out.pop(uid))
+        for uid in wanted:
+            if uid not in self.out:
+                pod = self.snapshot.pod(uid)
+                if pod is not None:
+                    self.snapshot.remove_pod(uid)
+                    self.out[uid] = pod
+
+
+def find_plan(
+    snapshot: Snapshot,
+    preemptor: Preemptor,
+    running: Iterable[RunningGroup],
+    now: float,
+    *,
+    rule: VictimRule | None = None,
+    budget: int = DEFAULT_BUDGET,
+    strategy: Strategy = Strategy.MOST_ALLOCATED,
+    weights: Mapping[str, float] | None = None,
+) -> PreemptionPlan:
+    """The smallest disruption found that lets the whole preemptor fit (see the module)."""
+    key = preemptor.key
+    if any(pod.preemption_policy == NEVER for pod in preemptor.pending):
+        return PreemptionPlan(key, summary="its pods' preemptionPolicy is Never: it waits")
+    allow = rule or lower_priority(preemptor.priority)
+    useful_slots = np.zeros(snapshot.slot_count, dtype=np.bool_)
+    for pod in {pod.placement: pod for pod in preemptor.pending}.values():
+        useful_slots |= snapshot.static_mask(pod)
+
+    def useful(pod: PodInfo) -> bool:
+        slot = None if pod.node_name is None else snapshot.slot_of(pod.node_name)
+        return slot is not None and bool(useful_slots[slot])
+
+    units: list[Victim] = []
+    for group in running:
+        if group.protected_until is not None and now < group.protected_until:
+            continue
+        pods = tuple(
+            pod
+            for pod in group.pods
+            if snapshot.node_of(pod.uid) is not None and not snapshot.is_assumed(pod.uid)
+        )
+        if pods:
+            live = RunningGroup(group.key, pods, group.min_member, group.priority, group.gang, None)
+            units.extend(victim_units(live, useful))
+    units.sort(key=lambda unit: _unit_order(unit, now))
+    candidates: list[Victim] = []
+    for unit in units:
+        if allow(unit, candidates):
+            candidates.append(unit)
+    if not candidates:
+        return PreemptionPlan(key, summary="no running pod of lower priority where it could go")
+    short = _short_of(snapshot, preemptor, useful_slots, candidates)
+    if short:
+        return PreemptionPlan(
+            key, summary=f"evicting every pod it may would still leave too little {short}"
+        )
+
+    search = _Search(snapshot, preemptor, strategy, weights, max(1, budget))
+    try:
+        best = _greedy(search, candidates)
+        if best is None:
+            why = "gave up after {} trials" if search.spent else "no set of victims lets it fit"
+            return PreemptionPlan(
+                key, trials=search.trials, exhausted=search.spent, summary=why.format(search.trials)
+            )
+        chosen, nominated = _minimise(search, best[0], best[1])
+        best_cost = plan_cost(chosen, now)
+        if best_cost.gangs_broken >= 2:
+            calm = [unit for unit in candidates if not unit.breaks_gang]
+            for gang in (unit for unit in candidates if unit.breaks_gang):
+                if search.spent:
+                    break
+                if not allow(gang, calm):
+                    continue
+                placed = search.fits([*calm, gang])
+                if placed is None:
+                    continue
+                other, other_nominated = _minimise(search, [*calm, gang], placed)
+                cost = plan_cost(other, now)
+                if cost < best_cost:
+                    chosen, nominated, best_cost = other, other_nominated, cost
+        exhausted = search.spent
+    finally:
+        search.restore()
+    victims = tuple(sorted(chosen, key=lambda unit: _unit_order(unit, now)))
+    return PreemptionPlan(
+        key,
+        victims,
+        nominated,
+        best_cost,
+        search.trials,
+        exhausted,
+        "would preempt " + _listing(victims, now),
+    )
+
+
+def _unit_order(unit: Victim, now: float) -> tuple[bool, int, float, int, str]:
+    return (
+        unit.breaks_gang,
+        unit.group.priority,
+        unit.running_seconds(now),
+        len(unit.pods),
+        f"{unit.group.key}/{unit.pods[0].name}",
+    )
+
+
+def _short_of(
+    snapshot: Snapshot,
+    preemptor: Preemptor,
+    useful_slots: npt.NDArray[np.bool_],
+    candidates: Sequence[Victim],
+) -> str:
+    """A resource the preemptor needs more of than free plus evictable room holds ('' if none).
+
+    A necessary condition only: it rules out hopeless searches without a trial.
+    """
+    policy = preemptor.policy
+    held: dict[str | None, int] = {}
+    for pod in preemptor.bound:
+        held[pod.role] = held.get(pod.role, 0) + 1
+    role_needs = sum(
+        max(0, minimum - held.get(role, 0)) for role, minimum in policy.role_minimums.items()
+    )
+    needed = max(policy.min_member - len(preemptor.bound), role_needs, 0)
+    if needed == 0 or needed > len(preemptor.pending):
+        return ""
+    wanted: dict[str, int] = {}
+    for resource in {name for pod in preemptor.pending for name in pod.requests}:
+        amounts = sorted(pod.requests.get(resource, 0) for pod in preemptor.pending)
+        wanted[resource] = sum(amounts[:needed])
+    slots = np.flatnonzero(useful_slots)
+    alloc, used = snapshot.rows(slots)
+    free = np.maximum(alloc - used, 0).sum(axis=0)
+    columns = snapshot.columns
+    room = {name: int(free[columns.column(name)]) if name in columns else 0 for name in wanted}
+    seen: set[str] = set()
+    for unit in candidates:
+        for pod in unit.pods:
+            if pod.uid in seen or pod.node_name is None:
+                continue
+            seen.add(pod.uid)
+            slot = snapshot.slot_of(pod.node_name)
+            if slot is None or not useful_slots[slot]:
+                continue
+            for name, amount in pod.requests.items():
+                if name in room:
+                    room[name] += amount
+    for name, amount in sorted(wanted.items()):
+        if amount > room.get(name, 0):
+            return name
+    return ""
+
+
+def _greedy(
+    search: _Search, candidates: Sequence[Victim]
+) -> tuple[list[Victim], tuple[Binding, ...]] | None:
+    """The shortest prefix of the candidates that lets the gang fit (doubling, then bisection)."""
+    count = len(candidates)
+    low, size = 0, 1
+    found: tuple[int, tuple[Binding, ...]] | None = None
+    while not search.spent:
+        size = min(size, count)
+        placed = search.fits(candidates[:size])
+        if placed is not None:
+            found = (size, placed)
+            break
+        low = size
+        if size == count:
+            return None
+        size *= 2
+    if found is None:
+        return None
+    high, nominated = found
+    while high - low > 1 and not search.spent:
+        middle = (low + high) // 2
+        placed = search.fits(candidates[:middle])
+        if placed is None:
+            low = middle
+        else:
+            high, nominated = middle, placed
+    return list(candidates[:high]), nominated
+
+
+def _minimise(
+    search: _Search, chosen: list[Victim], nominated: tuple[Binding, ...]
+) -> tuple[list[Victim], tuple[Binding, ...]]:
+    """The removal pass: drop every unit the gang fits without (see the module)."""
+    chosen = _without_covered(chosen)
+    landed = {binding.node for binding in nominated}
+    far = [unit for unit in chosen if not any(pod.node_name in landed for pod in unit.pods)]
+    if far and len(far) < len(chosen) and not search.spent:
+        near = [unit for unit in chosen if unit not in far]
+        placed = search.fits(near)
+        if placed is not None:
+            chosen, nominated = near, placed
+    for unit in reversed(list(chosen)):
+        if search.spent:
+            break
+        if unit not in chosen:
+            continue
+        rest = [other for other in chosen if other is not unit]
+        placed = search.fits(rest)
+        if placed is not None:
+            chosen, nominated = rest, placed
+    return chosen, nominated
+
+
+def _without_covered(chosen: Sequence[Victim]) -> list[Victim]:
+    """Drop members above the minimum whose gang is chosen whole anyway."""
+    whole = {unit.group.key for unit in chosen if unit.whole and unit.group.gang}
+    return [unit for unit in chosen if unit.whole or unit.group.key not in whole]
+
+
+def _listing(victims: Sequence[Victim], now: float) -> str:
+    parts = [victim.describe(now) for victim in _merged(victims)]
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _merged(victims: Sequence[Victim]) -> list[Victim]:
+    """Members above one gang's minimum told together (``2 pods of ns/etl above ...``)."""
+    merged: dict[tuple[GroupKey, bool], Victim] = {}
+    for victim in victims:
+        slot = (victim.group.key, victim.whole)
+        before = merged.get(slot)
+        merged[slot] = (
+            victim
+            if before is None
+            else Victim(victim.group, before.pods + victim.pods, victim.whole)
+        )
+    return list(merged.values())
