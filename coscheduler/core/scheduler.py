@@ -25,7 +25,7 @@ Membership rules, in order:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
@@ -34,6 +34,13 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
+from coscheduler.core.preemption import (
+    Mode,
+    Preemptions,
+    PreemptionSettings,
+    Preemptor,
+    running_groups,
+)
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, VolumeAction
@@ -58,6 +65,10 @@ class SchedulerSettings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     #: Place pods that name a missing PodGroup as gangs of one instead of waiting.
     lone_when_group_missing: bool = False
+    #: Gang preemption (:mod:`~coscheduler.core.preemption`); off unless asked.
+    preemption: PreemptionSettings = field(
+        default_factory=lambda: PreemptionSettings(mode=Mode.OFF)
+    )
 
 
 @dataclass(slots=True)
@@ -84,6 +95,7 @@ class Scheduler:
         self.volumes = VolumeIndex()
         #: Claim key (namespace/name) -> the pods that use it.
         self._claim_users: dict[str, set[str]] = {}
+        self.preemptions = Preemptions(self.settings.preemption)
 
     # -- reading -------------------------------------------------------------
 
@@ -251,14 +263,31 @@ class Scheduler:
         if key is not None:
             self.queue.requeue(key, Code.ERROR)
 
+    def preemption_failed(self, key: GroupKey, refused: Iterable[GroupKey] = ()) -> None:
+        """The runtime could not carry out a group's preemption: release its room, retry it."""
+        self.preemptions.failed(self.snapshot, key, refused)
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
     # -- internals -----------------------------------------------------------
 
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         now = self.clock()
         first = self._first_attempt.setdefault(key, now)
+        self.preemptions.lift(self.snapshot, key)
         decision = self._plan(key, pending, bound, elapsed=now - first)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
+        self.preemptions.settle(
+            self.snapshot,
+            decision,
+            now,
+            lambda: self._preemptor(key, pending, bound),
+            lambda: running_groups(
+                self._pods.values(), self.snapshot, self._member_of.get, self.policy, key
+            ),
+            strategy=self.settings.strategy,
+            weights=dict(self.settings.weights),
+        )
         if decision.admitted:
             self._first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -324,6 +353,19 @@ class Scheduler:
             elapsed=elapsed,
         )
 
+    def _preemptor(
+        self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]
+    ) -> Preemptor | None:
+        policy = self.policy(key)
+        if policy is None or not pending:
+            return None
+        if any(pod.claims for pod in pending):
+            pending = [self.volumes.resolve(pod, self._claim_used_by_other) for pod in pending]
+        priority = policy.priority
+        if priority is None:
+            priority = max(pod.priority for pod in pending)
+        return Preemptor(policy, pending, bound, priority)
+
     def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
         """Rules 1-4: the pod's group and whether it is pending or bound there."""
         if pod.scheduler_name != self.settings.scheduler_name or pod.terminal:
@@ -359,6 +401,7 @@ class Scheduler:
         """Keep the queue entry in step with the group's pending members."""
         members = self._members.get(key)
         if members is None or not members.pending:
+            self.preemptions.forget(self.snapshot, key)
             self.queue.remove(key)
             self._first_attempt.pop(key, None)
             if members is not None and not members.bound:

@@ -10,6 +10,13 @@ from coscheduler.core.preemption.search import (
     Preemptor,
     find_plan,
 )
+from coscheduler.core.preemption.tracker import (
+    Mode,
+    Order,
+    Preemptions,
+    PreemptionSettings,
+    running_groups,
+)
 from coscheduler.core.preemption.victims import (
     Cost,
     RunningGroup,
@@ -22,7 +29,11 @@ from coscheduler.core.preemption.victims import (
 __all__ = [
     "DEFAULT_BUDGET",
     "Cost",
+    "Mode",
+    "Order",
     "PreemptionPlan",
+    "PreemptionSettings",
+    "Preemptions",
     "Preemptor",
     "RunningGroup",
     "Victim",
@@ -30,4 +41,5 @@ __all__ = [
     "find_plan",
     "lower_priority",
     "plan_cost",
+    "running_groups",
 ]

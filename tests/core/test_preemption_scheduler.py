@@ -1,0 +1,107 @@
+"""Preemption through the scheduler: the hold, no second round, dry-run, budgets, thrash."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from coscheduler.api.disruption import DisruptionBudget
+from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
+from coscheduler.core import Code, GroupKey, Scheduler, SchedulerSettings
+from coscheduler.core.preemption import Mode, PreemptionSettings
+from tests.builders import Clock, gang, group, node
+
+URGENT = GroupKey("default", "urgent")
+LOW = GroupKey("default", "low")
+
+
+def full_cluster(mode: Mode = Mode.ON, clock: Clock | None = None) -> Scheduler:
+    """Two nodes of 8 cpu, full with gang ``low`` (4 x 4 cpu, priority 1); ``urgent`` waits."""
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=mode))
+    scheduler = Scheduler(clock or Clock(), settings)
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    scheduler.upsert_group(group("low", 4, priority=1))
+    for i, member in enumerate(gang("low", 4, cpu="4", priority=1)):
+        scheduler.upsert_pod(
+            dataclasses.replace(member, node_name=f"n{i // 2}", phase="Running", started=900.0)
+        )
+    scheduler.upsert_group(group("urgent", 2, priority=100))
+    for member in gang("urgent", 2, cpu="8", priority=100):
+        scheduler.upsert_pod(member)
+    return scheduler
+
+
+def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_gone() -> None:
+    scheduler = full_cluster()
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.code is Code.UNSCHEDULABLE
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.evict
+    assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") in {"n0", "n1"}
+
+    # Two victims go; a lower group that would fit in their room does not take it.
+    for uid in ("uid-default-low-0", "uid-default-low-1"):
+        scheduler.remove_pod(uid)
+    scheduler.upsert_group(group("filler", 1, priority=50))
+    for member in gang("filler", 1, cpu="8", priority=50):
+        scheduler.upsert_pod(member)
+    while (decision := scheduler.next_decision()) is not None:
+        assert not decision.bindings
+    # No second round of evictions for the same room (the filler finds none either).
+    orders = scheduler.preemptions.take_orders()
+    assert [order for order in orders if order.plan.preemptor == URGENT] == []
+    assert not any(order.evict for order in orders)
+
+    for uid in ("uid-default-low-2", "uid-default-low-3"):
+        scheduler.remove_pod(uid)
+    decisions = []
+    while (decision := scheduler.next_decision()) is not None:
+        decisions.append(decision)
+    placed = [d for d in decisions if d.group == URGENT and d.admitted]
+    assert placed
+    assert {b.node for b in placed[0].bindings} == {"n0", "n1"}
+    assert [key for key, _ in scheduler.preemptions.take_placed()] == [URGENT]
+
+
+def test_dry_run_shows_the_plan_and_holds_nothing() -> None:
+    scheduler = full_cluster(Mode.DRY_RUN, Clock(now=900.0 + 42 * 60))
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.evict
+    assert order.plan.summary == "would preempt default/low (4 pods, priority 1, running 42 min)"
+    assert scheduler.preemptions.hold(URGENT) is None
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
+
+
+def test_off_never_searches() -> None:
+    scheduler = full_cluster(Mode.OFF)
+    scheduler.next_decision()
+    assert scheduler.preemptions.take_orders() == []
+
+
+def test_a_budget_that_forbids_the_victims_eviction_means_no_plan() -> None:
+    scheduler = full_cluster()
+    selector = LabelSelector(
+        (LabelRequirement("scheduling.sigs.k8s.io/pod-group", "In", frozenset(["low"])),)
+    )
+    scheduler.preemptions.upsert_budget(DisruptionBudget("default", "low-pdb", selector, 3))
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+    assert not order.evict
+
+
+def test_a_failed_plan_releases_the_room_and_spares_the_refused_group() -> None:
+    scheduler = full_cluster()
+    scheduler.next_decision()
+    scheduler.preemptions.take_orders()
+    scheduler.preemption_failed(URGENT, [LOW])
+    assert scheduler.preemptions.hold(URGENT) is None
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.group == URGENT
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
