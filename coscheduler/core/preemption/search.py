@@ -176,26 +176,17 @@ def find_plan(
     if any(pod.preemption_policy == NEVER for pod in preemptor.pending):
         return PreemptionPlan(key, summary="its pods' preemptionPolicy is Never: it waits")
     allow = rule or lower_priority(preemptor.priority)
-    useful_slots = np.zeros(snapshot.slot_count, dtype=np.bool_)
-    for pod in {pod.placement: pod for pod in preemptor.pending}.values():
-        useful_slots |= snapshot.static_mask(pod)
+    useful_slots = _where_it_could_go(snapshot, preemptor.pending)
+    useful_nodes = {snapshot.name_of(slot) for slot in np.flatnonzero(useful_slots).tolist()}
 
     def useful(pod: PodInfo) -> bool:
-        slot = None if pod.node_name is None else snapshot.slot_of(pod.node_name)
-        return slot is not None and bool(useful_slots[slot])
+        return pod.node_name in useful_nodes
 
     units: list[Victim] = []
     for group in running:
-        if group.protected_until is not None and now < group.protected_until:
-            continue
-        pods = tuple(
-            pod
-            for pod in group.pods
-            if snapshot.node_of(pod.uid) is not None and not snapshot.is_assumed(pod.uid)
-        )
-        if pods:
-            live = RunningGroup(group.key, pods, group.min_member, group.priority, group.gang, None)
-            units.extend(victim_units(live, useful))
+        if group.protected_until is None or now >= group.protected_until:
+            # A rule that refuses a unit alone refuses it beside others too.
+            units.extend(unit for unit in victim_units(group, useful) if allow(unit, ()))
     units.sort(key=lambda unit: _unit_order(unit, now))
     candidates: list[Victim] = []
     for unit in units:
@@ -203,7 +194,9 @@ def find_plan(
             candidates.append(unit)
     if not candidates:
         return PreemptionPlan(key, summary="no running pod of lower priority where it could go")
-    short = _short_of(snapshot, preemptor, useful_slots, candidates)
+    room = _Room(preemptor, useful_nodes)
+    free = room.free_on(snapshot, useful_slots)
+    short = room.short(room.plus(free, candidates))
     if short:
         return PreemptionPlan(
             key, summary=f"evicting every pod it may would still leave too little {short}"
@@ -221,10 +214,11 @@ def find_plan(
         best_cost = plan_cost(chosen, now)
         if best_cost.gangs_broken >= 2:
             calm = [unit for unit in candidates if not unit.breaks_gang]
+            calm_room = room.plus(free, calm)
             for gang in (unit for unit in candidates if unit.breaks_gang):
                 if search.spent:
                     break
-                if not allow(gang, calm):
+                if room.short(room.plus(calm_room, [gang])) or not allow(gang, calm):
                     continue
                 placed = search.fits([*calm, gang])
                 if placed is None:
@@ -248,6 +242,20 @@ def find_plan(
     )
 
 
+def _where_it_could_go(snapshot: Snapshot, pending: Sequence[PodInfo]) -> npt.NDArray[np.bool_]:
+    """Per slot: some pending member could run there were the node empty (filters 1-3, size)."""
+    useful = np.zeros(snapshot.slot_count, dtype=np.bool_)
+    all_slots = np.arange(snapshot.slot_count)
+    allocatable, _ = snapshot.rows(all_slots)
+    for pod in {pod.shape: pod for pod in pending}.values():
+        mask = snapshot.static_mask(pod)
+        for column, amount in snapshot.request(pod).items():
+            if amount > 0:
+                mask &= allocatable[:, column] >= amount
+        useful |= mask
+    return useful
+
+
 def _unit_order(unit: Victim, now: float) -> tuple[bool, int, float, int, str]:
     return (
         unit.breaks_gang,
@@ -258,16 +266,59 @@ def _unit_order(unit: Victim, now: float) -> tuple[bool, int, float, int, str]:
     )
 
 
-def _short_of(
-    snapshot: Snapshot,
-    preemptor: Preemptor,
-    useful_slots: npt.NDArray[np.bool_],
-    candidates: Sequence[Victim],
-) -> str:
-    """A resource the preemptor needs more of than free plus evictable room holds ('' if none).
+class _Room:
+    """Sums per resource: what the preemptor needs at least, and what it could have.
 
-    A necessary condition only: it rules out hopeless searches without a trial.
+    A necessary condition only (it ignores how room is split among nodes, and
+    may count a pod twice, in a gang's unit and in one above its minimum): it
+    rules out hopeless searches, and hopeless one-gang plans, without a trial.
     """
+
+    def __init__(self, preemptor: Preemptor, useful_nodes: set[str]) -> None:
+        self.useful_nodes = useful_nodes
+        self.wanted = _least_needed(preemptor)
+        self._amounts: dict[int, dict[str, int]] = {}
+
+    def free_on(self, snapshot: Snapshot, useful_slots: npt.NDArray[np.bool_]) -> dict[str, int]:
+        """Free room on the nodes where the preemptor could go."""
+        if not self.wanted:
+            return {}
+        allocatable, used = snapshot.rows(np.flatnonzero(useful_slots))
+        free = np.maximum(allocatable - used, 0).sum(axis=0)
+        columns = snapshot.columns
+        return {
+            name: int(free[columns.column(name)]) if name in columns else 0 for name in self.wanted
+        }
+
+    def plus(self, base: Mapping[str, int], units: Iterable[Victim]) -> dict[str, int]:
+        """``base`` with the requests of the units' pods where the preemptor could go."""
+        room = dict(base)
+        for unit in units:
+            for name, amount in self._of(unit).items():
+                room[name] = room.get(name, 0) + amount
+        return room
+
+    def short(self, room: Mapping[str, int]) -> str:
+        """A resource the preemptor needs more of than ``room`` holds ('' if none)."""
+        for name, amount in sorted(self.wanted.items()):
+            if amount > room.get(name, 0):
+                return name
+        return ""
+
+    def _of(self, unit: Victim) -> dict[str, int]:
+        amounts = self._amounts.get(id(unit))
+        if amounts is None:
+            amounts = dict.fromkeys(self.wanted, 0)
+            for pod in unit.pods:
+                if pod.node_name in self.useful_nodes:
+                    for name in self.wanted:
+                        amounts[name] += pod.requests.get(name, 0)
+            self._amounts[id(unit)] = amounts
+        return amounts
+
+
+def _least_needed(preemptor: Preemptor) -> dict[str, int]:
+    """Per resource, the least the needed members ask together (the smallest requests)."""
     policy = preemptor.policy
     held: dict[str | None, int] = {}
     for pod in preemptor.bound:
@@ -277,32 +328,12 @@ def _short_of(
     )
     needed = max(policy.min_member - len(preemptor.bound), role_needs, 0)
     if needed == 0 or needed > len(preemptor.pending):
-        return ""
+        return {}
     wanted: dict[str, int] = {}
     for resource in {name for pod in preemptor.pending for name in pod.requests}:
         amounts = sorted(pod.requests.get(resource, 0) for pod in preemptor.pending)
         wanted[resource] = sum(amounts[:needed])
-    slots = np.flatnonzero(useful_slots)
-    alloc, used = snapshot.rows(slots)
-    free = np.maximum(alloc - used, 0).sum(axis=0)
-    columns = snapshot.columns
-    room = {name: int(free[columns.column(name)]) if name in columns else 0 for name in wanted}
-    seen: set[str] = set()
-    for unit in candidates:
-        for pod in unit.pods:
-            if pod.uid in seen or pod.node_name is None:
-                continue
-            seen.add(pod.uid)
-            slot = snapshot.slot_of(pod.node_name)
-            if slot is None or not useful_slots[slot]:
-                continue
-            for name, amount in pod.requests.items():
-                if name in room:
-                    room[name] += amount
-    for name, amount in sorted(wanted.items()):
-        if amount > room.get(name, 0):
-            return name
-    return ""
+    return wanted
 
 
 def _greedy(

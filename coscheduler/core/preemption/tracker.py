@@ -289,10 +289,10 @@ def running_groups(
     going anyway, the second are not running yet.
     """
     members: dict[GroupKey, list[PodInfo]] = {}
+    node_of, assumed = snapshot.node_of, snapshot.is_assumed
     for pod in pods:
-        if pod.deleting or pod.terminal or pod.node_name is None:
-            continue
-        if snapshot.node_of(pod.uid) is None or snapshot.is_assumed(pod.uid):
+        # Counting on a node (so not terminal), and not a binding in flight.
+        if pod.deleting or pod.node_name is None or node_of(pod.uid) is None or assumed(pod.uid):
             continue
         key = group_of(pod.uid) or GroupKey(pod.namespace, pod.name, KIND_POD)
         if key != preemptor:

@@ -10,7 +10,8 @@ priority preemption inside one queue (or a cluster without queues) allows
 only strictly lower priorities (:func:`lower_priority`); reclaim between
 queues will pass a rule that also knows what removing a victim does to its
 queue. A rule sees the victims already chosen, so it can judge a plan as a
-whole (a disruption budget, a queue's nominal share).
+whole (a disruption budget, a queue's nominal share); it must be monotone: a
+unit it refuses beside fewer victims, it refuses beside more.
 """
 
 from __future__ import annotations
@@ -141,10 +142,13 @@ def victim_units(group: RunningGroup, useful: Callable[[PodInfo], bool]) -> list
         return []
     if not group.gang:
         return [Victim(group, (pod,), whole=True) for pod in group.pods]
+    whole = Victim(group, group.pods, whole=True)
+    if not group.surplus:
+        return [whole]
     ordered = sorted(
         group.pods,
         key=lambda pod: (not useful(pod), pod.priority, -running_since(pod), pod.name),
     )
     units = [Victim(group, (pod,), whole=False) for pod in ordered[: group.surplus] if useful(pod)]
-    units.append(Victim(group, group.pods, whole=True))
+    units.append(whole)
     return units
