@@ -99,6 +99,8 @@ class PreemptionPlan:
     trials: int = 0
     exhausted: bool = False
     summary: str = ""
+    #: The preemptor's priority.
+    priority: int = 0
 
     @property
     def found(self) -> bool:
@@ -239,6 +241,7 @@ def find_plan(
         search.trials,
         exhausted,
         "would preempt " + _listing(victims, now),
+        preemptor.priority,
     )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -116,8 +117,17 @@ class _Memory:
 class Preemptions:
     """The scheduler's preemption state; see the module docstring."""
 
-    def __init__(self, settings: PreemptionSettings | None = None) -> None:
+    def __init__(
+        self,
+        settings: PreemptionSettings | None = None,
+        wall_clock: Callable[[], float] | None = None,
+    ) -> None:
         self.settings = settings or PreemptionSettings()
+        #: Seconds since the epoch, for how long victims have run (their start
+        #: times are the API's); None: the scheduler's own clock is one.
+        self.wall_clock = wall_clock
+        #: Searches, and plans found or not, since the last :meth:`take_counts`.
+        self.counts: Counter[str] = Counter()
         self.budgets: dict[str, DisruptionBudget] = {}
         self._holds: dict[GroupKey, Hold] = {}
         self._memory: dict[GroupKey, _Memory] = {}
@@ -140,6 +150,10 @@ class Preemptions:
     def take_orders(self) -> list[Order]:
         orders, self._orders = self._orders, []
         return orders
+
+    def take_counts(self) -> Counter[str]:
+        counts, self.counts = self.counts, Counter()
+        return counts
 
     def take_placed(self) -> list[tuple[GroupKey, float]]:
         """Preemptors placed since the last call, with when their plan was made."""
@@ -190,12 +204,14 @@ class Preemptions:
             snapshot,
             who,
             running(),
-            now,
+            now if self.wall_clock is None else self.wall_clock(),
             rule=self._rule(who, memory.spared),
             budget=self.settings.budget,
             strategy=strategy,
             weights=weights,
         )
+        self.counts["attempts"] += 1
+        self.counts["found" if plan.found else "none"] += 1
         evict = plan.found and self.settings.mode is Mode.ON
         if plan.summary != memory.last_summary or evict:
             self._orders.append(Order(plan, evict, now))
