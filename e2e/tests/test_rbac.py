@@ -104,8 +104,25 @@ def test_coscheduler_works_with_exactly_its_service_account(
                 lambda g: (g.get("status") or {}).get("phase") == "Running",
                 describe=f"status of {group_path} written under the ServiceAccount",
             )
+        # Preemption under the ServiceAccount: budgets read, victims evicted, nomination written.
+        w.create_podgroup(cluster.api, namespace, "rbac-urgent", 1, priority=100)
+        w.create_replicaset(
+            cluster.api,
+            namespace,
+            "rbac-urgent",
+            replicas=1,
+            pool=pool,
+            cpu="8",
+            group="rbac-urgent",
+        )
+        wait_for(
+            lambda: w.list_pods(cluster.api, namespace, "app=rbac-urgent"),
+            lambda pods: len(pods) == 1 and bool(pods[0]["spec"].get("nodeName")),
+            describe="the urgent gang bound after evictions under the ServiceAccount",
+        )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
+        assert any(e["reason"] == "Preempted" for e in events)
         lease = cluster.api.get(
             f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/coscheduler"
         )
