@@ -126,8 +126,10 @@ class Preempter:
             if plan.found:
                 self._notes[key] = f"Preemption (dry-run) {plan.summary}."
                 self._tell_group(key, "Normal", PREEMPTING, f"dry-run: {plan.summary}")
-            else:
+            elif plan.worth_telling:
                 self._notes[key] = f"No preemption: {plan.summary}."
+            else:
+                self._notes.pop(key, None)
             return
         self._notes.pop(key, None)
         task = asyncio.create_task(self._carry_out(plan))

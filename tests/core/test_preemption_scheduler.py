@@ -105,3 +105,27 @@ def test_a_failed_plan_releases_the_room_and_spares_the_refused_group() -> None:
     assert decision.group == URGENT
     (order,) = scheduler.preemptions.take_orders()
     assert not order.plan.found
+
+
+def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
+    clock = Clock()
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(clock, settings)
+    scheduler.upsert_node(node("n0", cpu="4"))
+    scheduler.upsert_group(group("running", 1, priority=5))
+    for member in gang("running", 1, cpu="4", priority=5):
+        scheduler.upsert_pod(dataclasses.replace(member, node_name="n0", phase="Running"))
+    for name in ("a", "b", "c"):
+        scheduler.upsert_group(group(name, 1, priority=5))
+        for member in gang(name, 1, cpu="4", priority=5):
+            scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    assert scheduler.preemptions.take_counts()["attempts"] == 1
+    clock.advance(60)
+    scheduler.upsert_group(group("higher", 1, priority=6))
+    for member in gang("higher", 1, cpu="4", priority=6):
+        scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    assert scheduler.preemptions.take_counts()["found"] >= 1

@@ -101,6 +101,9 @@ class PreemptionPlan:
     summary: str = ""
     #: The preemptor's priority.
     priority: int = 0
+    #: Whether there is anything to tell: False when no running pod could be
+    #: a victim at all (the common case of a full cluster of equals).
+    worth_telling: bool = True
 
     @property
     def found(self) -> bool:
@@ -195,7 +198,11 @@ def find_plan(
         if allow(unit, candidates):
             candidates.append(unit)
     if not candidates:
-        return PreemptionPlan(key, summary="no running pod of lower priority where it could go")
+        return PreemptionPlan(
+            key,
+            summary="no running pod of lower priority where it could go",
+            worth_telling=False,
+        )
     room = _Room(preemptor, useful_nodes)
     free = room.free_on(snapshot, useful_slots)
     short = room.short(room.plus(free, candidates))

@@ -19,6 +19,10 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
      taken, whoever looks), and the runtime gets an order to evict. With
      ``dry-run`` the runtime gets the plan to show, nothing is held.
 
+Cost: collecting the running groups visits every pod, so the lowest priority
+among them is remembered for ``FLOOR_SECONDS``: meanwhile a group at or
+below it does not search (a cluster of equal priorities pays nothing).
+
 Thrash: victim groups of a preemptor are not chosen again while it waits
 (they may come back, recreated by their Job, and run elsewhere); groups
 whose eviction the runtime found refused (a disruption budget) are not
@@ -64,6 +68,11 @@ __all__ = [
     "Preemptions",
     "running_groups",
 ]
+
+#: Seconds for which the lowest priority running is taken as known: a group
+#: at or below it is not searched for (collecting every running pod costs
+#: milliseconds per thousand pods, and a burst of equals would pay it each).
+FLOOR_SECONDS = 5.0
 
 #: Suffix of the uid a nominated member is assumed under while it waits.
 NOMINATED = "/nominated"
@@ -133,6 +142,8 @@ class Preemptions:
         self._memory: dict[GroupKey, _Memory] = {}
         self._orders: list[Order] = []
         self._placed: list[tuple[GroupKey, float]] = []
+        #: When the running groups were last collected, and their lowest priority.
+        self._floor: tuple[float, int] | None = None
 
     # -- reading ------------------------------------------------------------
 
@@ -199,11 +210,16 @@ class Preemptions:
         who = preemptor()
         if who is None:
             return
+        floor = self._floor
+        if floor is not None and now - floor[0] < FLOOR_SECONDS and who.priority <= floor[1]:
+            return  # nothing runs below it: a cluster of equals pays nothing
+        groups = list(running())
+        self._floor = (now, min((group.priority for group in groups), default=2**31))
         memory = self._memory.setdefault(key, _Memory())
         plan = find_plan(
             snapshot,
             who,
-            running(),
+            groups,
             now if self.wall_clock is None else self.wall_clock(),
             rule=self._rule(who, memory.spared),
             budget=self.settings.budget,
