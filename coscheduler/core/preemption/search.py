@@ -23,7 +23,8 @@ The search, each step one *trial* of the preemptor's gang:
    one dimension).
 3. The removal pass: the units no planned member landed near are dropped
    together (one trial), then every other unit, costliest first, unless the
-   gang no longer fits without it. A whole gang that cannot be spared is
+   gang no longer fits without it. A set whose resource sums fall short of
+   the gang's is known not to fit without a trial. A whole gang that cannot be spared is
    kept whole; its members above the minimum are separate units, so "only
    its surplus" is tried first. Afterwards no chosen unit can be spared.
 4. When that plan breaks two gangs or more: plans breaking one gang only
@@ -38,7 +39,7 @@ smallest); with none found yet, no plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,6 +127,8 @@ class _Search:
     strategy: Strategy
     weights: Mapping[str, float] | None
     budget: int
+    #: Whether the resource sums alone rule these units out (no trial needed).
+    hopeless: Callable[[Sequence[Victim]], bool]
     trials: int = 0
     #: Pods taken out of the snapshot now, to be put back.
     out: dict[str, PodInfo] = field(default_factory=dict)
@@ -205,20 +208,25 @@ def find_plan(
         )
     room = _Room(preemptor, useful_nodes)
     free = room.free_on(snapshot, useful_slots)
-    short = room.short(room.plus(free, candidates))
-    if short:
-        return PreemptionPlan(
-            key, summary=f"evicting every pod it may would still leave too little {short}"
-        )
-
-    search = _Search(snapshot, preemptor, strategy, weights, max(1, budget))
+    search = _Search(
+        snapshot,
+        preemptor,
+        strategy,
+        weights,
+        max(1, budget),
+        lambda units: bool(room.short(room.plus(free, units))),
+    )
     try:
         best = _greedy(search, candidates)
         if best is None:
-            why = "gave up after {} trials" if search.spent else "no set of victims lets it fit"
-            return PreemptionPlan(
-                key, trials=search.trials, exhausted=search.spent, summary=why.format(search.trials)
-            )
+            short = room.short(room.plus(free, candidates))
+            if search.spent:
+                why = f"gave up after {search.trials} trials"
+            elif short:
+                why = f"evicting every pod it may would still leave too little {short}"
+            else:
+                why = "no set of victims lets it fit"
+            return PreemptionPlan(key, trials=search.trials, exhausted=search.spent, summary=why)
         chosen, nominated = _minimise(search, best[0], best[1])
         best_cost = plan_cost(chosen, now)
         if best_cost.gangs_broken >= 2:
@@ -355,7 +363,7 @@ def _greedy(
     found: tuple[int, tuple[Binding, ...]] | None = None
     while not search.spent:
         size = min(size, count)
-        placed = search.fits(candidates[:size])
+        placed = None if search.hopeless(candidates[:size]) else search.fits(candidates[:size])
         if placed is not None:
             found = (size, placed)
             break
@@ -368,7 +376,8 @@ def _greedy(
     high, nominated = found
     while high - low > 1 and not search.spent:
         middle = (low + high) // 2
-        placed = search.fits(candidates[:middle])
+        prefix = candidates[:middle]
+        placed = None if search.hopeless(prefix) else search.fits(prefix)
         if placed is None:
             low = middle
         else:
@@ -385,7 +394,7 @@ def _minimise(
     far = [unit for unit in chosen if not any(pod.node_name in landed for pod in unit.pods)]
     if far and len(far) < len(chosen) and not search.spent:
         near = [unit for unit in chosen if unit not in far]
-        placed = search.fits(near)
+        placed = None if search.hopeless(near) else search.fits(near)
         if placed is not None:
             chosen, nominated = near, placed
     for unit in reversed(list(chosen)):
@@ -394,7 +403,7 @@ def _minimise(
         if unit not in chosen:
             continue
         rest = [other for other in chosen if other is not unit]
-        placed = search.fits(rest)
+        placed = None if search.hopeless(rest) else search.fits(rest)
         if placed is not None:
             chosen, nominated = rest, placed
     return chosen, nominated
