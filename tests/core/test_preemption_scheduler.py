@@ -129,3 +129,18 @@ def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
     while scheduler.next_decision() is not None:
         pass
     assert scheduler.preemptions.take_counts()["found"] >= 1
+
+
+def test_a_group_that_has_not_run_its_minimum_time_is_not_a_victim() -> None:
+    clock = Clock(now=900.0 + 100)  # low has run 100 s
+    scheduler = full_cluster(clock=clock)
+    protected = dataclasses.replace(group("low", 4, priority=1), min_run_seconds=600)
+    scheduler.upsert_group(protected)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+    clock.advance(600)
+    scheduler.preemption_failed(URGENT)  # retry now (no victims were spared)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.plan.found

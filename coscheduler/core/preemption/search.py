@@ -203,7 +203,7 @@ def find_plan(
     if not candidates:
         return PreemptionPlan(
             key,
-            summary="no running pod of lower priority where it could go",
+            summary="no pod it may preempt runs where it could go",
             worth_telling=False,
         )
     room = _Room(preemptor, useful_nodes)
