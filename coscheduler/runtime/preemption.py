@@ -36,6 +36,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import Mode, Order, PreemptionPlan
 from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.statement import Binding
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound, TooManyRequests
 from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
@@ -79,6 +80,8 @@ class Preempter:
         self._tasks: set[asyncio.Task[None]] = set()
         #: What the waiting group's condition says about preemption now.
         self._notes: dict[GroupKey, str] = {}
+        #: Groups whose pods carry a nominatedNodeName of ours, and where.
+        self._nominated: dict[GroupKey, tuple[Binding, ...]] = {}
 
     @property
     def mode(self) -> Mode:
@@ -104,8 +107,11 @@ class Preempter:
         key = decision.group
         if decision.admitted:
             self._notes.pop(key, None)
+            self._nominated.pop(key, None)
             return decision
         hold = preemptions.hold(key)
+        if hold is None and key in self._nominated:
+            self._unnominate(key)  # the hold ran out: the pods are nominated nowhere now
         note = (
             f"Preempting: {hold.plan.summary.removeprefix('would preempt ')}; "
             "the room is held while they terminate."
@@ -166,12 +172,8 @@ class Preempter:
         self._tell_group(
             key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
         )
-        await asyncio.gather(
-            *(
-                self._nominate(binding.namespace, binding.name, binding.node)
-                for binding in plan.nominated
-            )
-        )
+        self._nominated[key] = plan.nominated
+        await asyncio.gather(*(self._nominate(b.namespace, b.name, b.node) for b in plan.nominated))
         who = f"pod {key}" if key.lone else f"PodGroup {key}"
         message = f"preempted by {who} (priority {plan.priority}) to place it whole"
         results = await asyncio.gather(
@@ -278,14 +280,15 @@ class Preempter:
         return uid, True
 
     def _fail(self, key: GroupKey, refused: Iterable[GroupKey]) -> None:
-        hold = self._scheduler.preemptions.hold(key)
-        if hold is not None:
-            for binding in hold.plan.nominated:
-                task = asyncio.create_task(self._nominate(binding.namespace, binding.name, None))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+        self._unnominate(key)
         self._scheduler.preemption_failed(key, refused)
         self._wake()
+
+    def _unnominate(self, key: GroupKey) -> None:
+        for binding in self._nominated.pop(key, ()):
+            task = asyncio.create_task(self._nominate(binding.namespace, binding.name, None))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _tell_group(self, key: GroupKey, kind: EventKind, reason: str, message: str) -> None:
         ref = self._group_ref(key)

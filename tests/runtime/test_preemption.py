@@ -138,3 +138,9 @@ async def test_an_eviction_refused_halfway_releases_the_room(
     assert metrics.preemption_evicted_pods._value.get() == 3
     assert scheduler.preemptions.hold(URGENT) is None
     assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
+    nominations = [
+        r.body["status"]["nominatedNodeName"]
+        for r in apiserver.requests_to("PATCH")
+        if "nominatedNodeName" in r.body.get("status", {})
+    ]
+    assert sorted(nominations, key=str) == [None, None, "n0", "n1"]  # set, then cleared
