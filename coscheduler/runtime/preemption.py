@@ -189,11 +189,15 @@ class Preempter:
         self._metrics.preemption_evicted_pods.inc(evicted)
         groups = {victim.group.key for victim in plan.victims if victim.group.gang}
         self._metrics.preemption_evicted_groups.inc(len(groups - refused_groups))
+        lost: dict[tuple[GroupKey, bool], int] = {}
         for victim in plan.victims:
             if victim.group.gang and victim.group.key not in refused_groups:
-                count = len(victim.pods)
-                what = "the group whole" if victim.whole else f"{count} members above its minMember"
-                self._tell_group(victim.group.key, "Warning", PREEMPTED, f"{what} {message}")
+                slot = (victim.group.key, victim.whole)
+                lost[slot] = lost.get(slot, 0) + len(victim.pods)
+        for (group, whole), count in lost.items():
+            part = "the whole gang" if whole else "above its minMember"
+            what = f"{count} pod{'s' if count != 1 else ''} ({part})"
+            self._tell_group(group, "Warning", PREEMPTED, f"{what} {message}")
         log.info(
             "preempting",
             group=str(key),
@@ -259,7 +263,10 @@ class Preempter:
         except ApiError as error:
             log.warning("DisruptionTarget not written", pod=f"{namespace}/{name}", error=str(error))
         self._events.record(
-            ObjectRef("v1", "Pod", namespace, name, uid), "Normal", PREEMPTED, message.capitalize()
+            ObjectRef("v1", "Pod", namespace, name, uid),
+            "Normal",
+            PREEMPTED,
+            message[0].upper() + message[1:],
         )
         eviction = {
             "apiVersion": "policy/v1",
