@@ -8,16 +8,17 @@ Start-up, in order, and why:
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
 3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
-   PersistentVolumes, StorageClasses, CSINodes, PriorityClasses (and
-   PodDisruptionBudgets, unless preemption is off); ask
+   PersistentVolumes, StorageClasses, CSINodes, PriorityClasses, Queues
+   (when their CRD is installed) and PodDisruptionBudgets (unless preemption
+   is off); ask
    discovery which PodGroup APIs are served (ours always, ``scheduling.x-k8s.io``
    when its CRD is installed) and list each once. Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
    half-bound by a previous leader is completed, never bound twice.
-4. Start the scheduling loop, the status writer, the event recorder, the pod
-   condition writer, and Kopf with its PodGroup watch.
+4. Start the scheduling loop, the status writers (PodGroups, Queues), the
+   event recorder, the pod condition writer, and Kopf with its PodGroup watch.
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ import kopf
 import structlog
 
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, sigs
+from coscheduler.api.labels import GROUP, VERSION
+from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
+from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
+from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption import Mode as PreemptionMode
 from coscheduler.core.preemption import PreemptionSettings
 from coscheduler.core.queue import QueueSettings
@@ -61,6 +66,7 @@ log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 _DISRUPTION_BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
+QUEUES_PATH = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
 _STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 
 
@@ -161,6 +167,14 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
     writer = StatusWriter(
         state=state, changed=changed, client=reporting, events=events, metrics=metrics
     )
+    queue_writer = QueueStatusWriter(state=state, client=reporting, events=events, metrics=metrics)
+    state.on_queue_changed = queue_writer.mark
+
+    def group_changed(key: GroupKey) -> None:
+        changed.mark(key)
+        queue_writer.mark()
+
+    state.on_group_changed = group_changed
     pod_conditions = PodConditionWriter(
         reporting, still_pending=scheduler.is_waiting, idle=binds_idle
     )
@@ -250,6 +264,13 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             preempter.upsert_budget,
             preempter.remove_budget,
         )
+    if await _queues_served(client):
+        feeds["queues"] = (
+            Watch(client, QUEUES_PATH, timeout_seconds=watch_timeout),
+            state.replace_queues,
+            state.upsert_queue,
+            state.remove_queue,
+        )
     listed = {name: asyncio.Event() for name in feeds}
     async with asyncio.TaskGroup() as tasks:
         for name, (watch, replace, upsert, remove) in feeds.items():
@@ -292,6 +313,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         for name, coroutine in {
             "scheduling-loop": loop.run(),
             "status-writer": writer.run(),
+            "queue-status-writer": queue_writer.run(),
             "events": events.run(),
             "pod-conditions": pod_conditions.run(),
             "kopf": _run_kopf(
@@ -346,6 +368,25 @@ async def _served(client: KubeClient) -> list[GroupAdapter]:
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             served.append(adapter)
     return served
+
+
+async def _queues_served(client: KubeClient) -> bool:
+    """Whether the Queue CRD is installed (asked once, at start).
+
+    Without it every group uses the implicit ``default`` queue, and a group
+    naming another queue waits with ``QueueNotFound``.
+    """
+    try:
+        resources = await client.call("GET", f"/apis/{GROUP}/{VERSION}")
+    except NotFound:
+        resources = {}
+    if any(r.get("name") == QUEUE_PLURAL for r in resources.get("resources") or ()):
+        return True
+    log.warning(
+        "the Queue CRD is not installed: every group uses the default queue; "
+        "install it with kubectl apply -f crds/queues.yaml"
+    )
+    return False
 
 
 async def _list_podgroups(client: KubeClient, adapter: GroupAdapter) -> list[dict[str, Any]]:
