@@ -113,7 +113,6 @@ class Quotas:
         self._usage: dict[str, dict[str, int]] = {}
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
         self._demand: dict[str, dict[str, dict[str, int]]] = {}
-        self._group_demand: dict[object, tuple[str, str, dict[str, int]]] = {}
         self._capacity: dict[str, int] = {}
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
 
@@ -149,17 +148,9 @@ class Quotas:
         """A pod of a group of ``queue`` was bound (1) or left (-1)."""
         _add(self._usage.setdefault(queue, {}), requests, sign)
 
-    def set_demand(self, group: object, queue: str, namespace: str, pending: Amounts) -> None:
-        """The requests of ``group``'s pending members (empty when none waits)."""
-        old = self._group_demand.pop(group, None)
-        if old is not None:
-            old_queue, old_namespace, old_amounts = old
-            by_namespace = self._demand.get(old_queue, {})
-            _add(by_namespace.setdefault(old_namespace, {}), old_amounts, -1)
-        if pending:
-            amounts = {r: a for r, a in pending.items() if a}
-            self._group_demand[group] = (queue, namespace, amounts)
-            _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), amounts)
+    def add_demand(self, queue: str, namespace: str, pending: Amounts, sign: int = 1) -> None:
+        """Members of a group of ``namespace`` began (1) or stopped (-1) waiting in ``queue``."""
+        _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), pending, sign)
 
     # -- reading -------------------------------------------------------------
 

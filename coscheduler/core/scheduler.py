@@ -103,8 +103,13 @@ class Scheduler:
         self.quotas = Quotas()
         self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
         self.queue = GroupQueue(clock, self.settings.queue, share=self.quotas.share)
+        #: Usage and demand are counted from the first Queue object on: until
+        #: then only the implicit default exists, which refuses nothing.
+        self._accounting = False
         #: Each bound member's queue and requests, as charged.
         self._charged: dict[str, tuple[str, Mapping[str, int]]] = {}
+        #: The groups whose pending members count as demand, and in which queue.
+        self._claiming: dict[GroupKey, str] = {}
         self._capacity_stale = True
         self._policies: dict[GroupKey, GroupPolicy] = {}
         self._pods: dict[str, PodInfo] = {}
@@ -207,7 +212,23 @@ class Scheduler:
 
     def upsert_queue(self, queue: QueuePolicy) -> None:
         if self.quotas.upsert_queue(queue):
+            if not self._accounting:
+                self._start_accounting()
             self.queue.on_event(ClusterEvent.QUEUE_CHANGED)
+
+    def _start_accounting(self) -> None:
+        """Charge every bound member and count every pending one, once (the first Queue)."""
+        self._accounting = True
+        for key, members in self._members.items():
+            queue = self.queue_name(key)
+            for pod in members.bound.values():
+                self.quotas.charge(queue, pod.requests)
+                self._charged[pod.uid] = (queue, pod.requests)
+            members.demand = {}
+            for pod in members.pending.values():
+                _add(members.demand, pod.requests)
+            if members.demand:
+                self._claim(key, members)
 
     def remove_queue(self, name: str) -> None:
         if self.quotas.remove_queue(name):
@@ -333,7 +354,7 @@ class Scheduler:
         queue = self.queue_name(key)
         closed = self.quotas.gate(queue, key.namespace)
         if closed is not None:
-            self.quotas.set_demand(key, queue, key.namespace, {})
+            self._withdraw(key)
             self.queue.done(key, closed.code)
             return Decision(
                 key,
@@ -344,7 +365,7 @@ class Scheduler:
             )
         self.preemptions.lift(self.snapshot, key)
         decision = self._plan(key, pending, bound, elapsed=now - first)
-        if decision.bindings and self.quotas.names():
+        if decision.bindings and self._accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
         if any(pod.claims for pod in pending):
@@ -373,7 +394,7 @@ class Scheduler:
         if code is Code.WAITING:
             # Waiting for members (or its group): it could not use capacity now,
             # so it claims none of its queue's nominal until a member changes.
-            self.quotas.set_demand(key, queue, key.namespace, {})
+            self._withdraw(key)
         self.queue.done(key, code)
         return decision
 
@@ -528,25 +549,33 @@ class Scheduler:
         """Put the pod in its group's pending or bound set; True if it was pending before."""
         previous = self._member_of.pop(pod.uid, None)
         was_pending = False
-        charged = self._charged.pop(pod.uid, None)
-        if charged is not None:
-            self.quotas.charge(charged[0], charged[1], -1)
+        accounting = self._accounting
+        if accounting:
+            charged = self._charged.pop(pod.uid, None)
+            if charged is not None:
+                self.quotas.charge(charged[0], charged[1], -1)
         if previous is not None:
             members = self._members[previous]
             left = members.pending.pop(pod.uid, None)
-            if left is not None:
+            if left is not None and accounting:
                 _add(members.demand, left.requests, -1)
-                self._demand_changed(previous, members)
+                claimed_in = self._claiming.get(previous)
+                if claimed_in is not None:
+                    self.quotas.add_demand(claimed_in, previous.namespace, left.requests, -1)
             was_pending = left is not None and previous == key
             members.bound.pop(pod.uid, None)
         if key is not None and state is not None:
             members = self._members.setdefault(key, _Members())
             (members.pending if state == "pending" else members.bound)[pod.uid] = pod
             self._member_of[pod.uid] = key
-            if state == "pending":
+            if accounting and state == "pending":
                 _add(members.demand, pod.requests)
-                self._demand_changed(key, members)
-            else:
+                claimed_in = self._claiming.get(key)
+                if claimed_in is None:
+                    self._claim(key, members)
+                else:
+                    self.quotas.add_demand(claimed_in, key.namespace, pod.requests)
+            elif accounting:
                 queue = self.queue_name(key)
                 self.quotas.charge(queue, pod.requests)
                 self._charged[pod.uid] = (queue, pod.requests)
@@ -556,13 +585,23 @@ class Scheduler:
             self._sync(key)
         return was_pending
 
-    def _demand_changed(self, key: GroupKey, members: _Members) -> None:
-        self.quotas.set_demand(key, self.queue_name(key), key.namespace, members.demand)
+    def _claim(self, key: GroupKey, members: _Members) -> None:
+        """Count the group's pending members as its queue's demand."""
+        queue = self.queue_name(key)
+        self.quotas.add_demand(queue, key.namespace, members.demand)
+        self._claiming[key] = queue
+
+    def _withdraw(self, key: GroupKey) -> None:
+        """Stop counting the group's pending members as demand (until a member changes)."""
+        queue = self._claiming.pop(key, None)
+        members = self._members.get(key)
+        if queue is not None and members is not None:
+            self.quotas.add_demand(queue, key.namespace, members.demand, -1)
 
     def _recharge(self, key: GroupKey) -> None:
         """The group moved to another queue: its bound members' usage and its demand move too."""
         members = self._members.get(key)
-        if members is None:
+        if members is None or not self._accounting:
             return
         queue = self.queue_name(key)
         for pod in members.bound.values():
@@ -571,7 +610,9 @@ class Scheduler:
                 self.quotas.charge(charged[0], charged[1], -1)
             self.quotas.charge(queue, pod.requests)
             self._charged[pod.uid] = (queue, pod.requests)
-        self._demand_changed(key, members)
+        if key in self._claiming:
+            self._withdraw(key)
+            self._claim(key, members)
 
     def _sync(self, key: GroupKey) -> None:
         """Keep the queue entry in step with the group's pending members."""
@@ -580,6 +621,7 @@ class Scheduler:
             self.preemptions.forget(self.snapshot, key)
             self.queue.remove(key)
             self._first_attempt.pop(key, None)
+            self._withdraw(key)
             if members is not None and not members.bound:
                 del self._members[key]
             return

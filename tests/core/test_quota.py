@@ -40,11 +40,17 @@ def decide(scheduler: Scheduler) -> Decision:
     return decision
 
 
-def test_without_queue_objects_every_group_uses_the_open_default() -> None:
+def test_without_queue_objects_every_group_uses_the_open_default_and_nothing_is_counted() -> None:
     scheduler = cluster("8")
     submit(scheduler, "train", 4, "default")
+    submit(scheduler, "waits", 8, "default", created=1)
     assert decide(scheduler).ok
+    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert scheduler.quotas.usage("default") == {}
+    # The first Queue object counts what is already bound and waiting.
+    scheduler.upsert_queue(queue("team", nominal="cpu=8", namespaces=frozenset({"default"})))
     assert scheduler.quotas.usage("default")["cpu"] == 4000
+    assert scheduler.quotas.report("default").allocated["cpu"] == 4000
 
 
 def test_a_missing_queue_holds_the_group_until_it_is_created() -> None:
