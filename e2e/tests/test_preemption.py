@@ -237,3 +237,92 @@ def test_dry_run_evicts_nothing_and_shows_the_plan(
     assert event.startswith("dry-run: would preempt ")
     assert running_by_group(cluster, namespace) == before
     assert events_with(cluster, namespace, "Preempted") == []
+
+
+def test_victim_jobs_that_ignore_disruptions_recreate_their_pods_and_wait_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """Jobs whose podFailurePolicy ignores DisruptionTarget: the condition we write is what
+    lets a preempted Job go on (its pods recreated) instead of failing."""
+    add_nodes(2, cpu="8")
+    start_scheduler()
+    for priority, name in enumerate(("job-1", "job-2"), start=1):
+        w.create_podgroup(cluster.api, namespace, name, 2, priority=priority)
+        template = {
+            "metadata": {
+                "labels": {"app": name, w.GROUP_LABEL: name},
+                "annotations": {w.COMPLETE_AFTER: "1h"},
+            },
+            "spec": {
+                "schedulerName": "coscheduler",
+                "nodeSelector": {w.POOL_LABEL: pool},
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "work",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "4", "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+        cluster.api.create(
+            f"/apis/batch/v1/namespaces/{namespace}/jobs",
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name},
+                "spec": {
+                    "parallelism": 2,
+                    "completions": 2,
+                    "backoffLimit": 0,
+                    "podFailurePolicy": {
+                        "rules": [
+                            {
+                                "action": "Ignore",
+                                "onPodConditions": [{"type": "DisruptionTarget"}],
+                            }
+                        ]
+                    },
+                    "template": template,
+                },
+            },
+        )
+        wait_for(
+            lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
+            lambda found, name=name: len(found.get(name, ())) == 2,  # type: ignore[misc]
+            describe=f"job {name} running",
+        )
+    before = running_by_group(cluster, namespace)
+    w.create_podgroup(cluster.api, namespace, "urgent", 2, priority=100)
+    w.create_replicaset(
+        cluster.api, namespace, "urgent", replicas=2, pool=pool, cpu="4", group="urgent"
+    )
+    placed = wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == 2,
+        describe="the urgent gang bound whole",
+    )
+    assert not placed.get("job-1")
+    assert placed["job-2"] == before["job-2"]
+    # The Job did not fail: it made its two pods again, and they wait whole.
+    recreated = wait_for(
+        lambda: w.list_pods(cluster.api, namespace, "app=job-1"),
+        lambda pods: sum(1 for p in pods if p["metadata"]["uid"] not in before["job-1"]) == 2,
+        describe="job-1's pods recreated",
+    )
+    assert all(
+        not p["spec"].get("nodeName")
+        for p in recreated
+        if not p["metadata"].get("deletionTimestamp")
+    )
+    job = cluster.api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/job-1")
+    assert not any(
+        c["type"] == "Failed" and c["status"] == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
