@@ -376,7 +376,12 @@ class Scheduler:
             now,
             lambda: self._preemptor(key, pending, bound),
             lambda: running_groups(
-                self._pods.values(), self.snapshot, self._member_of.get, self.policy, key
+                self._pods.values(),
+                self.snapshot,
+                self._member_of.get,
+                self.policy,
+                key,
+                self.queue_name,
             ),
             strategy=self.settings.strategy,
             weights=dict(self.settings.weights),
@@ -530,7 +535,7 @@ class Scheduler:
         priority = policy.priority
         if priority is None:
             priority = max(pod.priority for pod in pending)
-        return Preemptor(policy, pending, bound, priority)
+        return Preemptor(policy, pending, bound, priority, self.queue_name(key))
 
     def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
         """Rules 1-4: the pod's group and whether it is pending or bound there."""

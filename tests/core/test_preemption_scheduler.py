@@ -8,6 +8,7 @@ from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.core import Code, GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.quota import QueuePolicy
 from tests.builders import Clock, gang, group, node
 
 URGENT = GroupKey("default", "urgent")
@@ -144,3 +145,25 @@ def test_a_group_that_has_not_run_its_minimum_time_is_not_a_victim() -> None:
     scheduler.next_decision()
     (order,) = scheduler.preemptions.take_orders()
     assert order.plan.found
+
+
+def test_priority_preemption_stays_within_the_preemptors_queue() -> None:
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    for name in ("team-a", "team-b"):
+        scheduler.upsert_queue(QueuePolicy(name, namespaces=frozenset(["default"])))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    # The other queue's gang is the cheaper victim by priority, yet not this queue's to take.
+    for name, queue, priority in (("other", "team-b", 0), ("mine", "team-a", 1)):
+        policy = group(name, 2, priority=priority)
+        scheduler.upsert_group(dataclasses.replace(policy, queue=queue))
+    for name, where in (("other", "n0"), ("mine", "n1")):
+        for member in gang(name, 2, cpu="4", priority=1):
+            scheduler.upsert_pod(dataclasses.replace(member, node_name=where, phase="Running"))
+    scheduler.upsert_group(dataclasses.replace(group("urgent", 1, priority=100), queue="team-a"))
+    for member in gang("urgent", 1, cpu="8", priority=100):
+        scheduler.upsert_pod(member)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert {pod.name for pod in order.plan.pods} == {"mine-0", "mine-1"}

@@ -77,6 +77,7 @@ class Preemptor:
     pending: Sequence[PodInfo]
     bound: Sequence[PodInfo]
     priority: int
+    queue: str | None = None
 
     @property
     def key(self) -> GroupKey:

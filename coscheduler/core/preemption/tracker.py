@@ -280,6 +280,8 @@ class Preemptions:
         def rule(victim: Victim, chosen: Sequence[Victim]) -> bool:
             if victim.group.key in spared or not by_priority(victim, chosen):
                 return False
+            if victim.group.queue not in (None, who.queue):
+                return False  # another queue's: reclaim's to judge, not priority's
             return not budgets or _within_budgets(budgets, victim, chosen)
 
         return rule
@@ -314,6 +316,7 @@ def running_groups(
     group_of: Callable[[str], GroupKey | None],
     policy_of: Callable[[GroupKey], GroupPolicy | None],
     preemptor: GroupKey,
+    queue_of: Callable[[GroupKey], str] | None = None,
 ) -> list[RunningGroup]:
     """Every pod running on a node now, in its group (others' pods and lone pods one by one).
 
@@ -321,22 +324,28 @@ def running_groups(
     going anyway, the second are not running yet.
     """
     members: dict[GroupKey, list[PodInfo]] = {}
+    ours: set[GroupKey] = set()
     node_of, assumed = snapshot.node_of, snapshot.is_assumed
     for pod in pods:
         # Counting on a node (so not terminal), and not a binding in flight.
         if pod.deleting or pod.node_name is None or node_of(pod.uid) is None or assumed(pod.uid):
             continue
-        key = group_of(pod.uid) or GroupKey(pod.namespace, pod.name, KIND_POD)
+        key = group_of(pod.uid)
+        if key is None:
+            key = GroupKey(pod.namespace, pod.name, KIND_POD)  # another scheduler's pod
+        else:
+            ours.add(key)
         if key != preemptor:
             members.setdefault(key, []).append(pod)
     result = []
     for key, running in members.items():
         policy = None if key.kind == KIND_POD else policy_of(key)
         top = max(pod.priority for pod in running)
+        queue = queue_of(key) if queue_of is not None and key in ours else None
         if policy is None:
             gang = key.kind != KIND_POD
             minimum = len(running) if gang else 1
-            result.append(RunningGroup(key, tuple(running), minimum, top, gang=gang))
+            result.append(RunningGroup(key, tuple(running), minimum, top, gang, None, queue))
             continue
         priority = top if policy.priority is None else policy.priority
         protected = None
@@ -345,6 +354,6 @@ def running_groups(
             whole_since = starts[min(policy.min_member, len(starts)) - 1]
             protected = whole_since + policy.min_run_seconds
         result.append(
-            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected)
+            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected, queue)
         )
     return result

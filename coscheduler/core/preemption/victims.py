@@ -43,7 +43,8 @@ class RunningGroup:
     deleted, not a binding in flight). ``min_member`` is 1 for a lone pod and
     for pods of other schedulers (``gang`` False: they count one by one).
     ``protected_until`` (seconds, the caller's clock): not a victim before
-    then, from the group's ``min-run-seconds``.
+    then, from the group's ``min-run-seconds``. ``queue``: the queue it
+    draws from (None for pods of other schedulers).
     """
 
     key: GroupKey
@@ -52,6 +53,8 @@ class RunningGroup:
     priority: int
     gang: bool = True
     protected_until: float | None = None
+    #: The queue it draws from; None for pods of other schedulers (in no queue).
+    queue: str | None = None
 
     @property
     def surplus(self) -> int:
