@@ -29,6 +29,10 @@ whose eviction the runtime found refused (a disruption budget) are not
 chosen again for that preemptor either. Both are forgotten once it is placed
 or gone.
 
+Victims are of strictly lower priority and of the preemptor's own queue
+(pods of other schedulers are in none, so any may be): taking from another
+queue is reclaim, a rule of its own to come.
+
 Disruption budgets (:class:`~coscheduler.api.disruption.DisruptionBudget`)
 are judged for the plan as a whole: a victim is allowed only while every
 budget covering its pods, and the pods of the victims allowed before it,
