@@ -53,7 +53,7 @@ from coscheduler.core.preemption import (
     running_groups,
 )
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
-from coscheduler.core.quota import QueuePolicy, Quotas
+from coscheduler.core.quota import QueuePolicy, Quotas, add_amounts
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Code, Status
@@ -226,7 +226,7 @@ class Scheduler:
                 self._charged[pod.uid] = (queue, pod.requests)
             members.demand = {}
             for pod in members.pending.values():
-                _add(members.demand, pod.requests)
+                add_amounts(members.demand, pod.requests)
             if members.demand:
                 self._claim(key, members)
 
@@ -413,7 +413,7 @@ class Scheduler:
             if "free" not in memo:
                 amounts = self.snapshot.free_capacity()
                 for pod_requests in requests:
-                    _add(amounts, pod_requests)
+                    add_amounts(amounts, pod_requests)
                 memo["free"] = amounts
             cached: dict[str, int] = memo["free"]  # type: ignore[assignment]
             return cached
@@ -563,7 +563,7 @@ class Scheduler:
             members = self._members[previous]
             left = members.pending.pop(pod.uid, None)
             if left is not None and accounting:
-                _add(members.demand, left.requests, -1)
+                add_amounts(members.demand, left.requests, -1)
                 claimed_in = self._claiming.get(previous)
                 if claimed_in is not None:
                     self.quotas.add_demand(claimed_in, previous.namespace, left.requests, -1)
@@ -574,7 +574,7 @@ class Scheduler:
             (members.pending if state == "pending" else members.bound)[pod.uid] = pod
             self._member_of[pod.uid] = key
             if accounting and state == "pending":
-                _add(members.demand, pod.requests)
+                add_amounts(members.demand, pod.requests)
                 claimed_in = self._claiming.get(key)
                 if claimed_in is None:
                     self._claim(key, members)
@@ -640,12 +640,3 @@ class Scheduler:
         else:
             created = min(pod.created for pod in members.pending.values())
         self.queue.add(key, priority, created, self.queue_name(key))
-
-
-def _add(into: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> None:
-    for resource, amount in amounts.items():
-        value = into.get(resource, 0) + sign * amount
-        if value:
-            into[resource] = value
-        else:
-            into.pop(resource, None)

@@ -293,3 +293,22 @@ def test_a_group_waiting_for_members_claims_no_nominal_of_its_queue() -> None:
     assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_MEMBERS
     submit(scheduler, "b-borrows", 8, "b")
     assert decide(scheduler).ok
+
+
+def test_idle_capacity_goes_to_borrowers_by_weight_up_to_their_max() -> None:
+    # 128 cpu: ops is entitled to 32 (max 48); research and product only borrow, 1:3.
+    scheduler = cluster(*["16"] * 8)
+    everyone = frozenset({"default"})
+    scheduler.upsert_queue(queue("ops", nominal="cpu=32", cap="cpu=48", namespaces=everyone))
+    scheduler.upsert_queue(queue("research", weight=1, namespaces=everyone))
+    scheduler.upsert_queue(queue("product", weight=3, namespaces=everyone))
+    for name in ("ops", "research", "product"):
+        for i in range(130):
+            submit(scheduler, f"{name}-{i}", 1, name, created=i)
+    while scheduler.next_decision() is not None:
+        pass
+    cpu = {
+        name: scheduler.quotas.usage(name)["cpu"] // 1000 for name in ("ops", "research", "product")
+    }
+    # ops: its 32, then borrows like a weight-1 queue until its max; the rest 1:3.
+    assert cpu == {"ops": 48, "research": 20, "product": 60}
