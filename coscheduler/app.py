@@ -8,8 +8,9 @@ Start-up, in order, and why:
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
 3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
-   PersistentVolumes, StorageClasses, CSINodes, PriorityClasses and Queues
-   (when their CRD is installed); ask
+   PersistentVolumes, StorageClasses, CSINodes, PriorityClasses, Queues
+   (when their CRD is installed) and PodDisruptionBudgets (unless preemption
+   is off); ask
    discovery which PodGroup APIs are served (ours always, ``scheduling.x-k8s.io``
    when its CRD is installed) and list each once. Only
    when all are listed does the loop start, so that nothing is decided on a
@@ -45,6 +46,8 @@ from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
 from coscheduler.core.group import GroupKey
+from coscheduler.core.preemption import Mode as PreemptionMode
+from coscheduler.core.preemption import PreemptionSettings
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
@@ -56,6 +59,7 @@ from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.preemption import Preempter, group_ref
 from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.volume_binder import VolumeBinder
@@ -66,6 +70,7 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+_DISRUPTION_BUDGETS = "/apis/policy/v1/poddisruptionbudgets"
 QUEUES_PATH = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
 _STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 _JOBS = "/apis/batch/v1/jobs"
@@ -153,8 +158,10 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
                 max_backoff_seconds=settings.backoff.max_seconds,
                 unschedulable_flush_seconds=settings.backoff.unschedulable_flush_seconds,
             ),
+            preemption=PreemptionSettings(mode=settings.preemption),
         ),
     )
+    scheduler.preemptions.wall_clock = time.time
     # Reporting has its own rate limit, so it never delays a binding, and its
     # writers stand back while bindings are in flight (the loop sets this).
     reporting = client.sibling()
@@ -188,6 +195,18 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         queue_writer.mark()
 
     state.on_group_changed = group_changed
+    preempter = Preempter(
+        scheduler=scheduler,
+        client=client,
+        reporting=reporting,
+        events=events,
+        metrics=metrics,
+        group_ref=partial(group_ref, state),
+        wake=lambda: loop.wake(),
+        on_invalid=lambda kind, raw, error: _report_invalid(
+            events, pod_conditions, InvalidObject.of(kind, raw, error)
+        ),
+    )
     loop = SchedulingLoop(
         state=state,
         binder=Binder(client, concurrency=settings.client.bind_concurrency),
@@ -200,6 +219,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         pod_conditions=pod_conditions,
         metrics=metrics,
         binds_idle=binds_idle,
+        preempter=preempter,
     )
     namespaces = state.namespaces
     job_groups = JobGroupMaker(state=state, client=reporting, events=events)
@@ -260,6 +280,13 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             lambda o: state.set_priority_class(o, deleted=True),
         ),
     }
+    if settings.preemption is not PreemptionMode.OFF:
+        feeds["poddisruptionbudgets"] = (
+            Watch(client, _DISRUPTION_BUDGETS, timeout_seconds=watch_timeout),
+            preempter.replace_budgets,
+            preempter.upsert_budget,
+            preempter.remove_budget,
+        )
     if await _queues_served(client):
         feeds["queues"] = (
             Watch(client, QUEUES_PATH, timeout_seconds=watch_timeout),

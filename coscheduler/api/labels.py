@@ -30,6 +30,11 @@ POD_GROUP_LABELS: Final = (POD_GROUP_LABEL, *POD_GROUP_LABEL_ALIASES)
 #: The label naming a pod's role within its group (see ``spec.roles``).
 ROLE_LABEL: Final = f"{GROUP}/role"
 
+#: PodGroup annotation: seconds the group must have run (whole) before it may
+#: be preempted. An annotation, not a spec field, so that every PodGroup API
+#: (and the scheduler-plugins CRD, which has no such field) can carry it.
+MIN_RUN_SECONDS_ANNOTATION: Final = f"{GROUP}/min-run-seconds"
+
 #: The default ``spec.schedulerName`` we schedule for.
 DEFAULT_SCHEDULER_NAME: Final = "coscheduler"
 

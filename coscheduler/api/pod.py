@@ -141,6 +141,12 @@ class PodInfo:
     #: core's rule (:func:`coscheduler.core.owners.owner_group`); never parsed.
     owner_kind: str | None = None
     owner_group: str | None = None
+    #: When the kubelet started the pod (``status.startTime``), else None: how
+    #: long a preemption victim has run.
+    started: float | None = None
+    #: ``spec.preemptionPolicy`` (admission copies it from the PriorityClass):
+    #: ``Never`` means the pod waits rather than evicting anyone.
+    preemption_policy: str = "PreemptLowerPriority"
 
     @property
     def key(self) -> str:
@@ -341,4 +347,8 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
         owner_name=owner_name or None,
         owner_kind=owner_kind or None,
+        started=reader.timestamp(status.get("startTime"), "status.startTime") or None,
+        preemption_policy=reader.text(
+            spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
+        ),
     )

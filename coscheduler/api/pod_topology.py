@@ -33,6 +33,7 @@ __all__ = [
     "PodTopology",
     "Preferences",
     "SpreadConstraint",
+    "read_label_selector",
     "read_pod_topology",
     "read_preferences",
 ]
@@ -211,6 +212,11 @@ def _selector(
         if key in labels:
             requirements.append(LabelRequirement(key, "NotIn", frozenset([labels[key]])))
     return LabelSelector(tuple(dict.fromkeys(requirements)))
+
+
+def read_label_selector(reader: FieldReader, raw: object, where: str) -> LabelSelector | None:
+    """A plain ``LabelSelector`` (None when absent: it selects nothing)."""
+    return _selector(reader, raw, where, {}, [], [])
 
 
 def _entry_selector(

@@ -74,6 +74,9 @@ class GroupPolicy:
     topology_levels: tuple[str, ...] = ()
     #: Per role, its own levels: the role's needed members within one domain.
     role_topology: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Not preempted before it has run this long (the PodGroup's
+    #: ``scheduling.sigs.k8s.io/min-run-seconds`` annotation).
+    min_run_seconds: float | None = None
 
     @property
     def key(self) -> GroupKey:

@@ -38,7 +38,7 @@ admitted one by one; those over quota wait.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
@@ -49,6 +49,13 @@ from coscheduler.api.queue import pod_queue_name
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
+from coscheduler.core.preemption import (
+    Mode,
+    Preemptions,
+    PreemptionSettings,
+    Preemptor,
+    running_groups,
+)
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.quota import QueuePolicy, Quotas, add_amounts
 from coscheduler.core.snapshot import Snapshot
@@ -74,6 +81,10 @@ class SchedulerSettings:
     queue: QueueSettings = field(default_factory=QueueSettings)
     #: Place pods that name a missing PodGroup as gangs of one instead of waiting.
     lone_when_group_missing: bool = False
+    #: Gang preemption (:mod:`~coscheduler.core.preemption`); off unless asked.
+    preemption: PreemptionSettings = field(
+        default_factory=lambda: PreemptionSettings(mode=Mode.OFF)
+    )
 
 
 @dataclass(slots=True)
@@ -112,6 +123,7 @@ class Scheduler:
         self.volumes = VolumeIndex()
         #: Claim key (namespace/name) -> the pods that use it.
         self._claim_users: dict[str, set[str]] = {}
+        self.preemptions = Preemptions(self.settings.preemption)
 
     # -- reading -------------------------------------------------------------
 
@@ -336,6 +348,11 @@ class Scheduler:
         if key is not None:
             self.queue.requeue(key, Code.ERROR)
 
+    def preemption_failed(self, key: GroupKey, refused: Iterable[GroupKey] = ()) -> None:
+        """The runtime could not carry out a group's preemption: release its room, retry it."""
+        self.preemptions.failed(self.snapshot, key, refused)
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
     # -- internals -----------------------------------------------------------
 
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
@@ -353,12 +370,29 @@ class Scheduler:
                 bound=len(bound),
                 pending=tuple(pod.key for pod in pending),
             )
+        self.preemptions.lift(self.snapshot, key)
         decision = self._plan(key, pending, bound, elapsed=now - first)
         if decision.bindings and self._accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
+        self.preemptions.settle(
+            self.snapshot,
+            decision,
+            now,
+            lambda: self._preemptor(key, pending, bound),
+            lambda: running_groups(
+                self._pods.values(),
+                self.snapshot,
+                self._member_of.get,
+                self.policy,
+                key,
+                self.queue_name,
+            ),
+            strategy=self.settings.strategy,
+            weights=dict(self.settings.weights),
+        )
         if decision.admitted:
             self._first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -521,6 +555,19 @@ class Scheduler:
             elapsed=elapsed,
         )
 
+    def _preemptor(
+        self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]
+    ) -> Preemptor | None:
+        policy = self.policy(key)
+        if policy is None or not pending:
+            return None
+        if any(pod.claims for pod in pending):
+            pending = [self.volumes.resolve(pod, self._claim_used_by_other) for pod in pending]
+        priority = policy.priority
+        if priority is None:
+            priority = max(pod.priority for pod in pending)
+        return Preemptor(policy, pending, bound, priority, self.queue_name(key))
+
     def _membership(self, pod: PodInfo) -> tuple[GroupKey | None, str | None]:
         """Rules 1-5: the pod's group and whether it is pending or bound there."""
         if pod.scheduler_name != self.settings.scheduler_name or pod.terminal:
@@ -608,6 +655,7 @@ class Scheduler:
         """Keep the queue entry in step with the group's pending members."""
         members = self._members.get(key)
         if members is None or not members.pending:
+            self.preemptions.forget(self.snapshot, key)
             self.queue.remove(key)
             self._first_attempt.pop(key, None)
             self._withdraw(key)

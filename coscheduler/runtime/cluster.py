@@ -37,7 +37,7 @@ from pydantic import ValidationError
 
 from coscheduler.api import validation
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, sigs
-from coscheduler.api.labels import GROUP, VERSION
+from coscheduler.api.labels import GROUP, MIN_RUN_SECONDS_ANNOTATION, VERSION
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.owners import GANG_ANNOTATION, GANG_OWNER_KINDS, GangOwner
 from coscheduler.api.pod import PodInfo, PodParseError
@@ -600,7 +600,35 @@ class ClusterState:
             queue=spec.queue,
             topology_levels=spec.topology.levels() if spec.topology else (),
             role_topology=spec.role_topology(),
+            min_run_seconds=self._min_run_seconds(group),
         )
+
+    def _min_run_seconds(self, group: GroupObject) -> float | None:
+        """The group's ``min-run-seconds`` annotation; a bad value is reported and ignored."""
+        annotations = group.metadata.get("annotations")
+        text = (
+            annotations.get(MIN_RUN_SECONDS_ANNOTATION)
+            if isinstance(annotations, Mapping)
+            else None
+        )
+        if text is None:
+            return None
+        try:
+            seconds = float(text)
+        except (TypeError, ValueError):
+            seconds = -1.0
+        if seconds >= 0 and seconds != float("inf"):
+            return seconds
+        why = (
+            f"annotation {MIN_RUN_SECONDS_ANNOTATION} = {text!r} is not a number of seconds "
+            "(such as 600): the group may be preempted at any time"
+        )
+        self.on_invalid(
+            InvalidObject(
+                "PodGroup", group.namespace, group.name, group.uid or "", why, group.api.api_version
+            )
+        )
+        return None
 
     # -- namespaces (their labels, for pod affinity's namespaceSelector) ------
 

@@ -42,6 +42,7 @@ from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder, ObjectRef
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.preemption import Preempter
 from coscheduler.runtime.volume_binder import VolumeBinder
 
 __all__ = ["SchedulingLoop"]
@@ -103,6 +104,7 @@ class SchedulingLoop:
         metrics: Metrics,
         binds_idle: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
+        preempter: Preempter | None = None,
     ) -> None:
         self._state = state
         self._scheduler: Scheduler = state.scheduler
@@ -112,6 +114,7 @@ class SchedulingLoop:
         self._pod_conditions = pod_conditions
         self._metrics = metrics
         self._wall_clock = wall_clock
+        self._preempter = preempter
         self._wake = asyncio.Event()
         self._binds: set[asyncio.Task[None]] = set()
         #: Set while no binding is in flight: lower-priority writers wait for it.
@@ -137,6 +140,8 @@ class SchedulingLoop:
                 since_yield = 0
                 continue
             self._metrics.planner_duration.observe(time.perf_counter() - started)
+            if self._preempter is not None:
+                decision = self._preempter.annotate(decision)
             self.decisions += 1
             self._carry_out(decision)
             since_yield += 1

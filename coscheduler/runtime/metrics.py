@@ -77,6 +77,30 @@ class Metrics:
             "Events not written because the queue was full.",
             registry=r,
         )
+        self.preemption_attempts = Counter(
+            "coscheduler_preemption_attempts",
+            "Victim searches for groups that did not fit.",
+            registry=r,
+        )
+        self.preemption_plans = Counter(
+            "coscheduler_preemption_plans",
+            "Victim searches by outcome: a plan found, or none.",
+            ["outcome"],
+            registry=r,
+        )
+        self.preemption_evicted_pods = Counter(
+            "coscheduler_preemption_evicted_pods", "Pods evicted to place a gang.", registry=r
+        )
+        self.preemption_evicted_groups = Counter(
+            "coscheduler_preemption_evicted_groups",
+            "PodGroups that lost members (whole, or above minMember) to place a gang.",
+            registry=r,
+        )
+        self.preemption_to_placed = _seconds(
+            r,
+            "coscheduler_preemption_to_placed_seconds",
+            "From a preemption plan to its preemptor placed (its bindings sent).",
+        )
         self.leader = Gauge(
             "coscheduler_leader", "1 while this replica holds the Lease.", registry=r
         )

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
+from coscheduler.core.preemption import Mode as PreemptionMode
 from coscheduler.core.strategy import Strategy
 
 __all__ = [
@@ -231,6 +232,12 @@ class Settings(BaseSettings):
         "--score-strategy",
         "node ranking: pack (most-allocated) or spread (least-allocated)",
         default=Strategy.MOST_ALLOCATED,
+    )
+    preemption: PreemptionMode = _setting(
+        "--preemption",
+        "gang preemption: on (evict lower-priority gangs whole to place a waiting one), "
+        "dry-run (only show, on the waiting group, what would be evicted) or off",
+        default=PreemptionMode.ON,
     )
     volume_bind_timeout_seconds: float = _setting(
         "--volume-bind-timeout-seconds",

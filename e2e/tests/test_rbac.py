@@ -142,6 +142,28 @@ def test_coscheduler_works_with_exactly_its_service_account(
             lambda items: any(e["reason"] == "QueueOpen" for e in items),
             describe=f"an event on the cluster-scoped queue {queue}",
         )
+        # Preemption under the ServiceAccount: budgets read, victims evicted, nomination
+        # written. 6 cpu in the default queue: rbac-x (2 cpu, same queue) must go; rbac is
+        # in another queue, so priority does not reach it.
+        w.create_podgroup(cluster.api, namespace, "rbac-urgent", 1, priority=100)
+        w.create_replicaset(
+            cluster.api,
+            namespace,
+            "rbac-urgent",
+            replicas=1,
+            pool=pool,
+            cpu="6",
+            group="rbac-urgent",
+        )
+        wait_for(
+            lambda: w.list_pods(cluster.api, namespace, "app=rbac-urgent"),
+            lambda pods: len(pods) == 1 and bool(pods[0]["spec"].get("nodeName")),
+            describe="the urgent gang bound after evictions under the ServiceAccount",
+        )
+        events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
+        assert any(e["reason"] == "Preempted" for e in events)
+        other_queue = w.list_pods(cluster.api, namespace, "app=rbac")
+        assert sum(1 for p in other_queue if p["spec"].get("nodeName")) == 2
         lease = cluster.api.get(
             f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/coscheduler"
         )

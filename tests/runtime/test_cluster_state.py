@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from coscheduler.api.adapters import sigs, xk8s
+from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
@@ -341,6 +342,23 @@ def test_our_write_of_an_x_k8s_io_status_coming_back_is_no_change_but_another_s_
     state.upsert_podgroup({**raw, "status": {"phase": "Finished"}}, xk8s.ADAPTER)
     assert seen.changed == [key]  # someone else wrote: the writer puts it right
     assert state.podgroups[key].status.phase == "Finished"
+
+
+def test_the_min_run_seconds_annotation_protects_a_group_and_a_bad_one_is_reported() -> None:
+    state, seen = make_state()
+    protected = podgroup_object("steady", 1)
+    protected["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "600"}
+    bad = podgroup_object("typo", 1)
+    bad["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "ten minutes"}
+    state.replace_podgroups([protected, bad])
+    steady = state.scheduler.policy(GroupKey("default", "steady"))
+    assert steady is not None
+    assert steady.min_run_seconds == 600
+    typo = state.scheduler.policy(GroupKey("default", "typo"))
+    assert typo is not None
+    assert typo.min_run_seconds is None
+    assert [(i.kind, i.name) for i in seen.invalid] == [("PodGroup", "typo")]
+    assert "'ten minutes' is not a number of seconds" in seen.invalid[0].message
 
 
 def queue_object(name: str, **spec: object) -> dict[str, object]:

@@ -54,6 +54,7 @@ in float notation (1e+06), which an integer flag refuses.
 - --namespace={{ . }}
 {{- end }}
 - --score-strategy={{ .Values.scoreStrategy }}
+- --preemption={{ .Values.preemption }}
 - --volume-bind-timeout-seconds={{ .Values.volumeBindTimeoutSeconds }}
 - --event-interval-seconds={{ .Values.eventIntervalSeconds }}
 - --log-level={{ .Values.logLevel }}

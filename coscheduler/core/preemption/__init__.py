@@ -1,0 +1,45 @@
+"""Gang preemption: plan which running gangs to evict, whole, so a waiting gang fits.
+
+:mod:`.victims` says who may be evicted and in what units, :mod:`.search`
+finds the smallest sufficient set by simulating the planner's own attempt.
+"""
+
+from coscheduler.core.preemption.search import (
+    DEFAULT_BUDGET,
+    PreemptionPlan,
+    Preemptor,
+    find_plan,
+)
+from coscheduler.core.preemption.tracker import (
+    Mode,
+    Order,
+    Preemptions,
+    PreemptionSettings,
+    running_groups,
+)
+from coscheduler.core.preemption.victims import (
+    Cost,
+    RunningGroup,
+    Victim,
+    VictimRule,
+    lower_priority,
+    plan_cost,
+)
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Cost",
+    "Mode",
+    "Order",
+    "PreemptionPlan",
+    "PreemptionSettings",
+    "Preemptions",
+    "Preemptor",
+    "RunningGroup",
+    "Victim",
+    "VictimRule",
+    "find_plan",
+    "lower_priority",
+    "plan_cost",
+    "running_groups",
+]

@@ -1,0 +1,363 @@
+"""Preemption between attempts: when to search, the hold, no thrash, orders for the runtime.
+
+The scheduler asks :class:`Preemptions` around each attempt of a group:
+
+1. :meth:`~Preemptions.lift` before it: a group holding room (its planned
+   nodes, set aside while its victims terminate) gets that room back for its
+   own attempt.
+2. :meth:`~Preemptions.settle` after it, with the decision:
+
+   - placed: the hold (if any) is done; the time since the plan is told to
+     the runtime (:meth:`~Preemptions.take_placed`);
+   - not placed while a hold stands (its victims still on their nodes, and
+     for at most ``hold_seconds``): the room is held again and nothing more
+     is evicted for it (no second round of evictions for the same room);
+   - not placed for lack of room, no hold: a search
+     (:func:`~coscheduler.core.preemption.search.find_plan`). With a plan
+     and ``on``, the preemptor's members are *nominated*: each is assumed
+     on its planned node under a placeholder uid (so the room counts as
+     taken, whoever looks), and the runtime gets an order to evict. With
+     ``dry-run`` the runtime gets the plan to show, nothing is held.
+
+Cost: collecting the running groups visits every pod, so the lowest priority
+among them is remembered for ``FLOOR_SECONDS``: meanwhile a group at or
+below it does not search (a cluster of equal priorities pays nothing).
+
+Thrash: victim groups of a preemptor are not chosen again while it waits
+(they may come back, recreated by their Job, and run elsewhere); groups
+whose eviction the runtime found refused (a disruption budget) are not
+chosen again for that preemptor either. Both are forgotten once it is placed
+or gone.
+
+Victims are of strictly lower priority and of the preemptor's own queue
+(pods of other schedulers are in none, so any may be): taking from another
+queue is reclaim, a rule of its own to come.
+
+Disruption budgets (:class:`~coscheduler.api.disruption.DisruptionBudget`)
+are judged for the plan as a whole: a victim is allowed only while every
+budget covering its pods, and the pods of the victims allowed before it,
+still has room.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from coscheduler.api.disruption import DisruptionBudget
+from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
+from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
+from coscheduler.core.planner import Decision
+from coscheduler.core.preemption.search import DEFAULT_BUDGET, PreemptionPlan, Preemptor, find_plan
+from coscheduler.core.preemption.victims import (
+    RunningGroup,
+    Victim,
+    VictimRule,
+    lower_priority,
+    running_since,
+)
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.status import Code
+from coscheduler.core.strategy import Strategy
+
+__all__ = [
+    "Hold",
+    "Mode",
+    "Order",
+    "PreemptionSettings",
+    "Preemptions",
+    "running_groups",
+]
+
+#: Seconds for which the lowest priority running is taken as known: a group
+#: at or below it is not searched for (collecting every running pod costs
+#: milliseconds per thousand pods, and a burst of equals would pay it each).
+FLOOR_SECONDS = 5.0
+
+#: Suffix of the uid a nominated member is assumed under while it waits.
+NOMINATED = "/nominated"
+
+
+class Mode(enum.StrEnum):
+    """``--preemption``: evict, only say what would be evicted, or neither."""
+
+    ON = "on"
+    DRY_RUN = "dry-run"
+    OFF = "off"
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionSettings:
+    mode: Mode = Mode.ON
+    #: Trials of the preemptor's gang per search.
+    budget: int = DEFAULT_BUDGET
+    #: The longest the room is held for a preemptor while its victims terminate.
+    hold_seconds: float = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """For the runtime: carry out ``plan`` (evict) or only show it (dry-run, or no plan)."""
+
+    plan: PreemptionPlan
+    evict: bool
+    decided: float
+
+
+@dataclass(slots=True)
+class Hold:
+    """Room set aside for a preemptor while its victims go."""
+
+    plan: PreemptionPlan
+    since: float
+    placeholders: tuple[tuple[PodInfo, str], ...]
+    victims: frozenset[str]
+    lifted: bool = False
+
+
+@dataclass(slots=True)
+class _Memory:
+    """Per preemptor, while it waits."""
+
+    spared: set[GroupKey] = field(default_factory=set)
+    last_summary: str = ""
+
+
+class Preemptions:
+    """The scheduler's preemption state; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: PreemptionSettings | None = None,
+        wall_clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.settings = settings or PreemptionSettings()
+        #: Seconds since the epoch, for how long victims have run (their start
+        #: times are the API's); None: the scheduler's own clock is one.
+        self.wall_clock = wall_clock
+        #: Searches, and plans found or not, since the last :meth:`take_counts`.
+        self.counts: Counter[str] = Counter()
+        self.budgets: dict[str, DisruptionBudget] = {}
+        self._holds: dict[GroupKey, Hold] = {}
+        self._memory: dict[GroupKey, _Memory] = {}
+        self._orders: list[Order] = []
+        self._placed: list[tuple[GroupKey, float]] = []
+        #: When the running groups were last collected, and their lowest priority.
+        self._floor: tuple[float, int] | None = None
+
+    # -- reading ------------------------------------------------------------
+
+    def hold(self, key: GroupKey) -> Hold | None:
+        return self._holds.get(key)
+
+    def nominated_node(self, uid: str) -> str | None:
+        """Where a waiting member is nominated to go, if it is."""
+        for hold in self._holds.values():
+            for pod, node in hold.placeholders:
+                if pod.uid == uid + NOMINATED:
+                    return node
+        return None
+
+    def take_orders(self) -> list[Order]:
+        orders, self._orders = self._orders, []
+        return orders
+
+    def take_counts(self) -> Counter[str]:
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+    def take_placed(self) -> list[tuple[GroupKey, float]]:
+        """Preemptors placed since the last call, with when their plan was made."""
+        placed, self._placed = self._placed, []
+        return placed
+
+    # -- around an attempt --------------------------------------------------
+
+    def lift(self, snapshot: Snapshot, key: GroupKey) -> None:
+        """Give a holding group its room back for its own attempt."""
+        hold = self._holds.get(key)
+        if hold is not None and not hold.lifted:
+            for pod, _ in hold.placeholders:
+                snapshot.forget(pod.uid)
+            hold.lifted = True
+
+    def settle(
+        self,
+        snapshot: Snapshot,
+        decision: Decision,
+        now: float,
+        preemptor: Callable[[], Preemptor | None],
+        running: Callable[[], Iterable[RunningGroup]],
+        *,
+        strategy: Strategy = Strategy.MOST_ALLOCATED,
+        weights: dict[str, float] | None = None,
+    ) -> None:
+        """After the group's attempt (see the module docstring)."""
+        key = decision.group
+        hold = self._holds.pop(key, None)
+        if decision.admitted:
+            if hold is not None:
+                self._placed.append((key, hold.since))
+            self._memory.pop(key, None)
+            return
+        if hold is not None:
+            alive = any(snapshot.node_of(uid) is not None for uid in hold.victims)
+            if alive and now - hold.since < self.settings.hold_seconds:
+                self._hold(snapshot, key, hold)
+                return
+        if self.settings.mode is Mode.OFF or not _wants_room(decision):
+            return
+        who = preemptor()
+        if who is None:
+            return
+        floor = self._floor
+        if floor is not None and now - floor[0] < FLOOR_SECONDS and who.priority <= floor[1]:
+            return  # nothing runs below it: a cluster of equals pays nothing
+        groups = list(running())
+        self._floor = (now, min((group.priority for group in groups), default=2**31))
+        memory = self._memory.setdefault(key, _Memory())
+        plan = find_plan(
+            snapshot,
+            who,
+            groups,
+            now if self.wall_clock is None else self.wall_clock(),
+            rule=self._rule(who, memory.spared),
+            budget=self.settings.budget,
+            strategy=strategy,
+            weights=weights,
+        )
+        self.counts["attempts"] += 1
+        self.counts["found" if plan.found else "none"] += 1
+        evict = plan.found and self.settings.mode is Mode.ON
+        if plan.summary != memory.last_summary or evict:
+            self._orders.append(Order(plan, evict, now))
+            memory.last_summary = plan.summary
+        if not evict:
+            return
+        pending = {pod.uid: pod for pod in who.pending}
+        placeholders = tuple(
+            (dataclasses.replace(pending[b.uid], uid=b.uid + NOMINATED), b.node)
+            for b in plan.nominated
+            if b.uid in pending
+        )
+        memory.spared.update(victim.group.key for victim in plan.victims)
+        victims = frozenset(pod.uid for pod in plan.pods)
+        self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
+
+    # -- what the runtime reports ----------------------------------------------
+
+    def failed(self, snapshot: Snapshot, key: GroupKey, refused: Iterable[GroupKey]) -> None:
+        """The runtime could not carry out the plan: release the room, spare the refused groups."""
+        self.lift(snapshot, key)
+        self._holds.pop(key, None)
+        self._memory.setdefault(key, _Memory()).spared.update(refused)
+
+    def forget(self, snapshot: Snapshot, key: GroupKey) -> None:
+        """The group has nothing pending any more (placed, or gone)."""
+        self.lift(snapshot, key)
+        self._holds.pop(key, None)
+        self._memory.pop(key, None)
+
+    def upsert_budget(self, budget: DisruptionBudget) -> None:
+        self.budgets[budget.key] = budget
+
+    def remove_budget(self, key: str) -> None:
+        self.budgets.pop(key, None)
+
+    # -- internals ----------------------------------------------------------
+
+    def _hold(self, snapshot: Snapshot, key: GroupKey, hold: Hold) -> None:
+        for pod, node in hold.placeholders:
+            if node in snapshot and snapshot.node_of(pod.uid) is None:
+                snapshot.assume(pod, node)
+        hold.lifted = False
+        self._holds[key] = hold
+
+    def _rule(self, who: Preemptor, spared: set[GroupKey]) -> VictimRule:
+        by_priority = lower_priority(who.priority)
+        budgets = list(self.budgets.values())
+
+        def rule(victim: Victim, chosen: Sequence[Victim]) -> bool:
+            if victim.group.key in spared or not by_priority(victim, chosen):
+                return False
+            if victim.group.queue not in (None, who.queue):
+                return False  # another queue's: reclaim's to judge, not priority's
+            return not budgets or _within_budgets(budgets, victim, chosen)
+
+        return rule
+
+
+def _wants_room(decision: Decision) -> bool:
+    """The attempt failed for room (capacity), not for members, volumes or fields."""
+    status = decision.status
+    if status.code is not Code.UNSCHEDULABLE or decision.admitted:
+        return False
+    reason = status.cause if status.reason is Reason.TIMEOUT else status.reason
+    return reason in (Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE)
+
+
+def _within_budgets(
+    budgets: Sequence[DisruptionBudget], victim: Victim, chosen: Sequence[Victim]
+) -> bool:
+    """Every budget covering the victim's pods still has room after them and ``chosen``'s."""
+    for budget in budgets:
+        mine = {p.uid for p in victim.pods if budget.covers(p.namespace, p.labels)}
+        if not mine:
+            continue
+        taken = {p.uid for c in chosen for p in c.pods if budget.covers(p.namespace, p.labels)}
+        if len(mine | taken) > budget.allowed:
+            return False
+    return True
+
+
+def running_groups(
+    pods: Iterable[PodInfo],
+    snapshot: Snapshot,
+    group_of: Callable[[str], GroupKey | None],
+    policy_of: Callable[[GroupKey], GroupPolicy | None],
+    preemptor: GroupKey,
+    queue_of: Callable[[GroupKey], str] | None = None,
+) -> list[RunningGroup]:
+    """Every pod running on a node now, in its group (others' pods and lone pods one by one).
+
+    Pods being deleted and bindings in flight are no victims: the first are
+    going anyway, the second are not running yet.
+    """
+    members: dict[GroupKey, list[PodInfo]] = {}
+    ours: set[GroupKey] = set()
+    node_of, assumed = snapshot.node_of, snapshot.is_assumed
+    for pod in pods:
+        # Counting on a node (so not terminal), and not a binding in flight.
+        if pod.deleting or pod.node_name is None or node_of(pod.uid) is None or assumed(pod.uid):
+            continue
+        key = group_of(pod.uid)
+        if key is None:
+            key = GroupKey(pod.namespace, pod.name, KIND_POD)  # another scheduler's pod
+        else:
+            ours.add(key)
+        if key != preemptor:
+            members.setdefault(key, []).append(pod)
+    result = []
+    for key, running in members.items():
+        policy = None if key.kind == KIND_POD else policy_of(key)
+        top = max(pod.priority for pod in running)
+        queue = queue_of(key) if queue_of is not None and key in ours else None
+        if policy is None:
+            gang = key.kind != KIND_POD
+            minimum = len(running) if gang else 1
+            result.append(RunningGroup(key, tuple(running), minimum, top, gang, None, queue))
+            continue
+        priority = top if policy.priority is None else policy.priority
+        protected = None
+        if policy.min_run_seconds:
+            starts = sorted(running_since(pod) for pod in running)
+            whole_since = starts[min(policy.min_member, len(starts)) - 1]
+            protected = whole_since + policy.min_run_seconds
+        result.append(
+            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected, queue)
+        )
+    return result

@@ -1,0 +1,343 @@
+"""Carrying out the core's preemption plans: budgets, evictions, and saying so.
+
+The core (:mod:`coscheduler.core.preemption`) decides and holds the room;
+this module does the I/O, in this order, for a plan to carry out:
+
+1. Disruption budgets are judged for the plan as a whole *before* the first
+   eviction, from a fresh list of the victims' namespaces' budgets (the
+   core judged them from its watch; this closes the race): if one would be
+   exceeded, nothing is evicted, the groups it protects are spared and the
+   preemptor is tried again (another plan, or none).
+2. The preemptor's members get ``status.nominatedNodeName`` (as
+   kube-scheduler writes it).
+3. Each victim gets a ``DisruptionTarget`` condition naming the preemptor
+   and an event, then is evicted through the Eviction API (``policy/v1``),
+   so a budget still holds at the last moment; a victim PodGroup gets an
+   event too. A refusal (a budget that changed meanwhile) releases the room
+   and spares that group; the victims already evicted are gone.
+
+Plans that are not carried out (``dry-run``, or no plan) are told on the
+waiting group: its ``Unschedulable`` condition and ``FailedScheduling``
+event carry the plan or why there is none (:meth:`Preempter.annotate`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import structlog
+
+from coscheduler.api.disruption import DisruptionBudget, DisruptionBudgetParseError
+from coscheduler.api.timestamps import rfc3339
+from coscheduler.core.group import GroupKey
+from coscheduler.core.planner import Decision
+from coscheduler.core.preemption import Mode, Order, PreemptionPlan
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.statement import Binding
+from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.errors import ApiError, Conflict, NotFound, TooManyRequests
+from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
+from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
+from coscheduler.runtime.metrics import Metrics
+
+__all__ = ["Preempter", "group_ref"]
+
+log = structlog.get_logger(__name__)
+
+#: The reason kube-scheduler writes on a victim's DisruptionTarget condition.
+PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+#: Event reasons: on a victim (pod and group), and on the preemptor.
+PREEMPTED = "Preempted"
+PREEMPTING = "Preempting"
+
+
+class Preempter:
+    """Carries out orders (see the module docstring); feeds the core the budgets."""
+
+    def __init__(
+        self,
+        *,
+        scheduler: Scheduler,
+        client: KubeClient,
+        reporting: KubeClient,
+        events: EventRecorder,
+        metrics: Metrics,
+        group_ref: Callable[[GroupKey], ObjectRef | None],
+        wake: Callable[[], None],
+        on_invalid: Callable[[str, Mapping[str, Any], Exception], None] | None = None,
+    ) -> None:
+        self._scheduler = scheduler
+        self._client = client
+        self._reporting = reporting
+        self._events = events
+        self._metrics = metrics
+        self._group_ref = group_ref
+        self._wake = wake
+        self._on_invalid = on_invalid
+        self._tasks: set[asyncio.Task[None]] = set()
+        #: What the waiting group's condition says about preemption now.
+        self._notes: dict[GroupKey, str] = {}
+        #: Groups whose pods carry a nominatedNodeName of ours, and where.
+        self._nominated: dict[GroupKey, tuple[Binding, ...]] = {}
+
+    @property
+    def mode(self) -> Mode:
+        return self._scheduler.preemptions.settings.mode
+
+    # -- after each decision --------------------------------------------------
+
+    def annotate(self, decision: Decision) -> Decision:
+        """Carry out the orders of this decision; the decision as the group should tell it."""
+        preemptions = self._scheduler.preemptions
+        counts = preemptions.take_counts()
+        if counts:
+            self._metrics.preemption_attempts.inc(counts["attempts"])
+            for outcome in ("found", "none"):
+                if counts[outcome]:
+                    self._metrics.preemption_plans.labels(outcome=outcome).inc(counts[outcome])
+        now = self._scheduler.clock()
+        for key, since in preemptions.take_placed():
+            self._metrics.preemption_to_placed.observe(max(0.0, now - since))
+            self._notes.pop(key, None)
+        for order in preemptions.take_orders():
+            self._take(order)
+        key = decision.group
+        if decision.admitted:
+            self._notes.pop(key, None)
+            self._nominated.pop(key, None)
+            return decision
+        hold = preemptions.hold(key)
+        if hold is None and key in self._nominated:
+            self._unnominate(key)  # the hold ran out: the pods are nominated nowhere now
+        note = (
+            f"Preempting: {hold.plan.summary.removeprefix('would preempt ')}; "
+            "the room is held while they terminate."
+            if hold is not None
+            else self._notes.get(key)
+        )
+        if not note or decision.status.ok:
+            return decision
+        status = dataclasses.replace(
+            decision.status, message=f"{decision.status.message.rstrip('.')}. {note}"
+        )
+        return dataclasses.replace(decision, status=status)
+
+    def _take(self, order: Order) -> None:
+        plan = order.plan
+        key = plan.preemptor
+        if not order.evict:
+            if plan.found:
+                self._notes[key] = f"Preemption (dry-run) {plan.summary}."
+                self._tell_group(key, "Normal", PREEMPTING, f"dry-run: {plan.summary}")
+            elif plan.worth_telling:
+                self._notes[key] = f"No preemption: {plan.summary}."
+            else:
+                self._notes.pop(key, None)
+            return
+        self._notes.pop(key, None)
+        task = asyncio.create_task(self._carry_out(plan))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Wait for plans being carried out (tests, shutdown)."""
+        while self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # -- carrying out a plan ----------------------------------------------------
+
+    async def _carry_out(self, plan: PreemptionPlan) -> None:
+        key = plan.preemptor
+        try:
+            refused = await self._refused_by_budgets(plan)
+        except ApiError as error:
+            log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
+            self._fail(key, ())
+            return
+        if refused:
+            names = ", ".join(sorted(str(group) for group in refused))
+            log.info("preemption refused by a disruption budget", group=str(key), spared=names)
+            self._tell_group(
+                key,
+                "Warning",
+                PREEMPTING,
+                f"not preempting {names}: a PodDisruptionBudget allows fewer evictions; "
+                "looking for other victims",
+            )
+            self._fail(key, refused)
+            return
+        self._tell_group(
+            key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
+        )
+        self._nominated[key] = plan.nominated
+        await asyncio.gather(*(self._nominate(b.namespace, b.name, b.node) for b in plan.nominated))
+        who = f"pod {key}" if key.lone else f"PodGroup {key}"
+        message = f"preempted by {who} (priority {plan.priority}) to place it whole"
+        results = await asyncio.gather(
+            *(self._evict(pod.namespace, pod.name, pod.uid, message) for pod in plan.pods)
+        )
+        refused_groups = {
+            victim.group.key
+            for victim in plan.victims
+            for pod in victim.pods
+            if pod.uid in {uid for uid, ok in results if not ok}
+        }
+        evicted = sum(1 for _, ok in results if ok)
+        self._metrics.preemption_evicted_pods.inc(evicted)
+        groups = {victim.group.key for victim in plan.victims if victim.group.gang}
+        self._metrics.preemption_evicted_groups.inc(len(groups - refused_groups))
+        lost: dict[tuple[GroupKey, bool], int] = {}
+        for victim in plan.victims:
+            if victim.group.gang and victim.group.key not in refused_groups:
+                slot = (victim.group.key, victim.whole)
+                lost[slot] = lost.get(slot, 0) + len(victim.pods)
+        for (group, whole), count in lost.items():
+            part = "the whole gang" if whole else "above its minMember"
+            what = f"{count} pod{'s' if count != 1 else ''} ({part})"
+            self._tell_group(group, "Warning", PREEMPTED, f"{what} {message}")
+        log.info(
+            "preempting",
+            group=str(key),
+            plan=plan.summary,
+            evicted=evicted,
+            refused=len(results) - evicted,
+        )
+        if refused_groups:
+            self._fail(key, refused_groups)
+
+    async def _refused_by_budgets(self, plan: PreemptionPlan) -> set[GroupKey]:
+        """Victim groups a budget would stop halfway, from a fresh list of the budgets."""
+        refused: set[GroupKey] = set()
+        group_of = {pod.uid: victim.group.key for victim in plan.victims for pod in victim.pods}
+        for namespace in sorted({pod.namespace for pod in plan.pods}):
+            answer = await self._client.call(
+                "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+            )
+            for raw in answer.get("items") or ():
+                budget = self._read(raw)
+                if budget is None:
+                    continue
+                covered = [p for p in plan.pods if budget.covers(p.namespace, p.labels)]
+                if len(covered) > budget.allowed:
+                    refused.update(group_of[p.uid] for p in covered)
+        return refused
+
+    async def _nominate(self, namespace: str, name: str, node: str | None) -> None:
+        body = {"status": {"nominatedNodeName": node}}
+        try:
+            await self._reporting.send(
+                "PATCH",
+                f"/api/v1/namespaces/{namespace}/pods/{name}/status",
+                body=body,
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
+        except (NotFound, Conflict):
+            pass
+        except ApiError as error:
+            log.warning(
+                "nominatedNodeName not written", pod=f"{namespace}/{name}", error=str(error)
+            )
+
+    async def _evict(self, namespace: str, name: str, uid: str, message: str) -> tuple[str, bool]:
+        """Mark the victim, tell it, evict it; (uid, False) when the eviction was refused."""
+        pod_path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": PREEMPTION_BY_SCHEDULER,
+            "message": f"coscheduler: {message}",
+            "lastTransitionTime": rfc3339(),
+        }
+        try:
+            await self._client.send(
+                "PATCH",
+                f"{pod_path}/status",
+                body={"metadata": {"uid": uid}, "status": {"conditions": [condition]}},
+                content_type=STRATEGIC_MERGE_PATCH,
+            )
+        except (NotFound, Conflict):
+            return uid, True  # gone already
+        except ApiError as error:
+            log.warning("DisruptionTarget not written", pod=f"{namespace}/{name}", error=str(error))
+        self._events.record(
+            ObjectRef("v1", "Pod", namespace, name, uid),
+            "Normal",
+            PREEMPTED,
+            message[0].upper() + message[1:],
+        )
+        eviction = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+            "deleteOptions": {"preconditions": {"uid": uid}},
+        }
+        try:
+            await self._client.send("POST", f"{pod_path}/eviction", body=eviction)
+        except (NotFound, Conflict):
+            return uid, True
+        except TooManyRequests as error:
+            log.warning("eviction refused", pod=f"{namespace}/{name}", error=str(error))
+            return uid, False
+        except ApiError as error:
+            log.warning("eviction failed", pod=f"{namespace}/{name}", error=str(error))
+            return uid, False
+        return uid, True
+
+    def _fail(self, key: GroupKey, refused: Iterable[GroupKey]) -> None:
+        self._unnominate(key)
+        self._scheduler.preemption_failed(key, refused)
+        self._wake()
+
+    def _unnominate(self, key: GroupKey) -> None:
+        for binding in self._nominated.pop(key, ()):
+            task = asyncio.create_task(self._nominate(binding.namespace, binding.name, None))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _tell_group(self, key: GroupKey, kind: EventKind, reason: str, message: str) -> None:
+        ref = self._group_ref(key)
+        if ref is not None:
+            self._events.record(ref, kind, reason, message)
+
+    # -- PodDisruptionBudgets (a watch) -------------------------------------------
+
+    def replace_budgets(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        preemptions = self._scheduler.preemptions
+        preemptions.budgets.clear()
+        for raw in objects:
+            self.upsert_budget(raw)
+
+    def upsert_budget(self, raw: Mapping[str, Any]) -> None:
+        budget = self._read(raw)
+        if budget is not None:
+            self._scheduler.preemptions.upsert_budget(budget)
+
+    def remove_budget(self, raw: Mapping[str, Any]) -> None:
+        meta = raw.get("metadata") or {}
+        self._scheduler.preemptions.remove_budget(f"{meta.get('namespace')}/{meta.get('name')}")
+
+    def _read(self, raw: Mapping[str, Any]) -> DisruptionBudget | None:
+        try:
+            return DisruptionBudget.from_object(raw)
+        except DisruptionBudgetParseError as error:
+            log.warning("PodDisruptionBudget skipped", error=str(error))
+            if self._on_invalid is not None:
+                self._on_invalid("PodDisruptionBudget", raw, error)
+            return None
+
+
+def group_ref(state: ClusterState, key: GroupKey) -> ObjectRef | None:
+    """Where events about a group go: its PodGroup, or a lone pod itself."""
+    if key.lone:
+        pending, bound = state.scheduler.members(key)
+        pods = pending or bound
+        return ObjectRef("v1", "Pod", key.namespace, key.name, pods[0].uid) if pods else None
+    group = state.podgroups.get(key)
+    if group is None:
+        return None
+    return ObjectRef(
+        group.api.api_version, group.api.kind, group.namespace, group.name, group.uid or ""
+    )

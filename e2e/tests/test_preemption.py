@@ -1,0 +1,328 @@
+"""Gang preemption on the real control plane.
+
+Four nodes of 8 cpu, full with four low-priority gangs (ReplicaSets of 2 x 4
+cpu, PodGroup priorities 1 to 4), each packed on one node; then a gang of
+2 x 8 cpu at priority 100 arrives and needs two whole nodes. KWOK removes a
+pod being deleted (``e2e/kwok_stages.py``, pod-delete), so an evicted victim
+goes at once; its ReplicaSet recreates it, and the recreated members wait
+whole (there is no room).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from e2e import workloads as w
+from e2e.api import Json
+from e2e.controlplane import Cluster
+from e2e.scheduler import StartScheduler
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+LOW = ("low-1", "low-2", "low-3", "low-4")
+
+
+def podgroup(cluster: Cluster, namespace: str, name: str) -> Json:
+    return cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
+
+
+def message_of(group: Json, kind: str) -> str:
+    for item in group.get("status", {}).get("conditions", []):
+        if item["type"] == kind:
+            return str(item.get("message", ""))
+    return ""
+
+
+def running_by_group(cluster: Cluster, namespace: str) -> dict[str, set[str]]:
+    """Each gang's pods on a node now (not being deleted), by uid."""
+    found: dict[str, set[str]] = {}
+    for pod in w.list_pods(cluster.api, namespace):
+        group = pod["metadata"]["labels"].get(w.GROUP_LABEL)
+        if group and pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
+            found.setdefault(group, set()).add(pod["metadata"]["uid"])
+    return found
+
+
+def events_with(cluster: Cluster, namespace: str, reason: str) -> list[Json]:
+    items: list[Json] = cluster.api.get(f"/api/v1/namespaces/{namespace}/events").get("items", [])
+    return [e for e in items if e.get("reason") == reason]
+
+
+def fill(cluster: Cluster, namespace: str, pool: str) -> dict[str, set[str]]:
+    """The four low gangs, one after the other, each packed on one node."""
+    for priority, name in enumerate(LOW, start=1):
+        w.create_podgroup(cluster.api, namespace, name, 2, priority=priority)
+        w.create_replicaset(
+            cluster.api, namespace, name, replicas=2, pool=pool, cpu="4", group=name
+        )
+        wait_for(
+            lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
+            lambda found, name=name: len(found.get(name, ())) == 2,  # type: ignore[misc]
+            describe=f"gang {name} running",
+        )
+    return running_by_group(cluster, namespace)
+
+
+def urgent(cluster: Cluster, namespace: str, pool: str, **spec: object) -> None:
+    w.create_podgroup(cluster.api, namespace, "urgent", 2, **(spec or {"priority": 100}))
+    w.create_replicaset(
+        cluster.api,
+        namespace,
+        "urgent",
+        replicas=2,
+        pool=pool,
+        cpu="8",
+        group="urgent",
+        priority_class=str(spec["priorityClassName"]) if "priorityClassName" in spec else None,
+    )
+
+
+def no_partial_gang(found: dict[str, set[str]]) -> bool:
+    return all(len(uids) in (0, 2) for name, uids in found.items() if name in LOW)
+
+
+def test_a_high_gang_binds_whole_after_exactly_the_planned_gangs_are_evicted_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(4, cpu="8")
+    start_scheduler()
+    before = fill(cluster, namespace, pool)
+    urgent(cluster, namespace, pool)
+
+    placed = wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == 2,
+        describe="the urgent gang bound whole",
+    )
+    # The two lowest gangs went whole; the others were not touched; none is partial.
+    assert {name for name in LOW if not placed.get(name)} == {"low-1", "low-2"}
+    assert placed["low-3"] == before["low-3"]
+    assert placed["low-4"] == before["low-4"]
+    assert no_partial_gang(placed)
+    # Exactly the planned victims were evicted: the plan named them, each pod was told.
+    (plan,) = [
+        e["message"]
+        for e in events_with(cluster, namespace, "Preempting")
+        if e["involvedObject"]["name"] == "urgent"
+    ]
+    assert plan.startswith("preempting ")
+    assert f"{namespace}/low-1 (2 pods, priority 1" in plan
+    assert f"{namespace}/low-2 (2 pods, priority 2" in plan
+    assert "low-3" not in plan
+    assert "low-4" not in plan
+    told = {
+        e["involvedObject"]["uid"]
+        for e in events_with(cluster, namespace, "Preempted")
+        if e["involvedObject"]["kind"] == "Pod"
+    }
+    assert told == before["low-1"] | before["low-2"]
+    for name in ("low-1", "low-2"):
+        assert any(
+            e["involvedObject"]["name"] == name and "PodGroup" in e["involvedObject"]["kind"]
+            for e in events_with(cluster, namespace, "Preempted")
+        )
+    # The recreated victims wait whole: no room, and no gang is left partial.
+    wait_for(
+        lambda: podgroup(cluster, namespace, "low-1"),
+        lambda group: "Insufficient cpu" in message_of(group, "Unschedulable"),
+        describe="low-1's recreated members waiting for room",
+    )
+    assert no_partial_gang(running_by_group(cluster, namespace))
+    for pod in w.list_pods(cluster.api, namespace, "app=urgent"):
+        assert pod["status"].get("nominatedNodeName") in (None, pod["spec"]["nodeName"])
+
+
+def test_a_disruption_budget_makes_the_plan_choose_other_victims(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(4, cpu="8")
+    start_scheduler()
+    before = fill(cluster, namespace, pool)
+    cluster.api.create(
+        f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep-low-1"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "low-1"}}},
+        },
+    )
+    wait_for(
+        lambda: cluster.api.get(
+            f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/keep-low-1"
+        ),
+        lambda pdb: (pdb.get("status") or {}).get("expectedPods") == 2,
+        describe="the budget's status computed",
+    )
+    urgent(cluster, namespace, pool)
+    placed = wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == 2,
+        describe="the urgent gang bound whole",
+    )
+    assert placed["low-1"] == before["low-1"]
+    assert {name for name in LOW if not placed.get(name)} == {"low-2", "low-3"}
+    assert no_partial_gang(placed)
+
+
+def test_a_gang_whose_priority_class_never_preempts_waits(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(4, cpu="8")
+    name = f"never-{pool}"
+    cluster.api.create(
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": 100,
+            "preemptionPolicy": "Never",
+        },
+    )
+    try:
+        start_scheduler()
+        before = fill(cluster, namespace, pool)
+        urgent(cluster, namespace, pool, priorityClassName=name)
+        wait_for(
+            lambda: podgroup(cluster, namespace, "urgent"),
+            lambda group: "preemptionPolicy is Never" in message_of(group, "Unschedulable"),
+            describe="urgent waiting, saying it does not preempt",
+        )
+        assert running_by_group(cluster, namespace) == before
+        assert events_with(cluster, namespace, "Preempted") == []
+    finally:
+        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def test_dry_run_evicts_nothing_and_shows_the_plan(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(4, cpu="8")
+    start_scheduler("--preemption=dry-run")
+    before = fill(cluster, namespace, pool)
+    urgent(cluster, namespace, pool)
+    group = wait_for(
+        lambda: podgroup(cluster, namespace, "urgent"),
+        lambda group: "Preemption (dry-run) would preempt" in message_of(group, "Unschedulable"),
+        describe="urgent's condition showing the plan",
+    )
+    message = message_of(group, "Unschedulable")
+    assert f"{namespace}/low-1 (2 pods, priority 1" in message
+    assert f"{namespace}/low-2 (2 pods, priority 2" in message
+    (event,) = [
+        e["message"]
+        for e in events_with(cluster, namespace, "Preempting")
+        if e["involvedObject"]["name"] == "urgent"
+    ]
+    assert event.startswith("dry-run: would preempt ")
+    assert running_by_group(cluster, namespace) == before
+    assert events_with(cluster, namespace, "Preempted") == []
+
+
+def test_victim_jobs_that_ignore_disruptions_recreate_their_pods_and_wait_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """Jobs whose podFailurePolicy ignores DisruptionTarget: the condition we write is what
+    lets a preempted Job go on (its pods recreated) instead of failing."""
+    add_nodes(2, cpu="8")
+    start_scheduler()
+    for priority, name in enumerate(("job-1", "job-2"), start=1):
+        w.create_podgroup(cluster.api, namespace, name, 2, priority=priority)
+        template = {
+            "metadata": {
+                "labels": {"app": name, w.GROUP_LABEL: name},
+                "annotations": {w.COMPLETE_AFTER: "1h"},
+            },
+            "spec": {
+                "schedulerName": "coscheduler",
+                "nodeSelector": {w.POOL_LABEL: pool},
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "work",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": "4", "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+        cluster.api.create(
+            f"/apis/batch/v1/namespaces/{namespace}/jobs",
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name},
+                "spec": {
+                    "parallelism": 2,
+                    "completions": 2,
+                    "backoffLimit": 0,
+                    "podFailurePolicy": {
+                        "rules": [
+                            {
+                                "action": "Ignore",
+                                "onPodConditions": [{"type": "DisruptionTarget"}],
+                            }
+                        ]
+                    },
+                    "template": template,
+                },
+            },
+        )
+        wait_for(
+            lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
+            lambda found, name=name: len(found.get(name, ())) == 2,  # type: ignore[misc]
+            describe=f"job {name} running",
+        )
+    before = running_by_group(cluster, namespace)
+    w.create_podgroup(cluster.api, namespace, "urgent", 2, priority=100)
+    w.create_replicaset(
+        cluster.api, namespace, "urgent", replicas=2, pool=pool, cpu="4", group="urgent"
+    )
+    placed = wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == 2,
+        describe="the urgent gang bound whole",
+    )
+    assert not placed.get("job-1")
+    assert placed["job-2"] == before["job-2"]
+    # The Job did not fail: it made its two pods again, and they wait whole.
+    recreated = wait_for(
+        lambda: w.list_pods(cluster.api, namespace, "app=job-1"),
+        lambda pods: sum(1 for p in pods if p["metadata"]["uid"] not in before["job-1"]) == 2,
+        describe="job-1's pods recreated",
+    )
+    assert all(
+        not p["spec"].get("nodeName")
+        for p in recreated
+        if not p["metadata"].get("deletionTimestamp")
+    )
+    job = cluster.api.get(f"/apis/batch/v1/namespaces/{namespace}/jobs/job-1")
+    assert not any(
+        c["type"] == "Failed" and c["status"] == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )

@@ -1,0 +1,169 @@
+"""Preemption through the scheduler: the hold, no second round, dry-run, budgets, thrash."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from coscheduler.api.disruption import DisruptionBudget
+from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
+from coscheduler.core import Code, GroupKey, Scheduler, SchedulerSettings
+from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.quota import QueuePolicy
+from tests.builders import Clock, gang, group, node
+
+URGENT = GroupKey("default", "urgent")
+LOW = GroupKey("default", "low")
+
+
+def full_cluster(mode: Mode = Mode.ON, clock: Clock | None = None) -> Scheduler:
+    """Two nodes of 8 cpu, full with gang ``low`` (4 x 4 cpu, priority 1); ``urgent`` waits."""
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=mode))
+    scheduler = Scheduler(clock or Clock(), settings)
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    scheduler.upsert_group(group("low", 4, priority=1))
+    for i, member in enumerate(gang("low", 4, cpu="4", priority=1)):
+        scheduler.upsert_pod(
+            dataclasses.replace(member, node_name=f"n{i // 2}", phase="Running", started=900.0)
+        )
+    scheduler.upsert_group(group("urgent", 2, priority=100))
+    for member in gang("urgent", 2, cpu="8", priority=100):
+        scheduler.upsert_pod(member)
+    return scheduler
+
+
+def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_gone() -> None:
+    scheduler = full_cluster()
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.code is Code.UNSCHEDULABLE
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.evict
+    assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") in {"n0", "n1"}
+
+    # Two victims go; a lower group that would fit in their room does not take it.
+    for uid in ("uid-default-low-0", "uid-default-low-1"):
+        scheduler.remove_pod(uid)
+    scheduler.upsert_group(group("filler", 1, priority=50))
+    for member in gang("filler", 1, cpu="8", priority=50):
+        scheduler.upsert_pod(member)
+    while (decision := scheduler.next_decision()) is not None:
+        assert not decision.bindings
+    # No second round of evictions for the same room (the filler finds none either).
+    orders = scheduler.preemptions.take_orders()
+    assert [order for order in orders if order.plan.preemptor == URGENT] == []
+    assert not any(order.evict for order in orders)
+
+    for uid in ("uid-default-low-2", "uid-default-low-3"):
+        scheduler.remove_pod(uid)
+    decisions = []
+    while (decision := scheduler.next_decision()) is not None:
+        decisions.append(decision)
+    placed = [d for d in decisions if d.group == URGENT and d.admitted]
+    assert placed
+    assert {b.node for b in placed[0].bindings} == {"n0", "n1"}
+    assert [key for key, _ in scheduler.preemptions.take_placed()] == [URGENT]
+
+
+def test_dry_run_shows_the_plan_and_holds_nothing() -> None:
+    scheduler = full_cluster(Mode.DRY_RUN, Clock(now=900.0 + 42 * 60))
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.evict
+    assert order.plan.summary == "would preempt default/low (4 pods, priority 1, running 42 min)"
+    assert scheduler.preemptions.hold(URGENT) is None
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
+
+
+def test_off_never_searches() -> None:
+    scheduler = full_cluster(Mode.OFF)
+    scheduler.next_decision()
+    assert scheduler.preemptions.take_orders() == []
+
+
+def test_a_budget_that_forbids_the_victims_eviction_means_no_plan() -> None:
+    scheduler = full_cluster()
+    selector = LabelSelector(
+        (LabelRequirement("scheduling.sigs.k8s.io/pod-group", "In", frozenset(["low"])),)
+    )
+    scheduler.preemptions.upsert_budget(DisruptionBudget("default", "low-pdb", selector, 3))
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+    assert not order.evict
+
+
+def test_a_failed_plan_releases_the_room_and_spares_the_refused_group() -> None:
+    scheduler = full_cluster()
+    scheduler.next_decision()
+    scheduler.preemptions.take_orders()
+    scheduler.preemption_failed(URGENT, [LOW])
+    assert scheduler.preemptions.hold(URGENT) is None
+    assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.group == URGENT
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+
+
+def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
+    clock = Clock()
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(clock, settings)
+    scheduler.upsert_node(node("n0", cpu="4"))
+    scheduler.upsert_group(group("running", 1, priority=5))
+    for member in gang("running", 1, cpu="4", priority=5):
+        scheduler.upsert_pod(dataclasses.replace(member, node_name="n0", phase="Running"))
+    for name in ("a", "b", "c"):
+        scheduler.upsert_group(group(name, 1, priority=5))
+        for member in gang(name, 1, cpu="4", priority=5):
+            scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    assert scheduler.preemptions.take_counts()["attempts"] == 1
+    clock.advance(60)
+    scheduler.upsert_group(group("higher", 1, priority=6))
+    for member in gang("higher", 1, cpu="4", priority=6):
+        scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    assert scheduler.preemptions.take_counts()["found"] >= 1
+
+
+def test_a_group_that_has_not_run_its_minimum_time_is_not_a_victim() -> None:
+    clock = Clock(now=900.0 + 100)  # low has run 100 s
+    scheduler = full_cluster(clock=clock)
+    protected = dataclasses.replace(group("low", 4, priority=1), min_run_seconds=600)
+    scheduler.upsert_group(protected)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+    clock.advance(600)
+    scheduler.preemption_failed(URGENT)  # retry now (no victims were spared)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.plan.found
+
+
+def test_priority_preemption_stays_within_the_preemptors_queue() -> None:
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    for name in ("team-a", "team-b"):
+        scheduler.upsert_queue(QueuePolicy(name, namespaces=frozenset(["default"])))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    # The other queue's gang is the cheaper victim by priority, yet not this queue's to take.
+    for name, queue, priority in (("other", "team-b", 0), ("mine", "team-a", 1)):
+        policy = group(name, 2, priority=priority)
+        scheduler.upsert_group(dataclasses.replace(policy, queue=queue))
+    for name, where in (("other", "n0"), ("mine", "n1")):
+        for member in gang(name, 2, cpu="4", priority=1):
+            scheduler.upsert_pod(dataclasses.replace(member, node_name=where, phase="Running"))
+    scheduler.upsert_group(dataclasses.replace(group("urgent", 1, priority=100), queue="team-a"))
+    for member in gang("urgent", 1, cpu="8", priority=100):
+        scheduler.upsert_pod(member)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert {pod.name for pod in order.plan.pods} == {"mine-0", "mine-1"}
