@@ -354,6 +354,22 @@ class Quotas:
                 )
         return None
 
+    def wants_back(self, taker: str, need: Amounts) -> bool:
+        """Whether ``taker`` may reclaim to place ``need``: it stays within its nominal.
+
+        Only the resources its nominal names count; it must be under its
+        nominal in one of them now.
+        """
+        wanting = self.policy(taker)
+        if wanting is None or not wanting.nominal or self.gate_blocked(taker):
+            return False
+        used = self.usage(taker)
+        if all(used.get(r, 0) >= nominal for r, nominal in wanting.nominal.items()):
+            return False
+        return all(
+            used.get(r, 0) + need.get(r, 0) <= nominal for r, nominal in wanting.nominal.items()
+        )
+
     def may_reclaim(self, taker: str, victim_queue: str, removed: Amounts) -> bool:
         """Whether ``taker`` may take ``removed`` back from ``victim_queue`` (reclaim).
 

@@ -38,7 +38,7 @@ admitted one by one; those over quota wait.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
@@ -54,6 +54,8 @@ from coscheduler.core.preemption import (
     Preemptions,
     PreemptionSettings,
     Preemptor,
+    Victim,
+    VictimRule,
     running_groups,
 )
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
@@ -392,6 +394,7 @@ class Scheduler:
             ),
             strategy=self.settings.strategy,
             weights=dict(self.settings.weights),
+            reclaim=self._reclaim_rule if self._accounting else None,
         )
         if decision.admitted:
             self._first_attempt.pop(key, None)
@@ -554,6 +557,28 @@ class Scheduler:
             weights=self.settings.weights,
             elapsed=elapsed,
         )
+
+    def _reclaim_rule(self, who: Preemptor) -> VictimRule | None:
+        """Victims of other queues for a preemptor whose queue takes back its nominal."""
+        taker = who.queue
+        need: dict[str, int] = {}
+        for pod in who.pending:
+            add_amounts(need, pod.requests)
+        if taker is None or not self.quotas.wants_back(taker, need):
+            return None
+
+        def rule(victim: Victim, chosen: Sequence[Victim]) -> bool:
+            queue = victim.group.queue
+            if queue is None:
+                return False
+            removed: dict[str, int] = {}
+            for unit in (*chosen, victim):
+                if unit.group.queue == queue:
+                    for pod in unit.pods:
+                        add_amounts(removed, pod.requests)
+            return self.quotas.may_reclaim(taker, queue, removed)
+
+        return rule
 
     def _preemptor(
         self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]

@@ -167,3 +167,47 @@ def test_priority_preemption_stays_within_the_preemptors_queue() -> None:
     scheduler.next_decision()
     (order,) = scheduler.preemptions.take_orders()
     assert {pod.name for pod in order.plan.pods} == {"mine-0", "mine-1"}
+
+
+def reclaim_cluster(b_nominal_cpu: int) -> Scheduler:
+    """16 cpu on two nodes. Queue a (nominal 8) ran nothing, so b (nominal ``b_nominal_cpu``)
+    borrowed: gangs big-0 and big-1 of b (2 x 4 cpu each, priority 50) fill the cluster.
+    A gang of a (2 x 4 cpu, priority 0) arrives."""
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    everyone = frozenset(["default"])
+    scheduler.upsert_queue(QueuePolicy("a", nominal={"cpu": 8000}, namespaces=everyone))
+    scheduler.upsert_queue(QueuePolicy("b", nominal={"cpu": b_nominal_cpu}, namespaces=everyone))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    for index in range(2):
+        name = f"big-{index}"
+        scheduler.upsert_group(dataclasses.replace(group(name, 2, priority=50), queue="b"))
+        for member in gang(name, 2, cpu="4", priority=50):
+            scheduler.upsert_pod(
+                dataclasses.replace(member, node_name=f"n{index}", phase="Running", started=900.0)
+            )
+    scheduler.upsert_group(dataclasses.replace(group("mine", 2, priority=0), queue="a"))
+    for member in gang("mine", 2, cpu="4", priority=0):
+        scheduler.upsert_pod(member)
+    return scheduler
+
+
+def test_a_queue_under_its_nominal_reclaims_what_another_borrowed_whatever_the_priority() -> None:
+    scheduler = reclaim_cluster(b_nominal_cpu=8000)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.code is Code.UNSCHEDULABLE
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.evict
+    # One of b's two gangs, whole: b keeps its nominal 8 cpu.
+    names = {pod.name for pod in order.plan.pods}
+    assert names in ({"big-0-0", "big-0-1"}, {"big-1-0", "big-1-1"})
+
+
+def test_reclaim_never_pushes_the_lender_below_its_own_nominal() -> None:
+    # b is entitled to all 16: it borrowed nothing, so a takes nothing back.
+    scheduler = reclaim_cluster(b_nominal_cpu=16000)
+    scheduler.next_decision()
+    orders = scheduler.preemptions.take_orders()
+    assert not any(order.evict for order in orders)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coscheduler.api.podgroup import DEFAULT_QUEUE
-from coscheduler.core import GroupKey, QueuePolicy, Scheduler
+from coscheduler.core import GroupKey, QueuePolicy, Quotas, Scheduler
 from tests.builders import Clock, gang, group, node, pod
 
 NAMESPACES = ("ns-a", "ns-b")
@@ -235,3 +235,25 @@ def test_backlogged_queues_converge_to_their_weighted_fair_share(
     shares = long_run(weights, seed, steps=300)
     for share, weight in zip(shares, weights, strict=True):
         assert abs(share - weight / sum(weights)) < 0.1
+
+
+@given(
+    st.integers(0, 16),
+    st.integers(0, 16),
+    st.integers(0, 32),
+    st.integers(0, 32),
+    st.integers(0, 32),
+)
+def test_reclaim_never_takes_a_lender_below_its_nominal_nor_gives_to_a_queue_at_its_own(
+    taker_nominal: int, lender_nominal: int, taker_used: int, lender_used: int, removed: int
+) -> None:
+    quotas = Quotas()
+    everyone = frozenset({"default"})
+    quotas.upsert_queue(QueuePolicy("t", nominal={"cpu": taker_nominal}, namespaces=everyone))
+    quotas.upsert_queue(QueuePolicy("l", nominal={"cpu": lender_nominal}, namespaces=everyone))
+    quotas.charge("t", {"cpu": taker_used})
+    quotas.charge("l", {"cpu": lender_used})
+    if quotas.may_reclaim("t", "l", {"cpu": removed}):
+        assert lender_used - removed >= lender_nominal
+        assert lender_used > lender_nominal  # it had borrowed
+        assert taker_used < taker_nominal

@@ -30,8 +30,12 @@ chosen again for that preemptor either. Both are forgotten once it is placed
 or gone.
 
 Victims are of strictly lower priority and of the preemptor's own queue
-(pods of other schedulers are in none, so any may be): taking from another
-queue is reclaim, a rule of its own to come.
+(pods of other schedulers are in none, so any may be). Taking from another
+queue is reclaim, judged by the rule the caller gives for the preemptor
+(:meth:`~coscheduler.core.quota.Quotas.may_reclaim`: a queue under its
+nominal takes back what others borrowed, whatever their priority, never below
+their own nominal); a reclaiming preemptor searches even at the lowest
+priority.
 
 Disruption budgets (:class:`~coscheduler.api.disruption.DisruptionBudget`)
 are judged for the plan as a whole: a victim is allowed only while every
@@ -195,8 +199,13 @@ class Preemptions:
         *,
         strategy: Strategy = Strategy.MOST_ALLOCATED,
         weights: dict[str, float] | None = None,
+        reclaim: Callable[[Preemptor], VictimRule | None] | None = None,
     ) -> None:
-        """After the group's attempt (see the module docstring)."""
+        """After the group's attempt (see the module docstring).
+
+        ``reclaim`` gives, for a preemptor whose queue may take back what other
+        queues borrowed, the rule for victims of those queues (any priority).
+        """
         key = decision.group
         hold = self._holds.pop(key, None)
         if decision.admitted:
@@ -214,8 +223,14 @@ class Preemptions:
         who = preemptor()
         if who is None:
             return
+        reclaiming = reclaim(who) if reclaim is not None else None
         floor = self._floor
-        if floor is not None and now - floor[0] < FLOOR_SECONDS and who.priority <= floor[1]:
+        if (
+            reclaiming is None
+            and floor is not None
+            and now - floor[0] < FLOOR_SECONDS
+            and who.priority <= floor[1]
+        ):
             return  # nothing runs below it: a cluster of equals pays nothing
         groups = list(running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
@@ -225,7 +240,7 @@ class Preemptions:
             who,
             groups,
             now if self.wall_clock is None else self.wall_clock(),
-            rule=self._rule(who, memory.spared),
+            rule=self._rule(who, memory.spared, reclaiming),
             budget=self.settings.budget,
             strategy=strategy,
             weights=weights,
@@ -277,16 +292,20 @@ class Preemptions:
         hold.lifted = False
         self._holds[key] = hold
 
-    def _rule(self, who: Preemptor, spared: set[GroupKey]) -> VictimRule:
+    def _rule(
+        self, who: Preemptor, spared: set[GroupKey], reclaiming: VictimRule | None = None
+    ) -> VictimRule:
         by_priority = lower_priority(who.priority)
         budgets = list(self.budgets.values())
 
         def rule(victim: Victim, chosen: Sequence[Victim]) -> bool:
-            if victim.group.key in spared or not by_priority(victim, chosen):
+            if victim.group.key in spared:
                 return False
-            if victim.group.queue not in (None, who.queue):
-                return False  # another queue's: reclaim's to judge, not priority's
-            return not budgets or _within_budgets(budgets, victim, chosen)
+            if victim.group.queue in (None, who.queue):
+                allowed = by_priority(victim, chosen)
+            else:  # another queue's: only reclaim takes from it, whatever the priority
+                allowed = reclaiming is not None and reclaiming(victim, chosen)
+            return allowed and (not budgets or _within_budgets(budgets, victim, chosen))
 
         return rule
 
