@@ -326,3 +326,67 @@ def test_victim_jobs_that_ignore_disruptions_recreate_their_pods_and_wait_whole(
         c["type"] == "Failed" and c["status"] == "True"
         for c in (job.get("status") or {}).get("conditions") or []
     )
+
+
+def test_a_queue_under_its_nominal_reclaims_a_borrowers_gang_whole_and_no_ping_pong(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="8")
+    queues = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+    names = {"a": f"{namespace}-a", "b": f"{namespace}-b"}
+    for queue in names.values():
+        cluster.api.create(
+            queues,
+            {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "Queue",
+                "metadata": {"name": queue},
+                "spec": {"nominal": {"cpu": "8"}, "namespaces": [namespace]},
+            },
+        )
+    try:
+        start_scheduler()
+        # b borrows a's idle nominal: two gangs of high priority fill both nodes.
+        for name in ("b-1", "b-2"):
+            w.create_podgroup(cluster.api, namespace, name, 2, priority=50, queue=names["b"])
+            w.create_replicaset(
+                cluster.api, namespace, name, replicas=2, pool=pool, cpu="4", group=name
+            )
+            wait_for(
+                lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
+                lambda found, name=name: len(found.get(name, ())) == 2,  # type: ignore[misc]
+                describe=f"gang {name} running",
+            )
+        before = running_by_group(cluster, namespace)
+        # a wants its nominal back, at the lowest priority.
+        w.create_podgroup(cluster.api, namespace, "a-1", 2, priority=0, queue=names["a"])
+        w.create_replicaset(
+            cluster.api, namespace, "a-1", replicas=2, pool=pool, cpu="4", group="a-1"
+        )
+        placed = wait_for(
+            lambda: running_by_group(cluster, namespace),
+            lambda found: len(found.get("a-1", ())) == 2,
+            describe="a's gang bound whole after reclaim",
+        )
+        evicted = [name for name in ("b-1", "b-2") if placed.get(name) != before[name]]
+        assert len(evicted) == 1, placed  # one of b's gangs, whole; b keeps its nominal
+        kept = "b-2" if evicted == ["b-1"] else "b-1"
+        assert placed[kept] == before[kept]
+        # The evicted gang's recreated pods wait whole; b, at its nominal, takes nothing back.
+        wait_for(
+            lambda: podgroup(cluster, namespace, evicted[0]),
+            lambda group: "Insufficient cpu" in message_of(group, "Unschedulable"),
+            describe=f"{evicted[0]}'s recreated members waiting",
+        )
+        now = running_by_group(cluster, namespace)
+        assert len(now.get("a-1", ())) == 2
+        assert not now.get(evicted[0])
+        plans = [e["message"] for e in events_with(cluster, namespace, "Preempting")]
+        assert len(plans) == 1, plans
+    finally:
+        for queue in names.values():
+            cluster.api.delete(f"{queues}/{queue}")
