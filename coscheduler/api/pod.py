@@ -38,6 +38,7 @@ from coscheduler.api.pod_topology import (
 )
 from coscheduler.api.quantity import ResourceAmounts
 from coscheduler.api.requests import effective_requests
+from coscheduler.api.workload_ref import WorkloadRef, read_workload_ref
 
 __all__ = [
     "TERMINAL_PHASES",
@@ -135,6 +136,8 @@ class PodInfo:
     #: The controlling owner's name (a Job, a ReplicaSet...), for ``occupiedBy`` in
     #: scheduling.x-k8s.io's status, which names owners rather than their UIDs.
     owner_name: str | None = None
+    #: ``spec.workloadRef``: the native Workload gang the pod belongs to, if any.
+    workload: WorkloadRef | None = None
 
     @property
     def key(self) -> str:
@@ -329,4 +332,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         claims=_parse_claims(reader, spec, name),
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
         owner_name=owner_name or None,
+        workload=read_workload_ref(reader, spec),
     )

@@ -17,9 +17,11 @@ Membership rules, in order:
 3. A member is *pending* when it has no node, is not terminal, is not
    being deleted and has no scheduling gates (a gated pod is placed by nobody
    until its gates are removed; until then it is not a member to place).
-4. A pod joins the group its labels name, in its namespace; without such a
-   label it is a gang of one. A pod naming a PodGroup that does not exist
-   waits for it (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
+4. A pod joins the group its labels name, in its namespace; else the gang of
+   a Workload its ``spec.workloadRef`` names (the runtime leaves the reference
+   only on pods of a ``gang`` podGroup, or of one it does not know yet); else
+   it is a gang of one. A pod naming a group that does not exist waits for it
+   (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
-from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
+from coscheduler.core.group import KIND_POD, KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.snapshot import Snapshot
@@ -211,8 +213,8 @@ class Scheduler:
         self._sync(key)
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
-    def remove_group(self, namespace: str, name: str) -> None:
-        key = GroupKey(namespace, name)
+    def remove_group(self, namespace: str, name: str, kind: str = KIND_POD_GROUP) -> None:
+        key = GroupKey(namespace, name, kind)
         self._policies.pop(key, None)
         self._first_attempt.pop(key, None)
         self._sync(key)
