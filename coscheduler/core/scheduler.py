@@ -215,9 +215,12 @@ class Scheduler:
 
     def remove_group(self, namespace: str, name: str, kind: str = KIND_POD_GROUP) -> None:
         key = GroupKey(namespace, name, kind)
-        self._policies.pop(key, None)
+        if self._policies.pop(key, None) is None:
+            return
         self._first_attempt.pop(key, None)
         self._sync(key)
+        # Its waiting members are told at once that their group is gone.
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     # -- deciding ------------------------------------------------------------
 
