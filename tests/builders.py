@@ -206,7 +206,7 @@ def workload_object(
     namespace: str = "default",
     uid: str | None = None,
 ) -> dict[str, Any]:
-    """A raw ``scheduling.k8s.io/v1alpha1`` Workload: each podGroup's gang minCount, None for basic."""
+    """A raw ``scheduling.k8s.io/v1alpha1`` Workload: each podGroup's minCount (None: basic)."""
     return {
         "apiVersion": "scheduling.k8s.io/v1alpha1",
         "kind": "Workload",

@@ -1,4 +1,4 @@
-"""api/adapters/workload.py and api/workload_ref.py: Kubernetes 1.35's Workload and a pod's reference.
+"""api/adapters/workload.py and api/workload_ref.py: 1.35's Workload and a pod's reference to it.
 
 The shapes are 1.35's (``k8s.io/api`` v0.35.4); e2e/tests/test_workload.py
 holds them to the real API server's schema too.
@@ -50,10 +50,10 @@ def test_a_policy_that_is_not_one_of_1_35_s_is_refused_not_guessed(
 
 def test_a_workload_without_pod_groups_is_refused() -> None:
     raw = workload_object("train", {})
-    with pytest.raises(ValueError, match="spec.podGroups"):
+    with pytest.raises(ValueError, match=r"spec\.podGroups"):
         workload.read_workload(raw)
     del raw["spec"]["podGroups"]
-    with pytest.raises(ValueError, match="spec.podGroups"):
+    with pytest.raises(ValueError, match=r"spec\.podGroups"):
         workload.read_workload(raw)
 
 
