@@ -180,9 +180,10 @@ class StatusWriter:
         )
         for transition in transitions:
             kind: EventKind = "Warning" if transition.kind == "Warning" else "Normal"
-            # An object with several gangs (a Workload) says which one moved.
+            # An object with several gangs (a Workload) says which one moved,
+            # unless the message names it already (the planner's verdicts do).
             message = transition.message
-            if group.within:
+            if group.within and group.within not in message:
                 message = f"{group.within}: {message}"
             # A PodGroup's story must be current in `kubectl describe`: a new
             # reason for waiting shows within seconds, not an event interval.

@@ -30,7 +30,8 @@ SYSTEM = "coscheduler-system"
 def service_account_kubeconfig(
     cluster: Cluster, podgroup_crd: str, xk8s_crd: str, tmp_path: Path
 ) -> Path:
-    """The ServiceAccount's own token; both PodGroup APIs are served, so both are exercised."""
+    """The ServiceAccount's own token; both PodGroup APIs and Kubernetes' Workload API are
+    served, so all three are exercised."""
     cluster.apply(MANIFESTS / "namespace.yaml")
     cluster.apply(MANIFESTS / "rbac.yaml")
     token = cluster.api.create(
@@ -92,10 +93,21 @@ def test_coscheduler_works_with_exactly_its_service_account(
             group="rbac-x",
             group_label=w.XK8S_GROUP_LABEL,
         )
+        w.create_workload(cluster.api, namespace, "rbac-w", {"workers": {"gang": {"minCount": 2}}})
+        for index in range(2):
+            w.create_workload_pod(
+                cluster.api,
+                namespace,
+                f"rbac-w-{index}",
+                workload="rbac-w",
+                pod_group="workers",
+                pool=pool,
+                cpu="1",
+            )
         wait_for(
             lambda: w.list_pods(cluster.api, namespace),
-            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 4,
-            describe="both gangs bound under the ServiceAccount",
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 6,
+            describe="the three gangs bound under the ServiceAccount",
         )
         for path in (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x"):
             group_path = path.format(ns=namespace)
@@ -106,6 +118,11 @@ def test_coscheduler_works_with_exactly_its_service_account(
             )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
+        wait_for(
+            lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"],
+            lambda items: any(e["involvedObject"]["kind"] == "Workload" for e in items),
+            describe="an event on the Workload under the ServiceAccount",
+        )
         lease = cluster.api.get(
             f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/coscheduler"
         )

@@ -177,7 +177,7 @@ def test_a_gang_without_room_waits_whole_and_says_so_then_runs(
         "FailedScheduling about room",
     )
     assert warning["type"] == "Warning"
-    assert warning["message"].startswith("podGroup workers: ")
+    assert f"4 pods of Workload {namespace}/train podGroup workers: " in warning["message"]
     for name in names:
         pod = wait_for(
             partial(cluster.api.get, f"/api/v1/namespaces/{namespace}/pods/{name}"),
@@ -239,7 +239,7 @@ def test_each_replica_key_is_a_gang_of_its_own(
         "train",
         lambda e: (
             e["reason"] == "FailedScheduling"
-            and e["message"].startswith(f"podGroup workers replica {loser}: ")
+            and f"of Workload {namespace}/train podGroup workers replica {loser}: " in e["message"]
         ),
         f"replica {loser} cannot fit whole",
     )
