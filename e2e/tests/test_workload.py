@@ -199,7 +199,17 @@ def test_a_gang_without_room_waits_whole_and_says_so_then_runs(
         lambda placed: placed == names,
         describe="all four bound once a node is added",
     )
+    wait_workload_event(
+        cluster,
+        namespace,
+        "train",
+        lambda e: (
+            e["message"].startswith("podGroup workers: phase ") and "-> Running" in e["message"]
+        ),
+        "the gang Running",
+    )
     show(cluster, namespace, "get", "pods", "-o", "wide")
+    show(cluster, namespace, "describe", "workload", "train")
 
 
 def test_each_replica_key_is_a_gang_of_its_own(
