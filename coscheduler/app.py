@@ -8,7 +8,8 @@ Start-up, in order, and why:
    runs only while leading; losing the Lease ends the process, and a restart
    rebuilds all state from the API server.
 3. List and watch nodes, pods, namespaces (their labels), PersistentVolumeClaims,
-   PersistentVolumes, StorageClasses, CSINodes and PriorityClasses; ask
+   PersistentVolumes, StorageClasses, CSINodes, PriorityClasses and Queues
+   (when their CRD is installed); ask
    discovery which PodGroup APIs are served (ours always, ``scheduling.x-k8s.io``
    when its CRD is installed) and list each once; likewise Kubernetes' own
    ``Workload`` API, in the one version this release reads (another version
@@ -17,8 +18,9 @@ Start-up, in order, and why:
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
    half-bound by a previous leader is completed, never bound twice.
-4. Start the scheduling loop, the status writer, the event recorder, the pod
-   condition writer, and Kopf with its PodGroup (and Workload) watches.
+4. Start the scheduling loop, the status writers (PodGroups, Queues), the
+   event recorder, the pod condition writer, and Kopf with its PodGroup (and
+   Workload) watches.
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ import structlog
 
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, sigs
 from coscheduler.api.adapters import workload as workload_api
+from coscheduler.api.labels import GROUP, VERSION
+from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.handlers import build_registry, kopf_settings
+from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
+from coscheduler.core.group import GroupKey
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
@@ -59,6 +65,7 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 _PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+QUEUES_PATH = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
 _STORAGE_CLASSES = "/apis/storage.k8s.io/v1/storageclasses"
 
 
@@ -157,6 +164,14 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
     writer = StatusWriter(
         state=state, changed=changed, client=reporting, events=events, metrics=metrics
     )
+    queue_writer = QueueStatusWriter(state=state, client=reporting, events=events, metrics=metrics)
+    state.on_queue_changed = queue_writer.mark
+
+    def group_changed(key: GroupKey) -> None:
+        changed.mark(key)
+        queue_writer.mark()
+
+    state.on_group_changed = group_changed
     pod_conditions = PodConditionWriter(
         reporting, still_pending=scheduler.is_waiting, idle=binds_idle
     )
@@ -226,6 +241,13 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             lambda o: state.set_priority_class(o, deleted=True),
         ),
     }
+    if await _queues_served(client):
+        feeds["queues"] = (
+            Watch(client, QUEUES_PATH, timeout_seconds=watch_timeout),
+            state.replace_queues,
+            state.upsert_queue,
+            state.remove_queue,
+        )
     listed = {name: asyncio.Event() for name in feeds}
     async with asyncio.TaskGroup() as tasks:
         for name, (watch, replace, upsert, remove) in feeds.items():
@@ -284,6 +306,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         for name, coroutine in {
             "scheduling-loop": loop.run(),
             "status-writer": writer.run(),
+            "queue-status-writer": queue_writer.run(),
             "events": events.run(),
             "pod-conditions": pod_conditions.run(),
             "kopf": _run_kopf(
@@ -382,6 +405,25 @@ async def _workload_api(client: KubeClient) -> GroupApi | None:
 async def _list(client: KubeClient, path: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = (await client.call("GET", path)).get("items") or []
     return items
+
+
+async def _queues_served(client: KubeClient) -> bool:
+    """Whether the Queue CRD is installed (asked once, at start).
+
+    Without it every group uses the implicit ``default`` queue, and a group
+    naming another queue waits with ``QueueNotFound``.
+    """
+    try:
+        resources = await client.call("GET", f"/apis/{GROUP}/{VERSION}")
+    except NotFound:
+        resources = {}
+    if any(r.get("name") == QUEUE_PLURAL for r in resources.get("resources") or ()):
+        return True
+    log.warning(
+        "the Queue CRD is not installed: every group uses the default queue; "
+        "install it with kubectl apply -f crds/queues.yaml"
+    )
+    return False
 
 
 async def _list_podgroups(client: KubeClient, adapter: GroupAdapter) -> list[dict[str, Any]]:

@@ -6,12 +6,14 @@
    else takes it from the cache;
 2. starts the sandbox (or reuses the running one) with 5 general nodes of
    8 cpu and 2 GPU nodes (4 ``nvidia.com/gpu`` each, tainted);
-3. installs the PodGroup CRD and starts ``coscheduler run`` in the
+3. installs the PodGroup and Queue CRDs and starts ``coscheduler run`` in the
    background (its log in ``.e2e/logs/coscheduler.log``);
 4. applies examples from ``manifests/examples/`` in namespace ``demo``: the
    seed gang, a GPU gang and two contending Jobs of which only one fits;
 5. shows ``kubectl get podgroups,pods -o wide`` as they change, then
    ``kubectl describe podgroup`` of a waiting gang and of a running one;
+5b. adds 3 nodes and applies ``teams.yaml`` (two teams' Queues and their
+   Jobs), then shows ``kubectl get queues`` and ``kubectl describe queue``;
 6. leaves everything running and says how to explore and how to stop.
 
 ``python -m e2e.demo down`` stops coscheduler and the sandbox.
@@ -26,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from e2e import build, nodes
@@ -118,14 +121,16 @@ def _phase(cluster: Cluster, group: str) -> str:
 
 def up(state_dir: Path, *, watch_seconds: float) -> int:
     cluster = _sandbox(state_dir)
-    _say("installing the PodGroup CRD: kubectl apply -f crds/podgroups.yaml")
-    print(_kubectl(cluster, "apply", "-f", str(REPO / "crds" / "podgroups.yaml")), end="")
-    wait_for(
-        lambda: _kubectl(cluster, "get", "crd", "podgroups.scheduling.sigs.k8s.io",
-                         "-o", "jsonpath={.status.conditions[?(@.type=='Established')].status}"),
-        lambda status: status.strip() == "True",
-        describe="the PodGroup CRD to be established",
-    )  # fmt: skip
+    _say("installing the CRDs: kubectl apply -f crds/podgroups.yaml -f crds/queues.yaml")
+    print(_kubectl(cluster, "apply", "-f", str(REPO / "crds" / "podgroups.yaml"),
+                   "-f", str(REPO / "crds" / "queues.yaml")), end="")  # fmt: skip
+    for crd in ("podgroups.scheduling.sigs.k8s.io", "queues.scheduling.sigs.k8s.io"):
+        wait_for(
+            partial(_kubectl, cluster, "get", "crd", crd, "-o",
+                    "jsonpath={.status.conditions[?(@.type=='Established')].status}"),
+            lambda status: status.strip() == "True",
+            describe=f"the CRD {crd} to be established",
+        )  # fmt: skip
     _say("starting coscheduler run in the background")
     process = _scheduler(cluster, state_dir)
     print(f"    pid {process.pid}, log {process.log_path}")
@@ -168,6 +173,8 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
     _say(f"a running gang: kubectl describe podgroup seed -n {NAMESPACE}")
     print(_kubectl(cluster, "describe", "podgroup", "seed", "-n", NAMESPACE))
 
+    _teams(cluster)
+
     _say("the sandbox stays up; explore it")
     print(
         f"""    python -m e2e.cluster kubectl get podgroups -A        (any kubectl command)
@@ -181,6 +188,35 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
     Stop everything with: make demo-down   (or: python -m e2e.demo down)"""
     )
     return 0
+
+
+def _teams(cluster: Cluster) -> None:
+    """Two teams' Queues: one capped gang waits whole while the others run."""
+    _say("two teams share the cluster through Queues: 3 more nodes, then teams.yaml")
+    if cluster.api.get_or_none("/api/v1/nodes/team-0") is None:
+        cluster.add_nodes([nodes.NodeSpec(name=f"team-{i}", cpu="8", memory="32Gi")
+                           for i in range(3)])  # fmt: skip
+    print(f"\n$ kubectl apply -n {NAMESPACE} -f manifests/examples/teams.yaml")
+    print(_kubectl(cluster, "apply", "-n", NAMESPACE, "-f", str(EXAMPLES / "teams.yaml")), end="")
+    wait_for(
+        lambda: [_phase(cluster, g) for g in ("train-a", "train-b", "etl-b")],
+        lambda phases: phases == ["Running", "Running", "Pending"],
+        describe="train-a and train-b Running, etl-b Pending",
+        timeout=60,
+    )
+    wait_for(
+        partial(_kubectl, cluster, "get", "queue", "team-b", "-o",
+                "jsonpath={.status.pendingGroups}"),
+        lambda pending: pending.strip() == "1",
+        describe="queue team-b's status to count etl-b as pending",
+        timeout=30,
+    )  # fmt: skip
+    _say("kubectl get queues")
+    print(_kubectl(cluster, "get", "queues"))
+    _say("kubectl describe queue team-b")
+    print(_kubectl(cluster, "describe", "queue", "team-b"))
+    _say(f"the gang the queue holds back: kubectl describe podgroup etl-b -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", "podgroup", "etl-b", "-n", NAMESPACE))
 
 
 def down(state_dir: Path) -> int:

@@ -247,8 +247,10 @@ def group(
     priority: int | None = None,
     timeout: int | None = None,
     created: float = 0.0,
+    queue: str = "default",
 ) -> GroupPolicy:
     return GroupPolicy(
+        queue=queue,
         namespace=namespace,
         name=name,
         min_member=min_member,

@@ -43,6 +43,24 @@ class Reason(StrEnum):
     #: exist, or ReadWriteOncePod and used by another pod: it waits, and so does
     #: its gang, until the claim is ready (the message names it).
     VOLUME_NOT_READY = "VolumeNotReady"
+    #: The group's queue (``spec.queue``, a lone pod's queue label) does not
+    #: exist: the group waits until it is created.
+    QUEUE_NOT_FOUND = "QueueNotFound"
+    #: The group's queue is Closed: it admits no new group.
+    QUEUE_CLOSED = "QueueClosed"
+    #: The group's namespace may not use its queue (the queue's
+    #: ``namespaces``/``namespaceSelector``): it is never placed from it.
+    QUEUE_NOT_ALLOWED = "QueueNotAllowed"
+    #: The queue cannot be drawn from: it has child queues, or its parents
+    #: are missing or form a cycle (the message says which).
+    QUEUE_INVALID = "QueueInvalid"
+    #: Placing the whole group would take its queue (or a parent) over its
+    #: ``max``: it waits for the queue's own groups to finish.
+    QUEUE_MAX_REACHED = "QueueMaxReached"
+    #: The group needs more than its queue's unused nominal quota, and the
+    #: idle capacity it would borrow is held for queues under their nominal
+    #: whose groups wait for it.
+    QUEUE_CANNOT_BORROW = "QueueCannotBorrow"
     #: On a pod's ``PodScheduled=False`` condition: more room would let it be
     #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
     #: Pods that wait for something room cannot give (members, their group)

@@ -15,6 +15,7 @@ from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
+from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
@@ -30,7 +31,9 @@ __all__ = [
     "GroupKey",
     "GroupPolicy",
     "GroupQueue",
+    "QueuePolicy",
     "QueueSettings",
+    "Quotas",
     "Scheduler",
     "SchedulerSettings",
     "Snapshot",

@@ -18,6 +18,7 @@ from typing import Final, NamedTuple
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
+from coscheduler.api.queue import pod_queue_name
 from coscheduler.api.workload_ref import WorkloadRef
 
 __all__ = ["KIND_POD", "KIND_POD_GROUP", "KIND_WORKLOAD", "GroupKey", "GroupPolicy"]
@@ -96,5 +97,10 @@ class GroupPolicy:
     def lone(cls, pod: PodInfo) -> GroupPolicy:
         """The policy of a pod without a group: a gang of one, created with the pod."""
         return cls(
-            namespace=pod.namespace, name=pod.name, min_member=1, created=pod.created, kind=KIND_POD
+            namespace=pod.namespace,
+            name=pod.name,
+            min_member=1,
+            created=pod.created,
+            queue=pod_queue_name(pod.labels),
+            kind=KIND_POD,
         )

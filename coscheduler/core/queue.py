@@ -4,7 +4,9 @@ Why three pools (as kube-scheduler's scheduling queue): a group that just
 failed should not be retried in a hot loop, yet it must be retried at once
 when the cluster changes in a way that can help it, and never forgotten.
 
-- *active*: ready to try, a heap ordered by (numbered rule)
+- *active*: ready to try, one heap per queue (:mod:`~coscheduler.core.quota`);
+  the next group comes from the queue with the lowest weighted share (ties
+  by queue name), and within it in the order (numbered rule)
   1. priority, highest first;
   2. group creation time, oldest first;
   3. ``namespace/name`` (then kind), so the order is total and deterministic.
@@ -21,7 +23,9 @@ Which events help whom (:meth:`GroupQueue.on_event`):
 - capacity events (node added or changed, pod deleted or finished): every
   group in backoff;
 - a group's own events (a member pod added or changed, the PodGroup created
-  or changed): that group, from any pool.
+  or changed): that group, from any pool;
+- a queue changed (created, deleted, opened, its quota or namespaces): every
+  group in backoff and unschedulable.
 
 Time comes from an injected clock (seconds, monotonic), never from ``time``:
 tests move it by hand. Every operation is O(log n) but a capacity event,
@@ -35,6 +39,7 @@ import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import GroupKey
 from coscheduler.core.status import Code
 
@@ -63,6 +68,8 @@ class ClusterEvent(enum.Enum):
     NAMESPACE_CHANGED = "NamespaceChanged"
     #: About one group only: a member added or changed, the PodGroup created or changed.
     GROUP_CHANGED = "GroupChanged"
+    #: A Queue was created, changed or deleted (or a namespace label queues select by).
+    QUEUE_CHANGED = "QueueChanged"
 
 
 CAPACITY_EVENTS = frozenset(
@@ -91,12 +98,20 @@ class QueueSettings:
 class GroupQueue:
     """Active, backoff and unschedulable pools of groups (see the module docstring)."""
 
-    def __init__(self, clock: Callable[[], float], settings: QueueSettings | None = None) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        settings: QueueSettings | None = None,
+        share: Callable[[str], float] | None = None,
+    ) -> None:
         self._clock = clock
         self.settings = settings or QueueSettings()
+        #: A queue's weighted share of the cluster: the lowest goes first.
+        self._share = share or (lambda _queue: 0.0)
         self._order: dict[GroupKey, QueueOrder] = {}
+        self._queue_of: dict[GroupKey, str] = {}
         self._attempts: dict[GroupKey, int] = {}
-        self._active: list[tuple[QueueOrder, GroupKey]] = []
+        self._active: dict[str, list[tuple[QueueOrder, GroupKey]]] = {}
         self._in_active: dict[GroupKey, QueueOrder] = {}
         self._backoff: list[tuple[float, QueueOrder, GroupKey]] = []
         self._backoff_until: dict[GroupKey, float] = {}
@@ -134,23 +149,25 @@ class GroupQueue:
             "unschedulable": len(self._waiting_since),
         }
 
-    def add(self, key: GroupKey, priority: int, created: float) -> None:
-        """Queue a group, or refresh its order; a new group goes to active.
+    def add(self, key: GroupKey, priority: int, created: float, queue: str = DEFAULT_QUEUE) -> None:
+        """Queue a group, or refresh its order or queue; a new group goes to active.
 
         A group already backing off, or being tried, keeps its place (its order
         is updated).
         """
         order = order_of(key, priority, created)
         known = key in self._order
-        if known and self._order[key] == order:
+        if known and self._order[key] == order and self._queue_of.get(key) == queue:
             return
         self._order[key] = order
+        self._queue_of[key] = queue
         if key in self._in_active or not known:
             self._push_active(key)
 
     def remove(self, key: GroupKey) -> None:
         """Drop a group from every pool (deleted, or nothing left to place)."""
         self._order.pop(key, None)
+        self._queue_of.pop(key, None)
         self._attempts.pop(key, None)
         self._in_active.pop(key, None)
         self._backoff_until.pop(key, None)
@@ -162,11 +179,20 @@ class GroupQueue:
         """The next group to try, after moving groups whose wait is over to active."""
         self._flush()
         while self._active:
-            order, key = heapq.heappop(self._active)
-            if self._in_active.get(key) == order:
-                del self._in_active[key]
-                self._in_flight.add(key)
-                return key
+            if len(self._active) == 1:
+                queue = next(iter(self._active))
+            else:
+                queue = min(self._active, key=lambda name: (self._share(name), name))
+            heap = self._active[queue]
+            while heap:
+                order, key = heapq.heappop(heap)
+                if self._in_active.get(key) == order and self._queue_of.get(key) == queue:
+                    del self._in_active[key]
+                    self._in_flight.add(key)
+                    if not heap:
+                        del self._active[queue]
+                    return key
+            del self._active[queue]
         return None
 
     def peek_ready(self) -> float | None:
@@ -198,6 +224,7 @@ class GroupQueue:
         if code is Code.SUCCESS:
             self._attempts.pop(key, None)
             self._order.pop(key, None)
+            self._queue_of.pop(key, None)
             return
         if code is Code.WAITING:
             self._waiting_since[key] = now
@@ -239,12 +266,20 @@ class GroupQueue:
             del self._backoff_until[group]
             self._push_active(group)
         self._backoff.clear()
+        if event is ClusterEvent.QUEUE_CHANGED:
+            waiting = list(self._waiting_since)
+            for group in waiting:
+                del self._waiting_since[group]
+                self._push_active(group)
+            self._waiting.clear()
+            moved += waiting
         return len(moved)
 
     def _push_active(self, key: GroupKey) -> None:
         order = self._order[key]
         self._in_active[key] = order
-        heapq.heappush(self._active, (order, key))
+        heap = self._active.setdefault(self._queue_of.get(key, DEFAULT_QUEUE), [])
+        heapq.heappush(heap, (order, key))
 
     def _flush(self) -> None:
         now = self._clock()

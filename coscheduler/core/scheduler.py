@@ -22,6 +22,15 @@ Membership rules, in order:
    only on pods of a ``gang`` podGroup, or of one it does not know yet); else
    it is a gang of one. A pod naming a group that does not exist waits for it
    (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
+
+Queues (:mod:`~coscheduler.core.quota`): a group draws from its PodGroup's
+``spec.queue`` (a lone pod from its queue label, else ``default``). Every
+bound member's requests are charged to that queue, every pending member's
+counted as its demand. An attempt first asks the queue's gate (exists, valid,
+Open, allows the namespace), then plans, then asks the queue to admit the
+whole gang's requests (the needed members', or ``minResources`` if larger);
+a refused gang is undone whole. An admitted group's extra members are
+admitted one by one; those over quota wait.
 """
 
 from __future__ import annotations
@@ -33,10 +42,13 @@ from dataclasses import dataclass, field
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import DEFAULT_QUEUE
+from coscheduler.api.queue import pod_queue_name
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
+from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Code, Status
@@ -66,6 +78,8 @@ class SchedulerSettings:
 class _Members:
     pending: dict[str, PodInfo] = field(default_factory=dict)
     bound: dict[str, PodInfo] = field(default_factory=dict)
+    #: The pending members' requests added up (the group's demand on its queue).
+    demand: dict[str, int] = field(default_factory=dict)
 
 
 class Scheduler:
@@ -77,7 +91,12 @@ class Scheduler:
         self.settings = settings or SchedulerSettings()
         self.clock = clock
         self.snapshot = Snapshot()
-        self.queue = GroupQueue(clock, self.settings.queue)
+        self.quotas = Quotas()
+        self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
+        self.queue = GroupQueue(clock, self.settings.queue, share=self.quotas.share)
+        #: Each bound member's queue and requests, as charged.
+        self._charged: dict[str, tuple[str, Mapping[str, int]]] = {}
+        self._capacity_stale = True
         self._policies: dict[GroupKey, GroupPolicy] = {}
         self._pods: dict[str, PodInfo] = {}
         self._member_of: dict[str, GroupKey] = {}
@@ -122,10 +141,12 @@ class Scheduler:
         if before == node:
             return
         added = self.snapshot.upsert_node(node)
+        self._capacity_stale = True
         self.queue.on_event(ClusterEvent.NODE_ADDED if added else ClusterEvent.NODE_CHANGED)
 
     def remove_node(self, name: str) -> None:
         self.snapshot.remove_node(name)
+        self._capacity_stale = True
 
     # -- pods ----------------------------------------------------------------
 
@@ -169,6 +190,34 @@ class Scheduler:
             return
         known[name] = dict(labels)
         self.queue.on_event(ClusterEvent.NAMESPACE_CHANGED)
+        if self.quotas.names():
+            self.queue.on_event(ClusterEvent.QUEUE_CHANGED)
+
+    # -- queues --------------------------------------------------------------
+
+    def upsert_queue(self, queue: QueuePolicy) -> None:
+        if self.quotas.upsert_queue(queue):
+            self.queue.on_event(ClusterEvent.QUEUE_CHANGED)
+
+    def remove_queue(self, name: str) -> None:
+        if self.quotas.remove_queue(name):
+            self.queue.on_event(ClusterEvent.QUEUE_CHANGED)
+
+    def queue_name(self, key: GroupKey) -> str:
+        """The queue a group draws from."""
+        if key.kind == KIND_POD:
+            pod = self._any_member(key)
+            return pod_queue_name(pod.labels if pod is not None else None)
+        policy = self._policies.get(key)
+        return policy.queue if policy is not None else DEFAULT_QUEUE
+
+    def _any_member(self, key: GroupKey) -> PodInfo | None:
+        members = self._members.get(key)
+        if members is None:
+            return None
+        return next(iter(members.pending.values()), None) or next(
+            iter(members.bound.values()), None
+        )
 
     def remove_namespace(self, name: str) -> None:
         self.snapshot.topology.namespace_labels.pop(name, None)
@@ -207,17 +256,23 @@ class Scheduler:
 
     def upsert_group(self, policy: GroupPolicy) -> None:
         key = policy.key
-        if self._policies.get(key) == policy:
+        before = self._policies.get(key)
+        if before == policy:
             return
         self._policies[key] = policy
+        if (before.queue if before is not None else DEFAULT_QUEUE) != policy.queue:
+            self._recharge(key)
         self._sync(key)
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     def remove_group(self, namespace: str, name: str, kind: str = KIND_POD_GROUP) -> None:
         key = GroupKey(namespace, name, kind)
-        if self._policies.pop(key, None) is None:
+        policy = self._policies.pop(key, None)
+        if policy is None:
             return
         self._first_attempt.pop(key, None)
+        if policy.queue != DEFAULT_QUEUE:
+            self._recharge(key)
         self._sync(key)
         # Its waiting members are told at once that their group is gone.
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
@@ -226,6 +281,9 @@ class Scheduler:
 
     def next_decision(self) -> Decision | None:
         """Try the next group in the queue; None when no group is ready."""
+        if self._capacity_stale:
+            self.quotas.set_capacity(self.snapshot.capacity())
+            self._capacity_stale = False
         while True:
             key = self.queue.pop()
             if key is None:
@@ -261,7 +319,21 @@ class Scheduler:
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         now = self.clock()
         first = self._first_attempt.setdefault(key, now)
+        queue = self.queue_name(key)
+        closed = self.quotas.gate(queue, key.namespace)
+        if closed is not None:
+            self.queue.done(key, closed.code)
+            return Decision(
+                key,
+                closed,
+                members=len(pending) + len(bound),
+                bound=len(bound),
+                pending=tuple(pod.key for pod in pending),
+            )
         decision = self._plan(key, pending, bound, elapsed=now - first)
+        if decision.bindings and self.quotas.names():
+            # Without Queue objects only the implicit default exists: it refuses nothing.
+            decision = self._within_quota(decision, queue)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
         if decision.admitted:
@@ -276,6 +348,67 @@ class Scheduler:
             code = Code.UNSCHEDULABLE
         self.queue.done(key, code)
         return decision
+
+    def _within_quota(self, decision: Decision, queue: str) -> Decision:
+        """Undo what the queue may not take: the whole gang, or extra members one by one."""
+        requests = [self._pods[binding.uid].requests for binding in decision.bindings]
+        free = self.snapshot.free_capacity()
+        for amounts in requests:
+            for resource, amount in amounts.items():
+                free[resource] = free.get(resource, 0) + amount
+        gang = decision.needed if decision.needed > 0 else 0
+        need: dict[str, int] = {}
+        for amounts in requests[:gang]:
+            for resource, amount in amounts.items():
+                need[resource] = need.get(resource, 0) + amount
+        policy = self._policies.get(decision.group)
+        if gang and policy is not None:
+            held = dict.fromkeys(policy.min_resources, 0)
+            for pod in self.members(decision.group)[1]:
+                for resource in held:
+                    held[resource] += pod.requests.get(resource, 0)
+            for resource, amount in policy.min_resources.items():
+                need[resource] = max(need.get(resource, 0), amount - held[resource])
+        refusal = self.quotas.admit(queue, need, free) if gang else None
+        if refusal is not None:
+            for binding in decision.bindings:
+                self.snapshot.forget(binding.uid)
+            return dataclasses.replace(
+                decision,
+                status=refusal,
+                bindings=(),
+                admitted=False,
+                pending=tuple(p.key for p in self.members(decision.group)[0]),
+                unplaced=None,
+            )
+        kept = list(decision.bindings[:gang])
+        left: list[str] = []
+        over: Status | None = None
+        for binding, amounts in zip(decision.bindings[gang:], requests[gang:], strict=True):
+            wanted = dict(need)
+            for resource, amount in amounts.items():
+                wanted[resource] = wanted.get(resource, 0) + amount
+            refused = self.quotas.admit(queue, wanted, free)
+            if refused is None:
+                kept.append(binding)
+                need = wanted
+                continue
+            over = over or refused
+            self.snapshot.forget(binding.uid)
+            left.append(self._pods[binding.uid].key)
+        if not left:
+            return decision
+        if not kept:
+            return dataclasses.replace(
+                decision,
+                status=over or decision.status,
+                bindings=(),
+                pending=(*decision.pending, *left),
+                unplaced=over,
+            )
+        return dataclasses.replace(
+            decision, bindings=tuple(kept), pending=(*decision.pending, *left), unplaced=over
+        )
 
     def _with_volumes(self, decision: Decision) -> Decision:
         """Give the placed members' first-consumer claims their volumes, or undo the placement.
@@ -346,19 +479,50 @@ class Scheduler:
         """Put the pod in its group's pending or bound set; True if it was pending before."""
         previous = self._member_of.pop(pod.uid, None)
         was_pending = False
+        charged = self._charged.pop(pod.uid, None)
+        if charged is not None:
+            self.quotas.charge(charged[0], charged[1], -1)
         if previous is not None:
             members = self._members[previous]
-            was_pending = members.pending.pop(pod.uid, None) is not None and previous == key
+            left = members.pending.pop(pod.uid, None)
+            if left is not None:
+                _add(members.demand, left.requests, -1)
+                self._demand_changed(previous, members)
+            was_pending = left is not None and previous == key
             members.bound.pop(pod.uid, None)
         if key is not None and state is not None:
             members = self._members.setdefault(key, _Members())
             (members.pending if state == "pending" else members.bound)[pod.uid] = pod
             self._member_of[pod.uid] = key
+            if state == "pending":
+                _add(members.demand, pod.requests)
+                self._demand_changed(key, members)
+            else:
+                queue = self.queue_name(key)
+                self.quotas.charge(queue, pod.requests)
+                self._charged[pod.uid] = (queue, pod.requests)
         if previous is not None and previous != key:
             self._sync(previous)
         if key is not None:
             self._sync(key)
         return was_pending
+
+    def _demand_changed(self, key: GroupKey, members: _Members) -> None:
+        self.quotas.set_demand(key, self.queue_name(key), key.namespace, members.demand)
+
+    def _recharge(self, key: GroupKey) -> None:
+        """The group moved to another queue: its bound members' usage and its demand move too."""
+        members = self._members.get(key)
+        if members is None:
+            return
+        queue = self.queue_name(key)
+        for pod in members.bound.values():
+            charged = self._charged.pop(pod.uid, None)
+            if charged is not None:
+                self.quotas.charge(charged[0], charged[1], -1)
+            self.quotas.charge(queue, pod.requests)
+            self._charged[pod.uid] = (queue, pod.requests)
+        self._demand_changed(key, members)
 
     def _sync(self, key: GroupKey) -> None:
         """Keep the queue entry in step with the group's pending members."""
@@ -378,4 +542,13 @@ class Scheduler:
             created = policy.created
         else:
             created = min(pod.created for pod in members.pending.values())
-        self.queue.add(key, priority, created)
+        self.queue.add(key, priority, created, self.queue_name(key))
+
+
+def _add(into: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> None:
+    for resource, amount in amounts.items():
+        value = into.get(resource, 0) + sign * amount
+        if value:
+            into[resource] = value
+        else:
+            into.pop(resource, None)

@@ -156,15 +156,26 @@ class Snapshot:
 
         Cordoned nodes are left out by default: they take no new pods.
         """
+        live = self._live_slots(schedulable_only)
+        size = len(live)
+        free = np.maximum(self._alloc[:size][live] - self._used[:size][live], 0).sum(axis=0)
+        return {self.columns.name(c): int(free[c]) for c in range(len(self.columns))}
+
+    def capacity(self) -> dict[str, int]:
+        """Allocatable capacity summed over schedulable nodes (what queues share)."""
+        live = self._live_slots(True)
+        total = self._alloc[: len(live)][live].sum(axis=0)
+        return {self.columns.name(c): int(total[c]) for c in range(len(self.columns))}
+
+    def _live_slots(self, schedulable_only: bool) -> BoolArray:
         size = len(self._nodes)
-        live = self._live[:size].copy()
+        live: BoolArray = self._live[:size].copy()
         if schedulable_only:
             for slot in np.flatnonzero(live).tolist():
                 node = self._nodes[slot]
                 if node is not None and node.unschedulable:
                     live[slot] = False
-        free = np.maximum(self._alloc[:size][live] - self._used[:size][live], 0).sum(axis=0)
-        return {self.columns.name(c): int(free[c]) for c in range(len(self.columns))}
+        return live
 
     # -- nodes -------------------------------------------------------------
 

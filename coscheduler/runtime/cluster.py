@@ -47,10 +47,13 @@ from coscheduler.api.adapters import (
     sigs,
 )
 from coscheduler.api.adapters import workload as workload_api
+from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.pod import PodInfo, PodParseError
+from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.quantity import QuantityError
+from coscheduler.api.queue import Queue, WireSelector
 from coscheduler.api.volumes import (
     AttachLimits,
     ClaimInfo,
@@ -60,6 +63,7 @@ from coscheduler.api.volumes import (
 )
 from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.group import KIND_WORKLOAD, GroupKey, GroupPolicy
+from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 
@@ -146,6 +150,10 @@ class ClusterState:
     #: The core's status of each group's latest failed attempt (its verdict).
     verdicts: dict[GroupKey, Status] = field(default_factory=dict)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    #: Queue objects as last read, by name (their status is written from here).
+    queues: dict[str, Queue] = field(default_factory=dict)
+    #: Called with a queue's name when its object changes.
+    on_queue_changed: Callable[[str], None] = lambda _name: None
     _group_pods: dict[GroupKey, dict[str, PodInfo]] = field(default_factory=dict)
     _pod_group: dict[str, GroupKey] = field(default_factory=dict)
     _invalid_pods: set[str] = field(default_factory=set)
@@ -157,6 +165,42 @@ class ClusterState:
     _workload_pods: dict[_WorkloadName, dict[str, PodInfo]] = field(default_factory=dict)
     _pod_workload: dict[str, _WorkloadName] = field(default_factory=dict)
     _gangs: dict[_WorkloadName, set[GroupKey]] = field(default_factory=dict)
+
+    # -- queues --------------------------------------------------------------
+
+    def replace_queues(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every Queue: forget those it no longer has."""
+        _replace_all(objects, self.upsert_queue, list(self.queues), self._remove_queue_name)
+
+    def upsert_queue(self, raw: Mapping[str, Any]) -> str | None:
+        try:
+            queue = Queue.model_validate(raw)
+            policy = queue_policy(queue)
+        except (ValidationError, QuantityError) as error:
+            # The CRD's schema should have refused it; the previous spec, if any, stays.
+            message = (
+                "; ".join(validation.problems(error, with_input=False))
+                if isinstance(error, ValidationError)
+                else str(error)
+            )
+            log.warning("Queue skipped", queue=str(_meta(raw).get("name")), error=message)
+            invalid = InvalidObject.of("Queue", raw, ValueError(message))
+            self.on_invalid(dataclasses.replace(invalid, api_version=f"{GROUP}/{VERSION}"))
+            return None
+        self.queues[queue.name] = queue
+        self.scheduler.upsert_queue(policy)
+        self.on_queue_changed(queue.name)
+        return queue.name
+
+    def remove_queue(self, raw: Mapping[str, Any]) -> None:
+        name = _meta(raw).get("name")
+        if isinstance(name, str):
+            self._remove_queue_name(name)
+
+    def _remove_queue_name(self, name: str) -> None:
+        self.queues.pop(name, None)
+        self.scheduler.remove_queue(name)
+        self.on_queue_changed(name)
 
     # -- nodes ---------------------------------------------------------------
 
@@ -660,3 +704,30 @@ def _same_generation(known: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
         and known.get("uid") == meta.get("uid")
         and known.get("deletionTimestamp") == meta.get("deletionTimestamp")
     )
+
+
+def queue_policy(queue: Queue) -> QueuePolicy:
+    """A Queue object as the core's plain policy."""
+    spec = queue.spec
+    return QueuePolicy(
+        name=queue.name,
+        nominal=dict(spec.nominal_amounts()),
+        max=dict(spec.max_amounts()),
+        weight=spec.weight,
+        open=spec.state == "Open",
+        parent=spec.parent,
+        namespaces=frozenset(spec.namespaces or ()),
+        selector=None if spec.namespace_selector is None else _selector(spec.namespace_selector),
+    )
+
+
+def _selector(wire: WireSelector) -> LabelSelector:
+    requirements = [
+        LabelRequirement(key, "In", frozenset([value]))
+        for key, value in sorted((wire.match_labels or {}).items())
+    ]
+    requirements += [
+        LabelRequirement(item.key, item.operator, frozenset(item.values or ()))
+        for item in wire.match_expressions or ()
+    ]
+    return LabelSelector(tuple(requirements))

@@ -59,13 +59,18 @@ _MESSAGE_LIMIT: Final = 1024  # the API server truncates longer event notes
 
 @dataclass(frozen=True, slots=True)
 class ObjectRef:
-    """The object an event is about."""
+    """The object an event is about (``namespace`` empty for a cluster-scoped one)."""
 
     api_version: str
     kind: str
     namespace: str
     name: str
     uid: str
+
+    @property
+    def event_namespace(self) -> str:
+        """Where its events live: its namespace, or ``default`` for a cluster-scoped object."""
+        return self.namespace or "default"
 
 
 @dataclass(slots=True)
@@ -237,7 +242,7 @@ class EventRecorder:
             try:
                 await self.client.send(
                     "PATCH",
-                    f"/api/v1/namespaces/{pending.ref.namespace}/events/{series.event_name}",
+                    f"/api/v1/namespaces/{pending.ref.event_namespace}/events/{series.event_name}",
                     body={"count": series.count, "lastTimestamp": now, "message": pending.message},
                     content_type=MERGE_PATCH,
                 )
@@ -255,7 +260,7 @@ class EventRecorder:
         body = {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": ref.namespace},
+            "metadata": {"name": name, "namespace": ref.event_namespace},
             "involvedObject": {
                 "apiVersion": ref.api_version,
                 "kind": ref.kind,
@@ -273,7 +278,9 @@ class EventRecorder:
             "reportingComponent": _REPORTING_COMPONENT,
             "reportingInstance": self._instance,
         }
-        await self.client.send("POST", f"/api/v1/namespaces/{ref.namespace}/events", body=body)
+        await self.client.send(
+            "POST", f"/api/v1/namespaces/{ref.event_namespace}/events", body=body
+        )
         self._series[pending.key] = _Series(name, 1, pending.message, self.clock())
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)

@@ -201,6 +201,9 @@ class SchedulingLoop:
                 self._metrics.gang_wait.observe(
                     0.0 if first is None else self._wall_clock() - first
                 )
+                if decision.needed:
+                    queue = self._state.scheduler.queue_name(key)
+                    self._metrics.queue_admitted_groups.labels(queue=queue).inc()
             self._state.set_verdict(key, None)
         elif not status.ok:
             self._first_tried.setdefault(key, self._wall_clock())

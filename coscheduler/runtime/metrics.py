@@ -80,6 +80,37 @@ class Metrics:
         self.leader = Gauge(
             "coscheduler_leader", "1 while this replica holds the Lease.", registry=r
         )
+        self.queue_allocated = Gauge(
+            "coscheduler_queue_allocated",
+            "Requests of the bound, unfinished pods of a queue's groups (cpu in cores, "
+            "memory in bytes), children included.",
+            ["queue", "resource"],
+            registry=r,
+        )
+        self.queue_nominal = Gauge(
+            "coscheduler_queue_nominal",
+            "A queue's nominal quota, in the units of coscheduler_queue_allocated.",
+            ["queue", "resource"],
+            registry=r,
+        )
+        self.queue_share = Gauge(
+            "coscheduler_queue_dominant_share",
+            "A queue's dominant share: its largest allocated/nominal ratio.",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_pending_groups = Gauge(
+            "coscheduler_queue_pending_groups",
+            "Groups of a queue with members waiting and none bound.",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_admitted_groups = Counter(
+            "coscheduler_queue_admitted_groups",
+            "Groups admitted (minMember bound) from a queue.",
+            ["queue"],
+            registry=r,
+        )
 
 
 def _seconds(registry: CollectorRegistry, name: str, documentation: str) -> Histogram:

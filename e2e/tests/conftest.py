@@ -31,6 +31,8 @@ REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "podgroups.yaml"
 CRD_NAME = "podgroups.scheduling.sigs.k8s.io"
 XK8S_CRD = REPO / "crds" / "xk8s-podgroups.yaml"
+QUEUE_CRD = REPO / "crds" / "queues.yaml"
+QUEUE_CRD_NAME = "queues.scheduling.sigs.k8s.io"
 XK8S_CRD_NAME = "podgroups.scheduling.x-k8s.io"
 
 
@@ -55,7 +57,12 @@ def _install_crd(cluster: Cluster, path: Path, name: str, collection: str) -> st
 
 @pytest.fixture(scope="session")
 def podgroup_crd(cluster: Cluster) -> str:
-    """The project's CRD, applied as a user would and Established."""
+    """The project's CRDs (PodGroup and Queue), applied as a user would and Established.
+
+    Every scheduler of the session starts with Queues served: a cluster without
+    Queue objects must schedule exactly as one without the CRD.
+    """
+    _install_crd(cluster, QUEUE_CRD, QUEUE_CRD_NAME, "/apis/scheduling.sigs.k8s.io/v1alpha1/queues")
     return _install_crd(cluster, CRD, CRD_NAME, "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups")
 
 

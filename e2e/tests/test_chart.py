@@ -409,14 +409,18 @@ def test_schema_refuses_typos_and_bad_values(helm: Helm, values: Json, complaint
 # --- agreement with the repository ------------------------------------------------------------
 
 
-def test_the_charts_crd_is_the_repositorys(helm: Helm) -> None:
-    chart_crd = CHART / "crds" / "podgroups.yaml"
-    assert chart_crd.read_bytes() == (REPO / "crds" / "podgroups.yaml").read_bytes(), (
-        "charts/coscheduler/crds/podgroups.yaml differs from crds/podgroups.yaml: "
-        "cp crds/podgroups.yaml charts/coscheduler/crds/"
-    )
+def test_the_charts_crds_are_the_repositorys(helm: Helm) -> None:
+    for name in ("podgroups.yaml", "queues.yaml"):
+        chart_crd = CHART / "crds" / name
+        assert chart_crd.read_bytes() == (REPO / "crds" / name).read_bytes(), (
+            f"charts/coscheduler/crds/{name} differs from crds/{name}: "
+            f"cp crds/{name} charts/coscheduler/crds/"
+        )
     shown = _documents(helm("show", "crds", str(CHART)).stdout)
-    assert [crd["metadata"]["name"] for crd in shown] == ["podgroups.scheduling.sigs.k8s.io"]
+    assert [crd["metadata"]["name"] for crd in shown] == [
+        "podgroups.scheduling.sigs.k8s.io",
+        "queues.scheduling.sigs.k8s.io",
+    ]
 
 
 def _without_helm_labels(value: Any) -> Any:

@@ -41,6 +41,8 @@ def apply_example(
 ) -> list[Json]:
     docs: list[Json] = [d for d in yaml.safe_load_all((EXAMPLES / name).read_text()) if d]
     for doc in docs:
+        if doc.get("kind") == "Queue":
+            doc["spec"]["namespaces"] = [namespace]  # examples name namespace demo
         for template in _pod_templates(doc):
             template["spec"].setdefault("nodeSelector", {})[w.POOL_LABEL] = pool
             annotations = template.setdefault("metadata", {}).get("annotations") or {}
@@ -76,6 +78,7 @@ def test_every_example_is_tested() -> None:
         "gpu-gang.yaml",
         "contention-pair.yaml",
         "priority.yaml",
+        "teams.yaml",
     }
     assert {p.name for p in EXAMPLES.glob("*.yaml")} == tested
 
@@ -207,3 +210,25 @@ def test_priority_urgent_first(
     start_scheduler()
     group_is(cluster, namespace, "urgent", "Running", running=2)
     assert phase_of(cluster, namespace, "batch") == "Pending"
+
+
+def test_teams_share_through_queues_and_the_capped_one_waits_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: AddNodes,
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(3, cpu="8")
+    path = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+    try:
+        start_scheduler()
+        apply_example(cluster, namespace, "teams.yaml", pool, run_seconds="8s")
+        group_is(cluster, namespace, "train-a", "Running", running=2)
+        group_is(cluster, namespace, "train-b", "Running", running=2)
+        waiting = cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/etl-b")
+        assert waiting["status"]["phase"] == "Pending"
+        group_is(cluster, namespace, "etl-b", "Finished", succeeded=2)
+    finally:
+        for queue in ("team-a", "team-b"):
+            cluster.api.delete(f"{path}/{queue}")

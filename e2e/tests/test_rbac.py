@@ -76,9 +76,20 @@ def test_coscheduler_works_with_exactly_its_service_account(
             "0",
         ],
     )
+    queue = f"{namespace}-rbac"
+    queues = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
     try:
+        cluster.api.create(
+            queues,
+            {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "Queue",
+                "metadata": {"name": queue},
+                "spec": {"namespaces": [namespace], "max": {"cpu": "4"}},
+            },
+        )
         process.start()
-        w.create_podgroup(cluster.api, namespace, "rbac", 2)
+        w.create_podgroup(cluster.api, namespace, "rbac", 2, queue=queue)
         w.create_replicaset(
             cluster.api, namespace, "rbac", replicas=2, pool=pool, cpu="1", group="rbac"
         )
@@ -116,12 +127,25 @@ def test_coscheduler_works_with_exactly_its_service_account(
                 lambda g: (g.get("status") or {}).get("phase") == "Running",
                 describe=f"status of {group_path} written under the ServiceAccount",
             )
+        wait_for(
+            partial(cluster.api.get, f"{queues}/{queue}"),
+            lambda q: (q.get("status") or {}).get("allocated", {}).get("cpu") == "2",
+            describe=f"status of queue {queue} written under the ServiceAccount",
+        )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
         wait_for(
             lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"],
             lambda items: any(e["involvedObject"]["kind"] == "Workload" for e in items),
             describe="an event on the Workload under the ServiceAccount",
+        )
+        queue_events = (
+            f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={queue}"
+        )
+        wait_for(
+            lambda: cluster.api.get(queue_events)["items"],
+            lambda items: any(e["reason"] == "QueueOpen" for e in items),
+            describe=f"an event on the cluster-scoped queue {queue}",
         )
         lease = cluster.api.get(
             f"/apis/coordination.k8s.io/v1/namespaces/{SYSTEM}/leases/coscheduler"
@@ -135,6 +159,7 @@ def test_coscheduler_works_with_exactly_its_service_account(
         raise
     finally:
         process.stop()
+        cluster.api.delete(f"{queues}/{queue}")
 
     # And not more than needed: a verb it never uses stays denied.
     denied = cluster.kubectl(

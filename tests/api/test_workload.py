@@ -101,6 +101,16 @@ def test_a_gang_pod_group_is_a_group_of_min_count_members_per_replica() -> None:
     assert workload.gang_object(read, WorkloadRef("train", "nope")) is None
 
 
+def test_a_workload_s_gangs_draw_from_the_queue_its_label_names() -> None:
+    raw = workload_object("train", {"workers": 2})
+    assert workload.read_workload(raw).queue == "default"
+    raw["metadata"]["labels"] = {"scheduling.sigs.k8s.io/queue": "team-a"}
+    read = workload.read_workload(raw)
+    group = workload.gang_object(read, WorkloadRef("train", "workers"))
+    assert group is not None
+    assert group.spec.queue == "team-a"
+
+
 def test_nothing_is_ever_written_to_a_workload() -> None:
     adapter = workload.ADAPTER
     running = PodGroupStatus(phase=PodGroupPhase.RUNNING, running=4)

@@ -10,6 +10,9 @@ Served when the API server runs with the ``GenericWorkload`` feature gate and
 - ``spec.controllerRef`` (optional): a link back for tools, not read here;
 - no ``status``: there is nothing of ours to write on a Workload in 1.35.
 
+Its gangs draw from the queue its label ``scheduling.sigs.k8s.io/queue``
+names (``default`` without it), as a pod without a group does.
+
 A pod joins through ``spec.workloadRef {name, podGroup, podGroupReplicaKey}``
 (:mod:`coscheduler.api.workload_ref`). Each (Workload, podGroup, replica key)
 of a ``gang`` podGroup is one group of the internal model, with
@@ -40,7 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from coscheduler.api import validation
 from coscheduler.api.adapters.base import GroupApi, GroupObject
 from coscheduler.api.pod import PodInfo
-from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
+from coscheduler.api.podgroup import DEFAULT_QUEUE, ObjectMetadata, PodGroupSpec, PodGroupStatus
+from coscheduler.api.queue import QUEUE_LABEL
 from coscheduler.api.workload_ref import WorkloadRef
 
 __all__ = [
@@ -102,6 +106,8 @@ class Workload(ObjectMetadata):
 
     metadata: Mapping[str, Any]
     pod_groups: Mapping[str, int | None]
+    #: The queue its gangs draw from.
+    queue: str
 
 
 def read_workload(raw: Mapping[str, Any]) -> Workload:
@@ -122,7 +128,11 @@ def read_workload(raw: Mapping[str, Any]) -> Workload:
         if group.name in pod_groups:
             raise ValueError(f"spec.podGroups: {group.name!r} is given twice")
         pod_groups[group.name] = policy.gang.min_count if policy.gang is not None else None
-    return Workload(wire.metadata, pod_groups)
+    labels = wire.metadata.get("labels") or {}
+    queue = labels.get(QUEUE_LABEL) if isinstance(labels, Mapping) else None
+    if queue is not None and not isinstance(queue, str):
+        raise ValueError(f"metadata.labels.{QUEUE_LABEL} must be a string, got {queue!r}")
+    return Workload(wire.metadata, pod_groups, queue or DEFAULT_QUEUE)
 
 
 def choose_version(served: Collection[str]) -> tuple[GroupApi | None, list[str]]:
@@ -143,7 +153,7 @@ def gang_object(workload: Workload, ref: WorkloadRef) -> GroupObject | None:
     return GroupObject(
         ADAPTER,
         workload.metadata,
-        PodGroupSpec(min_member=min_count),
+        PodGroupSpec(min_member=min_count, queue=workload.queue),
         PodGroupStatus(),
         _NOTHING_STORED,
         within=f"podGroup {ref.pod_group}"

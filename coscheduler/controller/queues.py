@@ -1,0 +1,211 @@
+"""Queue status: what each Queue holds, lends and waits for, written back to it.
+
+:func:`derive_queue_status` is pure: the core's numbers for the queue
+(:class:`~coscheduler.core.quota.QueueUsage`) and the counts of its groups by
+phase become a ``QueueStatus`` with one condition, ``Active``: True while
+groups may draw from the queue, False with the reason (``QueueClosed``,
+``QueueInvalid``) otherwise. :class:`QueueStatusWriter` runs it for every
+Queue object after a short debounce whenever a queue or a group changed,
+writes the status when it differs from what the server holds, records an
+event when ``Active`` changes, and sets the per-queue metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+from collections import Counter
+from collections.abc import Mapping
+
+import structlog
+
+from coscheduler.api.labels import GROUP, VERSION
+from coscheduler.api.podgroup import ConditionStatus, PodGroupCondition, PodGroupPhase
+from coscheduler.api.quantity import format_resource_list
+from coscheduler.api.queue import PLURAL, Queue, QueueState, QueueStatus
+from coscheduler.api.reasons import Reason
+from coscheduler.api.timestamps import utc_now
+from coscheduler.core.quota import QueueUsage
+from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.errors import ApiError, NotFound
+from coscheduler.runtime.events import EventRecorder, ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
+from coscheduler.runtime.metrics import Metrics
+
+__all__ = ["ACTIVE", "QueueStatusWriter", "derive_queue_status"]
+
+log = structlog.get_logger(__name__)
+
+#: The condition a Queue carries: True while groups may draw from it.
+ACTIVE = "Active"
+_PENDING_PHASES = frozenset({PodGroupPhase.PENDING, PodGroupPhase.SCHEDULING})
+
+
+def derive_queue_status(
+    queue: Queue,
+    usage: QueueUsage,
+    groups: Mapping[str, int],
+    now: datetime.datetime,
+) -> QueueStatus:
+    """The status of ``queue``; ``groups`` counts its groups as pending/admitted/running."""
+    if usage.problem is not None:
+        active = (ConditionStatus.FALSE, Reason.QUEUE_INVALID.value, usage.problem)
+    elif queue.spec.state is QueueState.CLOSED:
+        active = (
+            ConditionStatus.FALSE,
+            Reason.QUEUE_CLOSED.value,
+            "the queue is Closed: it admits no new group; running groups keep running",
+        )
+    else:
+        active = (ConditionStatus.TRUE, "Open", "groups may draw from the queue")
+    previous = next((c for c in queue.status.conditions if c.type == ACTIVE), None)
+    status, reason, message = active
+    changed = previous is None or previous.status != status or previous.reason != reason
+    condition = PodGroupCondition(
+        type=ACTIVE,
+        status=status,
+        reason=reason,
+        message=message,
+        last_transition_time=now if changed or previous is None else previous.last_transition_time,
+    )
+    return QueueStatus(
+        allocated=_list(usage.allocated),
+        borrowed=_list(usage.borrowed),
+        nominal=_list(usage.nominal),
+        max=_list(usage.max),
+        dominant_share=f"{usage.share:.0%}",
+        pending_groups=groups.get("pending", 0),
+        admitted_groups=groups.get("admitted", 0),
+        running_groups=groups.get("running", 0),
+        conditions=[condition],
+    )
+
+
+def _list(amounts: Mapping[str, int]) -> dict[str, str | int] | None:
+    shown = {r: a for r, a in amounts.items() if a}
+    return dict(format_resource_list(shown)) if shown else None
+
+
+class QueueStatusWriter:
+    """Writes each Queue's status (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        state: ClusterState,
+        client: KubeClient,
+        events: EventRecorder,
+        metrics: Metrics,
+        debounce_seconds: float = 1.0,
+    ) -> None:
+        self._state = state
+        self._client = client
+        self._events = events
+        self._metrics = metrics
+        self._debounce = debounce_seconds
+        self.wake = asyncio.Event()
+        #: What was last written per queue (its wire form), to skip writing it again.
+        self._written: dict[str, dict[str, object]] = {}
+        self._metric_resources: dict[str, set[str]] = {}
+        self.writes = 0
+
+    def mark(self, *_: object) -> None:
+        """Something a queue's status reads changed (a queue, a group, a pod)."""
+        self.wake.set()
+
+    async def run(self, refresh_seconds: float = 15.0) -> None:
+        """Rounds after each change (debounced), and every ``refresh_seconds`` regardless."""
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout=refresh_seconds)
+            await asyncio.sleep(self._debounce)
+            self.wake.clear()
+            await self.write_round()
+
+    def group_counts(self) -> dict[str, Counter[str]]:
+        """Per queue, its PodGroups counted as pending, admitted or running."""
+        counts: dict[str, Counter[str]] = {}
+        for group in self._state.podgroups.values():
+            phase = group.status.phase
+            if phase in _PENDING_PHASES:
+                bucket = "pending"
+            elif phase is PodGroupPhase.SCHEDULED:
+                bucket = "admitted"
+            elif phase is PodGroupPhase.RUNNING:
+                bucket = "running"
+            else:
+                continue
+            counts.setdefault(group.spec.queue, Counter())[bucket] += 1
+        return counts
+
+    async def write_round(self) -> None:
+        quotas = self._state.scheduler.quotas
+        counts = self.group_counts()
+        now = utc_now(whole_seconds=True)
+        for name, queue in sorted(self._state.queues.items()):
+            usage = quotas.report(name)
+            groups = counts.get(name, Counter())
+            self._report_metrics(name, usage, groups)
+            status = derive_queue_status(queue, usage, groups, now)
+            body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if self._written.get(name) == body or _same(queue.status, status):
+                continue
+            try:
+                await self._client.send(
+                    "PATCH",
+                    f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
+                    body={"status": body},
+                    content_type=MERGE_PATCH,
+                )
+            except NotFound:
+                continue
+            except ApiError as error:
+                log.warning("queue status not written", queue=name, error=str(error))
+                if error.retryable:
+                    self.wake.set()
+                continue
+            self.writes += 1
+            self._written[name] = body
+            self._record_transition(queue, status)
+
+    def _record_transition(self, queue: Queue, status: QueueStatus) -> None:
+        before = next((c for c in queue.status.conditions if c.type == ACTIVE), None)
+        after = status.conditions[0]
+        if before is not None and (before.status, before.reason) == (after.status, after.reason):
+            return
+        ref = ObjectRef(f"{GROUP}/{VERSION}", "Queue", "", queue.name, queue.uid or "")
+        if after.status is ConditionStatus.TRUE:
+            self._events.record(
+                ref, "Normal", "QueueOpen", "the queue is Open: groups may draw from it"
+            )
+        else:
+            self._events.record(ref, "Warning", after.reason or "", after.message or "")
+
+    def _report_metrics(self, name: str, usage: QueueUsage, groups: Mapping[str, int]) -> None:
+        # A resource no longer allocated reads 0, not its last amount.
+        seen = self._metric_resources.setdefault(name, set())
+        seen |= set(usage.allocated)
+        for resource in seen:
+            amount = usage.allocated.get(resource, 0)
+            self._metrics.queue_allocated.labels(queue=name, resource=resource).set(
+                _in_base_units(resource, amount)
+            )
+        for resource, amount in usage.nominal.items():
+            self._metrics.queue_nominal.labels(queue=name, resource=resource).set(
+                _in_base_units(resource, amount)
+            )
+        self._metrics.queue_share.labels(queue=name).set(usage.share)
+        self._metrics.queue_pending_groups.labels(queue=name).set(groups.get("pending", 0))
+
+
+def _same(old: QueueStatus, new: QueueStatus) -> bool:
+    """Equal but for the transition time of an unchanged condition."""
+    return old.model_dump(exclude={"conditions"}) == new.model_dump(exclude={"conditions"}) and [
+        (c.type, c.status, c.reason, c.message) for c in old.conditions
+    ] == [(c.type, c.status, c.reason, c.message) for c in new.conditions]
+
+
+def _in_base_units(resource: str, amount: int) -> float:
+    """The scheduler's integers (millicores for cpu) in Prometheus' base units."""
+    return amount / 1000 if resource == "cpu" else float(amount)

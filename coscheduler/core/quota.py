@@ -1,0 +1,415 @@
+"""Queues: who may draw from which share of the cluster, and in what order.
+
+A group draws from one queue (its ``spec.queue``; a lone pod's queue label),
+a *leaf* of a forest of queues. :class:`Quotas` keeps each queue's policy,
+the requests of the bound, unfinished pods charged to it (*usage*) and of the
+pending members of the groups waiting in it (*demand*), and answers three
+questions, each pure:
+
+1. :meth:`Quotas.gate`: may the group be tried at all? Its queue must exist,
+   be a valid leaf (parents present, no cycle, no children), be Open and
+   allow the group's namespace. Otherwise it waits (``Code.WAITING``): only a
+   change to the queue helps.
+2. :meth:`Quotas.admit`: may the group take ``need`` more? (Asked for the
+   whole gang at once: never half a gang admitted by quota.) In order:
+
+   a. no queue on the way up (the leaf, its parent, ...) goes over its max;
+   b. walking up from the leaf, the first level where the request fits the
+      queue's nominal admits it (entitled); else, where the parent's nominal
+      holds it beside what the siblings use or *claim* (their unused nominal,
+      up to their eligible demand), it is borrowed from the siblings;
+   c. at the top it is borrowed from idle capacity: the free capacity left
+      after the placement must still cover the claims of every other top
+      queue. That is work conservation: capacity no queue is entitled to now
+      never stays idle while a group under its max fits it.
+3. :meth:`Quotas.share`: which queue goes next. The dominant share of usage
+   over entitlement (nominal, or the cluster's capacity for a resource the
+   queue has no nominal of), divided by the weight: the lowest goes first
+   (weighted DRF), so backlogged queues converge to shares in proportion to
+   their weights.
+
+A queue named ``default`` exists without an object (open, no quota, every
+namespace): a cluster with no Queue objects schedules exactly as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from coscheduler.api.pod_topology import LabelSelector
+from coscheduler.api.podgroup import DEFAULT_QUEUE
+from coscheduler.api.quantity import format_quantity
+from coscheduler.api.reasons import Reason
+from coscheduler.api.requests import POD_RESOURCE
+from coscheduler.core.status import Code, Status
+
+__all__ = ["QueuePolicy", "QueueUsage", "Quotas"]
+
+#: Resources a share is not measured in unless the queue has a nominal of them.
+_UNSHARED: Final = frozenset({POD_RESOURCE, "ephemeral-storage"})
+
+Amounts = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuePolicy:
+    """One queue as the core sees it (amounts in the scheduler's integers)."""
+
+    name: str
+    nominal: Mapping[str, int] = field(default_factory=dict)
+    #: The cap per resource; a resource not here has none.
+    max: Mapping[str, int] = field(default_factory=dict)
+    weight: int = 1
+    open: bool = True
+    parent: str | None = None
+    namespaces: frozenset[str] = frozenset()
+    #: None: no selector; an empty selector selects every namespace.
+    selector: LabelSelector | None = None
+
+    def allows(self, namespace: str, namespace_labels: Mapping[str, str]) -> bool:
+        if self.name == DEFAULT_QUEUE and not self.namespaces and self.selector is None:
+            return True
+        if namespace in self.namespaces:
+            return True
+        return self.selector is not None and self.selector.matches(namespace_labels)
+
+
+#: The queue every group uses unless it names another, present without an object.
+IMPLICIT_DEFAULT: Final = QueuePolicy(DEFAULT_QUEUE)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueUsage:
+    """A queue's numbers, for its status and metrics."""
+
+    allocated: dict[str, int]
+    borrowed: dict[str, int]
+    nominal: dict[str, int]
+    max: dict[str, int]
+    share: float
+    #: Why groups cannot draw from it, if they cannot (a person's words).
+    problem: str | None
+
+
+def _add(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
+    for resource, amount in amounts.items():
+        value = into.get(resource, 0) + sign * amount
+        if value:
+            into[resource] = value
+        else:
+            into.pop(resource, None)
+
+
+class Quotas:
+    """Queue policies, usage and demand; the gate, admission and share (module docstring)."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, QueuePolicy] = {}
+        self._children: dict[str, list[str]] = {}
+        self._problems: dict[str, str] = {}
+        #: Usage charged to each queue directly (leaves; any name a group uses).
+        self._usage: dict[str, dict[str, int]] = {}
+        #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
+        self._demand: dict[str, dict[str, dict[str, int]]] = {}
+        self._group_demand: dict[object, tuple[str, str, dict[str, int]]] = {}
+        self._capacity: dict[str, int] = {}
+        self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
+
+    # -- feeding -------------------------------------------------------------
+
+    def set_queues(self, queues: Iterable[QueuePolicy]) -> None:
+        """Replace every defined queue (the implicit default stays unless redefined)."""
+        self._queues = {queue.name: queue for queue in queues}
+        self._rebuild()
+
+    def upsert_queue(self, queue: QueuePolicy) -> bool:
+        """Add or change one queue; True if anything changed."""
+        if self._queues.get(queue.name) == queue:
+            return False
+        self._queues[queue.name] = queue
+        self._rebuild()
+        return True
+
+    def remove_queue(self, name: str) -> bool:
+        if self._queues.pop(name, None) is None:
+            return False
+        self._rebuild()
+        return True
+
+    def set_capacity(self, capacity: Mapping[str, int]) -> None:
+        """The allocatable capacity of the cluster's schedulable nodes."""
+        self._capacity = dict(capacity)
+
+    def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
+        self._namespace_labels = labels
+
+    def charge(self, queue: str, requests: Amounts, sign: int = 1) -> None:
+        """A pod of a group of ``queue`` was bound (1) or left (-1)."""
+        _add(self._usage.setdefault(queue, {}), requests, sign)
+
+    def set_demand(self, group: object, queue: str, namespace: str, pending: Amounts) -> None:
+        """The requests of ``group``'s pending members (empty when none waits)."""
+        old = self._group_demand.pop(group, None)
+        if old is not None:
+            old_queue, old_namespace, old_amounts = old
+            by_namespace = self._demand.get(old_queue, {})
+            _add(by_namespace.setdefault(old_namespace, {}), old_amounts, -1)
+        if pending:
+            amounts = {r: a for r, a in pending.items() if a}
+            self._group_demand[group] = (queue, namespace, amounts)
+            _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), amounts)
+
+    # -- reading -------------------------------------------------------------
+
+    def policy(self, name: str) -> QueuePolicy | None:
+        queue = self._queues.get(name)
+        if queue is None and name == DEFAULT_QUEUE:
+            return IMPLICIT_DEFAULT
+        return queue
+
+    def names(self) -> list[str]:
+        """The defined queues (the implicit default is not one)."""
+        return sorted(self._queues)
+
+    def usage(self, name: str) -> dict[str, int]:
+        """Usage of the queue and every queue below it."""
+        total = dict(self._usage.get(name, {}))
+        for child in self._descendants(name):
+            _add(total, self._usage.get(child, {}))
+        return total
+
+    def share(self, name: str) -> float:
+        """Dominant share of usage over entitlement, divided by the weight (lower goes first).
+
+        Groups draw from leaves, whose usage is their own: no walk down the tree.
+        """
+        queue = self.policy(name) or IMPLICIT_DEFAULT
+        return self._dominant(queue, self._usage.get(name, {})) / queue.weight
+
+    def _dominant(self, queue: QueuePolicy, usage: Amounts) -> float:
+        best = 0.0
+        for resource, used in usage.items():
+            base = queue.nominal.get(resource) or (
+                None if resource in _UNSHARED else self._capacity.get(resource)
+            )
+            if used > 0 and base:
+                best = max(best, used / base)
+        return best
+
+    def report(self, name: str) -> QueueUsage:
+        queue = self.policy(name) or IMPLICIT_DEFAULT
+        allocated = self.usage(name)
+        borrowed = {
+            r: used - queue.nominal.get(r, 0)
+            for r, used in allocated.items()
+            if used > queue.nominal.get(r, 0) and r not in _UNSHARED
+        }
+        caps: dict[str, int] = {}
+        for level in self._chain(name) if name not in self._problems else [name]:
+            for resource, cap in (self.policy(level) or IMPLICIT_DEFAULT).max.items():
+                caps[resource] = min(cap, caps.get(resource, cap))
+        return QueueUsage(
+            allocated=allocated,
+            borrowed=borrowed,
+            nominal=dict(queue.nominal),
+            max=caps,
+            share=self._dominant(queue, allocated),
+            problem=self._problems.get(name),
+        )
+
+    # -- deciding ------------------------------------------------------------
+
+    def gate(self, name: str, namespace: str) -> Status | None:
+        """Why a group of ``namespace`` may not draw from queue ``name`` now (None: it may)."""
+        queue = self.policy(name)
+        if queue is None:
+            return Status(
+                Code.WAITING,
+                Reason.QUEUE_NOT_FOUND,
+                f"queue {name} does not exist; create it or name another in spec.queue",
+            )
+        problem = self._problems.get(name)
+        if problem is not None:
+            return Status(Code.WAITING, Reason.QUEUE_INVALID, problem)
+        if self._children.get(name):
+            children = ", ".join(sorted(self._children[name]))
+            return Status(
+                Code.WAITING,
+                Reason.QUEUE_INVALID,
+                f"queue {name} has child queues ({children}); groups draw from a queue "
+                "without children",
+            )
+        for level in self._chain(name):
+            if not (self.policy(level) or IMPLICIT_DEFAULT).open:
+                whose = "" if level == name else f" (parent of queue {name})"
+                return Status(
+                    Code.WAITING,
+                    Reason.QUEUE_CLOSED,
+                    f"queue {level}{whose} is Closed: it admits no new group",
+                )
+        if not queue.allows(namespace, self._namespace_labels.get(namespace, {})):
+            return Status(
+                Code.WAITING,
+                Reason.QUEUE_NOT_ALLOWED,
+                f"namespace {namespace} may not use queue {name} (see the queue's "
+                "spec.namespaces and spec.namespaceSelector)",
+            )
+        return None
+
+    def admit(self, name: str, need: Amounts, free: Amounts) -> Status | None:
+        """Why queue ``name`` may not take ``need`` more (None: it may).
+
+        ``free`` is the cluster's free capacity before the group is placed.
+        Call :meth:`gate` first: this assumes the queue is a valid leaf.
+        """
+        need = {r: a for r, a in need.items() if a > 0}
+        if not need:
+            return None
+        chain = self._chain(name)
+        for level in chain:
+            used = self.usage(level)
+            for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
+                wanted = need.get(resource, 0)
+                if wanted and used.get(resource, 0) + wanted > cap:
+                    whose = "" if level == name else f" (parent of queue {name})"
+                    return Status(
+                        Code.UNSCHEDULABLE,
+                        Reason.QUEUE_MAX_REACHED,
+                        f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
+                        f"max {format_quantity(resource, cap)} in use, this group needs "
+                        f"{format_quantity(resource, wanted)} more",
+                    )
+        for level in chain:
+            queue = self.policy(level) or IMPLICIT_DEFAULT
+            used = self.usage(level)
+            if all(used.get(r, 0) + a <= queue.nominal.get(r, 0) for r, a in need.items()):
+                return None
+            if queue.parent is None:
+                break
+            parent = self.policy(queue.parent) or IMPLICIT_DEFAULT
+            held = dict(used)
+            for sibling in self._children.get(queue.parent, ()):
+                if sibling != level:
+                    _add(held, self._claim(sibling))
+            if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
+                return None
+        top = chain[-1]
+        claims: dict[str, list[tuple[str, int]]] = {}
+        for other in self._tops():
+            if other == top:
+                continue
+            for resource, amount in self._guard(other).items():
+                claims.setdefault(resource, []).append((other, amount))
+        for resource, wanted in sorted(need.items()):
+            held_for_others = sum(amount for _, amount in claims.get(resource, ()))
+            idle = free.get(resource, 0)
+            if wanted > idle - held_for_others and held_for_others > 0:
+                holders = ", ".join(
+                    f"{queue} ({_amount(resource, amount)})"
+                    for queue, amount in sorted(claims[resource])
+                )
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    Reason.QUEUE_CANNOT_BORROW,
+                    f"queue {name} needs {_amount(resource, wanted)} beyond its nominal quota; "
+                    f"of {_amount(resource, idle)} idle, {_amount(resource, held_for_others)} "
+                    f"is held for queues under their nominal with groups waiting: {holders}",
+                )
+        return None
+
+    # -- internals -----------------------------------------------------------
+
+    def _claim(self, name: str) -> dict[str, int]:
+        """What a queue holds or may claim now: its usage plus its guard."""
+        claim = self.usage(name)
+        _add(claim, self._guard(name))
+        return claim
+
+    def _guard(self, name: str) -> dict[str, int]:
+        """The unused nominal quota a queue's eligible waiting groups may claim now."""
+        queue = self.policy(name)
+        if queue is None or not queue.nominal:
+            return {}
+        demand = self._eligible_demand(name)
+        used = self.usage(name)
+        guard: dict[str, int] = {}
+        for resource, nominal in queue.nominal.items():
+            amount = min(max(0, nominal - used.get(resource, 0)), demand.get(resource, 0))
+            if amount > 0:
+                guard[resource] = amount
+        return guard
+
+    def _eligible_demand(self, name: str) -> dict[str, int]:
+        """Demand of the open leaves at and below ``name``, from namespaces they allow."""
+        total: dict[str, int] = {}
+        for leaf in [name, *self._descendants(name)]:
+            queue = self.policy(leaf)
+            if queue is None or self._children.get(leaf) or self.gate_blocked(leaf):
+                continue
+            for namespace, amounts in self._demand.get(leaf, {}).items():
+                if queue.allows(namespace, self._namespace_labels.get(namespace, {})):
+                    _add(total, amounts)
+        return total
+
+    def gate_blocked(self, name: str) -> bool:
+        """True when no group may draw from the queue whatever its namespace."""
+        if name in self._problems:
+            return True
+        return any(not (self.policy(level) or IMPLICIT_DEFAULT).open for level in self._chain(name))
+
+    def _chain(self, name: str) -> list[str]:
+        """The queue and its parents, leaf first (valid queues only)."""
+        chain = [name]
+        queue = self.policy(name)
+        while queue is not None and queue.parent is not None and len(chain) <= len(self._queues):
+            chain.append(queue.parent)
+            queue = self.policy(queue.parent)
+        return chain
+
+    def _descendants(self, name: str) -> list[str]:
+        found: list[str] = []
+        stack = list(self._children.get(name, ()))
+        while stack:
+            child = stack.pop()
+            if child in found:
+                continue
+            found.append(child)
+            stack.extend(self._children.get(child, ()))
+        return found
+
+    def _tops(self) -> list[str]:
+        """Queues without a parent, the implicit default included."""
+        tops = [name for name, queue in self._queues.items() if queue.parent is None]
+        if DEFAULT_QUEUE not in self._queues:
+            tops.append(DEFAULT_QUEUE)
+        return tops
+
+    def _rebuild(self) -> None:
+        """Children, and the queues whose parents are missing or form a cycle."""
+        self._children = {}
+        self._problems = {}
+        for name, queue in self._queues.items():
+            if queue.parent is not None:
+                self._children.setdefault(queue.parent, []).append(name)
+        for name in self._queues:
+            seen = [name]
+            queue = self._queues[name]
+            while queue.parent is not None:
+                if queue.parent in seen:
+                    cycle = " -> ".join([*seen[seen.index(queue.parent) :], queue.parent])
+                    self._problems[name] = f"queue {name}: its parents form a cycle ({cycle})"
+                    break
+                parent = self._queues.get(queue.parent)
+                if parent is None:
+                    self._problems[name] = (
+                        f"queue {name}: its parent queue {queue.parent} does not exist"
+                    )
+                    break
+                seen.append(queue.parent)
+                queue = parent
+
+
+def _amount(resource: str, amount: int) -> str:
+    return f"{resource} {format_quantity(resource, amount)}"
