@@ -502,7 +502,12 @@ class ClusterState:
         for key in list(self._gangs.get(where, ())):
             self._drop_gang(key)
         for pod in list(self._workload_pods.get(where, {}).values()):
-            self._feed_pod(pod)
+            resolved = self._resolve_workload(pod)
+            fed = self.scheduler.pod(pod.uid)
+            if fed is not None and fed.workload == resolved.workload:
+                continue  # the same key: its group's policy came or went, the pod stays
+            self.scheduler.upsert_pod(resolved)
+            self._index_member(resolved)
 
     def _drop_gang(self, key: GroupKey) -> None:
         where = (key.namespace, WorkloadRef.from_gang_name(key.name).workload)
