@@ -17,6 +17,9 @@ Rules:
    staging modules with local paths, which a dependency's replaces ignore), so
    a wrapper module is generated whose ``replace`` lines come from the
    downloaded go.mod of the release itself, never from a hard-coded list.
+4. What only one test needs is built lazily, when that test first asks
+   (``ensure_training_operator``), so that a cold ``make cluster-build``
+   builds the control plane and nothing more.
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ class Component:
     name: str
     version: str
     binaries: tuple[str, ...]
+    files: tuple[str, ...] = ()
+    """Other files taken from the module (manifests), kept next to the binaries."""
 
     @property
     def directory(self) -> Path:
@@ -80,7 +85,9 @@ class Component:
 
     def is_complete(self) -> bool:
         """True when every binary of this component is present and executable."""
-        return all(os.access(self.directory / binary, os.X_OK) for binary in self.binaries)
+        return all(os.access(self.directory / binary, os.X_OK) for binary in self.binaries) and all(
+            (self.directory / file).is_file() for file in self.files
+        )
 
 
 KUBERNETES = Component(
@@ -92,6 +99,16 @@ ETCD = Component(name="etcd", version=versions.ETCD, binaries=("etcd",))
 KWOK = Component(name="kwok", version=versions.KWOK, binaries=("kwok",))
 HELM = Component(name="helm", version=versions.HELM, binaries=("helm",))
 COMPONENTS: tuple[Component, ...] = (KUBERNETES, ETCD, KWOK, HELM)
+"""What ``ensure_built`` builds: the control plane and its tools."""
+
+PYTORCHJOB_CRD = "kubeflow.org_pytorchjobs.yaml"
+TRAINING_OPERATOR = Component(
+    name="training-operator",
+    version=versions.TRAINING_OPERATOR,
+    binaries=("training-operator",),
+    files=(PYTORCHJOB_CRD,),
+)
+"""Built on demand only (``ensure_training_operator``): one test file runs it."""
 
 
 @dataclass(frozen=True)
@@ -130,21 +147,43 @@ def binaries() -> Binaries:
 
 def ensure_built(report: Reporter = report_to_stderr) -> Binaries:
     """Build whatever is missing from the cache and return the paths of all binaries."""
-    if all(c.is_complete() for c in COMPONENTS):
-        return binaries()
+    _ensure(COMPONENTS, report)
+    return binaries()
+
+
+@dataclass(frozen=True)
+class TrainingOperatorFiles:
+    """The Kubeflow training operator's binary and the CRD of the job kind the tests use."""
+
+    binary: Path
+    pytorchjob_crd: Path
+
+
+def ensure_training_operator(report: Reporter = report_to_stderr) -> TrainingOperatorFiles:
+    """Build the training operator if it is not cached yet (minutes when cold) and return it."""
+    _ensure((TRAINING_OPERATOR,), report)
+    return TrainingOperatorFiles(
+        binary=TRAINING_OPERATOR.directory / "training-operator",
+        pytorchjob_crd=TRAINING_OPERATOR.directory / PYTORCHJOB_CRD,
+    )
+
+
+def _ensure(components: Sequence[Component], report: Reporter) -> None:
+    """Build the missing ones of ``components``, one builder at a time on this machine."""
+    if all(c.is_complete() for c in components):
+        return
     go = _find_go()
     bin_root = cache_root() / "bin"
     bin_root.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(bin_root / ".lock", report):
         _remove_leftovers(bin_root)
         started = time.monotonic()
-        for component in COMPONENTS:
+        for component in components:
             if component.is_complete():
                 report(f"{component.name} {component.version}: cached in {component.directory}")
                 continue
             _build_component(component, go, report)
         report(f"all binaries ready in {_elapsed(started)}")
-    return binaries()
 
 
 # --- building one component -------------------------------------------------------------------
@@ -157,6 +196,7 @@ def _build_component(component: Component, go: str, report: Reporter) -> None:
         ETCD.name: _build_etcd,
         KWOK.name: _build_kwok,
         HELM.name: _build_helm,
+        TRAINING_OPERATOR.name: _build_training_operator,
     }
     logs = cache_root() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -170,7 +210,7 @@ def _build_component(component: Component, go: str, report: Reporter) -> None:
     try:
         runner = _GoRunner(go=go, work=work, log=log, report=report, label=component.name)
         builders[component.name](runner, staging)
-        absent = [b for b in component.binaries if not (staging / b).is_file()]
+        absent = [b for b in (*component.binaries, *component.files) if not (staging / b).is_file()]
         if absent:
             raise BuildError(f"{component.name}: the build produced no {', '.join(absent)}")
         shutil.rmtree(component.directory, ignore_errors=True)
@@ -236,6 +276,27 @@ def _build_helm(go: _GoRunner, out: Path) -> None:
         "install", "-trimpath", "-ldflags", ldflags, f"helm.sh/helm/v3/cmd/helm@{versions.HELM}",
         env={"GOBIN": str(out)},
     )  # fmt: skip
+
+
+def _build_training_operator(go: _GoRunner, out: Path) -> None:
+    """Install the operator from its module (no replace directives) and keep its PyTorchJob CRD.
+
+    The CRD comes from the same module's ``manifests/base/crds``, so the
+    schema the API server enforces is the one this operator was released with.
+    """
+    version = versions.TRAINING_OPERATOR
+    module = "github.com/kubeflow/training-operator"
+    go.run("download training-operator", "mod", "download", "-json", f"{module}@{version}")
+    info = json.loads(go.last_output)
+    go.require_go_version(_go_directive(Path(info["GoMod"]).read_text()))
+    go.run(
+        "go install training-operator",
+        "install", "-trimpath", "-ldflags", "-s -w", f"{module}/cmd/training-operator.v1@{version}",
+        env={"GOBIN": str(out)},
+    )  # fmt: skip
+    (out / "training-operator.v1").rename(out / "training-operator")
+    crd = Path(info["Dir"]) / "manifests" / "base" / "crds" / PYTORCHJOB_CRD
+    shutil.copyfile(crd, out / PYTORCHJOB_CRD)
 
 
 def helm_ldflags(version: str, gomod: str) -> list[str]:

@@ -134,6 +134,65 @@ def generate(directory: Path, *, service_ip: str) -> Pki:
     return pki
 
 
+@dataclass(frozen=True)
+class WebhookCertificates:
+    """PEM bytes of a webhook server's CA and serving pair, the four keys of its Secret."""
+
+    ca_cert: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+    def secret_data(self) -> dict[str, bytes]:
+        """Under the names cert-controller (and a kubelet mounting the Secret) use."""
+        return {
+            "ca.crt": self.ca_cert,
+            "ca.key": self.ca_key,
+            "tls.crt": self.cert,
+            "tls.key": self.key,
+        }
+
+
+def webhook_certificates(
+    *, ca_name: str, dns_name: str, validity: datetime.timedelta
+) -> WebhookCertificates:
+    """A CA and a serving certificate for ``dns_name`` and 127.0.0.1, for an operator's webhook.
+
+    Shaped so that cert-controller (which rotates webhook certificates in
+    Kubebuilder operators) accepts them instead of replacing them: RSA keys in
+    PKCS#1 (it parses the CA key only so), the CA names itself in a DNS SAN (it
+    verifies the CA against ``ca_name``), and ``validity`` longer than its
+    lookahead (certificates expiring within 90 days are replaced). 127.0.0.1 is
+    there because a local API server calls the webhook at a loopback URL.
+    """
+    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca_subject = _name(ca_name)
+    ca_cert = (
+        _builder(ca_subject, ca_subject, ca_key, now, validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(ca_name)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    san = x509.SubjectAlternativeName(
+        [x509.DNSName(dns_name), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    )
+    cert = (
+        _leaf(_name(dns_name), key, ca_cert, ca_key, now, ExtendedKeyUsageOID.SERVER_AUTH, validity)
+        .add_extension(san, critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pkcs1 = serialization.PrivateFormat.TraditionalOpenSSL
+    return WebhookCertificates(
+        ca_cert=ca_cert.public_bytes(serialization.Encoding.PEM),
+        ca_key=_private_pem(ca_key, pkcs1),
+        cert=cert.public_bytes(serialization.Encoding.PEM),
+        key=_private_pem(key, pkcs1),
+    )
+
+
 def _ec_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
@@ -146,7 +205,11 @@ def _name(common_name: str, *, organization: str | None = None) -> x509.Name:
 
 
 def _builder(
-    subject: x509.Name, issuer: x509.Name, key: PrivateKey, now: datetime.datetime
+    subject: x509.Name,
+    issuer: x509.Name,
+    key: PrivateKey,
+    now: datetime.datetime,
+    validity: datetime.timedelta = VALIDITY,
 ) -> x509.CertificateBuilder:
     return (
         x509.CertificateBuilder()
@@ -155,7 +218,7 @@ def _builder(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now)
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
     )
 
 
@@ -166,10 +229,11 @@ def _leaf(
     ca_key: PrivateKey,
     now: datetime.datetime,
     usage: x509.ObjectIdentifier,
+    validity: datetime.timedelta = VALIDITY,
 ) -> x509.CertificateBuilder:
     authority = x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key())
     return (
-        _builder(subject, ca_cert.subject, key, now)
+        _builder(subject, ca_cert.subject, key, now, validity)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(cert_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
@@ -192,12 +256,10 @@ def _key_usage(*, cert_sign: bool) -> x509.KeyUsage:
     )
 
 
-def _private_pem(key: PrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+def _private_pem(
+    key: PrivateKey, form: serialization.PrivateFormat = serialization.PrivateFormat.PKCS8
+) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, form, serialization.NoEncryption())
 
 
 def _write_pair(cert_path: Path, key_path: Path, cert: x509.Certificate, key: PrivateKey) -> None:

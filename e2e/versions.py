@@ -8,7 +8,11 @@ with and has ``--unsafe-no-fsync``. KWOK v0.7.0 installs with a plain
 ``go install`` and still falls back to its built-in stages when given none.
 Helm v3.22.0 is the newest Helm 3 release the proxy serves (``go list -m
 -versions helm.sh/helm/v3``); its go.mod has no ``replace`` lines, so it
-installs with a plain ``go install`` too.
+installs with a plain ``go install`` too. The Kubeflow training operator
+v1.8.1 is the only release the proxy lists (``go list -m -versions
+github.com/kubeflow/training-operator``); with ``--gang-scheduler-name`` it
+creates scheduler-plugins' PodGroups. Its go.mod has no ``replace`` lines
+either, and it is built only when a test asks for it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,10 @@ KWOK: Final = "v0.7.0"
 
 HELM: Final = "v3.22.0"
 """Release of ``helm.sh/helm/v3``: renders, lints and installs ``charts/coscheduler``."""
+
+
+TRAINING_OPERATOR: Final = "v1.8.1"
+"""Release of ``github.com/kubeflow/training-operator`` (PyTorchJob and friends)."""
 
 
 def staging_version(kubernetes: str = KUBERNETES) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "create_workload",
     "create_workload_pod",
     "create_xk8s_podgroup",
+    "events_about",
     "list_pods",
     "podgroup",
 ]
@@ -195,6 +196,27 @@ def list_pods(api: ApiClient, namespace: str, selector: str | None = None) -> li
         path += f"?labelSelector={selector}"
     items: list[Json] = api.get(path).get("items", [])
     return items
+
+
+def events_about(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    api_version: str,
+    reason: str,
+    containing: str = "",
+) -> list[Json]:
+    """The events of ``reason`` about the object ``name`` of ``api_version`` whose message
+    contains ``containing`` (a name may be shared by kinds: an operator's job and its PodGroup)."""
+    path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"
+    return [
+        e
+        for e in api.get(path).get("items", [])
+        if e["reason"] == reason
+        and e["involvedObject"].get("apiVersion") == api_version
+        and containing in e["message"]
+    ]
 
 
 def create_workload(api: ApiClient, namespace: str, name: str, pod_groups: dict[str, Json]) -> Json:

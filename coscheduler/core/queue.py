@@ -5,7 +5,7 @@ failed should not be retried in a hot loop, yet it must be retried at once
 when the cluster changes in a way that can help it, and never forgotten.
 
 - *active*: ready to try, one heap per queue (:mod:`~coscheduler.core.quota`);
-  the next group comes from the queue with the lowest weighted share (ties
+  the next group comes from the queue that stands lowest (``Quotas.share``; ties
   by queue name), and within it in the order (numbered rule)
   1. priority, highest first;
   2. group creation time, oldest first;

@@ -22,11 +22,12 @@ questions, each pure:
       after the placement must still cover the claims of every other top
       queue. That is work conservation: capacity no queue is entitled to now
       never stays idle while a group under its max fits it.
-3. :meth:`Quotas.share`: which queue goes next. The dominant share of usage
-   over entitlement (nominal, or the cluster's capacity for a resource the
-   queue has no nominal of), divided by the weight: the lowest goes first
-   (weighted DRF), so backlogged queues converge to shares in proportion to
-   their weights.
+3. :meth:`Quotas.share`: which queue goes next. Queues within their nominal
+   first (the furthest below it first), then borrowers by their largest
+   borrowed amount over the capacity no nominal covers, divided by the
+   weight: every queue gets its entitlement before anyone borrows, and
+   backlogged borrowers converge to shares of the idle capacity in
+   proportion to their weights.
 
 A queue named ``default`` exists without an object (open, no quota, every
 namespace): a cluster with no Queue objects schedules exactly as before.
@@ -34,7 +35,7 @@ namespace): a cluster with no Queue objects schedules exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -45,7 +46,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.status import Code, Status
 
-__all__ = ["QueuePolicy", "QueueUsage", "Quotas"]
+__all__ = ["QueuePolicy", "QueueUsage", "Quotas", "add_amounts"]
 
 #: Resources a share is not measured in unless the queue has a nominal of them.
 _UNSHARED: Final = frozenset({POD_RESOURCE, "ephemeral-storage"})
@@ -93,7 +94,8 @@ class QueueUsage:
     problem: str | None
 
 
-def _add(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
+def add_amounts(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
+    """Add ``amounts`` (times ``sign``) into ``into``, dropping what comes to zero."""
     for resource, amount in amounts.items():
         value = into.get(resource, 0) + sign * amount
         if value:
@@ -113,8 +115,9 @@ class Quotas:
         self._usage: dict[str, dict[str, int]] = {}
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
         self._demand: dict[str, dict[str, dict[str, int]]] = {}
-        self._group_demand: dict[object, tuple[str, str, dict[str, int]]] = {}
         self._capacity: dict[str, int] = {}
+        #: Per resource, the capacity no top queue's nominal covers (cached).
+        self._idle_bases: dict[str, int] = {}
         self._namespace_labels: Mapping[str, Mapping[str, str]] = {}
 
     # -- feeding -------------------------------------------------------------
@@ -141,25 +144,18 @@ class Quotas:
     def set_capacity(self, capacity: Mapping[str, int]) -> None:
         """The allocatable capacity of the cluster's schedulable nodes."""
         self._capacity = dict(capacity)
+        self._idle_bases = {}
 
     def set_namespace_labels(self, labels: Mapping[str, Mapping[str, str]]) -> None:
         self._namespace_labels = labels
 
     def charge(self, queue: str, requests: Amounts, sign: int = 1) -> None:
         """A pod of a group of ``queue`` was bound (1) or left (-1)."""
-        _add(self._usage.setdefault(queue, {}), requests, sign)
+        add_amounts(self._usage.setdefault(queue, {}), requests, sign)
 
-    def set_demand(self, group: object, queue: str, namespace: str, pending: Amounts) -> None:
-        """The requests of ``group``'s pending members (empty when none waits)."""
-        old = self._group_demand.pop(group, None)
-        if old is not None:
-            old_queue, old_namespace, old_amounts = old
-            by_namespace = self._demand.get(old_queue, {})
-            _add(by_namespace.setdefault(old_namespace, {}), old_amounts, -1)
-        if pending:
-            amounts = {r: a for r, a in pending.items() if a}
-            self._group_demand[group] = (queue, namespace, amounts)
-            _add(self._demand.setdefault(queue, {}).setdefault(namespace, {}), amounts)
+    def add_demand(self, queue: str, namespace: str, pending: Amounts, sign: int = 1) -> None:
+        """Members of a group of ``namespace`` began (1) or stopped (-1) waiting in ``queue``."""
+        add_amounts(self._demand.setdefault(queue, {}).setdefault(namespace, {}), pending, sign)
 
     # -- reading -------------------------------------------------------------
 
@@ -177,16 +173,45 @@ class Quotas:
         """Usage of the queue and every queue below it."""
         total = dict(self._usage.get(name, {}))
         for child in self._descendants(name):
-            _add(total, self._usage.get(child, {}))
+            add_amounts(total, self._usage.get(child, {}))
         return total
 
     def share(self, name: str) -> float:
-        """Dominant share of usage over entitlement, divided by the weight (lower goes first).
+        """Where the queue stands for its next group: the lowest goes first.
 
-        Groups draw from leaves, whose usage is their own: no walk down the tree.
+        Below 1 while it uses no more than its nominal of any resource (its
+        largest used/nominal ratio: the further below its entitlement, the
+        sooner); above 1 once it borrows: 1 plus its largest borrowed amount
+        over the capacity no nominal covers, divided by its weight. So queues
+        under their nominal go before borrowers, and borrowers share the idle
+        capacity by weight. Groups draw from leaves, whose usage is their own.
         """
         queue = self.policy(name) or IMPLICIT_DEFAULT
-        return self._dominant(queue, self._usage.get(name, {})) / queue.weight
+        within = borrowed = 0.0
+        for resource, used in self._usage.get(name, {}).items():
+            nominal = queue.nominal.get(resource, 0)
+            if used <= 0 or (resource in _UNSHARED and not nominal):
+                continue
+            if used <= nominal:
+                within = max(within, used / nominal)
+                continue
+            base = self._idle_base(resource)
+            if base:
+                borrowed = max(borrowed, (used - nominal) / base)
+        return 1.0 + borrowed / queue.weight if borrowed else within
+
+    def _idle_base(self, resource: str) -> int:
+        """The capacity of ``resource`` beyond every top queue's nominal (all of it if none)."""
+        base = self._idle_bases.get(resource)
+        if base is None:
+            capacity = self._capacity.get(resource, 0)
+            promised = sum(
+                (self.policy(top) or IMPLICIT_DEFAULT).nominal.get(resource, 0)
+                for top in self._tops()
+            )
+            base = capacity - promised if capacity > promised else capacity
+            self._idle_bases[resource] = base
+        return base
 
     def _dominant(self, queue: QueuePolicy, usage: Amounts) -> float:
         best = 0.0
@@ -258,11 +283,20 @@ class Quotas:
             )
         return None
 
-    def admit(self, name: str, need: Amounts, free: Amounts) -> Status | None:
+    def admit(
+        self,
+        name: str,
+        need: Amounts,
+        free: Callable[[], Amounts],
+        memo: dict[str, object] | None = None,
+    ) -> Status | None:
         """Why queue ``name`` may not take ``need`` more (None: it may).
 
-        ``free`` is the cluster's free capacity before the group is placed.
-        Call :meth:`gate` first: this assumes the queue is a valid leaf.
+        ``free`` gives the cluster's free capacity before the group is placed;
+        it is asked only when the group borrows idle capacity that other
+        queues claim. ``memo`` carries what does not change between calls for
+        one decision (the other queues' claims). Call :meth:`gate` first: this
+        assumes the queue is a valid leaf.
         """
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
@@ -292,20 +326,21 @@ class Quotas:
             held = dict(used)
             for sibling in self._children.get(queue.parent, ()):
                 if sibling != level:
-                    _add(held, self._claim(sibling))
+                    add_amounts(held, self._claim(sibling))
             if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
                 return None
-        top = chain[-1]
-        claims: dict[str, list[tuple[str, int]]] = {}
-        for other in self._tops():
-            if other == top:
-                continue
-            for resource, amount in self._guard(other).items():
-                claims.setdefault(resource, []).append((other, amount))
+        claims = self._claims_beside(chain[-1], memo)
+        if not claims:
+            return None
+        idle_amounts: Amounts | None = None
         for resource, wanted in sorted(need.items()):
             held_for_others = sum(amount for _, amount in claims.get(resource, ()))
-            idle = free.get(resource, 0)
-            if wanted > idle - held_for_others and held_for_others > 0:
+            if held_for_others <= 0:
+                continue
+            if idle_amounts is None:
+                idle_amounts = free()
+            idle = idle_amounts.get(resource, 0)
+            if wanted > idle - held_for_others:
                 holders = ", ".join(
                     f"{queue} ({_amount(resource, amount)})"
                     for queue, amount in sorted(claims[resource])
@@ -321,10 +356,28 @@ class Quotas:
 
     # -- internals -----------------------------------------------------------
 
+    def _claims_beside(
+        self, top: str, memo: dict[str, object] | None
+    ) -> dict[str, list[tuple[str, int]]]:
+        """Per resource, what each other top queue claims now (queue, amount)."""
+        key = f"claims-beside:{top}"
+        if memo is not None and key in memo:
+            cached: dict[str, list[tuple[str, int]]] = memo[key]  # type: ignore[assignment]
+            return cached
+        claims: dict[str, list[tuple[str, int]]] = {}
+        for other in self._tops():
+            if other == top:
+                continue
+            for resource, amount in self._guard(other).items():
+                claims.setdefault(resource, []).append((other, amount))
+        if memo is not None:
+            memo[key] = claims
+        return claims
+
     def _claim(self, name: str) -> dict[str, int]:
         """What a queue holds or may claim now: its usage plus its guard."""
         claim = self.usage(name)
-        _add(claim, self._guard(name))
+        add_amounts(claim, self._guard(name))
         return claim
 
     def _guard(self, name: str) -> dict[str, int]:
@@ -350,7 +403,7 @@ class Quotas:
                 continue
             for namespace, amounts in self._demand.get(leaf, {}).items():
                 if queue.allows(namespace, self._namespace_labels.get(namespace, {})):
-                    _add(total, amounts)
+                    add_amounts(total, amounts)
         return total
 
     def gate_blocked(self, name: str) -> bool:
@@ -388,6 +441,7 @@ class Quotas:
 
     def _rebuild(self) -> None:
         """Children, and the queues whose parents are missing or form a cycle."""
+        self._idle_bases = {}
         self._children = {}
         self._problems = {}
         for name, queue in self._queues.items():

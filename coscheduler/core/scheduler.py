@@ -48,7 +48,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
-from coscheduler.core.quota import QueuePolicy, Quotas
+from coscheduler.core.quota import QueuePolicy, Quotas, add_amounts
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Code, Status
@@ -94,8 +94,13 @@ class Scheduler:
         self.quotas = Quotas()
         self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
         self.queue = GroupQueue(clock, self.settings.queue, share=self.quotas.share)
+        #: Usage and demand are counted from the first Queue object on: until
+        #: then only the implicit default exists, which refuses nothing.
+        self._accounting = False
         #: Each bound member's queue and requests, as charged.
         self._charged: dict[str, tuple[str, Mapping[str, int]]] = {}
+        #: The groups whose pending members count as demand, and in which queue.
+        self._claiming: dict[GroupKey, str] = {}
         self._capacity_stale = True
         self._policies: dict[GroupKey, GroupPolicy] = {}
         self._pods: dict[str, PodInfo] = {}
@@ -197,7 +202,23 @@ class Scheduler:
 
     def upsert_queue(self, queue: QueuePolicy) -> None:
         if self.quotas.upsert_queue(queue):
+            if not self._accounting:
+                self._start_accounting()
             self.queue.on_event(ClusterEvent.QUEUE_CHANGED)
+
+    def _start_accounting(self) -> None:
+        """Charge every bound member and count every pending one, once (the first Queue)."""
+        self._accounting = True
+        for key, members in self._members.items():
+            queue = self.queue_name(key)
+            for pod in members.bound.values():
+                self.quotas.charge(queue, pod.requests)
+                self._charged[pod.uid] = (queue, pod.requests)
+            members.demand = {}
+            for pod in members.pending.values():
+                add_amounts(members.demand, pod.requests)
+            if members.demand:
+                self._claim(key, members)
 
     def remove_queue(self, name: str) -> None:
         if self.quotas.remove_queue(name):
@@ -322,6 +343,7 @@ class Scheduler:
         queue = self.queue_name(key)
         closed = self.quotas.gate(queue, key.namespace)
         if closed is not None:
+            self._withdraw(key)
             self.queue.done(key, closed.code)
             return Decision(
                 key,
@@ -331,7 +353,7 @@ class Scheduler:
                 pending=tuple(pod.key for pod in pending),
             )
         decision = self._plan(key, pending, bound, elapsed=now - first)
-        if decision.bindings and self.quotas.names():
+        if decision.bindings and self._accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
         if any(pod.claims for pod in pending):
@@ -346,16 +368,28 @@ class Scheduler:
         code = decision.status.code
         if code is Code.SUCCESS and decision.pending:
             code = Code.UNSCHEDULABLE
+        if code is Code.WAITING:
+            # Waiting for members (or its group): it could not use capacity now,
+            # so it claims none of its queue's nominal until a member changes.
+            self._withdraw(key)
         self.queue.done(key, code)
         return decision
 
     def _within_quota(self, decision: Decision, queue: str) -> Decision:
         """Undo what the queue may not take: the whole gang, or extra members one by one."""
         requests = [self._pods[binding.uid].requests for binding in decision.bindings]
-        free = self.snapshot.free_capacity()
-        for amounts in requests:
-            for resource, amount in amounts.items():
-                free[resource] = free.get(resource, 0) + amount
+        memo: dict[str, object] = {}
+
+        def free() -> dict[str, int]:
+            """Free capacity before this decision's bindings (asked at most once)."""
+            if "free" not in memo:
+                amounts = self.snapshot.free_capacity()
+                for pod_requests in requests:
+                    add_amounts(amounts, pod_requests)
+                memo["free"] = amounts
+            cached: dict[str, int] = memo["free"]  # type: ignore[assignment]
+            return cached
+
         gang = decision.needed if decision.needed > 0 else 0
         need: dict[str, int] = {}
         for amounts in requests[:gang]:
@@ -369,7 +403,7 @@ class Scheduler:
                     held[resource] += pod.requests.get(resource, 0)
             for resource, amount in policy.min_resources.items():
                 need[resource] = max(need.get(resource, 0), amount - held[resource])
-        refusal = self.quotas.admit(queue, need, free) if gang else None
+        refusal = self.quotas.admit(queue, need, free, memo) if gang else None
         if refusal is not None:
             for binding in decision.bindings:
                 self.snapshot.forget(binding.uid)
@@ -388,7 +422,7 @@ class Scheduler:
             wanted = dict(need)
             for resource, amount in amounts.items():
                 wanted[resource] = wanted.get(resource, 0) + amount
-            refused = self.quotas.admit(queue, wanted, free)
+            refused = self.quotas.admit(queue, wanted, free, memo)
             if refused is None:
                 kept.append(binding)
                 need = wanted
@@ -479,25 +513,33 @@ class Scheduler:
         """Put the pod in its group's pending or bound set; True if it was pending before."""
         previous = self._member_of.pop(pod.uid, None)
         was_pending = False
-        charged = self._charged.pop(pod.uid, None)
-        if charged is not None:
-            self.quotas.charge(charged[0], charged[1], -1)
+        accounting = self._accounting
+        if accounting:
+            charged = self._charged.pop(pod.uid, None)
+            if charged is not None:
+                self.quotas.charge(charged[0], charged[1], -1)
         if previous is not None:
             members = self._members[previous]
             left = members.pending.pop(pod.uid, None)
-            if left is not None:
-                _add(members.demand, left.requests, -1)
-                self._demand_changed(previous, members)
+            if left is not None and accounting:
+                add_amounts(members.demand, left.requests, -1)
+                claimed_in = self._claiming.get(previous)
+                if claimed_in is not None:
+                    self.quotas.add_demand(claimed_in, previous.namespace, left.requests, -1)
             was_pending = left is not None and previous == key
             members.bound.pop(pod.uid, None)
         if key is not None and state is not None:
             members = self._members.setdefault(key, _Members())
             (members.pending if state == "pending" else members.bound)[pod.uid] = pod
             self._member_of[pod.uid] = key
-            if state == "pending":
-                _add(members.demand, pod.requests)
-                self._demand_changed(key, members)
-            else:
+            if accounting and state == "pending":
+                add_amounts(members.demand, pod.requests)
+                claimed_in = self._claiming.get(key)
+                if claimed_in is None:
+                    self._claim(key, members)
+                else:
+                    self.quotas.add_demand(claimed_in, key.namespace, pod.requests)
+            elif accounting:
                 queue = self.queue_name(key)
                 self.quotas.charge(queue, pod.requests)
                 self._charged[pod.uid] = (queue, pod.requests)
@@ -507,13 +549,23 @@ class Scheduler:
             self._sync(key)
         return was_pending
 
-    def _demand_changed(self, key: GroupKey, members: _Members) -> None:
-        self.quotas.set_demand(key, self.queue_name(key), key.namespace, members.demand)
+    def _claim(self, key: GroupKey, members: _Members) -> None:
+        """Count the group's pending members as its queue's demand."""
+        queue = self.queue_name(key)
+        self.quotas.add_demand(queue, key.namespace, members.demand)
+        self._claiming[key] = queue
+
+    def _withdraw(self, key: GroupKey) -> None:
+        """Stop counting the group's pending members as demand (until a member changes)."""
+        queue = self._claiming.pop(key, None)
+        members = self._members.get(key)
+        if queue is not None and members is not None:
+            self.quotas.add_demand(queue, key.namespace, members.demand, -1)
 
     def _recharge(self, key: GroupKey) -> None:
         """The group moved to another queue: its bound members' usage and its demand move too."""
         members = self._members.get(key)
-        if members is None:
+        if members is None or not self._accounting:
             return
         queue = self.queue_name(key)
         for pod in members.bound.values():
@@ -522,7 +574,9 @@ class Scheduler:
                 self.quotas.charge(charged[0], charged[1], -1)
             self.quotas.charge(queue, pod.requests)
             self._charged[pod.uid] = (queue, pod.requests)
-        self._demand_changed(key, members)
+        if key in self._claiming:
+            self._withdraw(key)
+            self._claim(key, members)
 
     def _sync(self, key: GroupKey) -> None:
         """Keep the queue entry in step with the group's pending members."""
@@ -530,6 +584,7 @@ class Scheduler:
         if members is None or not members.pending:
             self.queue.remove(key)
             self._first_attempt.pop(key, None)
+            self._withdraw(key)
             if members is not None and not members.bound:
                 del self._members[key]
             return
@@ -543,12 +598,3 @@ class Scheduler:
         else:
             created = min(pod.created for pod in members.pending.values())
         self.queue.add(key, priority, created, self.queue_name(key))
-
-
-def _add(into: dict[str, int], amounts: Mapping[str, int], sign: int = 1) -> None:
-    for resource, amount in amounts.items():
-        value = into.get(resource, 0) + sign * amount
-        if value:
-            into[resource] = value
-        else:
-            into.pop(resource, None)

@@ -38,9 +38,10 @@ def simulate() -> None:
       coscheduler simulate FILE [--json] [--plot out.png]
       coscheduler simulate generate --nodes 100 --gangs 500 -o workload.yaml
 
-    FILE describes a cluster and a workload (see
+    FILE describes a cluster and a workload, and may define queues (see
     manifests/examples/simulate/). Nothing talks to Kubernetes: the same
     core that `coscheduler run` uses places the pods in simulated time.
+    With queues, each queue's cpu share and fair share are reported too.
     """
 
 
@@ -64,7 +65,7 @@ def simulate() -> None:
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="write utilization over time and the wait CDF to this PNG",
+    help="write utilization over time, the wait CDF (and share per queue) to this PNG",
 )
 @click.option(
     "--domain-key",
@@ -120,6 +121,7 @@ def replay(
                 "gangs": len(scenario.gangs),
                 "pods": scenario.pods,
                 "cpuCapacity": scenario.cpu_capacity / 1000,
+                **({"queues": [q.name for q in scenario.queues]} if scenario.queues else {}),
             },
             "strategy": strategy,
             "policies": {s.policy: report.to_json(s) for s in summaries},
@@ -134,6 +136,10 @@ def replay(
     )
     click.echo()
     click.echo(report.render_table(summaries))
+    queues = report.render_queues(summaries)
+    if queues:
+        click.echo()
+        click.echo(queues)
     click.echo()
     took = ", ".join(f"{s.policy} {s.replay_seconds:.2f} s" for s in summaries)
     click.echo(f"replayed in {took}" + (f"; plot written to {plot}" if plot else ""))

@@ -28,11 +28,23 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
           tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]
           topology: {required: rack}   # as a PodGroup's spec.topology
           onePer: kubernetes.io/hostname   # members keep apart (required anti-affinity)
+          queue: team-a        # the queue it draws from (default: the implicit ``default``)
+          namespace: ml        # its namespace (default: ``sim``)
+    queues:                    # optional: as Queue objects' specs, by name
+      - name: team-a
+        weight: 3              # 1 to 1000 (default 1)
+        nominal: {cpu: "16"}   # entitled quota per resource
+        max: {cpu: "48"}       # hard cap, borrowing included
+        state: Open            # or Closed: admits no new gang
+        parent: org            # optional; gangs draw from queues without children
+        namespaces: [ml]       # who may use it; ``all`` (the default) lets every namespace
 
 Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
 
 Every mistake is reported with its path in the file and what was expected,
-all at once (:class:`ScenarioError`), never as a traceback.
+all at once (:class:`ScenarioError`), never as a traceback; what holds queues
+and gangs together (parents, the queue a series names, its namespace) is
+checked once every field is valid.
 """
 
 from __future__ import annotations
@@ -56,11 +68,14 @@ from pydantic import (
 from coscheduler.api import validation
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node import Taint as NodeTaint
-from coscheduler.api.podgroup import GroupTopology
+from coscheduler.api.pod_topology import LabelSelector
+from coscheduler.api.podgroup import DEFAULT_QUEUE, GroupTopology
 from coscheduler.api.quantity import QuantityError, resource_amount
 from coscheduler.api.requests import POD_RESOURCE
+from coscheduler.core.quota import QueuePolicy
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "DEFAULT_NODE_PODS",
     "Gang",
     "Scenario",
@@ -71,6 +86,9 @@ __all__ = [
 
 #: The label every kubelet puts on its node.
 HOSTNAME = "kubernetes.io/hostname"
+
+#: The namespace of a gang that names none.
+DEFAULT_NAMESPACE = "sim"
 
 #: The kubelet's default ``pods`` capacity, used when a node pool does not say.
 DEFAULT_NODE_PODS = 110
@@ -148,6 +166,8 @@ class GangSeries(_Strict):
     tolerations: list[TolerationSpec] = Field(default_factory=list)
     topology: GroupTopology | None = None
     one_per: str | None = Field(None, alias="onePer", min_length=1)
+    queue: str = Field(DEFAULT_QUEUE, min_length=1, max_length=63)
+    namespace: str = Field(DEFAULT_NAMESPACE, min_length=1, max_length=63)
 
     @model_validator(mode="after")
     def _min_member_fits(self) -> GangSeries:
@@ -157,6 +177,54 @@ class GangSeries(_Strict):
                 "the gang could never start"
             )
         return self
+
+
+def _namespaces(value: object) -> object:
+    """``all`` or a list of names: anything else gets one message, not one per alternative."""
+    if value == "all" or isinstance(value, list):
+        return value
+    raise ValueError("expected a list of namespace names, or all")
+
+
+class QueueEntry(_Strict):
+    """One queue, as a Queue object's spec with its name."""
+
+    name: str = Field(min_length=1, max_length=63)
+    weight: int = Field(1, ge=1, le=1000)
+    nominal: ResourceList = Field(default_factory=dict)
+    max: ResourceList = Field(default_factory=dict)
+    state: Literal["Open", "Closed"] = "Open"
+    parent: str | None = Field(None, min_length=1, max_length=63)
+    namespaces: Annotated[
+        Literal["all"] | list[Annotated[str, Field(min_length=1)]],
+        BeforeValidator(_namespaces),
+    ] = "all"
+
+    @model_validator(mode="after")
+    def _max_holds_nominal(self) -> QueueEntry:
+        low = sorted(r for r, cap in self.max.items() if cap < self.nominal.get(r, 0))
+        if low:
+            raise ValueError(f"queue {self.name}: max is below nominal for {', '.join(low)}")
+        if self.parent == self.name:
+            raise ValueError(f"queue {self.name} cannot be its own parent")
+        return self
+
+    def allows(self, namespace: str) -> bool:
+        return self.namespaces == "all" or namespace in self.namespaces
+
+    def policy(self) -> QueuePolicy:
+        """The queue as the core sees it."""
+        every = self.namespaces == "all"
+        return QueuePolicy(
+            name=self.name,
+            nominal=dict(self.nominal),
+            max=dict(self.max),
+            weight=self.weight,
+            open=self.state == "Open",
+            parent=self.parent,
+            namespaces=frozenset() if every else frozenset(self.namespaces),
+            selector=LabelSelector() if every else None,  # empty: every namespace
+        )
 
 
 class ClusterSpec(_Strict):
@@ -170,6 +238,7 @@ class WorkloadSpec(_Strict):
 class ScenarioSpec(_Strict):
     cluster: ClusterSpec
     workload: WorkloadSpec
+    queues: list[QueueEntry] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _names_unique(self) -> ScenarioSpec:
@@ -206,6 +275,8 @@ class Gang:
     topology_levels: tuple[str, ...] = ()
     #: A topology key its members keep apart by (required anti-affinity), if any.
     one_per: str | None = None
+    queue: str = DEFAULT_QUEUE
+    namespace: str = DEFAULT_NAMESPACE
 
     @property
     def constrained(self) -> bool:
@@ -228,6 +299,8 @@ class Scenario:
 
     nodes: tuple[NodeInfo, ...]
     gangs: tuple[Gang, ...]
+    #: The queues the scenario defines (none: every gang in the implicit default).
+    queues: tuple[QueuePolicy, ...] = ()
 
     @property
     def cpu_capacity(self) -> int:
@@ -240,7 +313,58 @@ class Scenario:
 
     def without_topology(self) -> Scenario:
         """The same scenario with every gang free to go anywhere room allows."""
-        return Scenario(self.nodes, tuple(g.without_topology() for g in self.gangs))
+        return dataclasses.replace(self, gangs=tuple(g.without_topology() for g in self.gangs))
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """The queues gangs draw from, sorted."""
+        return tuple(sorted({g.queue for g in self.gangs}))
+
+
+def _queue_problems(spec: ScenarioSpec) -> list[str]:
+    """What does not hold together between the queues and the gangs naming them."""
+    queues: dict[str, QueueEntry] = {}
+    problems = []
+    for number, queue in enumerate(spec.queues):
+        if queue.name in queues:
+            problems.append(f"queues[{number}]: two queues are named {queue.name!r}")
+        queues[queue.name] = queue
+    for number, queue in enumerate(spec.queues):
+        seen = [queue.name]
+        parent = queue.parent
+        while parent is not None:
+            if parent not in queues:
+                problems.append(
+                    f"queues[{number}]: queue {queue.name}: its parent queue {parent} "
+                    "is not defined"
+                )
+                break
+            if parent in seen:
+                cycle = " -> ".join([*seen[seen.index(parent) :], parent])
+                problems.append(
+                    f"queues[{number}]: queue {queue.name}: its parents form a cycle ({cycle})"
+                )
+                break
+            seen.append(parent)
+            parent = queues[parent].parent
+    parents = {q.parent for q in spec.queues if q.parent is not None}
+    for number, series in enumerate(spec.workload.gangs):
+        where = f"workload.gangs[{number}].queue"
+        named = queues.get(series.queue)
+        if named is None and series.queue != DEFAULT_QUEUE:
+            defined = ", ".join(sorted(queues)) or "none"
+            problems.append(f"{where}: queue {series.queue} is not defined (queues: {defined})")
+        elif series.queue in parents:
+            problems.append(
+                f"{where}: queue {series.queue} has child queues; "
+                "gangs draw from a queue without children"
+            )
+        elif named is not None and not named.allows(series.namespace):
+            problems.append(
+                f"{where}: queue {series.queue} does not allow namespace {series.namespace} "
+                "(see its namespaces)"
+            )
+    return problems
 
 
 def _names(name: str, count: int) -> list[str]:
@@ -287,9 +411,12 @@ def _expand(spec: ScenarioSpec) -> Scenario:
                     tolerations=tolerations,
                     topology_levels=series.topology.levels() if series.topology else (),
                     one_per=series.one_per,
+                    queue=series.queue,
+                    namespace=series.namespace,
                 )
             )
-    return Scenario(nodes=tuple(nodes), gangs=tuple(gangs))
+    queues = tuple(queue.policy() for queue in spec.queues)
+    return Scenario(nodes=tuple(nodes), gangs=tuple(gangs), queues=queues)
 
 
 def parse_scenario(raw: Any, source: str = "scenario") -> Scenario:
@@ -302,6 +429,10 @@ def parse_scenario(raw: Any, source: str = "scenario") -> Scenario:
         spec = ScenarioSpec.model_validate(raw)
     except ValidationError as error:
         raise _explain(error, source) from None
+    problems = _queue_problems(spec)
+    if problems:
+        lines = "\n".join(f"  {line}" for line in problems)
+        raise ScenarioError(f"{source}: invalid scenario:\n{lines}")
     return _expand(spec)
 
 

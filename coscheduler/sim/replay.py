@@ -28,7 +28,16 @@ dropped). The replay ends when no event is left; gangs that never started
 are *stuck*, and stuck gangs holding pods are *deadlocked* (nothing that
 could free their resources remains).
 
-The core is driven, not polled: the replay keeps the waiting line itself and
+With queues (a scenario that defines any), the ``gang`` policy lets the
+core's own queue choose instead: every arrived gang is in it, and the sweep
+asks for decisions until none is ready. That is what ``coscheduler run``
+does: the queue with the lowest weighted share goes first, quota is checked
+for the whole gang, a refused group backs off until capacity is freed (a
+completion) or its backoff ends. The ``baseline`` knows no queues, as a
+default scheduler does not: it shows what the shares are without them.
+Either way, each queue's allocated cpu is sampled after every event time.
+
+Without queues the core is driven, not polled: the replay keeps the waiting line itself and
 asks :class:`~coscheduler.sim.index.FitIndex` which group would fit; only
 that group is put in the core's queue and decided, and a group with members
 left over is parked (taken out of the core's queue) until room for one more
@@ -52,17 +61,17 @@ from dataclasses import dataclass, field
 
 from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.planner import Decision
 from coscheduler.core.queue import QueueOrder, order_of
+from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.strategy import Strategy
 from coscheduler.sim.index import FitIndex
 from coscheduler.sim.model import Gang, Scenario
 
 __all__ = ["GangOutcome", "Policy", "Replay", "ReplayError", "replay"]
-
-#: The namespace of every simulated pod and group.
-NAMESPACE = "sim"
 
 _COMPLETION, _ARRIVAL = 0, 1
 
@@ -113,6 +122,15 @@ class Replay:
     partial_cpu_ms: float
     #: (time, useful millicores, partially held millicores) after each event time.
     timeline: list[tuple[float, int, int]] = field(default_factory=list)
+    #: The scenario's queues; empty when it defines none (then nothing below is sampled).
+    queues: tuple[QueuePolicy, ...] = ()
+    #: The queues gangs draw from, in the order of the samples below.
+    queue_names: tuple[str, ...] = ()
+    #: After each event time: (time, millicores bound per queue, whether each is backlogged).
+    #: Backlogged: an arrived gang that has not started waits in it, and it is Open.
+    queue_timeline: list[tuple[float, tuple[int, ...], tuple[bool, ...]]] = field(
+        default_factory=list
+    )
 
 
 @dataclass(slots=True)
@@ -125,6 +143,8 @@ class _Live:
     order: QueueOrder
     shape: int
     template: PodInfo
+    #: Its queue's place in the per-queue samples (-1: not sampled).
+    slot: int = -1
     in_core: bool = False
     #: Pending pods the core knows, by uid.
     pending: dict[str, PodInfo] = field(default_factory=dict)
@@ -141,7 +161,7 @@ def _template(gang: Gang) -> PodInfo:
         {
             "metadata": {
                 "name": f"{gang.name}-0",
-                "namespace": NAMESPACE,
+                "namespace": gang.namespace,
                 "uid": f"{gang.name}-0",
                 "labels": {POD_GROUP_LABEL: gang.name},
             },
@@ -191,19 +211,36 @@ class _Engine:
         self.scheduler = Scheduler(lambda: self.now, SchedulerSettings(strategy=strategy))
         for node in scenario.nodes:
             self.scheduler.upsert_node(node)
+        #: The core's queue chooses (module docstring): only gangs, with queues defined.
+        self.queued = policy is Policy.GANG and bool(scenario.queues)
+        if self.queued:
+            for queue in scenario.queues:
+                self.scheduler.upsert_queue(queue)
+        self.queues = scenario.queues
+        self.queue_names = scenario.queue_names if scenario.queues else ()
+        slot = {name: number for number, name in enumerate(self.queue_names)}
+        quotas = Quotas()
+        quotas.set_queues(scenario.queues)
+        # Gangs in a Closed queue (or under one) can wait but never start: not backlogged.
+        self.queue_open = tuple(not quotas.gate_blocked(name) for name in self.queue_names)
+        self.queue_used = [0] * len(self.queue_names)
+        self.queue_waiting = [0] * len(self.queue_names)
+        self.queue_timeline: list[tuple[float, tuple[int, ...], tuple[bool, ...]]] = []
         self.index = FitIndex(self.scheduler.snapshot)
         self.gangs: list[_Live] = []
         for gang in scenario.gangs:
             template = _template(gang)
-            key = GroupKey(NAMESPACE, gang.name)
+            key = GroupKey(gang.namespace, gang.name)
             min_member = gang.min_member if policy is Policy.GANG else 1
             self.gangs.append(
                 _Live(
                     outcome=GangOutcome(gang),
                     key=key,
+                    slot=slot.get(gang.queue, -1),
                     policy=GroupPolicy(
-                        namespace=NAMESPACE,
+                        namespace=gang.namespace,
                         name=gang.name,
+                        queue=gang.queue if self.queued else DEFAULT_QUEUE,
                         min_member=min_member,
                         priority=gang.priority,
                         created=gang.arrival,
@@ -215,6 +252,9 @@ class _Engine:
                 )
             )
         self.index.build()
+        self.numbers = {live.key: number for number, live in enumerate(self.gangs)}
+        #: With queues: gangs in the core with members left to place.
+        self.in_line: set[int] = set()
         self.cpu_capacity = scenario.cpu_capacity
         # Waiting line: per (shape, pods needed), a heap of (order, gang, version).
         self.waiting: dict[tuple[int, int], list[tuple[QueueOrder, int, int]]] = {}
@@ -242,11 +282,27 @@ class _Engine:
             while self.events and self.events[0][0] == moment:
                 _, kind, number = heapq.heappop(self.events)
                 if kind == _COMPLETION:
-                    self._complete(self.gangs[number])
+                    self._complete(number)
                 else:
-                    self._wait(number)
-            self._sweep()
+                    self._arrive(number)
+            if self.queued:
+                self._sweep_queued()
+            else:
+                self._sweep()
             self.timeline.append((self.now, self.useful, self.partial))
+            if self.queue_names:
+                self.queue_timeline.append(
+                    (
+                        self.now,
+                        tuple(self.queue_used),
+                        tuple(
+                            bool(waiting) and is_open
+                            for waiting, is_open in zip(
+                                self.queue_waiting, self.queue_open, strict=True
+                            )
+                        ),
+                    )
+                )
         for live in self.gangs:
             if live.outcome.start is None:
                 live.outcome.bound = len(live.bound)
@@ -259,6 +315,9 @@ class _Engine:
             useful_cpu_ms=self.useful_integral,
             partial_cpu_ms=self.partial_integral,
             timeline=self.timeline,
+            queues=self.queues,
+            queue_names=self.queue_names,
+            queue_timeline=self.queue_timeline,
         )
 
     # -- time ----------------------------------------------------------------
@@ -276,6 +335,16 @@ class _Engine:
         if live.outcome.start is None and self.policy is Policy.GANG:
             return live.policy.min_member - len(live.bound)
         return 1
+
+    def _arrive(self, number: int) -> None:
+        live = self.gangs[number]
+        if live.slot >= 0:
+            self.queue_waiting[live.slot] += 1
+        if self.queued:
+            self._enter_core(live)
+            self.in_line.add(number)
+        else:
+            self._wait(number)
 
     def _wait(self, number: int) -> None:
         live = self.gangs[number]
@@ -302,23 +371,55 @@ class _Engine:
             self._place(self.gangs[best[1]], best[1])
             totals = self.index.totals
 
+    def _sweep_queued(self) -> None:
+        """Let the core's queue choose until no group is ready (each refused one backs off).
+
+        Gangs the index says have no room now are parked (out of the core's
+        queue, their demand still counted by their queue): the core would
+        refuse them, and room only shrinks during a sweep.
+        """
+        self._park()
+        while (decision := self.scheduler.next_decision()) is not None:
+            if decision.bindings:
+                number = self.numbers[decision.group]
+                self._bound(number, decision)
+                if not self.gangs[number].pending:
+                    self.in_line.discard(number)
+                self._park()
+
+    def _park(self) -> None:
+        """Only gangs with room are in the core's queue (see :meth:`_sweep_queued`)."""
+        totals = self.index.totals
+        queue = self.scheduler.queue
+        for number in self.in_line:
+            live = self.gangs[number]
+            if self._needed(live) > totals[live.shape]:
+                queue.remove(live.key)
+            elif live.key not in queue:
+                gang = live.outcome.gang
+                queue.add(live.key, gang.priority, live.policy.created, live.policy.queue)
+
     # -- placing and finishing -----------------------------------------------
+
+    def _enter_core(self, live: _Live) -> None:
+        live.in_core = True
+        scheduler = self.scheduler
+        scheduler.upsert_group(live.policy)
+        gang = live.outcome.gang
+        # A plain constructor call per member: dataclasses.replace costs 5x more.
+        head = live.template
+        fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(PodInfo)}
+        for i in range(gang.size):
+            uid = f"{gang.name}-{i}"
+            pod = head if i == 0 else PodInfo(**{**fields, "name": uid, "uid": uid})
+            live.pending[uid] = pod
+            scheduler.upsert_pod(pod)
 
     def _place(self, live: _Live, number: int) -> None:
         live.version += 1
         scheduler = self.scheduler
         if not live.in_core:
-            live.in_core = True
-            scheduler.upsert_group(live.policy)
-            gang = live.outcome.gang
-            # A plain constructor call per member: dataclasses.replace costs 5x more.
-            head = live.template
-            fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(PodInfo)}
-            for i in range(gang.size):
-                uid = f"{gang.name}-{i}"
-                pod = head if i == 0 else PodInfo(**{**fields, "name": uid, "uid": uid})
-                live.pending[uid] = pod
-                scheduler.upsert_pod(pod)
+            self._enter_core(live)
         else:
             scheduler.queue.add(live.key, live.policy.priority or 0, live.policy.created)
         decision = scheduler.next_decision()
@@ -335,6 +436,15 @@ class _Engine:
                 f"at {self.now:g} s the index said {self._needed(live)} pod(s) of gang "
                 f"{live.key} fit, but the core decided {decision!r}"
             )
+        if live.pending.keys() - {b.uid for b in decision.bindings}:
+            scheduler.queue.remove(live.key)  # parked: the waiting line is ours
+        self._bound(number, decision)
+        if live.pending:
+            self._wait(number)
+
+    def _bound(self, number: int, decision: Decision) -> None:
+        """Account for the members the core just bound."""
+        live = self.gangs[number]
         nodes = set()
         for binding in decision.bindings:
             del live.pending[binding.uid]
@@ -342,9 +452,9 @@ class _Engine:
             nodes.add(binding.node)
         live.nodes |= nodes
         self.index.touch(nodes)
-        if live.pending:
-            scheduler.queue.remove(live.key)  # parked: the waiting line is ours
         cpu = live.outcome.gang.cpu * len(decision.bindings)
+        if live.slot >= 0:
+            self.queue_used[live.slot] += cpu
         outcome = live.outcome
         if outcome.start is not None:
             self.useful += cpu
@@ -353,15 +463,17 @@ class _Engine:
             self.useful += outcome.gang.cpu * len(live.bound)
             outcome.start = self.now
             outcome.bound = len(live.bound)
+            if live.slot >= 0:
+                self.queue_waiting[live.slot] -= 1
             outcome.nodes = frozenset(live.nodes)
             heapq.heappush(self.events, (self.now + outcome.gang.run, _COMPLETION, number))
         else:
             self.partial += cpu
             outcome.partial = True
-        if live.pending:
-            self._wait(number)
 
-    def _complete(self, live: _Live) -> None:
+    def _complete(self, number: int) -> None:
+        live = self.gangs[number]
+        self.in_line.discard(number)
         live.version += 1  # leaves the waiting line
         live.outcome.finish = self.now
         scheduler = self.scheduler
@@ -371,6 +483,8 @@ class _Engine:
         for uid in live.bound:
             scheduler.remove_pod(uid)
         self.useful -= live.outcome.gang.cpu * len(live.bound)
+        if live.slot >= 0:
+            self.queue_used[live.slot] -= live.outcome.gang.cpu * len(live.bound)
         live.bound.clear()
         self.index.touch(live.nodes)
         live.nodes.clear()

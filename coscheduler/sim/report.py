@@ -16,6 +16,9 @@ Definitions (all times in seconds of simulated time):
   completion was left that could free what they wait for.
 - *in one domain* (with ``--domain-key``): the share of started gangs whose
   pods all ran on nodes sharing one value of that node label.
+- with queues: each queue's cpu share, its fair share while backlogged, the
+  largest deviation and Jain's index (:mod:`coscheduler.sim.fairness`), and
+  the mean share per queue in equal windows of the replay (share over time).
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from coscheduler.sim.fairness import Fairness, fairness, share_windows
 from coscheduler.sim.replay import Replay
 
-__all__ = ["Stuck", "Summary", "render_table", "summarize", "to_json"]
+__all__ = ["Stuck", "Summary", "render_queues", "render_table", "summarize", "to_json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,9 @@ class Summary:
     #: The node label ``within_one_domain`` is about, when asked for.
     domain_key: str | None = None
     within_one_domain: float | None = None
+    #: With queues: the fairness figures, and (start, end, share per queue) windows.
+    fairness: Fairness | None = None
+    share_windows: tuple[tuple[float, float, tuple[float, ...]], ...] = ()
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -70,6 +77,10 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     ordered = sorted(values)
     rank = max(1, math.ceil(fraction * len(ordered)))
     return ordered[rank - 1]
+
+
+#: Windows the share over time is cut into, in the table and the JSON.
+SHARE_WINDOWS = 8
 
 
 def summarize(
@@ -121,6 +132,10 @@ def summarize(
         replay_seconds=replay_seconds,
         domain_key=domain_key,
         within_one_domain=within,
+        fairness=fairness(result),
+        share_windows=tuple(
+            (low, high, tuple(shares)) for low, high, shares in share_windows(result, SHARE_WINDOWS)
+        ),
     )
 
 
@@ -155,6 +170,33 @@ def to_json(summary: Summary) -> dict[str, Any]:
             if summary.domain_key
             else {}
         ),
+        **(_fairness_json(summary, summary.fairness) if summary.fairness is not None else {}),
+    }
+
+
+def _fairness_json(summary: Summary, figures: Fairness) -> dict[str, Any]:
+    names = [q.name for q in figures.queues]
+    return {
+        "queues": [
+            {
+                "name": q.name,
+                "weight": q.entitlement.weight,
+                "nominalShare": q.entitlement.nominal,
+                "maxShare": q.entitlement.max,
+                "meanShare": q.mean_share,
+                "backloggedSeconds": q.backlogged_seconds,
+                "shareWhileBacklogged": q.backlogged_share,
+                "fairShare": q.fair_share,
+                "deviation": q.deviation,
+            }
+            for q in figures.queues
+        ],
+        "maxShareDeviation": figures.max_deviation,
+        "jainIndex": figures.jain,
+        "shareOverTime": [
+            {"fromSeconds": low, "toSeconds": high, "shares": dict(zip(names, shares, strict=True))}
+            for low, high, shares in summary.share_windows
+        ],
     }
 
 
@@ -184,6 +226,81 @@ _COLUMNS = (
 )
 
 
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows as fixed-width lines: the first column left, the others right, a rule under the head."""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    lines = []
+    for number, row in enumerate(rows):
+        cells = [
+            cell.ljust(width) if c == 0 else cell.rjust(width)
+            for c, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if number == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def _points(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:+.1f}"
+
+
+def render_queues(summaries: Sequence[Summary]) -> str:
+    """Per queue and policy: the shares, then the share over time; empty without queues."""
+    shown = [s for s in summaries if s.fairness is not None]
+    if not shown:
+        return ""
+    rows = [
+        [
+            "policy",
+            "queue",
+            "weight",
+            "nominal",
+            "max",
+            "backlogged",
+            "mean share",
+            "share while backlogged",
+            "fair share",
+            "deviation (points)",
+        ]
+    ]
+    for s in shown:
+        assert s.fairness is not None
+        for q in s.fairness.queues:
+            rows.append(
+                [
+                    s.policy,
+                    q.name,
+                    str(q.entitlement.weight),
+                    _percent(q.entitlement.nominal) if q.entitlement.nominal else "—",
+                    _percent(q.entitlement.max) if q.entitlement.max < 1 else "—",
+                    _seconds(q.backlogged_seconds),
+                    _percent(q.mean_share),
+                    _percent(q.backlogged_share),
+                    _percent(q.fair_share),
+                    _points(q.deviation),
+                ]
+            )
+    lines = ["cpu share per queue (of the cluster's cpu):", *_aligned(rows), ""]
+    for s in shown:
+        assert s.fairness is not None
+        jain = "—" if s.fairness.jain is None else f"{s.fairness.jain:.3f}"
+        lines.append(
+            f"{s.policy}: largest deviation from the fair share "
+            f"{_points(s.fairness.max_deviation).lstrip('+')} points, Jain's index {jain}"
+        )
+    for s in shown:
+        assert s.fairness is not None
+        if not s.share_windows:
+            continue
+        names = [q.name for q in s.fairness.queues]
+        windows = [["time", *names]]
+        for low, high, shares in s.share_windows:
+            windows.append([f"{low:,.0f}-{high:,.0f} s", *(_percent(share) for share in shares)])
+        lines += ["", f"{s.policy}: cpu share per queue over time", *_aligned(windows)]
+    return "\n".join(lines)
+
+
 def render_table(summaries: Sequence[Summary]) -> str:
     """A fixed-width table, one row per policy, then notes on stuck gangs."""
     keyed = next((s.domain_key for s in summaries if s.domain_key), None)
@@ -205,16 +322,7 @@ def render_table(summaries: Sequence[Summary]) -> str:
                 *([_percent(s.within_one_domain)] if keyed else []),
             ]
         )
-    widths = [max(len(row[c]) for row in rows) for c in range(len(columns))]
-    lines = []
-    for number, row in enumerate(rows):
-        cells = [
-            cell.ljust(width) if c == 0 else cell.rjust(width)
-            for c, (cell, width) in enumerate(zip(row, widths, strict=True))
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if number == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = _aligned(rows)
     for s in summaries:
         if s.deadlocked:
             shown = ", ".join(

@@ -143,15 +143,15 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
     # Why, where their schema has no place for it: a Warning event on the group.
     # (The ReplicaSet's pods arrive one by one, so an earlier event may say that
     # members are missing: wait for the one about room.)
-    path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name=big"
     warning, *_ = wait_for(
-        lambda: [
-            e
-            for e in cluster.api.get(path)["items"]
-            if e["reason"] == "FailedScheduling"
-            and e["involvedObject"]["apiVersion"] == w.XK8S_API_VERSION
-            and "for 3 pods of group" in e["message"]
-        ],
+        lambda: w.events_about(
+            cluster.api,
+            namespace,
+            "big",
+            api_version=w.XK8S_API_VERSION,
+            reason="FailedScheduling",
+            containing="for 3 pods of group",
+        ),
         describe="a FailedScheduling event on the x-k8s.io PodGroup about room",
     )
     assert "Insufficient cpu" in warning["message"]

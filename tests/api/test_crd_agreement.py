@@ -152,19 +152,20 @@ def test_crd_has_status_subresource_and_printer_columns(crd: dict[str, Any]) -> 
     assert columns == ["Phase", "MinMember", "Scheduled", "Running", "Succeeded", "Failed", "Age"]
 
 
+def cel_rules(node: Any) -> list[dict[str, Any]]:
+    """Every ``x-kubernetes-validations`` rule anywhere below ``node``."""
+    if isinstance(node, dict):
+        found = list(node.get("x-kubernetes-validations", []))
+        for value in node.values():
+            found += cel_rules(value)
+        return found
+    if isinstance(node, list):
+        return [rule for value in node for rule in cel_rules(value)]
+    return []
+
+
 def test_every_cel_rule_has_a_human_message(crd_schema: dict[str, Any]) -> None:
-    rules: list[dict[str, Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            rules.extend(node.get("x-kubernetes-validations", []))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(crd_schema)
+    rules = cel_rules(crd_schema)
     assert len(rules) >= 3
     for rule in rules:
         assert rule.get("message") or rule.get("messageExpression"), rule["rule"]

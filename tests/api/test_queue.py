@@ -19,7 +19,7 @@ from coscheduler.api.queue import (
     pod_queue_name,
 )
 from coscheduler.runtime.cluster import queue_policy
-from tests.api.test_crd_agreement import _compare
+from tests.api.test_crd_agreement import _compare, cel_rules
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "queues.yaml"
 
@@ -60,18 +60,7 @@ def test_crd_names_and_columns(crd: dict[str, Any]) -> None:
 
 
 def test_every_cel_rule_has_a_human_message(crd: dict[str, Any]) -> None:
-    rules: list[dict[str, Any]] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            rules.extend(node.get("x-kubernetes-validations", []))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(_schema(crd))
+    rules = cel_rules(_schema(crd))
     assert len(rules) >= 4
     for rule in rules:
         assert rule.get("message"), rule["rule"]

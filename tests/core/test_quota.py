@@ -40,11 +40,17 @@ def decide(scheduler: Scheduler) -> Decision:
     return decision
 
 
-def test_without_queue_objects_every_group_uses_the_open_default() -> None:
+def test_without_queue_objects_every_group_uses_the_open_default_and_nothing_is_counted() -> None:
     scheduler = cluster("8")
     submit(scheduler, "train", 4, "default")
+    submit(scheduler, "waits", 8, "default", created=1)
     assert decide(scheduler).ok
+    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert scheduler.quotas.usage("default") == {}
+    # The first Queue object counts what is already bound and waiting.
+    scheduler.upsert_queue(queue("team", nominal="cpu=8", namespaces=frozenset({"default"})))
     assert scheduler.quotas.usage("default")["cpu"] == 4000
+    assert scheduler.quotas.report("default").allocated["cpu"] == 4000
 
 
 def test_a_missing_queue_holds_the_group_until_it_is_created() -> None:
@@ -275,3 +281,34 @@ def test_a_group_that_does_not_fit_never_blocks_other_queues() -> None:
     outcomes = {decide(scheduler).group: None for _ in range(2)}
     assert GroupKey("default", "small") in outcomes
     assert scheduler.quotas.usage("b")["cpu"] == 2000
+
+
+def test_a_group_waiting_for_members_claims_no_nominal_of_its_queue() -> None:
+    scheduler = cluster("10")
+    scheduler.upsert_queue(queue("a", nominal="cpu=8", namespaces=frozenset({"default"})))
+    scheduler.upsert_queue(queue("b", namespaces=frozenset({"default"})))
+    scheduler.upsert_group(group("a-short", 4, queue="a"))
+    for member in gang("a-short", 2):  # 2 of 4 members exist
+        scheduler.upsert_pod(member)
+    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_MEMBERS
+    submit(scheduler, "b-borrows", 8, "b")
+    assert decide(scheduler).ok
+
+
+def test_idle_capacity_goes_to_borrowers_by_weight_up_to_their_max() -> None:
+    # 128 cpu: ops is entitled to 32 (max 48); research and product only borrow, 1:3.
+    scheduler = cluster(*["16"] * 8)
+    everyone = frozenset({"default"})
+    scheduler.upsert_queue(queue("ops", nominal="cpu=32", cap="cpu=48", namespaces=everyone))
+    scheduler.upsert_queue(queue("research", weight=1, namespaces=everyone))
+    scheduler.upsert_queue(queue("product", weight=3, namespaces=everyone))
+    for name in ("ops", "research", "product"):
+        for i in range(130):
+            submit(scheduler, f"{name}-{i}", 1, name, created=i)
+    while scheduler.next_decision() is not None:
+        pass
+    cpu = {
+        name: scheduler.quotas.usage(name)["cpu"] // 1000 for name in ("ops", "research", "product")
+    }
+    # ops: its 32, then borrows like a weight-1 queue until its max; the rest 1:3.
+    assert cpu == {"ops": 48, "research": 20, "product": 60}

@@ -149,8 +149,8 @@ def test_caps_gates_and_whole_gangs_hold_and_no_fitting_group_is_left_waiting(
         if not trial.ok:
             continue
         need = {"cpu": spec.cpu * 1000 * spec.min_member, "pods": spec.min_member}
-        free = scheduler.snapshot.free_capacity()
-        assert scheduler.quotas.admit(queue, need, free) is not None, f"{key} fits and waits"
+        refusal = scheduler.quotas.admit(queue, need, scheduler.snapshot.free_capacity)
+        assert refusal is not None, f"{key} fits and waits"
 
 
 @given(nodes_strategy, queue_policies(), group_specs())

@@ -253,3 +253,42 @@ def test_our_write_of_an_x_k8s_io_status_coming_back_is_no_change_but_another_s_
     state.upsert_podgroup({**raw, "status": {"phase": "Finished"}}, xk8s.ADAPTER)
     assert seen.changed == [key]  # someone else wrote: the writer puts it right
     assert state.podgroups[key].status.phase == "Finished"
+
+
+def queue_object(name: str, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": name, "uid": f"uid-queue-{name}"},
+        "spec": spec,
+    }
+
+
+def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec() -> None:
+    state, seen = make_state()
+    state.replace_queues([queue_object("team-a", max={"cpu": "4"}, namespaces=["default"])])
+    assert state.scheduler.quotas.names() == ["team-a"]
+    policy = state.scheduler.quotas.policy("team-a")
+    assert policy is not None
+    assert policy.max == {"cpu": 4000}
+    state.upsert_queue(queue_object("team-a", max={"cpu": "four"}))
+    assert [(i.kind, i.name, i.api_version) for i in seen.invalid] == [
+        ("Queue", "team-a", "scheduling.sigs.k8s.io/v1alpha1")
+    ]
+    assert "four" in seen.invalid[0].message
+    policy = state.scheduler.quotas.policy("team-a")
+    assert policy is not None
+    assert policy.max == {"cpu": 4000}
+    state.replace_nodes([node_object("n1")])
+    state.replace_pods([pod_object("lone", cpu="1")])
+    decision = state.scheduler.next_decision()
+    assert decision is not None
+    assert decision.ok
+
+
+def test_a_relist_forgets_deleted_queues() -> None:
+    state, _ = make_state()
+    state.replace_queues([queue_object("a"), queue_object("b")])
+    state.replace_queues([queue_object("b")])
+    assert state.scheduler.quotas.names() == ["b"]
+    assert sorted(state.queues) == ["b"]

@@ -17,8 +17,9 @@ import pytest
 from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import GroupPolicy, Scheduler
+from coscheduler.sim.model import DEFAULT_NAMESPACE as NAMESPACE
 from coscheduler.sim.model import Scenario, parse_scenario
-from coscheduler.sim.replay import NAMESPACE, Policy, replay
+from coscheduler.sim.replay import Policy, replay
 from coscheduler.sim.report import percentile, summarize
 
 
