@@ -148,26 +148,27 @@ def _kube_scheduler_config(ctx: PeerContext, profile: Json) -> Path:
     return path
 
 
-def _workload_object(gang: Gang) -> tuple[str, Json] | None:
-    """A gang as Kubernetes 1.35's ``Workload``: one gang podGroup of ``minCount`` minMember."""
-    if gang.size == 1:
-        return None
-    body = {
-        "apiVersion": "scheduling.k8s.io/v1alpha1",
-        "kind": "Workload",
-        "metadata": {"name": gang.name},
-        "spec": {
-            "podGroups": [
-                {"name": NATIVE_POD_GROUP, "policy": {"gang": {"minCount": gang.min_member}}}
-            ]
-        },
-    }
-    return "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads", body
+class WorkloadGangs(Peer):
+    """Gangs as Kubernetes 1.35's ``Workload``: one gang podGroup, ``minCount`` = minMember."""
 
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if gang.size == 1:
+            return None
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "Workload",
+            "metadata": {"name": gang.name},
+            "spec": {
+                "podGroups": [
+                    {"name": NATIVE_POD_GROUP, "policy": {"gang": {"minCount": gang.min_member}}}
+                ]
+            },
+        }
+        return "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads", body
 
-def _name_workload(pod: Json, gang: Gang) -> None:
-    if gang.size > 1:
-        pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if gang.size > 1:
+            pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
 
 
 class Ours(Peer):
@@ -284,19 +285,13 @@ class Default(Peer):
         return "kube-scheduler v1.35.4"
 
 
-class Native(Peer):
+class Native(WorkloadGangs):
     def __init__(self) -> None:
         super().__init__(
             "native",
             "kube-scheduler 1.35.4 with GenericWorkload + GangScheduling (Workload API)",
             gangs=True,
         )
-
-    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
-        return _workload_object(gang)
-
-    def decorate_pod(self, pod: Json, gang: Gang) -> None:
-        _name_workload(pod, gang)
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
@@ -309,7 +304,7 @@ class Native(Peer):
         return "kube-scheduler v1.35.4 (GenericWorkload, GangScheduling)"
 
 
-class OursWorkload(Ours):
+class OursWorkload(WorkloadGangs, Ours):
     """Ours, given the very objects the native peer gets (issue #21: the Workload API read)."""
 
     def __init__(self) -> None:
@@ -319,12 +314,6 @@ class OursWorkload(Ours):
             "coscheduler run (this repository), gangs as Workloads (scheduling.k8s.io/v1alpha1)",
             gangs=True,
         )
-
-    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
-        return _workload_object(gang)
-
-    def decorate_pod(self, pod: Json, gang: Gang) -> None:
-        _name_workload(pod, gang)
 
 
 class Ceiling(Peer):
