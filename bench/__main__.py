@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.peers import ALL_PEERS
+from bench.peers import ALL_PEERS, PEERS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--peers",
         default=",".join(ALL_PEERS),
-        help=f"comma-separated, from {','.join(ALL_PEERS)} (default: all)",
+        help=f"comma-separated, from {','.join(PEERS)} (default: {','.join(ALL_PEERS)})",
     )
     run.add_argument(
         "--regimes",
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
-        if peer not in ALL_PEERS:
+        if peer not in PEERS:
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))

@@ -8,6 +8,7 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 | ours | ``PodGroup`` of ``scheduling.sigs.k8s.io`` | label ``scheduling.sigs.k8s.io/pod-group`` |
 | reference | ``PodGroup`` of ``scheduling.x-k8s.io`` | label ``scheduling.x-k8s.io/pod-group`` |
 | native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
+| ours-workload | native's ``Workload`` (coscheduler reading it) | ``spec.workloadRef`` |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
@@ -147,6 +148,29 @@ def _kube_scheduler_config(ctx: PeerContext, profile: Json) -> Path:
     return path
 
 
+class WorkloadGangs(Peer):
+    """Gangs as Kubernetes 1.35's ``Workload``: one gang podGroup, ``minCount`` = minMember."""
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if gang.size == 1:
+            return None
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1alpha1",
+            "kind": "Workload",
+            "metadata": {"name": gang.name},
+            "spec": {
+                "podGroups": [
+                    {"name": NATIVE_POD_GROUP, "policy": {"gang": {"minCount": gang.min_member}}}
+                ]
+            },
+        }
+        return "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads", body
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if gang.size > 1:
+            pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
+
+
 class Ours(Peer):
     def __init__(self) -> None:
         super().__init__("ours", "coscheduler run (this repository)", gangs=True)
@@ -261,32 +285,13 @@ class Default(Peer):
         return "kube-scheduler v1.35.4"
 
 
-class Native(Peer):
+class Native(WorkloadGangs):
     def __init__(self) -> None:
         super().__init__(
             "native",
             "kube-scheduler 1.35.4 with GenericWorkload + GangScheduling (Workload API)",
             gangs=True,
         )
-
-    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
-        if gang.size == 1:
-            return None
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1alpha1",
-            "kind": "Workload",
-            "metadata": {"name": gang.name},
-            "spec": {
-                "podGroups": [
-                    {"name": NATIVE_POD_GROUP, "policy": {"gang": {"minCount": gang.min_member}}}
-                ]
-            },
-        }
-        return "/apis/scheduling.k8s.io/v1alpha1/namespaces/{ns}/workloads", body
-
-    def decorate_pod(self, pod: Json, gang: Gang) -> None:
-        if gang.size > 1:
-            pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
@@ -297,6 +302,18 @@ class Native(Peer):
 
     def versions(self) -> str:
         return "kube-scheduler v1.35.4 (GenericWorkload, GangScheduling)"
+
+
+class OursWorkload(WorkloadGangs, Ours):
+    """Ours, given the very objects the native peer gets (issue #21: the Workload API read)."""
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-workload",
+            "coscheduler run (this repository), gangs as Workloads (scheduling.k8s.io/v1alpha1)",
+            gangs=True,
+        )
 
 
 class Ceiling(Peer):
@@ -325,8 +342,10 @@ PEERS = {
     "native": Native,
     "default": Default,
     "ceiling": Ceiling,
+    "ours-workload": OursWorkload,
 }
-ALL_PEERS = tuple(PEERS)
+#: The peers of every suite by default (ours-workload is asked for by name).
+ALL_PEERS = tuple(name for name in PEERS if name != "ours-workload")
 
 
 def make_peer(name: str) -> Peer:

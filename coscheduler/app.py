@@ -12,7 +12,9 @@ Start-up, in order, and why:
    (when their CRD is installed) and PodDisruptionBudgets (unless preemption
    is off); ask
    discovery which PodGroup APIs are served (ours always, ``scheduling.x-k8s.io``
-   when its CRD is installed) and list each once. Only
+   when its CRD is installed) and list each once; likewise Kubernetes' own
+   ``Workload`` API, in the one version this release reads (another version
+   served is refused with a log line, never misread). Only
    when all are listed does the loop start, so that nothing is decided on a
    partial picture (a pod whose PodGroup was not listed yet would look
    orphaned). Bound pods count as placed, pending ones are queued: a gang
@@ -22,7 +24,7 @@ Start-up, in order, and why:
    as before groups by owner existed).
 4. Start the scheduling loop, the status writers (PodGroups, Queues), the
    event recorder, the pod condition writer, the maker of Jobs' PodGroups,
-   and Kopf with its PodGroup and Job watches.
+   and Kopf with its PodGroup (and Workload) and Job watches.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ from typing import Any
 import kopf
 import structlog
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, sigs
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, sigs
+from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
 from coscheduler.api.reasons import Reason
@@ -320,9 +323,21 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
                 continue
             state.replace_podgroups(listed_groups, adapter)
             adapters.append(adapter)
+        workloads = await _workload_api(client)
+        if workloads is not None:
+            try:
+                state.replace_workloads(await _list(client, workloads.collection_path))
+            except Forbidden:
+                log.error(
+                    "Workload API served but not readable by this ServiceAccount: pods "
+                    "naming a Workload wait; apply manifests/rbac.yaml",
+                    api=str(workloads),
+                )
+                workloads = None
         log.info(
             "cluster listed",
             podgroup_apis=[str(adapter.api) for adapter in adapters],
+            workload_api=str(workloads) if workloads else None,
             nodes=sum(1 for _ in scheduler.snapshot.nodes()),
             podgroups=len(state.podgroups),
             queued=len(scheduler.queue),
@@ -333,6 +348,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
             on_podgroup_changed=loop.wake,
             adapters=adapters,
             watch_jobs=state.owners_watched,
+            workloads=workloads,
         )
         kopf_namespaces: dict[str, Any] = (
             {"namespaces": list(namespaces)} if namespaces else {"clusterwide": True}
@@ -396,6 +412,50 @@ async def _served(client: KubeClient) -> list[GroupAdapter]:
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             served.append(adapter)
     return served
+
+
+async def _workload_api(client: KubeClient) -> GroupApi | None:
+    """Kubernetes' Workload API, if discovery lists it in the version read (asked once, at start).
+
+    Its shape changes with each release, so a version other than the one
+    this release reads is refused, loudly, rather than read as if it were.
+    """
+    group = workload_api.GROUP
+    try:
+        versions = (await client.call("GET", f"/apis/{group}")).get("versions") or ()
+    except NotFound:
+        versions = ()
+    served = []
+    for entry in versions:
+        version = str(entry.get("version", ""))
+        try:
+            resources = await client.call("GET", f"/apis/{group}/{version}")
+        except NotFound:
+            continue
+        if any(r.get("name") == workload_api.PLURAL for r in resources.get("resources") or ()):
+            served.append(version)
+    api, refused = workload_api.choose_version(served)
+    if api is not None:
+        log.info("Workload API served; its gangs are scheduled too", api=str(api))
+        if refused:
+            log.info("Workload API also served in versions not read", versions=refused)
+    elif refused:
+        log.error(
+            "Workload API served only in versions this release does not read: pods naming "
+            f"a Workload wait; it reads {workload_api.API.api_version} (Kubernetes 1.35)",
+            versions=refused,
+        )
+    else:
+        log.info(
+            "Workload API not served; pods' spec.workloadRef is not read",
+            api=str(workload_api.API),
+        )
+    return api
+
+
+async def _list(client: KubeClient, path: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = (await client.call("GET", path)).get("items") or []
+    return items
 
 
 async def _queues_served(client: KubeClient) -> bool:

@@ -13,7 +13,8 @@ session, also on failure or Ctrl-C. If any test failed, the components' logs
 are copied to ``.e2e/test-logs/`` before the temporary directory is removed.
 
 Environment:
-- ``COSCHEDULER_E2E_GANG_API=1`` starts the API server with the native gang API.
+- The API server serves the native gang API (``Workload``, ``spec.workloadRef``),
+  which coscheduler reads; ``COSCHEDULER_E2E_GANG_API=0`` starts it without.
 - ``COSCHEDULER_E2E_KEEP=1`` keeps the cluster's state directory (logs, certs).
 """
 
@@ -47,7 +48,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         build.ensure_built()
     interrupt_on_sigterm()  # a CI runner's SIGTERM then unwinds through the finalisers below
-    options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") == "1")
+    options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") != "0")
     state_dir = Path(tempfile.mkdtemp(prefix="coscheduler-e2e-"))
     failed = True
     try:

@@ -17,6 +17,8 @@ __all__ = [
     "create_pod",
     "create_podgroup",
     "create_replicaset",
+    "create_workload",
+    "create_workload_pod",
     "create_xk8s_podgroup",
     "events_about",
     "list_pods",
@@ -32,6 +34,9 @@ PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 XK8S_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 XK8S_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 XK8S_PODGROUPS = f"/apis/{XK8S_API_VERSION}/namespaces/{{ns}}/podgroups"
+#: Kubernetes' own gang API (1.35, behind the GenericWorkload gate).
+WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha1"
+WORKLOADS = f"/apis/{WORKLOAD_API_VERSION}/namespaces/{{ns}}/workloads"
 
 
 def _pod_spec(
@@ -225,3 +230,38 @@ def events_about(
         and e["involvedObject"].get("apiVersion") == api_version
         and containing in e["message"]
     ]
+
+
+def create_workload(api: ApiClient, namespace: str, name: str, pod_groups: dict[str, Json]) -> Json:
+    """A Workload whose podGroups have these policies (``{"gang": {"minCount": 4}}``, ...).
+
+    Strict field validation: a field name the API server does not know is an error, not dropped.
+    """
+    body = {
+        "apiVersion": WORKLOAD_API_VERSION,
+        "kind": "Workload",
+        "metadata": {"name": name},
+        "spec": {"podGroups": [{"name": g, "policy": p} for g, p in pod_groups.items()]},
+    }
+    return api.create(f"{WORKLOADS.format(ns=namespace)}?fieldValidation=Strict", body)
+
+
+def create_workload_pod(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    workload: str,
+    pod_group: str,
+    replica_key: str | None = None,
+    pool: str,
+    cpu: str,
+    scheduler: str = "coscheduler",
+) -> Json:
+    """A pod naming a Workload's podGroup in ``spec.workloadRef`` (strictly validated too)."""
+    body = pod(name, pool=pool, cpu=cpu, scheduler=scheduler)
+    ref = {"name": workload, "podGroup": pod_group}
+    if replica_key is not None:
+        ref["podGroupReplicaKey"] = replica_key
+    body["spec"]["workloadRef"] = ref
+    return api.create(f"/api/v1/namespaces/{namespace}/pods?fieldValidation=Strict", body)

@@ -238,6 +238,44 @@ def podgroup_object(
     return result
 
 
+def workload_object(
+    name: str,
+    pod_groups: Mapping[str, int | None],
+    *,
+    namespace: str = "default",
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A raw ``scheduling.k8s.io/v1alpha1`` Workload: each podGroup's minCount (None: basic)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1alpha1",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-wl-{name}",
+            "generation": 1,
+            "creationTimestamp": "2026-11-23T10:00:00Z",
+        },
+        "spec": {
+            "podGroups": [
+                {
+                    "name": group,
+                    "policy": {"basic": {}} if count is None else {"gang": {"minCount": count}},
+                }
+                for group, count in pod_groups.items()
+            ]
+        },
+    }
+
+
+def workload_ref(workload: str, pod_group: str, replica_key: str | None = None) -> dict[str, Any]:
+    """A pod's ``spec`` fragment naming a Workload's gang (give it as ``spec_extra``)."""
+    ref = {"name": workload, "podGroup": pod_group}
+    if replica_key is not None:
+        ref["podGroupReplicaKey"] = replica_key
+    return {"workloadRef": ref}
+
+
 def group(
     name: str,
     min_member: int,

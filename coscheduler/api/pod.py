@@ -38,6 +38,7 @@ from coscheduler.api.pod_topology import (
 )
 from coscheduler.api.quantity import MAX_AMOUNT, ResourceAmounts
 from coscheduler.api.requests import effective_requests
+from coscheduler.api.workload_ref import WorkloadRef, read_workload_ref
 
 __all__ = [
     "TERMINAL_PHASES",
@@ -147,6 +148,8 @@ class PodInfo:
     #: ``spec.preemptionPolicy`` (admission copies it from the PriorityClass):
     #: ``Never`` means the pod waits rather than evicting anyone.
     preemption_policy: str = "PreemptLowerPriority"
+    #: ``spec.workloadRef``: the native Workload gang the pod belongs to, if any.
+    workload: WorkloadRef | None = None
 
     @property
     def key(self) -> str:
@@ -351,4 +354,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         preemption_policy=reader.text(
             spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
         ),
+        workload=read_workload_ref(reader, spec),
     )

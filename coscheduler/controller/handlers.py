@@ -1,5 +1,8 @@
 """The Kopf side: the PodGroup watches (one per API served), the Job watch, how Kopf logs in.
 
+Kubernetes' own Workloads (``scheduling.k8s.io``), when read, have a watch
+of their own here too, feeding the same state.
+
 Kopf watches PodGroups (list, watch, resume, relist: its watcher is robust)
 and hands every event to :func:`build_registry`'s handler, which feeds the
 shared :class:`~coscheduler.runtime.cluster.ClusterState`. The scheduling
@@ -29,7 +32,7 @@ from typing import Any
 
 import kopf
 
-from coscheduler.api.adapters import GroupAdapter
+from coscheduler.api.adapters import GroupAdapter, GroupApi
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.kube import KubeClient
 
@@ -82,6 +85,20 @@ def _job_handler(
     return job_event
 
 
+def _workload_handler(
+    state: ClusterState, on_changed: Callable[[], None]
+) -> Callable[..., Awaitable[None]]:
+    async def workload_event(event: kopf.RawEvent, **_: Any) -> None:
+        body = event["object"]
+        if event["type"] == "DELETED":
+            state.remove_workload(body)
+        else:
+            state.upsert_workload(body)
+        on_changed()
+
+    return workload_event
+
+
 async def _connection_info(client: KubeClient) -> kopf.ConnectionInfo:
     """Kopf logs in with the very credentials the rest of the process uses."""
     config = client.api_client.configuration
@@ -108,8 +125,9 @@ def build_registry(
     on_podgroup_changed: Callable[[], None],
     adapters: Sequence[GroupAdapter],
     watch_jobs: bool = False,
+    workloads: GroupApi | None = None,
 ) -> kopf.OperatorRegistry:
-    """A Kopf registry with one handler per PodGroup API served (and Jobs'), feeding ``state``."""
+    """A Kopf registry: a handler per PodGroup API served (and Jobs', Workloads'), feeding state."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(registry=registry)
@@ -126,5 +144,13 @@ def build_registry(
         kopf.on.event("batch", "v1", "jobs", id="jobs", registry=registry)(
             _job_handler(state, on_podgroup_changed)
         )
+    if workloads is not None:
+        kopf.on.event(
+            workloads.group,
+            workloads.version,
+            workloads.plural,
+            id=f"workloads-{workloads.group}",
+            registry=registry,
+        )(_workload_handler(state, on_podgroup_changed))
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     return registry

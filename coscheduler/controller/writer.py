@@ -12,7 +12,9 @@ become one status write, not dozens. Per dirty group, one round:
    (``scheduling.x-k8s.io``) none of whose members is ours is left to the
    scheduler its members name;
 3. records an Event on the PodGroup for each transition (phase changes,
-   a new reason for being unschedulable).
+   a new reason for being unschedulable). A native Workload's gangs have no
+   status to write (their adapter's stored form never changes): they get
+   the events alone, on the Workload, each naming its podGroup and replica.
 """
 
 from __future__ import annotations
@@ -178,8 +180,11 @@ class StatusWriter:
         )
         for transition in transitions:
             kind: EventKind = "Warning" if transition.kind == "Warning" else "Normal"
+            # An object with several gangs (a Workload) says which one moved,
+            # unless the message names it already (the planner's verdicts do).
+            message = transition.message
+            if group.within and group.within not in message:
+                message = f"{group.within}: {message}"
             # A PodGroup's story must be current in `kubectl describe`: a new
             # reason for waiting shows within seconds, not an event interval.
-            self._events.record(
-                ref, kind, transition.reason, transition.message, change_interval=2.0
-            )
+            self._events.record(ref, kind, transition.reason, message, change_interval=2.0)

@@ -4,6 +4,10 @@ The runtime builds a :class:`GroupPolicy` from the PodGroup model (or, for a
 pod without a group, :meth:`GroupPolicy.lone`); the core never reads the
 pydantic model, so the two can evolve apart. A lone pod is a gang of one: it
 goes through the same queue and planner as any group.
+
+A key's kind keeps apart groups that may share a name: a PodGroup, a lone
+pod, and a gang of a native Workload (whose name is ``workload/podGroup``,
+plus ``/replicaKey`` when the pods give one; ``/`` is in no PodGroup name).
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ from typing import Final, NamedTuple
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.queue import pod_queue_name
+from coscheduler.api.workload_ref import WorkloadRef
 
-__all__ = ["KIND_POD", "KIND_POD_GROUP", "GroupKey", "GroupPolicy"]
+__all__ = ["KIND_POD", "KIND_POD_GROUP", "KIND_WORKLOAD", "GroupKey", "GroupPolicy"]
 
 KIND_POD_GROUP: Final = "PodGroup"
 #: The kind of a lone pod's key: the pod is its own gang of one.
 KIND_POD: Final = "Pod"
+#: The kind of a native Workload's gang (one per podGroup and replica key).
+KIND_WORKLOAD: Final = "Workload"
 
 
 class GroupKey(NamedTuple):
@@ -37,14 +44,24 @@ class GroupKey(NamedTuple):
     def lone(self) -> bool:
         return self.kind == KIND_POD
 
+    @property
+    def title(self) -> str:
+        """How messages name the group: ``group ns/g``, ``pod ns/p``, or a Workload's gang."""
+        if self.kind == KIND_WORKLOAD:
+            return WorkloadRef.from_gang_name(self.name).describe(self.namespace)
+        return f"{'pod' if self.lone else 'group'} {self}"
+
     @classmethod
     def of_pod(cls, pod: PodInfo) -> GroupKey:
         """The key of the group the pod belongs to (its own key when it has none).
 
-        A group label wins; else the group its owner gives it (:mod:`~coscheduler.core.owners`).
+        A group label wins (it was written for us); then ``spec.workloadRef``;
+        then the group its owner gives it (:mod:`~coscheduler.core.owners`).
         """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
+        if pod.workload is not None:
+            return cls(pod.namespace, pod.workload.gang_name, KIND_WORKLOAD)
         if pod.owner_group is not None:
             return cls(pod.namespace, pod.owner_group)
         return cls(pod.namespace, pod.name, KIND_POD)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.diagnosis import Diagnosis
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_WORKLOAD, GroupKey
 from coscheduler.core.resources import format_amounts
 
 __all__ = [
@@ -36,8 +36,8 @@ __all__ = [
 def subject(group: GroupKey, pods: int) -> str:
     """``4 pods of group default/train``, or ``pod default/web-0`` for a lone pod."""
     if group.lone:
-        return f"pod {group}"
-    return f"{pods} pod{'s' if pods != 1 else ''} of group {group}"
+        return group.title
+    return f"{pods} pod{'s' if pods != 1 else ''} of {group.title}"
 
 
 def unavailable(diagnosis: Diagnosis, group: GroupKey, pods: int, placed: int = 0) -> str:
@@ -55,7 +55,7 @@ def no_domain(
     group: GroupKey, needed: int, widest: str, closest: str | None = None, placed: int = 0
 ) -> str:
     """``no topology.kubernetes.io/zone holds the 8 needed members of group ns/g; closest: ...``."""
-    text = f"no domain of {widest} holds the {needed} needed members of group {group}"
+    text = f"no domain of {widest} holds the {needed} needed members of {group.title}"
     if closest is None:
         return text + ": no node carries that label (or the members already bound span domains)."
     return text + f"; closest: {closest}, with room for {placed} of {needed}."
@@ -94,8 +94,15 @@ def min_resources_exceed(wanted: Mapping[str, int], free: Mapping[str, int]) -> 
 
 
 def group_not_found(group: GroupKey, pods: int) -> str:
-    """``PodGroup default/train does not exist; 3 pods name it``."""
-    return f"PodGroup {group} does not exist; {pods} pod{'s' if pods != 1 else ''} name it"
+    """``PodGroup default/train does not exist; 3 pods name it``.
+
+    A Workload's gang: the Workload is not known, or has no such podGroup,
+    or reads in a version coscheduler does not (the log at start says which).
+    """
+    count = f"{pods} pod{'s' if pods != 1 else ''} name it"
+    if group.kind == KIND_WORKLOAD:
+        return f"{group.title} is not known (no such Workload, or no such podGroup in it); {count}"
+    return f"PodGroup {group} does not exist; {count}"
 
 
 def timed_out(seconds: int, message: str) -> str:

@@ -17,13 +17,15 @@ Membership rules, in order:
 3. A member is *pending* when it has no node, is not terminal, is not
    being deleted and has no scheduling gates (a gated pod is placed by nobody
    until its gates are removed; until then it is not a member to place).
-4. A pod joins the group its labels name, in its namespace; without such a
-   label it is a gang of one. A pod naming a PodGroup that does not exist
-   waits for it (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
-5. A pod without a group label whose controlling owner is a Job that asks for
-   a gang (or is not known yet) joins the group named after the Job
-   (``PodInfo.owner_group``, set by :mod:`~coscheduler.core.owners`' rule); it
-   waits for that group whatever ``lone_when_group_missing`` says.
+4. A pod joins the group its labels name, in its namespace; else the gang of
+   a Workload its ``spec.workloadRef`` names (the runtime leaves the reference
+   only on pods of a ``gang`` podGroup, or of one it does not know yet); else
+   it is a gang of one. A pod naming a group that does not exist waits for it
+   (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
+5. A pod without a group label or a Workload reference whose controlling owner
+   is a Job that asks for a gang (or is not known yet) joins the group named
+   after the Job (``PodInfo.owner_group``, set by :mod:`~coscheduler.core.owners`'
+   rule); it waits for that group whatever ``lone_when_group_missing`` says.
 
 Queues (:mod:`~coscheduler.core.quota`): a group draws from its PodGroup's
 ``spec.queue`` (a lone pod from its queue label, else ``default``). Every
@@ -47,7 +49,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.queue import pod_queue_name
 from coscheduler.api.reasons import Reason
-from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
+from coscheduler.core.group import KIND_POD, KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.preemption import (
     Mode,
@@ -302,13 +304,17 @@ class Scheduler:
         self._sync(key)
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
-    def remove_group(self, namespace: str, name: str) -> None:
-        key = GroupKey(namespace, name)
+    def remove_group(self, namespace: str, name: str, kind: str = KIND_POD_GROUP) -> None:
+        key = GroupKey(namespace, name, kind)
         policy = self._policies.pop(key, None)
+        if policy is None:
+            return
         self._first_attempt.pop(key, None)
-        if policy is not None and policy.queue != DEFAULT_QUEUE:
+        if policy.queue != DEFAULT_QUEUE:
             self._recharge(key)
         self._sync(key)
+        # Its waiting members are told at once that their group is gone.
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     # -- deciding ------------------------------------------------------------
 

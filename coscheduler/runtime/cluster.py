@@ -19,6 +19,15 @@ owner is a Job joins the group the core's owner rule gives it
 changes, its pods are fed in again. ``on_owner_changed`` tells the controller
 which Jobs' PodGroups to make.
 
+A native ``Workload`` (``scheduling.k8s.io``) is read apart: it holds several
+gangs, and which gang a pod joins, if any, depends on both. A pod's
+``spec.workloadRef`` is resolved here when the pod or its Workload arrives:
+a ``gang`` podGroup makes (once per replica key, for pods of ours) a group
+keyed ``Workload``; a ``basic`` one makes the pod a lone pod (the core gets it
+without its reference); an unknown Workload or podGroup leaves the reference,
+and the pod waits for it (``GroupNotFound``). A Workload that comes, goes or is
+recreated makes its pods' gangs again. A gang whose last pod is gone is forgotten.
+
 It decides nothing. A malformed object is logged, reported to ``on_invalid``
 (which turns it into an Event) and skipped: one bad pod must never stop the
 scheduling of the others.
@@ -36,7 +45,15 @@ import structlog
 from pydantic import ValidationError
 
 from coscheduler.api import validation
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, sigs
+from coscheduler.api.adapters import (
+    ADAPTERS,
+    GroupAdapter,
+    GroupApi,
+    GroupObject,
+    StatusAdapter,
+    sigs,
+)
+from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, MIN_RUN_SECONDS_ANNOTATION, VERSION
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.owners import GANG_ANNOTATION, GANG_OWNER_KINDS, GangOwner
@@ -52,7 +69,8 @@ from coscheduler.api.volumes import (
     VolumeInfo,
     VolumeParseError,
 )
-from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.api.workload_ref import WorkloadRef
+from coscheduler.core.group import KIND_WORKLOAD, GroupKey, GroupPolicy
 from coscheduler.core.owners import owner_group
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.quota import QueuePolicy
@@ -92,6 +110,8 @@ class InvalidObject:
         )
 
 
+#: A Workload's namespace and name.
+_WorkloadName = tuple[str, str]
 _Key = TypeVar("_Key")
 _Read = TypeVar("_Read")
 
@@ -171,6 +191,11 @@ class ClusterState:
     _objects: dict[GroupApi, dict[GroupKey, GroupObject]] = field(default_factory=dict)
     #: Why each PodGroup that exists but cannot be read was refused, by API.
     _unreadable: dict[GroupApi, dict[GroupKey, str]] = field(default_factory=dict)
+    #: Readable Workloads; the pods naming each (as read, unresolved); each one's gangs.
+    _workloads: dict[_WorkloadName, workload_api.Workload] = field(default_factory=dict)
+    _workload_pods: dict[_WorkloadName, dict[str, PodInfo]] = field(default_factory=dict)
+    _pod_workload: dict[str, _WorkloadName] = field(default_factory=dict)
+    _gangs: dict[_WorkloadName, set[GroupKey]] = field(default_factory=dict)
 
     # -- queues --------------------------------------------------------------
 
@@ -272,10 +297,12 @@ class ClusterState:
         self._invalid_waiting.discard(pod.uid)
         self._pod_uids.add(pod.uid)
         self._index_owned(pod)
+        self._track_workload(pod)
         return self._feed_pod(pod)
 
     def _feed_pod(self, pod: PodInfo) -> PodInfo:
-        if self._by_owner(pod):
+        pod = self._resolve_workload(pod)
+        if pod.workload is None and self._by_owner(pod):
             group = owner_group(pod, self.owners)
             if group != pod.owner_group:
                 pod = dataclasses.replace(pod, owner_group=group)
@@ -309,6 +336,7 @@ class ClusterState:
         self._invalid_waiting.discard(uid)
         self._pod_uids.discard(uid)
         self.scheduler.remove_pod(uid)
+        self._untrack_workload(uid)
         key = self._pod_group.pop(uid, None)
         if key is not None:
             self._remove_pod_uid_from(key, uid)
@@ -354,6 +382,8 @@ class ClusterState:
             members.pop(uid, None)
             if not members:
                 del self._group_pods[key]
+                if key.kind == KIND_WORKLOAD:
+                    self._drop_gang(key)
         self.on_group_changed(key)
 
     def group_pods(self, key: GroupKey) -> list[PodInfo]:
@@ -509,13 +539,15 @@ class ClusterState:
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
         group = self.podgroups.get(key)
-        if group is not None:
+        if group is not None and key.kind == KIND_WORKLOAD:
+            self.podgroups[key] = group.with_status(status, stored)
+        elif group is not None:
             # Not a change to report: the writer itself concluded it.
             self._store(group.adapter, key, group.with_status(status, stored), notify=False)
 
     def _store(
         self,
-        adapter: GroupAdapter,
+        adapter: StatusAdapter,
         key: GroupKey,
         group: GroupObject,
         *,
@@ -543,7 +575,7 @@ class ClusterState:
             )
         self.podgroups[key] = group
         if spec_changed or previous is None or previous.api != group.api:
-            self.scheduler.upsert_group(self._policy(group))
+            self.scheduler.upsert_group(self._policy(group, key))
         if previous is None:
             self._owner_group_moved(key)
         if notify:
@@ -560,7 +592,7 @@ class ClusterState:
         elif self.podgroups.get(key) is not winner:
             # The winner is gone and the other API's group of that name takes over.
             self.podgroups[key] = winner
-            self.scheduler.upsert_group(self._policy(winner))
+            self.scheduler.upsert_group(self._policy(winner, key))
             self.on_group_changed(key)
 
     def _winner(self, key: GroupKey) -> GroupObject | None:
@@ -583,14 +615,15 @@ class ClusterState:
         if owner is not None:
             self.on_owner_changed(owner)
 
-    def _policy(self, group: GroupObject) -> GroupPolicy:
+    def _policy(self, group: GroupObject, key: GroupKey) -> GroupPolicy:
         spec = group.spec
         priority = spec.priority
         if priority is None and spec.priority_class_name is not None:
             priority = self.priority_classes.get(spec.priority_class_name)
         return GroupPolicy(
-            namespace=group.namespace,
-            name=group.name,
+            namespace=key.namespace,
+            name=key.name,
+            kind=key.kind,
             min_member=spec.min_member,
             role_minimums=spec.role_minimums(),
             min_resources=spec.min_resource_amounts(),
@@ -629,6 +662,99 @@ class ClusterState:
             )
         )
         return None
+
+    # -- Workloads (scheduling.k8s.io/v1alpha1, Kubernetes' own gangs) --------
+
+    def replace_workloads(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        """A fresh list of every Workload: forget the ones it no longer has."""
+        _replace_all(objects, self.upsert_workload, list(self._workloads), self._forget_workload)
+
+    def upsert_workload(self, raw: Mapping[str, Any]) -> _WorkloadName | None:
+        meta = _meta(raw)
+        where = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if self.namespaces and where[0] not in self.namespaces:
+            return None
+        try:
+            workload = workload_api.read_workload(raw)
+        except ValueError as error:
+            # The API server validates Workloads: this one reads in a way we do not.
+            log.warning("Workload skipped", workload="/".join(where), error=str(error))
+            invalid = InvalidObject.of("Workload", raw, error)
+            self.on_invalid(dataclasses.replace(invalid, api_version=workload_api.API.api_version))
+            self._forget_workload(where)
+            return None
+        known = self._workloads.get(where)
+        self._workloads[where] = workload
+        if known is None or known.uid != workload.uid or known.pod_groups != workload.pod_groups:
+            self._regroup(where)  # podGroups are immutable: new ones mean a new Workload
+        return where
+
+    def remove_workload(self, raw: Mapping[str, Any]) -> None:
+        meta = _meta(raw)
+        self._forget_workload((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+
+    def _forget_workload(self, where: _WorkloadName) -> None:
+        if self._workloads.pop(where, None) is not None:
+            self._regroup(where)
+
+    def _regroup(self, where: _WorkloadName) -> None:
+        """The Workload came, changed or went: its pods' gangs are made again."""
+        for key in list(self._gangs.get(where, ())):
+            self._drop_gang(key)
+        for pod in list(self._workload_pods.get(where, {}).values()):
+            resolved = self._resolve_workload(pod)
+            fed = self.scheduler.pod(pod.uid)
+            if fed is not None and fed.workload == resolved.workload:
+                continue  # the same key: its group's policy came or went, the pod stays
+            self.scheduler.upsert_pod(resolved)
+            self._index_member(resolved)
+
+    def _drop_gang(self, key: GroupKey) -> None:
+        where = (key.namespace, WorkloadRef.from_gang_name(key.name).workload)
+        gangs = self._gangs.get(where)
+        if gangs is not None:
+            gangs.discard(key)
+            if not gangs:
+                del self._gangs[where]
+        if self.podgroups.pop(key, None) is not None:
+            self.verdicts.pop(key, None)
+            self.scheduler.remove_group(key.namespace, key.name, key.kind)
+
+    def _track_workload(self, pod: PodInfo) -> None:
+        """Remember the pods that name each Workload, to resolve them again when it changes."""
+        self._untrack_workload(pod.uid)
+        if pod.workload is not None and pod.group is None:
+            where = (pod.namespace, pod.workload.workload)
+            self._workload_pods.setdefault(where, {})[pod.uid] = pod
+            self._pod_workload[pod.uid] = where
+
+    def _untrack_workload(self, uid: str) -> None:
+        where = self._pod_workload.pop(uid, None)
+        pods = self._workload_pods.get(where) if where is not None else None
+        if where is not None and pods is not None:
+            pods.pop(uid, None)
+            if not pods:
+                del self._workload_pods[where]
+
+    def _resolve_workload(self, pod: PodInfo) -> PodInfo:
+        """The pod as the core gets it: in its Workload's gang, lone (basic), or waiting."""
+        ref = pod.workload
+        if ref is None or pod.group is not None:
+            return pod
+        where = (pod.namespace, ref.workload)
+        workload = self._workloads.get(where)
+        if workload is None or ref.pod_group not in workload.pod_groups:
+            return pod  # no policy for its key: it waits, the message naming the Workload
+        gang = workload_api.gang_object(workload, ref)
+        if gang is None:
+            return dataclasses.replace(pod, workload=None)  # basic: each pod on its own
+        key = GroupKey.of_pod(pod)
+        ours = pod.scheduler_name == self.scheduler.settings.scheduler_name
+        if ours and key not in self.podgroups:
+            self.podgroups[key] = gang
+            self._gangs.setdefault(where, set()).add(key)
+            self.scheduler.upsert_group(self._policy(gang, key))
+        return pod
 
     # -- namespaces (their labels, for pod affinity's namespaceSelector) ------
 
@@ -745,9 +871,9 @@ class ClusterState:
             self.priority_classes.pop(name, None)
         else:
             self.priority_classes[name] = value
-        for group in list(self.podgroups.values()):
+        for key, group in list(self.podgroups.items()):
             if group.spec.priority_class_name == name and group.spec.priority is None:
-                self.scheduler.upsert_group(self._policy(group))
+                self.scheduler.upsert_group(self._policy(group, key))
 
     # -- verdicts ------------------------------------------------------------
 

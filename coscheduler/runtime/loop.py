@@ -32,7 +32,8 @@ from functools import partial
 import structlog
 
 from coscheduler.api.reasons import Reason
-from coscheduler.core.group import GroupKey
+from coscheduler.api.workload_ref import WorkloadRef
+from coscheduler.core.group import KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
@@ -72,6 +73,8 @@ def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> s
     stay the same; the PodGroup's condition carries the counts.
     """
     waiting_for = why.cause or why.reason
+    if key.kind == KIND_WORKLOAD:
+        return _workload_pod_message(key, waiting_for) or why.message
     if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
         return (
             f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
@@ -86,6 +89,22 @@ def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> s
             f"scheduling.sigs.k8s.io/pod-group"
         )
     return why.message
+
+
+def _workload_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
+    """:func:`_pod_message` for a pod of a native Workload's gang (None: the planner's)."""
+    workload = WorkloadRef.from_gang_name(key.name).workload
+    if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
+        return (
+            f"waiting for more members of {key.title}: see kubectl describe workload "
+            f"{workload} -n {key.namespace}"
+        )
+    if waiting_for is Reason.GROUP_NOT_FOUND:
+        return (
+            f"{key.title} is not known: create the Workload with that podGroup, or correct "
+            "the pod's spec.workloadRef"
+        )
+    return None
 
 
 def _pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:

@@ -30,7 +30,8 @@ SYSTEM = "coscheduler-system"
 def service_account_kubeconfig(
     cluster: Cluster, podgroup_crd: str, xk8s_crd: str, tmp_path: Path
 ) -> Path:
-    """The ServiceAccount's own token; both PodGroup APIs are served, so both are exercised."""
+    """The ServiceAccount's own token; both PodGroup APIs and Kubernetes' Workload API are
+    served, so all three are exercised."""
     cluster.apply(MANIFESTS / "namespace.yaml")
     cluster.apply(MANIFESTS / "rbac.yaml")
     token = cluster.api.create(
@@ -114,10 +115,21 @@ def test_coscheduler_works_with_exactly_its_service_account(
             run_seconds=600,
             annotations={"scheduling.sigs.k8s.io/gang": "true"},
         )
+        w.create_workload(cluster.api, namespace, "rbac-w", {"workers": {"gang": {"minCount": 2}}})
+        for index in range(2):
+            w.create_workload_pod(
+                cluster.api,
+                namespace,
+                f"rbac-w-{index}",
+                workload="rbac-w",
+                pod_group="workers",
+                pool=pool,
+                cpu="1",
+            )
         wait_for(
             lambda: w.list_pods(cluster.api, namespace),
-            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 6,
-            describe="the three gangs bound under the ServiceAccount",
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 8,
+            describe="the four gangs bound under the ServiceAccount",
         )
         paths = (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x", f"{w.PODGROUPS}/rbac-job")
         for path in paths:
@@ -134,6 +146,11 @@ def test_coscheduler_works_with_exactly_its_service_account(
         )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
+        wait_for(
+            lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"],
+            lambda items: any(e["involvedObject"]["kind"] == "Workload" for e in items),
+            describe="an event on the Workload under the ServiceAccount",
+        )
         queue_events = (
             f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={queue}"
         )
@@ -143,8 +160,8 @@ def test_coscheduler_works_with_exactly_its_service_account(
             describe=f"an event on the cluster-scoped queue {queue}",
         )
         # Preemption under the ServiceAccount: budgets read, victims evicted, nomination
-        # written. 6 cpu in the default queue: rbac-x (2 cpu, same queue) must go; rbac is
-        # in another queue, so priority does not reach it.
+        # written. 6 cpu in the default queue: rbac-x, rbac-job and rbac-w (2 cpu each, same
+        # queue) must go; rbac is in another queue, so priority does not reach it.
         w.create_podgroup(cluster.api, namespace, "rbac-urgent", 1, priority=100)
         w.create_replicaset(
             cluster.api,

@@ -86,6 +86,11 @@ CASES = [
         Asks(unsupported=("spec.resourceClaims",)),
         id="dynamic-resource-allocation",
     ),
+    pytest.param(
+        {"schedulingGroup": {"podGroupName": "train-workers"}},
+        Asks(unsupported=("spec.schedulingGroup",)),
+        id="kubernetes-1-36-gang-membership",
+    ),
 ]
 
 

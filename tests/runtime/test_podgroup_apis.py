@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from coscheduler.api.adapters import sigs, xk8s
-from coscheduler.app import _served
+import pytest
+
+from coscheduler.api.adapters import sigs, workload, xk8s
+from coscheduler.app import _served, _workload_api
 from coscheduler.runtime.kube import KubeClient
 from tests.runtime.apiserver import FakeApiServer, Reply
 
@@ -42,3 +44,50 @@ async def test_the_group_served_without_podgroups_is_not_read(
     # scheduler-plugins' capacity scheduling alone installs ElasticQuota in this group.
     apiserver.on("GET", DISCOVERY, resource_list("elasticquotas", "elasticquotas/status"))
     assert await _served(kube) == [sigs.ADAPTER]
+
+
+# -- Kubernetes' own Workload API: the one version read, chosen by discovery ----
+
+WORKLOAD_GROUP = "/apis/scheduling.k8s.io"
+
+
+def scheduling_group(*versions: str) -> Reply:
+    return Reply(
+        200,
+        {
+            "kind": "APIGroup",
+            "name": "scheduling.k8s.io",
+            "versions": [
+                {"groupVersion": f"scheduling.k8s.io/{v}", "version": v} for v in versions
+            ],
+        },
+    )
+
+
+async def test_the_workload_api_is_read_when_1_35_s_version_is_served(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v1alpha1"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha1", resource_list("workloads"))
+    assert await _workload_api(kube) == workload.API
+
+
+async def test_without_the_gate_the_workload_api_is_not_read(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
+    assert await _workload_api(kube) is None
+
+
+async def test_a_later_version_alone_is_refused_not_misread(
+    apiserver: FakeApiServer, kube: KubeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v1alpha2"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha2", resource_list("workloads", "podgroups"))
+    assert await _workload_api(kube) is None
+    said = capsys.readouterr()
+    assert "only in versions this release does not read" in said.out + said.err
+    assert "v1alpha2" in said.out + said.err

@@ -16,14 +16,14 @@ import pytest
 from coscheduler.api.adapters import xk8s
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.writer import ChangedGroups, StatusWriter
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_WORKLOAD, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
-from tests.builders import pod_object, podgroup_object
+from tests.builders import pod_object, podgroup_object, workload_object, workload_ref
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -269,3 +269,29 @@ async def test_a_new_reason_their_shape_cannot_hold_is_kept_but_not_written(setu
     assert condition is not None
     assert condition.message == "0/2 nodes: cpu"
     assert len(setup.apiserver.requests_to("PATCH", xk8s_status_path("train"))) == 1
+
+
+async def test_a_workload_gang_is_told_by_events_on_the_workload_and_nothing_written(
+    setup: Setup,
+) -> None:
+    setup.state.upsert_workload(workload_object("train", {"workers": 2}))
+    for index in range(2):
+        setup.state.upsert_pod(
+            pod_object(
+                f"w-{index}", node="node-1", spec_extra=workload_ref("train", "workers", "a")
+            )
+        )
+    key = GroupKey("default", "train/workers/a", KIND_WORKLOAD)
+    setup.writer.mark(key)
+
+    await setup.apiserver.wait_until(lambda: bool(setup.events_about("train")))
+    [event] = setup.events_about("train")
+    involved = event.body["involvedObject"]
+    assert (involved["apiVersion"], involved["kind"]) == ("scheduling.k8s.io/v1alpha1", "Workload")
+    assert involved["uid"] == "uid-wl-train"
+    assert event.body["message"].startswith(
+        "podGroup workers replica a: phase Pending -> Scheduled"
+    )
+    await quiet()
+    assert [r for r in setup.apiserver.requests if r.verb == "PATCH"] == []
+    assert setup.state.podgroups[key].status.phase == "Scheduled"

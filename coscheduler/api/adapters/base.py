@@ -6,6 +6,10 @@ Spark operators create. Everything past the watch works on :class:`GroupObject`:
 our spec and status models, which can say all that any of these shapes says.
 An adapter translates one wire shape in (spec and status) and out (status),
 so nothing else needs to know where a group came from.
+
+Kubernetes' own ``Workload`` holds several gangs in one object, so it has no
+``parse`` into one group: its adapter (``workload.py``) is a
+:class:`StatusAdapter` only, and makes one :class:`GroupObject` per gang.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any, Protocol
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
 
-__all__ = ["GroupAdapter", "GroupApi", "GroupObject"]
+__all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +57,8 @@ class GroupApi:
         return f"{self.plural}.{self.group}/{self.version}"
 
 
-class GroupAdapter(Protocol):
-    """Translates one API's PodGroup to and from :class:`GroupObject`."""
+class StatusAdapter(Protocol):
+    """Translates our status to and from one API's shape."""
 
     @property
     def api(self) -> GroupApi: ...
@@ -63,11 +67,6 @@ class GroupAdapter(Protocol):
     def shared(self) -> bool:
         """Other schedulers may use this API too: write a group's status only
         when some member is ours, never over another scheduler's controller."""
-        ...
-
-    def parse(self, raw: Mapping[str, Any]) -> GroupObject:
-        """The object as our model; raises ``ValueError`` (pydantic's
-        ``ValidationError`` is one) naming what cannot be read."""
         ...
 
     def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
@@ -88,6 +87,15 @@ class GroupAdapter(Protocol):
         ...
 
 
+class GroupAdapter(StatusAdapter, Protocol):
+    """Translates one API's PodGroup to and from :class:`GroupObject`."""
+
+    def parse(self, raw: Mapping[str, Any]) -> GroupObject:
+        """The object as our model; raises ``ValueError`` (pydantic's
+        ``ValidationError`` is one) naming what cannot be read."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class GroupObject(ObjectMetadata):
     """A PodGroup of any served API, as coscheduler sees it.
@@ -95,15 +103,18 @@ class GroupObject(ObjectMetadata):
     ``status`` is ours in full, as last derived (or read, before we derived
     any): it carries what a poorer shape cannot hold, such as conditions, so
     that transitions are judged against what we last concluded. ``stored`` is
-    what the API server holds, in the adapter's :meth:`~GroupAdapter.stored_form`:
-    a write is needed exactly when the new status's form differs.
+    what the API server holds, in the adapter's :meth:`~StatusAdapter.stored_form`:
+    a write is needed exactly when the new status's form differs. ``within``
+    says which gang of the object this is when it holds several (a Workload's
+    ``podGroup workers replica r1``): events on the object name it.
     """
 
-    adapter: GroupAdapter = dataclasses.field(compare=False)
+    adapter: StatusAdapter = dataclasses.field(compare=False)
     metadata: Mapping[str, Any]
     spec: PodGroupSpec
     status: PodGroupStatus
     stored: object
+    within: str = ""
 
     @property
     def api(self) -> GroupApi:
