@@ -34,6 +34,7 @@ Json = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "bench" / "results"
 OURS_CRD = REPO / "crds" / "podgroups.yaml"
+OURS_QUEUE_CRD = REPO / "crds" / "queues.yaml"
 
 
 @dataclass
@@ -59,6 +60,8 @@ def build_suite(
     scale: str,
     sizes: tuple[int, ...] = (1, 8, 64, 512),
     scale_nodes: tuple[int, ...] = (),
+    rounds: int = 3,
+    queues: int = 10,
 ) -> Suite:
     """The trials of a suite; peers inner-most so that machine noise spreads over all."""
     suite = Suite(name)
@@ -95,6 +98,19 @@ def build_suite(
             # 10,000 pods of 1 cpu do not fit on 100 nodes of 32: fill at most 3/4 of the cpu.
             fits = int(nodes * wl.NodeShape(nodes).cpu_cores * 3 / 4)
             add([wl.scale(min(10_000 if big else 2_048, fits), 64, nodes)], ["high"], scale_peers)
+    if name == "queues":
+        # Without and with queues, interleaved round by round (which goes first alternates):
+        # the machine's noise weighs on both alike.
+        pods, nodes = (10_000, 1_000) if big else (2_048, 100)
+        for round_ in range(rounds):
+            for size in sizes:
+                pair: list[wl.Workload] = [wl.queue_throughput(pods, size, nodes, 0),
+                        wl.queue_throughput(pods, size, nodes, queues)]  # fmt: skip
+                add(pair if round_ % 2 == 0 else pair[::-1], regimes)
+    if name == "fairness":
+        tenants = {"team-a": 1, "team-b": 3}
+        add([wl.fairness_contention(20 if big else 8, 8, (2, 4, 8), tenants, 1.5 if big else 1.0,
+                                    2, 20.0)], regimes)  # fmt: skip
     if not suite.trials:
         raise SystemExit(f"unknown suite {name!r}")
     return suite
@@ -220,11 +236,13 @@ def _run_one(
             for i in range(shape.count)
         ]  # fmt: skip
         cluster.add_nodes(specs)
-        for crd in (OURS_CRD, *binaries.reference_crds):
+        for crd in (OURS_CRD, OURS_QUEUE_CRD, *binaries.reference_crds):
             cluster.kubectl("create", "-f", str(crd))
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
                         "crd/podgroups.scheduling.sigs.k8s.io",
-                        "crd/podgroups.scheduling.x-k8s.io")  # fmt: skip
+                        "crd/queues.scheduling.sigs.k8s.io",
+                        "crd/podgroups.scheduling.x-k8s.io",
+                        "crd/elasticquotas.scheduling.x-k8s.io")  # fmt: skip
         _wait_crd_storage(cluster)
         progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
         ctx = PeerContext(
