@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench import build as bench_build
 from bench import identity, trial
 from bench import peers as peers_mod
@@ -147,7 +149,9 @@ def run_suite(
 ) -> Path:  # fmt: skip
     progress = progress or Progress()
     progress.status("building or finding the binaries")
-    binaries, build_seconds = bench_build.ensure_built(report=progress.log)
+    binaries, build_seconds = bench_build.ensure_built(
+        report=progress.log, peers={spec.peer for spec in suite.trials}
+    )
     started = datetime.datetime.now(datetime.UTC)
     results: list[Json] = []
     scratch = Path(tempfile.mkdtemp(prefix="coscheduler-bench-"))
@@ -236,14 +240,14 @@ def _run_one(
             for i in range(shape.count)
         ]  # fmt: skip
         cluster.add_nodes(specs)
-        for crd in (OURS_CRD, OURS_QUEUE_CRD, *binaries.reference_crds):
+        # The reference's CRDs come with its build: absent when no trial runs it.
+        crds = [OURS_CRD, OURS_QUEUE_CRD, *(c for c in binaries.reference_crds if c.is_file())]
+        for crd in crds:
             cluster.kubectl("create", "-f", str(crd))
+        names = [_crd_name(crd) for crd in crds]
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/podgroups.scheduling.sigs.k8s.io",
-                        "crd/queues.scheduling.sigs.k8s.io",
-                        "crd/podgroups.scheduling.x-k8s.io",
-                        "crd/elasticquotas.scheduling.x-k8s.io")  # fmt: skip
-        _wait_crd_storage(cluster)
+                        *(f"crd/{name}" for name in names))  # fmt: skip
+        _wait_crd_storage(cluster, reference=len(crds) > 2)
         progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
         ctx = PeerContext(
             binaries=binaries, work_dir=trial_dir / "peer",
@@ -280,18 +284,28 @@ def _run_one(
             cluster.stop()
 
 
-def _wait_crd_storage(cluster: Cluster, within: float = 60.0) -> None:
-    """Wait until both PodGroup kinds can be listed.
+def _crd_name(path: Path) -> str:
+    """The metadata.name of the CRD in a manifest of one CRD."""
+    return str(yaml.safe_load(path.read_text())["metadata"]["name"])
+
+
+def _wait_crd_storage(cluster: Cluster, *, reference: bool, within: float = 60.0) -> None:
+    """Wait until the group and queue kinds (the reference's too, if installed) can be listed.
 
     A CRD is Established before its storage serves: for a moment a list answers 429
     "storage is (re)initializing". In a real cluster the CRDs were installed long before
     the scheduler starts; so here too.
     """
-    paths = (
+    paths = [
         "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
-        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/queues",
         "/apis/scheduling.k8s.io/v1alpha1/workloads",
-    )
+    ]
+    if reference:
+        paths += [
+            "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+            "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
+        ]
     deadline = time.monotonic() + within
     for path in paths:
         while True:
