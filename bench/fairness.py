@@ -9,6 +9,11 @@ Figures are over that window, sampled every ``step`` seconds:
 - the time-averaged share of each tenant and its deviation from the intended one;
 - the mean and 95th percentile of the largest deviation across tenants at each instant;
 - the utilization (allocated cpu over capacity) in the window.
+
+The first pods of every tenant land on an empty cluster as they arrive: without
+preemption nobody can take them back before they finish, so the shares can only move
+towards the intended ones as the first generation of pods ends. The figures are also
+given from ``warmup`` seconds on (the workload passes one pod run time).
 """
 
 from __future__ import annotations
@@ -23,9 +28,14 @@ Json = dict[str, Any]
 
 
 def share_figures(
-    recorder: Recorder, intended: Mapping[str, float], capacity: float, step: float = 1.0
+    recorder: Recorder,
+    intended: Mapping[str, float],
+    capacity: float,
+    step: float = 1.0,
+    warmup: float = 0.0,
 ) -> Json:
-    """Share figures and the series behind them (cpu per tenant every ``step`` seconds)."""
+    """Share figures and the series behind them (cpu per tenant every ``step`` seconds);
+    ``warmup``: the same figures again from that many seconds after the first binding."""
     tenants = sorted(intended)
     allocated = dict.fromkeys(tenants, 0.0)
     ended: set[str] = set()
@@ -53,30 +63,47 @@ def share_figures(
         return {"tenants": tenants}
     samples.append((samples[-1][0] + step if samples else first_bind, dict(allocated)))
     window_end = min(last_bind.values())
-    in_window = [(t, a) for t, a in samples if t <= window_end and sum(a.values()) > 0]
-    figures: Json = {
-        "tenants": tenants,
-        "intended_share": {t: round(intended[t], 4) for t in tenants},
-        "backlogged_window_s": round(window_end - first_bind, 1),
-    }
-    if in_window:
-        shares = {t: [a[t] / sum(a.values()) for _, a in in_window] for t in tenants}
-        worst = [max(abs(shares[t][i] - intended[t]) for t in tenants)
-                 for i in range(len(in_window))]  # fmt: skip
-        mean_share = {t: sum(v) / len(v) for t, v in shares.items()}
-        figures.update(
-            mean_share={t: round(v, 4) for t, v in mean_share.items()},
-            mean_share_deviation={t: round(mean_share[t] - intended[t], 4) for t in tenants},
-            mean_abs_deviation=round(sum(worst) / len(worst), 4),
-            p95_abs_deviation=round(percentile(worst, 95) or 0.0, 4),
-            utilization_in_window=round(
-                sum(sum(a.values()) for _, a in in_window) / len(in_window) / capacity, 4
-            ),
-        )
-    figures["share_series"] = {
+    series: Json = {
         "step_s": step,
         "t": [round(t - first_bind, 2) for t, _ in samples],
         "cpu": {t: [round(a[t], 2) for _, a in samples] for t in tenants},
         "window_end_s": round(window_end - first_bind, 2),
     }
+    figures: Json = {
+        "tenants": tenants,
+        "intended_share": {t: round(intended[t], 4) for t in tenants},
+        "backlogged_window_s": round(window_end - first_bind, 1),
+    }
+    figures.update(window_figures(series, intended, capacity, 0.0))
+    if warmup:
+        late = window_figures(series, intended, capacity, warmup)
+        figures["after_warmup"] = {"warmup_s": warmup, **late}
+    figures["share_series"] = series
     return figures
+
+
+def window_figures(series: Json, intended: Mapping[str, float], capacity: float,
+                   start: float) -> Json:  # fmt: skip
+    """Shares, deviations and utilization from ``start`` (seconds after the first binding) to
+    the end of the backlogged window, from a share series."""
+    tenants = sorted(intended)
+    rows = [
+        {t: series["cpu"][t][i] for t in tenants}
+        for i, at in enumerate(series["t"])
+        if start <= at <= series["window_end_s"]
+    ]
+    rows = [row for row in rows if sum(row.values()) > 0]
+    if not rows:
+        return {}
+    shares = {t: [row[t] / sum(row.values()) for row in rows] for t in tenants}
+    worst = [max(abs(shares[t][i] - intended[t]) for t in tenants) for i in range(len(rows))]
+    mean_share = {t: sum(v) / len(v) for t, v in shares.items()}
+    return {
+        "mean_share": {t: round(v, 4) for t, v in mean_share.items()},
+        "mean_share_deviation": {t: round(mean_share[t] - intended[t], 4) for t in tenants},
+        "mean_abs_deviation": round(sum(worst) / len(worst), 4),
+        "p95_abs_deviation": round(percentile(worst, 95) or 0.0, 4),
+        "utilization_in_window": round(
+            sum(sum(row.values()) for row in rows) / len(rows) / capacity, 4
+        ),
+    }

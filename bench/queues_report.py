@@ -18,6 +18,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.fairness import window_figures
+
 Json = dict[str, Any]
 
 
@@ -56,9 +58,10 @@ def throughput_table(trials: list[Json]) -> str:
 
 
 def fairness_table(trials: list[Json]) -> str:
-    rows = ["| peer | mean share (intended) | mean / p95 max deviation | utilization in window "
-            "| window | makespan | partially bound gangs | held by incomplete gangs |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    rows = ["| peer | from | mean share (intended) | mean / p95 largest deviation "
+            "| utilization | window | makespan | partially bound gangs "
+            "| held by incomplete gangs |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for trial in trials:
         if trial["workload"] != "fairness":
             continue
@@ -66,15 +69,22 @@ def fairness_table(trials: list[Json]) -> str:
         if not trial["ok"] or "mean_share" not in f:
             rows.append(f"| {trial['peer']} | failed: {'; '.join(trial['failures'])[:200]} |")
             continue
-        shares = ", ".join(
-            f"{t} {f['mean_share'][t]:.1%} ({f['intended_share'][t]:.0%})" for t in f["tenants"]
+        warmup = float(trial["params"]["run_seconds"])
+        capacity = trial["params"]["nodes"] * trial["params"]["node_cpu"]
+        late = f.get("after_warmup") or window_figures(
+            f["share_series"], f["intended_share"], capacity, warmup
         )
-        rows.append(
-            f"| {trial['peer']} | {shares} | {f['mean_abs_deviation']:.1%} / "
-            f"{f['p95_abs_deviation']:.1%} | {f['utilization_in_window']:.1%} | "
-            f"{f['backlogged_window_s']:g} s | {f['makespan_s']:g} s | "
-            f"{f['partially_bound_gangs']} | {f['held_by_incomplete_gangs_cpu_s']:g} cpu-s |"
-        )
+        for start, figures in (("first binding", f), (f"+{warmup:g} s", late)):
+            shares = ", ".join(
+                f"{t} {figures['mean_share'][t]:.1%} ({f['intended_share'][t]:.0%})"
+                for t in f["tenants"]
+            )
+            rows.append(
+                f"| {trial['peer']} | {start} | {shares} | {figures['mean_abs_deviation']:.1%} / "
+                f"{figures['p95_abs_deviation']:.1%} | {figures['utilization_in_window']:.1%} | "
+                f"{f['backlogged_window_s']:g} s | {f['makespan_s']:g} s | "
+                f"{f['partially_bound_gangs']} | {f['held_by_incomplete_gangs_cpu_s']:g} cpu-s |"
+            )
     return "\n".join(rows)
 
 

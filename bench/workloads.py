@@ -243,7 +243,8 @@ class Fairness(Contention):
         capacity = sum(n.cpu for n in run.nodes.values())
         total = sum(s.weight for s in self.shares)
         intended = {s.namespace: s.weight / total for s in self.shares}
-        figures.update(fairness.share_figures(run.recorder, intended, capacity))
+        warmup = float(self.params["run_seconds"])
+        figures.update(fairness.share_figures(run.recorder, intended, capacity, warmup=warmup))
         return figures
 
 
