@@ -76,6 +76,12 @@ class Share:
     nominal_cpu: float | None = None
     max_cpu: float | None = None
     min_cpu: float | None = None
+    memory_per_cpu: int = 4 * 2**30
+    """Bytes of memory beside each cpu of an ElasticQuota's min and max."""
+
+
+def _cpu_and_memory(cpu: float, memory_per_cpu: int) -> Json:
+    return {"cpu": f"{cpu:g}", "memory": str(int(cpu * memory_per_cpu))}
 
 
 @dataclass
@@ -263,11 +269,13 @@ class Reference(Peer):
     def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
         objects = []
         for share in shares:
+            # A resource an ElasticQuota leaves out has a max of zero: a pod asking memory
+            # is "more than Max". So memory is set too, in proportion to the cpu.
             spec: Json = {}
             if share.min_cpu is not None:
-                spec["min"] = {"cpu": f"{share.min_cpu:g}"}
+                spec["min"] = _cpu_and_memory(share.min_cpu, share.memory_per_cpu)
             if share.max_cpu is not None:
-                spec["max"] = {"cpu": f"{share.max_cpu:g}"}
+                spec["max"] = _cpu_and_memory(share.max_cpu, share.memory_per_cpu)
             body = {
                 "apiVersion": "scheduling.x-k8s.io/v1alpha1",
                 "kind": "ElasticQuota",

@@ -379,7 +379,7 @@ def fairness_contention(
     gangs = [job for row in zip_longest(*backlogs.values()) for job in row if job is not None]
     shares = [
         Share(tenant, tenant, weight=weight, min_cpu=capacity * weight / total_weight,
-              max_cpu=capacity)
+              max_cpu=capacity, memory_per_cpu=4 * 2**30)
         for tenant, weight in tenants.items()
     ]  # fmt: skip
     demand = sum(g.size for g in gangs) * pod_cpu
