@@ -337,7 +337,11 @@ class Scheduler:
             self._first_attempt[key] = now
         for binding in decision.bindings:
             pod = self._pods[binding.uid]
-            self._file(pod, key, "bound")
+            self._file(pod, key, "bound", report_demand=False)
+        members = self._members.get(key)
+        if decision.bindings and members is not None:
+            # Once for the whole decision: nothing reads the demand between bindings.
+            self._demand_changed(key, members)
         code = decision.status.code
         if code is Code.SUCCESS and decision.pending:
             code = Code.UNSCHEDULABLE
@@ -474,8 +478,13 @@ class Scheduler:
             return None, None
         return key, "pending"
 
-    def _file(self, pod: PodInfo, key: GroupKey | None, state: str | None) -> bool:
-        """Put the pod in its group's pending or bound set; True if it was pending before."""
+    def _file(
+        self, pod: PodInfo, key: GroupKey | None, state: str | None, *, report_demand: bool = True
+    ) -> bool:
+        """Put the pod in its group's pending or bound set; True if it was pending before.
+
+        ``report_demand=False``: the caller tells the queues the group's demand afterwards.
+        """
         previous = self._member_of.pop(pod.uid, None)
         was_pending = False
         charged = self._charged.pop(pod.uid, None)
@@ -486,7 +495,8 @@ class Scheduler:
             left = members.pending.pop(pod.uid, None)
             if left is not None:
                 _add(members.demand, left.requests, -1)
-                self._demand_changed(previous, members)
+                if report_demand or previous != key:
+                    self._demand_changed(previous, members)
             was_pending = left is not None and previous == key
             members.bound.pop(pod.uid, None)
         if key is not None and state is not None:

@@ -77,6 +77,8 @@ class Snapshot:
         self._alloc: IntArray = np.zeros((capacity, width), dtype=np.int64)
         self._used: IntArray = np.zeros((capacity, width), dtype=np.int64)
         self._live: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        #: Live and not cordoned: kept per slot so capacity sums stay vector operations.
+        self._open: BoolArray = np.zeros(capacity, dtype=np.bool_)
         self._taint_class = np.zeros(capacity, dtype=np.int64)
         self._label_class = np.zeros(capacity, dtype=np.int64)
         self._rank: IntArray = np.zeros(capacity, dtype=np.int64)
@@ -169,12 +171,7 @@ class Snapshot:
 
     def _live_slots(self, schedulable_only: bool) -> BoolArray:
         size = len(self._nodes)
-        live: BoolArray = self._live[:size].copy()
-        if schedulable_only:
-            for slot in np.flatnonzero(live).tolist():
-                node = self._nodes[slot]
-                if node is not None and node.unschedulable:
-                    live[slot] = False
+        live: BoolArray = (self._open if schedulable_only else self._live)[:size].copy()
         return live
 
     # -- nodes -------------------------------------------------------------
@@ -195,6 +192,7 @@ class Snapshot:
             self._release_classes(slot)
         self._nodes[slot] = node
         self._live[slot] = True
+        self._open[slot] = not node.unschedulable
         row = self._alloc[slot]
         row[:] = 0
         for resource, amount in node.allocatable.items():
@@ -218,6 +216,7 @@ class Snapshot:
         self._release_classes(slot)
         self._nodes[slot] = None
         self._live[slot] = False
+        self._open[slot] = False
         self._alloc[slot] = 0
         self._used[slot] = 0
         self._free_slots.append(slot)
@@ -588,6 +587,7 @@ class Snapshot:
             self._alloc = np.concatenate([self._alloc, np.zeros_like(self._alloc[:grow])])
             self._used = np.concatenate([self._used, np.zeros_like(self._used[:grow])])
             self._live = np.concatenate([self._live, np.zeros(grow, dtype=np.bool_)])
+            self._open = np.concatenate([self._open, np.zeros(grow, dtype=np.bool_)])
             self._taint_class = np.concatenate([self._taint_class, np.zeros(grow, np.int64)])
             self._label_class = np.concatenate([self._label_class, np.zeros(grow, np.int64)])
             self._rank = np.concatenate([self._rank, np.zeros(grow, np.int64)])
