@@ -23,7 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         "--suite",
         required=True,
         help="smoke, throughput, latency, contention, scale or all; several comma-separated; "
-        "also queues (throughput without and with queues, interleaved) and fairness",
+        "also queues (throughput without and with queues, interleaved), fairness and "
+        "fairness-late (the heavy tenant's backlog first)",
     )
     run.add_argument("--rounds", type=int, default=3, help="rounds of the queues suite (default 3)")
     run.add_argument(
@@ -105,7 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
     scale_nodes = tuple(int(x) for x in args.scale_nodes.split(",") if x.strip())
     names = [n.strip() for n in args.suite.split(",") if n.strip()]
-    known = {"smoke", "throughput", "latency", "contention", "scale", "all", "queues", "fairness"}
+    known = {
+        "smoke",
+        "throughput",
+        "latency",
+        "contention",
+        "scale",
+        "all",
+        "queues",
+        "fairness",
+        "fairness-late",
+    }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
     suite = runner.Suite("+".join(names))

@@ -354,11 +354,13 @@ def queue_throughput(pods: int, gang_size: int, nodes: int, queues: int) -> Queu
 def fairness_contention(
     nodes: int, node_cpu: int, sizes: tuple[int, ...], tenants: dict[str, int],
     backlog: float, pod_cpu: int, run_seconds: float, *, seed: int = 11, timeout: float = 900,
+    heaviest_first: bool = False,
 ) -> Fairness:  # fmt: skip
     """Tenants (namespace = queue = quota name) of these weights, each with a backlog of Jobs
     of ``backlog`` times the cluster's cpu times its weight over the smallest weight, so
     that all would drain together at the intended shares. Submitted round-robin across the
-    tenants (all at once, no tenant first): first come would split the cluster evenly."""
+    tenants (all at once, no tenant first), or with ``heaviest_first`` the heaviest tenant's
+    whole backlog, then the next one's."""
     rng = random.Random(seed)
     capacity = nodes * node_cpu
     lightest = min(tenants.values())
@@ -376,7 +378,12 @@ def fairness_contention(
             )  # fmt: skip
             demand += size * pod_cpu
         backlogs[tenant] = jobs
-    gangs = [job for row in zip_longest(*backlogs.values()) for job in row if job is not None]
+    if heaviest_first:
+        # The heaviest tenant's whole backlog first: first come gives it the cluster.
+        order = sorted(backlogs, key=lambda t: -tenants[t])
+        gangs = [job for tenant in order for job in backlogs[tenant]]
+    else:
+        gangs = [job for row in zip_longest(*backlogs.values()) for job in row if job is not None]
     shares = [
         Share(tenant, tenant, weight=weight, min_cpu=capacity * weight / total_weight,
               max_cpu=capacity, memory_per_cpu=4 * 2**30)
@@ -384,12 +391,14 @@ def fairness_contention(
     ]  # fmt: skip
     demand = sum(g.size for g in gangs) * pod_cpu
     return Fairness(
-        f"{len(tenants)} tenants, weights {':'.join(map(str, tenants.values()))}, "
+        f"{len(tenants)} tenants, weights {':'.join(map(str, tenants.values()))}"
+        f"{', heaviest first' if heaviest_first else ''}, "
         f"{len(gangs)} Jobs of {'/'.join(map(str, sizes))} pods x {pod_cpu} cpu, demand "
         f"{demand / capacity:.1f}x of {nodes} nodes x {node_cpu} cpu, {run_seconds:g}s each",
         NodeShape(nodes, cpu=str(node_cpu), memory=f"{node_cpu * 4}Gi"), gangs, timeout,
         {"nodes": nodes, "node_cpu": node_cpu, "sizes": list(sizes), "jobs": len(gangs),
          "tenants": tenants, "demand_over_capacity": round(demand / capacity, 2),
-         "pod_cpu": pod_cpu, "run_seconds": run_seconds, "seed": seed},
+         "pod_cpu": pod_cpu, "run_seconds": run_seconds, "seed": seed,
+         "heaviest_first": heaviest_first},
         shares,
     )  # fmt: skip
