@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="smoke, throughput, latency, contention, scale or all; several comma-separated; "
         "also queues (throughput without and with queues, interleaved), fairness and "
-        "fairness-late (the heavy tenant's backlog first)",
+        "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs)",
     )
     run.add_argument("--rounds", type=int, default=3, help="rounds of the queues suite (default 3)")
     run.add_argument(
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         "queues",
         "fairness",
         "fairness-late",
+        "fairness-equal",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

@@ -109,11 +109,14 @@ def build_suite(
                 pair: list[wl.Workload] = [wl.queue_throughput(pods, size, nodes, 0),
                         wl.queue_throughput(pods, size, nodes, queues)]  # fmt: skip
                 add(pair if round_ % 2 == 0 else pair[::-1], regimes)
-    if name in ("fairness", "fairness-late"):
-        # fairness-late: team-b's whole backlog is submitted before team-a's.
+    if name in ("fairness", "fairness-late", "fairness-equal"):
+        # fairness-late: team-b's whole backlog is submitted before team-a's; fairness-equal:
+        # both backlogs 3x the cluster (first come would split it evenly).
         tenants = {"team-a": 1, "team-b": 3}
-        add([wl.fairness_contention(20 if big else 8, 8, (2, 4, 8), tenants, 1.5 if big else 1.0,
-                                    2, 20.0, heaviest_first=name == "fairness-late")],
+        backlog = (3.0 if name == "fairness-equal" else 1.5) if big else 1.0
+        add([wl.fairness_contention(20 if big else 8, 8, (2, 4, 8), tenants, backlog, 2, 20.0,
+                                    heaviest_first=name == "fairness-late",
+                                    equal_backlogs=name == "fairness-equal")],
             regimes)  # fmt: skip
     if not suite.trials:
         raise SystemExit(f"unknown suite {name!r}")

@@ -354,13 +354,14 @@ def queue_throughput(pods: int, gang_size: int, nodes: int, queues: int) -> Queu
 def fairness_contention(
     nodes: int, node_cpu: int, sizes: tuple[int, ...], tenants: dict[str, int],
     backlog: float, pod_cpu: int, run_seconds: float, *, seed: int = 11, timeout: float = 900,
-    heaviest_first: bool = False,
+    heaviest_first: bool = False, equal_backlogs: bool = False,
 ) -> Fairness:  # fmt: skip
     """Tenants (namespace = queue = quota name) of these weights, each with a backlog of Jobs
     of ``backlog`` times the cluster's cpu times its weight over the smallest weight, so
     that all would drain together at the intended shares. Submitted round-robin across the
     tenants (all at once, no tenant first), or with ``heaviest_first`` the heaviest tenant's
-    whole backlog, then the next one's."""
+    whole backlog, then the next one's. ``equal_backlogs``: every tenant's backlog is
+    ``backlog`` times the cluster (first come then splits it evenly, not by weight)."""
     rng = random.Random(seed)
     capacity = nodes * node_cpu
     lightest = min(tenants.values())
@@ -369,7 +370,8 @@ def fairness_contention(
     for tenant, weight in tenants.items():
         jobs: list[Gang] = []
         demand = 0
-        while demand < backlog * capacity * weight / lightest:
+        scale = 1.0 if equal_backlogs else weight / lightest
+        while demand < backlog * capacity * scale:
             size = rng.choice(sizes)
             jobs.append(
                 Gang(f"{tenant}-j{len(jobs):03d}-{size}", size, size, cpu=str(pod_cpu),
@@ -392,13 +394,14 @@ def fairness_contention(
     demand = sum(g.size for g in gangs) * pod_cpu
     return Fairness(
         f"{len(tenants)} tenants, weights {':'.join(map(str, tenants.values()))}"
-        f"{', heaviest first' if heaviest_first else ''}, "
+        f"{', heaviest first' if heaviest_first else ''}"
+        f"{', equal backlogs' if equal_backlogs else ''}, "
         f"{len(gangs)} Jobs of {'/'.join(map(str, sizes))} pods x {pod_cpu} cpu, demand "
         f"{demand / capacity:.1f}x of {nodes} nodes x {node_cpu} cpu, {run_seconds:g}s each",
         NodeShape(nodes, cpu=str(node_cpu), memory=f"{node_cpu * 4}Gi"), gangs, timeout,
         {"nodes": nodes, "node_cpu": node_cpu, "sizes": list(sizes), "jobs": len(gangs),
          "tenants": tenants, "demand_over_capacity": round(demand / capacity, 2),
          "pod_cpu": pod_cpu, "run_seconds": run_seconds, "seed": seed,
-         "heaviest_first": heaviest_first},
+         "heaviest_first": heaviest_first, "equal_backlogs": equal_backlogs},
         shares,
     )  # fmt: skip
