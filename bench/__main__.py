@@ -22,7 +22,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--suite",
         required=True,
-        help="smoke, throughput, latency, contention, scale or all; several comma-separated",
+        help="smoke, throughput, latency, contention, scale or all; several comma-separated; "
+        "also queues (throughput without and with queues, interleaved), fairness and "
+        "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs)",
+    )
+    run.add_argument("--rounds", type=int, default=3, help="rounds of the queues suite (default 3)")
+    run.add_argument(
+        "--queues", type=int, default=10, help="queues of the queues suite (default 10)"
     )
     run.add_argument(
         "--peers",
@@ -100,13 +106,24 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
     scale_nodes = tuple(int(x) for x in args.scale_nodes.split(",") if x.strip())
     names = [n.strip() for n in args.suite.split(",") if n.strip()]
-    known = {"smoke", "throughput", "latency", "contention", "scale", "all"}
+    known = {
+        "smoke",
+        "throughput",
+        "latency",
+        "contention",
+        "scale",
+        "all",
+        "queues",
+        "fairness",
+        "fairness-late",
+        "fairness-equal",
+    }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
     suite = runner.Suite("+".join(names))
     for name in names:
         suite.trials += runner.build_suite(
-            name, peers, regimes, args.scale, sizes, scale_nodes
+            name, peers, regimes, args.scale, sizes, scale_nodes, args.rounds, args.queues
         ).trials
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))

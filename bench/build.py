@@ -26,7 +26,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,13 +87,20 @@ class PeerBinaries:
 
 
 def ensure_built(
-    report: Reporter = e2e_build.report_to_stderr,
+    report: Reporter = e2e_build.report_to_stderr, peers: Iterable[str] | None = None
 ) -> tuple[PeerBinaries, dict[str, float]]:
-    """Build what is missing; return the paths and the seconds each build took (0 if cached)."""
+    """Build what is missing (of ``peers``' binaries; None: every peer's); return the paths
+    and the seconds each build took (0 if cached)."""
     control_plane = e2e_build.ensure_built(report)
     timings: dict[str, float] = {}
     ceiling = ceiling_component()
-    for component, builder in ((REFERENCE, _build_reference), (ceiling, _build_ceiling)):
+    wanted = None if peers is None else set(peers)
+    for component, builder, peer in (
+        (REFERENCE, _build_reference, "reference"),
+        (ceiling, _build_ceiling, "ceiling"),
+    ):
+        if wanted is not None and peer not in wanted:
+            continue
         if component.is_complete():
             timings[component.name] = 0.0
             continue

@@ -39,6 +39,7 @@ class PodRecord:
     finished: float | None = None
     phase: str = "Pending"
     deleted: float | None = None
+    namespace: str = ""
     nodes_seen: list[str] = field(default_factory=list)
 
 
@@ -69,9 +70,11 @@ def pod_requests(pod: Json) -> tuple[float, float]:
 
 
 class Recorder:
-    """Watches every pod of a namespace and keeps a record per pod and an event log."""
+    """Watches every pod of a namespace (every namespace: None) and keeps a record per pod
+    and an event log. Pod names are the keys: a workload of several namespaces names its
+    pods apart."""
 
-    def __init__(self, kube: Kube, namespace: str) -> None:
+    def __init__(self, kube: Kube, namespace: str | None) -> None:
         self.kube = kube
         self.namespace = namespace
         self.pods: dict[str, PodRecord] = {}
@@ -87,7 +90,7 @@ class Recorder:
         return time.monotonic() - self.t0
 
     async def start(self) -> None:
-        listed = await self.kube.get(f"/api/v1/namespaces/{self.namespace}/pods")
+        listed = await self.kube.get(self._path())
         for item in listed.get("items", []):
             self._apply("ADDED", item)
         version = listed["metadata"]["resourceVersion"]
@@ -100,8 +103,13 @@ class Recorder:
                 await self._task
             self._task = None
 
+    def _path(self) -> str:
+        if self.namespace is None:
+            return "/api/v1/pods"
+        return f"/api/v1/namespaces/{self.namespace}/pods"
+
     async def _run(self, version: str) -> None:
-        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        path = self._path()
         while True:
             try:
                 async for event in self.kube.watch(path, version):
@@ -137,6 +145,7 @@ class Recorder:
             gang = (meta.get("labels") or {}).get(GANG_LABEL, name)
             record = self.pods[name] = PodRecord(name=name, gang=gang, cpu=cpu, memory=mem)
             record.seen = now
+        record.namespace = meta.get("namespace", "")
         node = (pod.get("spec") or {}).get("nodeName")
         if node and (not record.nodes_seen or record.nodes_seen[-1] != node):
             record.nodes_seen.append(node)

@@ -35,6 +35,7 @@ GANG_LABEL = "bench.coscheduler.dev/gang"
 """Set on every pod whatever the peer, so the runner knows the gang of each pod."""
 
 OURS_GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
+OURS_QUEUE_LABEL = "scheduling.sigs.k8s.io/queue"
 REFERENCE_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 NATIVE_POD_GROUP = "workers"
 
@@ -55,6 +56,33 @@ class Gang:
     """KWOK completes each member this long after it runs; None: it runs forever."""
     job: bool = False
     """Submit as a batch/v1 Job (parallelism = completions = size) instead of bare pods."""
+    namespace: str | None = None
+    """Its namespace (a tenant), when not the trial's own."""
+    queue: str | None = None
+    """The share it draws from (ours: a Queue; the reference: its namespace's ElasticQuota)."""
+
+
+@dataclass(frozen=True)
+class Share:
+    """A tenant's part of the cluster, written by each peer in its own terms.
+
+    Ours: a Queue ``name`` of this weight (and nominal/max cpu, if set) open to
+    ``namespace``. The reference: an ElasticQuota in ``namespace`` with min = ``min_cpu``
+    and max = ``max_cpu`` (its CapacityScheduling has no weights). Others: nothing.
+    """
+
+    name: str
+    namespace: str
+    weight: int = 1
+    nominal_cpu: float | None = None
+    max_cpu: float | None = None
+    min_cpu: float | None = None
+    memory_per_cpu: int = 4 * 2**30
+    """Bytes of memory beside each cpu of an ElasticQuota's min and max."""
+
+
+def _cpu_and_memory(cpu: float, memory_per_cpu: int) -> Json:
+    return {"cpu": f"{cpu:g}", "memory": str(int(cpu * memory_per_cpu))}
 
 
 @dataclass
@@ -68,6 +96,8 @@ class PeerContext:
     profile_dir: Path | None = None
     audit_log: Path | None = None
     label: str = "trial"
+    capacity_scheduling: bool = False
+    """The reference runs its CapacityScheduling plugin beside Coscheduling."""
 
 
 @dataclass
@@ -92,6 +122,10 @@ class Peer:
 
     def decorate_pod(self, pod: Json, gang: Gang) -> None:
         """Add what makes the pod a member of ``gang`` for this peer."""
+
+    def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
+        """(collection path, body) of what divides the cluster between tenants, if anything."""
+        return []
 
     # --- processes --------------------------------------------------------------------------
 
@@ -178,17 +212,39 @@ class Ours(Peer):
     def group_object(self, gang: Gang) -> tuple[str, Json] | None:
         if gang.size == 1:
             return None
+        spec: Json = {"minMember": gang.min_member}
+        if gang.queue is not None:
+            spec["queue"] = gang.queue
         body = {
             "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
             "kind": "PodGroup",
             "metadata": {"name": gang.name},
-            "spec": {"minMember": gang.min_member},
+            "spec": spec,
         }
         return "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/{ns}/podgroups", body
 
     def decorate_pod(self, pod: Json, gang: Gang) -> None:
         if gang.size > 1:
             pod["metadata"]["labels"][OURS_GROUP_LABEL] = gang.name
+        elif gang.queue is not None:
+            pod["metadata"]["labels"][OURS_QUEUE_LABEL] = gang.queue
+
+    def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
+        objects = []
+        for share in shares:
+            spec: Json = {"weight": share.weight, "namespaces": [share.namespace]}
+            if share.nominal_cpu is not None:
+                spec["nominal"] = {"cpu": f"{share.nominal_cpu:g}"}
+            if share.max_cpu is not None:
+                spec["max"] = {"cpu": f"{share.max_cpu:g}"}
+            body = {
+                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+                "kind": "Queue",
+                "metadata": {"name": share.name},
+                "spec": spec,
+            }
+            objects.append(("/apis/scheduling.sigs.k8s.io/v1alpha1/queues", body))
+        return objects
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         self.metrics_port = free_port()
@@ -234,13 +290,40 @@ class Reference(Peer):
         if gang.size > 1:
             pod["metadata"]["labels"][REFERENCE_GROUP_LABEL] = gang.name
 
+    def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
+        objects = []
+        for share in shares:
+            # A resource an ElasticQuota leaves out has a max of zero: a pod asking memory
+            # is "more than Max". So memory is set too, in proportion to the cpu.
+            spec: Json = {}
+            if share.min_cpu is not None:
+                spec["min"] = _cpu_and_memory(share.min_cpu, share.memory_per_cpu)
+            if share.max_cpu is not None:
+                spec["max"] = _cpu_and_memory(share.max_cpu, share.memory_per_cpu)
+            body = {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "ElasticQuota",
+                "metadata": {"name": share.name, "namespace": share.namespace},
+                "spec": spec,
+            }
+            path = f"/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{share.namespace}/elasticquotas"
+            objects.append((path, body))
+        return objects
+
     def argv(self, ctx: PeerContext) -> list[list[str]]:
+        plugins: Json = {
+            "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+            "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
+        }
+        if ctx.capacity_scheduling:
+            # Its PreFilter and Reserve (admission by ElasticQuota min/max), as in
+            # scheduler-plugins' sample; its PostFilter (preemption to reclaim min) is left
+            # out: ours does not preempt yet, and a preempted member fails its Job.
+            plugins["multiPoint"]["enabled"].append({"name": "CapacityScheduling"})
+            plugins["postFilter"] = {"disabled": [{"name": "CapacityScheduling"}]}
         profile = {
             "schedulerName": self.scheduler_name,
-            "plugins": {
-                "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]},
-            },
+            "plugins": plugins,
             "pluginConfig": [
                 {
                     "name": "Coscheduling",

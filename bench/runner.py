@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench import build as bench_build
 from bench import identity, trial
 from bench import peers as peers_mod
@@ -34,6 +36,7 @@ Json = dict[str, Any]
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "bench" / "results"
 OURS_CRD = REPO / "crds" / "podgroups.yaml"
+OURS_QUEUE_CRD = REPO / "crds" / "queues.yaml"
 
 
 @dataclass
@@ -59,6 +62,8 @@ def build_suite(
     scale: str,
     sizes: tuple[int, ...] = (1, 8, 64, 512),
     scale_nodes: tuple[int, ...] = (),
+    rounds: int = 3,
+    queues: int = 10,
 ) -> Suite:
     """The trials of a suite; peers inner-most so that machine noise spreads over all."""
     suite = Suite(name)
@@ -95,6 +100,24 @@ def build_suite(
             # 10,000 pods of 1 cpu do not fit on 100 nodes of 32: fill at most 3/4 of the cpu.
             fits = int(nodes * wl.NodeShape(nodes).cpu_cores * 3 / 4)
             add([wl.scale(min(10_000 if big else 2_048, fits), 64, nodes)], ["high"], scale_peers)
+    if name == "queues":
+        # Without and with queues, interleaved round by round (which goes first alternates):
+        # the machine's noise weighs on both alike.
+        pods, nodes = (10_000, 1_000) if big else (2_048, 100)
+        for round_ in range(rounds):
+            for size in sizes:
+                pair: list[wl.Workload] = [wl.queue_throughput(pods, size, nodes, 0),
+                        wl.queue_throughput(pods, size, nodes, queues)]  # fmt: skip
+                add(pair if round_ % 2 == 0 else pair[::-1], regimes)
+    if name in ("fairness", "fairness-late", "fairness-equal"):
+        # fairness-late: team-b's whole backlog is submitted before team-a's; fairness-equal:
+        # both backlogs 3x the cluster (first come would split it evenly).
+        tenants = {"team-a": 1, "team-b": 3}
+        backlog = (3.0 if name == "fairness-equal" else 1.5) if big else 1.0
+        add([wl.fairness_contention(20 if big else 8, 8, (2, 4, 8), tenants, backlog, 2, 20.0,
+                                    heaviest_first=name == "fairness-late",
+                                    equal_backlogs=name == "fairness-equal")],
+            regimes)  # fmt: skip
     if not suite.trials:
         raise SystemExit(f"unknown suite {name!r}")
     return suite
@@ -131,7 +154,9 @@ def run_suite(
 ) -> Path:  # fmt: skip
     progress = progress or Progress()
     progress.status("building or finding the binaries")
-    binaries, build_seconds = bench_build.ensure_built(report=progress.log)
+    binaries, build_seconds = bench_build.ensure_built(
+        report=progress.log, peers={spec.peer for spec in suite.trials}
+    )
     started = datetime.datetime.now(datetime.UTC)
     results: list[Json] = []
     scratch = Path(tempfile.mkdtemp(prefix="coscheduler-bench-"))
@@ -220,12 +245,14 @@ def _run_one(
             for i in range(shape.count)
         ]  # fmt: skip
         cluster.add_nodes(specs)
-        for crd in (OURS_CRD, *binaries.reference_crds):
+        # The reference's CRDs come with its build: absent when no trial runs it.
+        crds = [OURS_CRD, OURS_QUEUE_CRD, *(c for c in binaries.reference_crds if c.is_file())]
+        for crd in crds:
             cluster.kubectl("create", "-f", str(crd))
+        names = [_crd_name(crd) for crd in crds]
         cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s",
-                        "crd/podgroups.scheduling.sigs.k8s.io",
-                        "crd/podgroups.scheduling.x-k8s.io")  # fmt: skip
-        _wait_crd_storage(cluster)
+                        *(f"crd/{name}" for name in names))  # fmt: skip
+        _wait_crd_storage(cluster, reference=len(crds) > 2)
         progress.log(f"cluster ready in {time.monotonic() - t0:.0f}s")
         ctx = PeerContext(
             binaries=binaries, work_dir=trial_dir / "peer",
@@ -262,18 +289,28 @@ def _run_one(
             cluster.stop()
 
 
-def _wait_crd_storage(cluster: Cluster, within: float = 60.0) -> None:
-    """Wait until both PodGroup kinds can be listed.
+def _crd_name(path: Path) -> str:
+    """The metadata.name of the CRD in a manifest of one CRD."""
+    return str(yaml.safe_load(path.read_text())["metadata"]["name"])
+
+
+def _wait_crd_storage(cluster: Cluster, *, reference: bool, within: float = 60.0) -> None:
+    """Wait until the group and queue kinds (the reference's too, if installed) can be listed.
 
     A CRD is Established before its storage serves: for a moment a list answers 429
     "storage is (re)initializing". In a real cluster the CRDs were installed long before
     the scheduler starts; so here too.
     """
-    paths = (
+    paths = [
         "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups",
-        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        "/apis/scheduling.sigs.k8s.io/v1alpha1/queues",
         "/apis/scheduling.k8s.io/v1alpha1/workloads",
-    )
+    ]
+    if reference:
+        paths += [
+            "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+            "/apis/scheduling.x-k8s.io/v1alpha1/elasticquotas",
+        ]
     deadline = time.monotonic() + within
     for path in paths:
         while True:

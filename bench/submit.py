@@ -14,7 +14,7 @@ from typing import Any
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import ApiError, Kube, gather_limited
 from bench.observe import Recorder
-from bench.peers import GANG_LABEL, Gang, Peer
+from bench.peers import GANG_LABEL, Gang, Peer, Share
 from bench.progress import Progress
 from coscheduler.api.quantity import float_quantity
 from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
@@ -82,6 +82,14 @@ async def create_namespace(kube: Kube, name: str) -> None:
     raise RuntimeError(f"namespace {name}: no default ServiceAccount after 60s")
 
 
+async def create_shares(kube: Kube, peer: Peer, shares: list[Share]) -> None:
+    """The tenants' namespaces (but the trial's own) and the peer's objects for their shares."""
+    for namespace in sorted({s.namespace for s in shares} - {"bench"}):
+        await create_namespace(kube, namespace)
+    for path, body in peer.share_objects(shares):
+        await kube.create(path, body)
+
+
 async def node_capacities(kube: Kube) -> dict[str, NodeCapacity]:
     listed = await kube.get("/api/v1/nodes")
     result = {}
@@ -101,7 +109,7 @@ async def create_group_objects(kube: Kube, peer: Peer, ns: str, gangs: list[Gang
         group = peer.group_object(gang)
         if group is not None:
             path, body = group
-            calls.append(kube.create(path.format(ns=ns), body))
+            calls.append(kube.create(path.format(ns=gang.namespace or ns), body))
     await gather_limited(calls, CREATE_CONCURRENCY)
 
 
@@ -110,7 +118,7 @@ async def create_pods(
 ) -> None:
     async def one(gang: Gang, index: int) -> None:
         body = pod_manifest(peer, gang, index)
-        await kube.create(f"/api/v1/namespaces/{ns}/pods", body)
+        await kube.create(f"/api/v1/namespaces/{gang.namespace or ns}/pods", body)
         recorder.mark_created(
             body["metadata"]["name"],
             gang.name,
@@ -171,7 +179,8 @@ async def submit_jobs(
     submitted: dict[str, float] = {}
 
     async def one(gang: Gang) -> None:
-        await kube.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job_manifest(peer, gang))
+        path = f"/apis/batch/v1/namespaces/{gang.namespace or ns}/jobs"
+        await kube.create(path, job_manifest(peer, gang))
         submitted[gang.name] = recorder.now()
 
     await gather_limited([one(g) for g in gangs], CREATE_CONCURRENCY)

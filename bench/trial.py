@@ -58,7 +58,8 @@ async def run_trial(
         qps=regime.qps, burst=regime.burst, params=workload.params, ok=False, failures=[],
     )  # fmt: skip
     wall = time.monotonic()
-    recorder = Recorder(kube, ns)
+    # Tenants in namespaces of their own: one watch of every namespace keeps commit order.
+    recorder = Recorder(kube, None if workload.namespaces else ns)
     run: TrialRun | None = None
     try:
         await submit.create_namespace(kube, ns)
@@ -90,7 +91,7 @@ async def run_trial(
             figures["peer_requests"] = own_requests
         failures = analysis.check_outcome(
             recorder, nodes, run.infos, expect_all_bound=True,
-            gang_peer=peer.gangs and workload.kind != "contention",
+            gang_peer=peer.gangs and not isinstance(workload, Contention),
         )  # fmt: skip
         if not peer.capacity_checks:
             # The ceiling checks nothing by design; an over-commit is noted, not a failure.

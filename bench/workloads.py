@@ -11,6 +11,10 @@ the same empty cluster and no peer's leftovers weigh on the next.
   bound; per gang, the time from its last member's creation to its minMember-th binding.
 - contention: the peer runs first; Jobs whose total demand is at least twice the cluster
   are all submitted at once, each pod finishing (KWOK) a set time after it runs.
+- queue-throughput: throughput with every group in one of N queues (0: none), no quota
+  binding: what fair sharing costs end to end.
+- fairness: contention between tenants (namespaces), each with a backlog larger than the
+  cluster and an intended share; the figures add each tenant's share over time.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import zip_longest
 from typing import Any, ClassVar
 
-from bench import analysis, submit
+from bench import analysis, fairness, submit
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import Kube
 from bench.observe import Recorder, Sampler
-from bench.peers import Gang, Peer, PeerContext
+from bench.peers import Gang, Peer, PeerContext, Share
 from bench.profiling import start_profiler, stop_profiler
 from bench.progress import Progress
 from coscheduler.api.quantity import float_quantity
@@ -93,6 +98,13 @@ class Workload:
     gangs: list[Gang]
     timeout_seconds: float
     params: Json = field(default_factory=dict)
+    shares: list[Share] = field(default_factory=list)
+    """The tenants' shares, created (in each peer's terms) before anything else."""
+
+    @property
+    def namespaces(self) -> set[str]:
+        """The namespaces of its gangs beside the trial's own."""
+        return {g.namespace for g in self.gangs if g.namespace is not None}
 
     @property
     def total_pods(self) -> int:
@@ -117,6 +129,7 @@ class Throughput(Workload):
     async def drive(self, run: TrialRun) -> Json:
         total = self.total_pods
         run.progress.status(f"creating {total} pods")
+        await submit.create_shares(run.kube, run.peer, self.shares)
         await submit.create_group_objects(run.kube, run.peer, run.ns, self.gangs)
         await submit.create_pods(run.kube, run.recorder, run.peer, run.ns, self.gangs)
         await run.count_requests_from_now()
@@ -142,6 +155,13 @@ class Scale(Throughput):
     """Throughput as the cluster grows: its own table, one trial per node count."""
 
     kind: ClassVar[str] = "scale"
+
+
+@dataclass
+class QueueThroughput(Throughput):
+    """Throughput with the groups spread over queues (``params["queues"]``; 0: none)."""
+
+    kind: ClassVar[str] = "queue-throughput"
 
 
 @dataclass
@@ -207,6 +227,24 @@ class Contention(Workload):
                 qps=run.regime.qps,
             )
         )  # fmt: skip
+        return figures
+
+
+@dataclass
+class Fairness(Contention):
+    """Contention between tenants with intended shares: who gets how much, over time."""
+
+    kind: ClassVar[str] = "fairness"
+
+    async def drive(self, run: TrialRun) -> Json:
+        run.ctx.capacity_scheduling = True
+        await submit.create_shares(run.kube, run.peer, self.shares)
+        figures = await super().drive(run)
+        capacity = sum(n.cpu for n in run.nodes.values())
+        total = sum(s.weight for s in self.shares)
+        intended = {s.namespace: s.weight / total for s in self.shares}
+        warmup = float(self.params["run_seconds"])
+        figures.update(fairness.share_figures(run.recorder, intended, capacity, warmup=warmup))
         return figures
 
 
@@ -296,4 +334,74 @@ def contention(
         {"nodes": nodes, "node_cpu": node_cpu, "sizes": list(sizes), "jobs": len(gangs),
          "demand_over_capacity": round(demand / capacity, 2), "pod_cpu": pod_cpu,
          "run_seconds": run_seconds, "seed": seed},
+    )  # fmt: skip
+
+
+def queue_throughput(pods: int, gang_size: int, nodes: int, queues: int) -> QueueThroughput:
+    """Throughput with each group in queue ``q<i mod queues>`` (weights 1..4, no quota)."""
+    base = throughput(pods, gang_size, nodes)
+    gangs = base.gangs
+    shares: list[Share] = []
+    if queues:
+        shares = [Share(f"q{i:02d}", "bench", weight=1 + i % 4) for i in range(queues)]
+        gangs = [replace(g, queue=f"q{i % queues:02d}") for i, g in enumerate(gangs)]
+    label = f"{base.label}, {f'{queues} queues' if queues else 'no queues'}"
+    return QueueThroughput(
+        label, base.nodes, gangs, base.timeout_seconds, {**base.params, "queues": queues}, shares
+    )
+
+
+def fairness_contention(
+    nodes: int, node_cpu: int, sizes: tuple[int, ...], tenants: dict[str, int],
+    backlog: float, pod_cpu: int, run_seconds: float, *, seed: int = 11, timeout: float = 900,
+    heaviest_first: bool = False, equal_backlogs: bool = False,
+) -> Fairness:  # fmt: skip
+    """Tenants (namespace = queue = quota name) of these weights, each with a backlog of Jobs
+    of ``backlog`` times the cluster's cpu times its weight over the smallest weight, so
+    that all would drain together at the intended shares. Submitted round-robin across the
+    tenants (all at once, no tenant first), or with ``heaviest_first`` the heaviest tenant's
+    whole backlog, then the next one's. ``equal_backlogs``: every tenant's backlog is
+    ``backlog`` times the cluster (first come then splits it evenly, not by weight)."""
+    rng = random.Random(seed)
+    capacity = nodes * node_cpu
+    lightest = min(tenants.values())
+    total_weight = sum(tenants.values())
+    backlogs: dict[str, list[Gang]] = {}
+    for tenant, weight in tenants.items():
+        jobs: list[Gang] = []
+        demand = 0
+        scale = 1.0 if equal_backlogs else weight / lightest
+        while demand < backlog * capacity * scale:
+            size = rng.choice(sizes)
+            jobs.append(
+                Gang(f"{tenant}-j{len(jobs):03d}-{size}", size, size, cpu=str(pod_cpu),
+                     memory="1Gi", run_seconds=run_seconds, job=True, namespace=tenant,
+                     queue=tenant)
+            )  # fmt: skip
+            demand += size * pod_cpu
+        backlogs[tenant] = jobs
+    if heaviest_first:
+        # The heaviest tenant's whole backlog first: first come gives it the cluster.
+        order = sorted(backlogs, key=lambda t: -tenants[t])
+        gangs = [job for tenant in order for job in backlogs[tenant]]
+    else:
+        gangs = [job for row in zip_longest(*backlogs.values()) for job in row if job is not None]
+    shares = [
+        Share(tenant, tenant, weight=weight, min_cpu=capacity * weight / total_weight,
+              max_cpu=capacity, memory_per_cpu=4 * 2**30)
+        for tenant, weight in tenants.items()
+    ]  # fmt: skip
+    demand = sum(g.size for g in gangs) * pod_cpu
+    return Fairness(
+        f"{len(tenants)} tenants, weights {':'.join(map(str, tenants.values()))}"
+        f"{', heaviest first' if heaviest_first else ''}"
+        f"{', equal backlogs' if equal_backlogs else ''}, "
+        f"{len(gangs)} Jobs of {'/'.join(map(str, sizes))} pods x {pod_cpu} cpu, demand "
+        f"{demand / capacity:.1f}x of {nodes} nodes x {node_cpu} cpu, {run_seconds:g}s each",
+        NodeShape(nodes, cpu=str(node_cpu), memory=f"{node_cpu * 4}Gi"), gangs, timeout,
+        {"nodes": nodes, "node_cpu": node_cpu, "sizes": list(sizes), "jobs": len(gangs),
+         "tenants": tenants, "demand_over_capacity": round(demand / capacity, 2),
+         "pod_cpu": pod_cpu, "run_seconds": run_seconds, "seed": seed,
+         "heaviest_first": heaviest_first, "equal_backlogs": equal_backlogs},
+        shares,
     )  # fmt: skip

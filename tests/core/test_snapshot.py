@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from coscheduler.core import Snapshot, Statement
 from coscheduler.core.filters import check_node
 from tests.builders import node, pod
@@ -105,3 +108,35 @@ def test_node_updates_keep_usage_and_classes() -> None:
     assert snapshot.feasible(pod("p"))[0]
     assert snapshot.free_capacity()["cpu"] == 3000
     assert [n.name for n in snapshot.nodes()] == ["a"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(1, 16), st.booleans(), st.booleans()),
+        max_size=40,
+    )
+)
+def test_capacity_sums_leave_out_cordoned_and_removed_nodes(
+    steps: list[tuple[int, int, bool, bool]],
+) -> None:
+    """Whatever nodes come, change (cordoned or not) and go, the capacity and free capacity
+    of schedulable nodes equal the plain sums over the nodes as they are now."""
+    snapshot = Snapshot()
+    snapshot.update_pod(pod("x", cpu="1", node="n0"))
+    now: dict[str, tuple[int, bool]] = {}
+    for index, cores, cordoned, remove in steps:
+        name = f"n{index}"
+        if remove:
+            snapshot.remove_node(name)
+            now.pop(name, None)
+        else:
+            snapshot.upsert_node(node(name, cpu=str(cores), unschedulable=cordoned))
+            now[name] = (cores, cordoned)
+    open_nodes = {name: cores for name, (cores, cordoned) in now.items() if not cordoned}
+    used = 1000 if "n0" in open_nodes else 0
+    assert snapshot.capacity().get("cpu", 0) == 1000 * sum(open_nodes.values())
+    free = snapshot.free_capacity().get("cpu", 0)
+    assert free == 1000 * sum(open_nodes.values()) - min(used, 1000 * open_nodes.get("n0", 0))
+    every = snapshot.free_capacity(schedulable_only=False).get("cpu", 0)
+    in_use = 1000 if "n0" in now else 0
+    assert every == 1000 * sum(cores for cores, _ in now.values()) - in_use
