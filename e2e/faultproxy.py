@@ -464,6 +464,8 @@ class FaultProxy:
                 f"--pki-dir={pki.directory}",
             ],
             log=directory / "fault-proxy.log",
+            # e2e is not an installed package: run it from this checkout whatever the cwd.
+            env={"PYTHONPATH": str(Path(__file__).resolve().parents[1])},
             die_with_parent=True,
         )
         proxy = cls(

@@ -125,15 +125,19 @@ def create_job(
     group: str | None = None,
     run_seconds: float = 3.0,
     group_label: str = GROUP_LABEL,
+    priority_class: str | None = None,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running."""
     controller = {"parallelism": parallelism, "completions": parallelism, "backoffLimit": 0}
+    spec = _pod_spec(pool=pool, cpu=cpu, restart="Never")
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     template = {
         "metadata": {
             "labels": _labels(group, None, name, group_label),
             "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
         },
-        "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
+        "spec": spec,
     }
     return _create_controller(api, namespace, "batch/v1", "Job", name, controller, template)
 
