@@ -50,6 +50,7 @@ import ssl
 import sys
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -179,11 +180,19 @@ class Stats:
     undelivered: Counter[str] = field(default_factory=Counter)
     """Forwarded requests whose answer the client never got, by ``verb resource status``."""
     upstream_errors: int = 0
+    bindings: dict[str, list[str]] = field(default_factory=dict)
+    """Per pod (its binding path), the outcome of each Binding in order of arrival: the
+    status, with "undelivered" or "lost" when the client never got it, or "injected ..."."""
 
     def to_json(self) -> dict[str, Any]:
+        # Not dataclasses.asdict: it rebuilds a Counter from its (key, count) pairs as keys.
         return {
-            key: dict(value) if isinstance(value, Counter) else value
-            for key, value in asdict(self).items()
+            "requests": dict(self.requests),
+            "faults": dict(self.faults),
+            "answers": dict(self.answers),
+            "undelivered": dict(self.undelivered),
+            "upstream_errors": self.upstream_errors,
+            "bindings": self.bindings,
         }
 
 
@@ -245,6 +254,11 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 
 _REASONS = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
+BINDING = "create pods/binding"
+
+
+def _ignore(outcome: str) -> None:
+    del outcome
 
 
 class Proxy:
@@ -291,13 +305,17 @@ class Proxy:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         kind = RequestKind.of(request.method, request.path, dict(request.query))
         rule = self.faults.choose(kind)
+        note = self._journal(kind, request.path)
         body = await request.read()
         if rule is not None:
             if rule.kind == "status":
+                note(f"injected {rule.status}")
                 return self._refuse(rule.status)
             if rule.kind == "reset":
+                note("injected reset")
                 return _abort(request)
             if rule.kind == "stall":
+                note("injected stall")
                 await asyncio.sleep(rule.seconds)
                 return _abort(request)
             if rule.kind == "gone":
@@ -305,14 +323,28 @@ class Proxy:
             if rule.kind == "delay":
                 await asyncio.sleep(rule.seconds)
         try:
-            return await self._forward(request, kind, body, rule)
+            return await self._forward(request, kind, body, rule, note)
         except (aiohttp.ClientError, TimeoutError, OSError):
             # No server (it restarts, or is paused past our limit): the client sees no answer.
             self.faults.stats.upstream_errors += 1
             if kind.verb not in ("get", "list", "watch"):
                 # It may have taken effect before the server went: the outcome is unknown.
                 self.faults.stats.undelivered[f"{kind} ?"] += 1
+            note("upstream error")
             return _abort(request)
+
+    def _journal(self, kind: RequestKind, path: str) -> Callable[[str], None]:
+        """For a Binding, a slot in its pod's journal (in order of arrival) to note its outcome."""
+        if str(kind) != BINDING:
+            return _ignore
+        journal = self.faults.stats.bindings.setdefault(path, [])
+        index = len(journal)
+        journal.append("sent")
+
+        def note(outcome: str) -> None:
+            journal[index] = outcome
+
+        return note
 
     def _refuse(self, code: int) -> web.Response:
         headers = {"Retry-After": "1"} if code == 429 else {}
@@ -335,7 +367,12 @@ class Proxy:
         return response
 
     async def _forward(
-        self, request: web.Request, kind: RequestKind, body: bytes, rule: Rule | None
+        self,
+        request: web.Request,
+        kind: RequestKind,
+        body: bytes,
+        rule: Rule | None,
+        note: Callable[[str], None],
     ) -> web.StreamResponse:
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_BY_HOP}
@@ -360,9 +397,13 @@ class Proxy:
                 payload = await upstream.read()
                 if rule is not None and rule.kind == "lost_answer":
                     self.faults.stats.undelivered[answer] += 1
+                    note(f"{upstream.status} lost")
                     return self._refuse(500)
                 if _client_gone(request):
                     self.faults.stats.undelivered[answer] += 1
+                    note(f"{upstream.status} undelivered")
+                else:
+                    note(str(upstream.status))
                 return web.Response(status=upstream.status, body=payload, headers=reply_headers)
             response = web.StreamResponse(status=200, headers=reply_headers)
             await response.prepare(request)

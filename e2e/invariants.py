@@ -22,11 +22,13 @@ Once the run is quiet, :meth:`InvariantChecker.settle` waits (bounded) for:
 * **PodGroup status agrees with the pods**: its pending, scheduled, running
   and succeeded counters equal those counted from its members.
 
-And from the fault proxy's counts, :func:`double_bindings`: a ``409`` on a
-Binding means the scheduler bound a pod that was already bound. That is
-expected only when the earlier Binding succeeded but its answer never
-reached the scheduler (the proxy counts those: a lost answer, a client gone,
-a server gone mid-request); any 409 beyond that count is a violation.
+And from the fault proxy's journal of every Binding, :func:`double_bindings`:
+a ``409`` on a Binding means the scheduler bound a pod that was already
+bound. That is expected only after an earlier Binding of the same pod whose
+outcome the scheduler could not know: its answer never reached the scheduler
+(a lost answer, a client gone, a server gone mid-request), or the API server
+answered 5xx (a write that timed out on etcd may yet be committed). Any
+other 409 is a violation.
 
 :class:`RssSampler` records the scheduler's resident memory over time;
 :func:`rss_growth` flags a process whose memory keeps climbing.
@@ -316,25 +318,39 @@ class InvariantChecker:
 BINDING_CREATE = "create pods/binding"
 
 
-def double_bindings(stats: Mapping[str, Any]) -> tuple[int, int, list[Violation]]:
-    """(409s on Bindings, Bindings whose outcome the scheduler could not know, violations)."""
-    answers: Mapping[str, int] = stats.get("answers", {})
-    undelivered: Mapping[str, int] = stats.get("undelivered", {})
-    conflicts = answers.get(f"{BINDING_CREATE} 409", 0)
-    unknown = sum(
-        count
-        for key, count in undelivered.items()
-        if key.startswith(BINDING_CREATE) and not key.endswith(" 409")
+def _unknown_to_scheduler(outcome: str) -> bool:
+    """A Binding the server may have committed while the scheduler did not hear so."""
+    status = outcome.split()[0]
+    return (
+        outcome.endswith(("undelivered", "lost"))
+        or outcome == "upstream error"
+        or (status.isdigit() and status.startswith("5"))
     )
+
+
+def double_bindings(stats: Mapping[str, Any]) -> tuple[int, int, list[Violation]]:
+    """(409s on Bindings, Bindings whose outcome the scheduler could not know, violations).
+
+    Per pod, in order of arrival at the proxy: a 409 is explained when an earlier Binding
+    of the same pod had an outcome the scheduler could not know, and no Binding since was
+    heard to succeed (the scheduler then knew the pod bound).
+    """
+    conflicts = unknown = 0
     found = []
-    if conflicts > unknown:
-        found.append(
-            Violation(
-                "pod bound twice",
-                f"{conflicts} Bindings answered 409 but only {unknown} earlier Bindings "
-                "had an outcome the scheduler could not know",
-            )
-        )
+    for path, outcomes in (stats.get("bindings") or {}).items():
+        explained = False
+        for outcome in outcomes:
+            if outcome.startswith("409"):
+                conflicts += 1
+                if not explained:
+                    found.append(
+                        Violation("pod bound twice", f"{path}: 409 unexplained in {outcomes}")
+                    )
+            elif _unknown_to_scheduler(outcome):
+                unknown += 1
+                explained = True
+            elif outcome.startswith("2"):
+                explained = False
     return conflicts, unknown, found
 
 

@@ -114,21 +114,27 @@ def test_status_counters_from_members() -> None:
     assert counted_status(members) == {"pending": 1, "scheduled": 3, "running": 1, "succeeded": 1}
 
 
-def test_a_409_on_a_binding_is_a_violation_unless_an_earlier_answer_was_lost() -> None:
-    clean = {"answers": {"create pods/binding 201": 10}, "undelivered": {}}
+def test_a_409_on_a_binding_is_a_violation_unless_an_earlier_outcome_was_unknown() -> None:
+    clean = {"bindings": {"/p/a/binding": ["201"], "/p/b/binding": ["injected 503", "201"]}}
     assert double_bindings(clean) == (0, 0, [])
     explained = {
-        "answers": {"create pods/binding 201": 10, "create pods/binding 409": 2},
-        "undelivered": {"create pods/binding 201": 1, "create pods/binding ?": 1},
+        "bindings": {
+            "/p/a/binding": ["201 undelivered", "409 undelivered", "409"],
+            "/p/b/binding": ["503", "409"],
+            "/p/c/binding": ["upstream error", "409"],
+            "/p/d/binding": ["201 lost", "409"],
+        }
     }
-    assert double_bindings(explained)[2] == []
+    assert double_bindings(explained) == (5, 4, [])
     unexplained = {
-        "answers": {"create pods/binding 409": 2},
-        "undelivered": {"create pods/binding 409": 1},
+        "bindings": {
+            "/p/a/binding": ["injected reset", "409"],
+            "/p/b/binding": ["201 undelivered", "201", "409"],
+        }
     }
-    conflicts, unknown, (violation,) = double_bindings(unexplained)
-    assert (conflicts, unknown) == (2, 0)
-    assert violation.kind == "pod bound twice"
+    conflicts, unknown, violations = double_bindings(unexplained)
+    assert (conflicts, unknown) == (2, 1)
+    assert [v.kind for v in violations] == ["pod bound twice"] * 2
 
 
 def test_rss_growth_flags_a_climb_not_a_plateau() -> None:

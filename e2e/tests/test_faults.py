@@ -117,8 +117,9 @@ def _all_gangs_done(cluster: Cluster, namespace: str, checker: InvariantChecker)
 
 def _judge(checker: InvariantChecker, proxy: FaultProxy) -> None:
     checker.settle(timeout=30)
-    conflicts, unknown, violations = double_bindings(proxy.stats())
-    print(f"409s on Bindings: {conflicts}; Bindings with an outcome unknown to us: {unknown}")
+    stats = proxy.stats()
+    conflicts, unknown, violations = double_bindings(stats)
+    print(f"faults {stats['faults']}; 409s on Bindings {conflicts}, outcomes unknown {unknown}")
     checker.violations += violations
     assert not checker.violations, "\n".join(str(v) for v in checker.violations)
 
@@ -141,9 +142,10 @@ def test_proxy_fault_loses_nothing(
 ) -> None:
     add_nodes(4, cpu="8")
     checker = _checker(cluster, namespace)
-    proxied_scheduler.start()
+    # From the start: watches are opened then (and again only when one ends).
     proxy.inject(list(PROXY_FAULTS[kind]), seed=SEED)
     checker.fault_started()
+    proxied_scheduler.start()
     _create_gangs(cluster, namespace, pool)
     sample_for(checker, FAULT_SECONDS)
     proxy.calm()
