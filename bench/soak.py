@@ -435,7 +435,8 @@ class Soak:
         checker.violations += rss_growth(samples)
         record = self.record
         record.binding_conflicts, record.bindings_unknown = conflicts, unknown
-        record.proxy = stats
+        # The per-pod journal of Bindings is judged above; too long to keep.
+        record.proxy = {k: v for k, v in stats.items() if k != "bindings"}
         record.violations += [str(v) for v in checker.violations]
         record.longest_partial_seconds = round(checker.longest_partial_seconds, 1)
         record.samples = checker.samples
