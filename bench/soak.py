@@ -525,7 +525,7 @@ def write_results(out: Path, record: Record) -> None:
     lines = summary_lines(record)
     plot = _plot_rss(out, record)
     if plot:
-        lines.append(f"- RSS over time: `{plot.relative_to(REPO)}`")
+        lines.append(f"- RSS over time: `{plot.name}` beside this summary")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
 
 
