@@ -28,6 +28,9 @@ What a rule can do to the requests it matches (by verb and resource):
 * ``gone``: answer a watch with 200 and one ERROR event of code 410
   (Expired), as the API server does when a resourceVersion is too old.
 
+The two watch faults also meet the watches already open when the rules
+change (at their next line): a scheduler's watches last minutes.
+
 Every rule fires on a ``share`` of its matches, at most ``max_count`` times.
 Whether the n-th request of a verb and resource is hit is a hash of (seed,
 rule, verb, resource, n): the same seed makes the same choices for the same
@@ -205,8 +208,11 @@ class Faults:
         self.fired: list[int] = []
         self.seen: Counter[str] = Counter()
         self.stats = Stats()
+        #: Changes with every new set of rules, so that open watches meet them.
+        self.generation = 0
 
     def set(self, seed: int, rules: list[Rule]) -> None:
+        self.generation += 1
         self.seed = seed
         self.rules = rules
         self.fired = [0] * len(rules)
@@ -216,16 +222,22 @@ class Faults:
         self.rules = []
         self.fired = []
 
-    def choose(self, kind: RequestKind) -> Rule | None:
-        """The rule that hits this request, if any (the first that fires)."""
+    def choose(self, kind: RequestKind, *, open_watch: bool = False) -> Rule | None:
+        """The rule that hits this request, if any (the first that fires).
+
+        ``open_watch``: a watch already streaming meets new rules; only the watch
+        faults (cut, 410) can hit it, drawn as for the next request of its kind.
+        """
         key = str(kind)
-        self.stats.requests[key] += 1
+        if not open_watch:
+            self.stats.requests[key] += 1
         number = self.seen[key]
         self.seen[key] += 1
         for index, rule in enumerate(self.rules):
             if self.fired[index] >= rule.max_count or not rule.matches(kind.verb, kind.resource):
                 continue
-            if rule.kind in ("cut_watch", "gone") and kind.verb != "watch":
+            watch_fault = rule.kind in ("cut_watch", "gone")
+            if (watch_fault and kind.verb != "watch") or (open_watch and not watch_fault):
                 continue
             if _uniform(self.seed, index, key, number) < rule.share:
                 self.fired[index] += 1
@@ -255,6 +267,17 @@ def _status_body(code: int, reason: str, message: str) -> bytes:
 
 _REASONS = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
 BINDING = "create pods/binding"
+_GONE_EVENT = (
+    json.dumps(
+        {
+            "type": "ERROR",
+            "object": json.loads(
+                _status_body(410, "Expired", "injected by the fault proxy: too old resourceVersion")
+            ),
+        }
+    ).encode()
+    + b"\n"
+)
 
 
 def _ignore(outcome: str) -> None:
@@ -359,10 +382,7 @@ class Proxy:
     async def _gone(self, request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
         await response.prepare(request)
-        status = json.loads(
-            _status_body(410, "Expired", "injected by the fault proxy: too old resource version")
-        )
-        await response.write(json.dumps({"type": "ERROR", "object": status}).encode() + b"\n")
+        await response.write(_GONE_EVENT)
         await response.write_eof()
         return response
 
@@ -408,7 +428,15 @@ class Proxy:
             response = web.StreamResponse(status=200, headers=reply_headers)
             await response.prepare(request)
             lines = 0
+            generation = self.faults.generation
             async for chunk in upstream.content.iter_any():
+                if rule is None and generation != self.faults.generation:
+                    generation = self.faults.generation
+                    rule = self.faults.choose(kind, open_watch=True)
+                if rule is not None and rule.kind == "gone":
+                    await response.write(_GONE_EVENT)
+                    await response.write_eof()
+                    return response
                 await response.write(chunk)
                 if rule is not None and rule.kind == "cut_watch":
                     lines += chunk.count(b"\n")

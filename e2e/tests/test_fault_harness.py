@@ -66,6 +66,15 @@ def test_a_rule_fires_at_most_max_count_times_and_watch_faults_only_on_watches()
     assert hit.kind == "gone"
 
 
+def test_an_open_watch_meets_only_the_watch_faults_of_new_rules() -> None:
+    faults = Faults()
+    faults.set(1, [Rule(kind="reset", share=1.0), Rule(kind="cut_watch", share=1.0)])
+    hit = faults.choose(RequestKind("watch", "pods"), open_watch=True)
+    assert hit is not None
+    assert hit.kind == "cut_watch"
+    assert faults.stats.requests == {}, "an open watch is not a new request"
+
+
 def test_rules_refuse_what_they_cannot_do() -> None:
     with pytest.raises(ValueError, match="unknown fault kind"):
         Rule.from_json({"kind": "explode"})
