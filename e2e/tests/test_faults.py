@@ -21,7 +21,7 @@ import pytest
 from e2e import workloads as w
 from e2e.controlplane import Cluster
 from e2e.faultproxy import FaultProxy
-from e2e.faultrun import CONTROL_PLANE_FAULTS, PROXY_FAULTS, control_plane_fault, sample_for
+from e2e.faultrun import ALL_FAULTS, PROXY_FAULTS, control_plane_fault, sample_for
 from e2e.invariants import InvariantChecker, double_bindings
 from e2e.pki import Pki
 from e2e.scheduler import SchedulerProcess
@@ -130,8 +130,8 @@ def _checker(cluster: Cluster, namespace: str) -> InvariantChecker:
     )
 
 
-@pytest.mark.parametrize("kind", sorted(PROXY_FAULTS))
-def test_proxy_fault_loses_nothing(
+@pytest.mark.parametrize("kind", ALL_FAULTS)
+def test_fault_loses_nothing(
     kind: str,
     cluster: Cluster,
     namespace: str,
@@ -142,37 +142,20 @@ def test_proxy_fault_loses_nothing(
 ) -> None:
     add_nodes(4, cpu="8")
     checker = _checker(cluster, namespace)
-    # From the start: watches are opened then (and again only when one ends).
-    proxy.inject(list(PROXY_FAULTS[kind]), seed=SEED)
     checker.fault_started()
-    proxied_scheduler.start()
-    _create_gangs(cluster, namespace, pool)
-    sample_for(checker, FAULT_SECONDS)
-    proxy.calm()
-    checker.fault_ended()
-    _all_gangs_done(cluster, namespace, checker)
-    _judge(checker, proxy)
-    assert proxy.stats()["faults"].get(kind, 0) > 0, f"no {kind} fault was injected"
-    assert proxied_scheduler.alive(), proxied_scheduler.log()[-3000:]
-
-
-@pytest.mark.parametrize("kind", CONTROL_PLANE_FAULTS)
-def test_control_plane_fault_loses_nothing(
-    kind: str,
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    add_nodes: Callable[..., list[str]],
-    proxy: FaultProxy,
-    proxied_scheduler: SchedulerProcess,
-) -> None:
-    add_nodes(4, cpu="8")
-    checker = _checker(cluster, namespace)
-    proxied_scheduler.start()
-    _create_gangs(cluster, namespace, pool)
-    # The fault lands while the gangs are being placed (the Job controller makes their pods).
-    checker.fault_started()
-    print(control_plane_fault(cluster, kind, random.Random(SEED)))
+    if kind in PROXY_FAULTS:
+        # From the start: watches are opened then (and again only when one ends).
+        proxy.inject(list(PROXY_FAULTS[kind]), seed=SEED)
+        proxied_scheduler.start()
+        _create_gangs(cluster, namespace, pool)
+        sample_for(checker, FAULT_SECONDS)
+        proxy.calm()
+        assert proxy.stats()["faults"].get(kind, 0) > 0, f"no {kind} fault was injected"
+    else:
+        proxied_scheduler.start()
+        _create_gangs(cluster, namespace, pool)
+        # It lands while the gangs are being placed (the Job controller makes their pods).
+        print(control_plane_fault(cluster, kind, random.Random(SEED)))
     checker.fault_ended()
     _all_gangs_done(cluster, namespace, checker)
     _judge(checker, proxy)
