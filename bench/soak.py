@@ -117,10 +117,12 @@ class Replica:
     process: SchedulerProcess
     kills: int = 0
     exits: int = 0
+    held_down: bool = False
+    """Killed by a fault and not to be started again yet (the fault starts it)."""
 
     def ensure_running(self) -> bool:
         """Start it again if it exited on its own; True when it did."""
-        if self.process.alive():
+        if self.held_down or self.process.alive():
             return False
         self.exits += 1
         self.process.start(wait_ready=False)
@@ -366,11 +368,16 @@ class Soak:
                 what = control_plane_fault(cluster, kind, self.rng)
             elif kind == KILL:
                 victim = self.leader(cluster) or self.rng.choice(self.replicas)
+                victim.held_down = True
                 victim.process.kill()
                 victim.kills += 1
                 self.record.kills.append((round(self.now(), 1), victim.name))
-                self.idle(cluster, checker, self.rng.uniform(0.5, 3.0))
-                victim.process.start(wait_ready=False)
+                try:
+                    self.idle(cluster, checker, self.rng.uniform(0.5, 3.0))
+                finally:
+                    victim.held_down = False
+                if not victim.process.alive():
+                    victim.process.start(wait_ready=False)
                 what = f"SIGKILL {victim.name} (leader), started again"
         finally:
             self._fault_active = False
