@@ -24,11 +24,12 @@ Once the run is quiet, :meth:`InvariantChecker.settle` waits (bounded) for:
 
 And from the fault proxy's journal of every Binding, :func:`double_bindings`:
 a ``409`` on a Binding means the scheduler bound a pod that was already
-bound. That is expected only after an earlier Binding of the same pod whose
+bound. That is expected only when another Binding of the same pod had an
 outcome the scheduler could not know: its answer never reached the scheduler
 (a lost answer, a client gone, a server gone mid-request), or the API server
-answered 5xx (a write that timed out on etcd may yet be committed). Any
-other 409 is a violation.
+answered 5xx (a write that timed out on etcd may yet be committed), and the
+scheduler had not heard of a success before sending it. Any other 409 is a
+violation.
 
 :class:`RssSampler` records the scheduler's resident memory over time;
 :func:`rss_growth` flags a process whose memory keeps climbing.
@@ -331,26 +332,28 @@ def _unknown_to_scheduler(outcome: str) -> bool:
 def double_bindings(stats: Mapping[str, Any]) -> tuple[int, int, list[Violation]]:
     """(409s on Bindings, Bindings whose outcome the scheduler could not know, violations).
 
-    Per pod, in order of arrival at the proxy: a 409 is explained when an earlier Binding
-    of the same pod had an outcome the scheduler could not know, and no Binding since was
-    heard to succeed (the scheduler then knew the pod bound).
+    Per pod, from the proxy's journal (in order of arrival): a 409 is a double binding
+    when it arrived after a success the scheduler heard (it knew the pod bound), or
+    when no Binding of the pod was committed or left unknown at all (it bound a pod
+    bound before it ever tried). Attempts that wait on the server together (etcd
+    down) commit in any order, so arrival order says nothing else.
     """
     conflicts = unknown = 0
     found = []
     for path, outcomes in (stats.get("bindings") or {}).items():
-        explained = False
+        knew_bound = False
+        ours = any(o.startswith("2") or _unknown_to_scheduler(o) for o in outcomes)
         for outcome in outcomes:
+            if _unknown_to_scheduler(outcome):
+                unknown += 1
             if outcome.startswith("409"):
                 conflicts += 1
-                if not explained:
+                if knew_bound or not ours:
                     found.append(
                         Violation("pod bound twice", f"{path}: 409 unexplained in {outcomes}")
                     )
-            elif _unknown_to_scheduler(outcome):
-                unknown += 1
-                explained = True
-            elif outcome.startswith("2"):
-                explained = False
+            elif outcome.startswith("2") and not _unknown_to_scheduler(outcome):
+                knew_bound = True
     return conflicts, unknown, found
 
 
