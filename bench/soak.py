@@ -442,8 +442,13 @@ class Soak:
         checker.violations += rss_growth(samples)
         record = self.record
         record.binding_conflicts, record.bindings_unknown = conflicts, unknown
-        # The per-pod journal of Bindings is judged above; too long to keep.
+        # The per-pod journal of Bindings is judged above; only pods with a 409 are kept.
         record.proxy = {k: v for k, v in stats.items() if k != "bindings"}
+        record.proxy["bindings_with_409"] = {
+            path: outcomes
+            for path, outcomes in (stats.get("bindings") or {}).items()
+            if any(o.startswith("409") for o in outcomes)
+        }
         record.violations += [str(v) for v in checker.violations]
         record.longest_partial_seconds = round(checker.longest_partial_seconds, 1)
         record.samples = checker.samples
