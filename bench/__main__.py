@@ -4,6 +4,7 @@ python -m bench run --suite smoke                   # CI: a few nodes, every pee
 python -m bench run --suite throughput|latency|contention|scale|all [--peers ours,reference]
 python -m bench report                              # rewrite bench/RESULTS.md and plots
 python -m bench build                               # build the peers' binaries only
+python -m bench soak --minutes 30 --faults all --seed 1  # gang churn under faults (not in CI)
 """
 
 from __future__ import annotations
@@ -76,6 +77,16 @@ def main(argv: list[str] | None = None) -> int:
         help="record ours with py-spy during throughput trials (collapsed stacks "
         "in DIR; perturbs the figures: profile in a separate run)",
     )
+    soak = commands.add_parser("soak", help="gang churn under faults, invariants checked")
+    soak.add_argument(
+        "--minutes", type=float, default=30.0, help="how long faults and arrivals go on"
+    )
+    soak.add_argument(
+        "--faults", default="all", help="all, or comma-separated kinds (bench/README.md)"
+    )
+    soak.add_argument("--seed", type=int, default=1, help="every random choice comes from it")
+    soak.add_argument("--nodes", type=int, default=200, help="KWOK nodes (default 200)")
+    soak.add_argument("--out", type=Path, default=None, help="default bench/results/soak")
     commands.add_parser("report", help="rewrite bench/RESULTS.md and plots from bench/results")
     commands.add_parser("build", help="build or find the peers' binaries")
     args = parser.parse_args(argv)
@@ -87,6 +98,29 @@ def main(argv: list[str] | None = None) -> int:
         from bench import build
 
         return build.main()
+    if args.command == "soak":
+        from bench import runner
+        from bench import soak as soak_mod
+
+        try:
+            faults = soak_mod.parse_faults(args.faults)
+        except ValueError as error:
+            parser.error(str(error))
+        options = soak_mod.SoakOptions(
+            minutes=args.minutes,
+            faults=faults,
+            seed=args.seed,
+            nodes=args.nodes,
+            out=args.out or soak_mod.SOAK_DIR,
+        )
+        try:
+            out, record = soak_mod.run_soak(options, command=runner.command_line())
+        except KeyboardInterrupt:
+            print("interrupted; every process this soak started was stopped", file=sys.stderr)
+            return 130
+        print("\n".join(soak_mod.summary_lines(record)))
+        print(f"results: {out}")
+        return 1 if record.violations else 0
     if args.command == "report":
         from bench import report
 

@@ -1,7 +1,8 @@
 """Rewrite ``bench/RESULTS.md`` and the plots from the result files of each workload.
 
-The section "Core (pure planner, no API server)" belongs to ``bench/core_bench.py`` and is
-kept as it is; everything else is generated here from ``bench/results/*.json``.
+The section "Core (pure planner, no API server)" belongs to ``bench/core_bench.py`` and the
+section "Soak under faults" to ``python -m bench soak`` (written from its summary by hand);
+both are kept as they are; everything else is generated here from ``bench/results/*.json``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.report_format import CORE_HEADING, RESULTS, RESULTS_DIR, Json
+from bench.report_format import CORE_HEADING, RESULTS, RESULTS_DIR, SOAK_HEADING, Json
 from bench.report_goals import goals_section
 from bench.report_plots import draw_plots
 from bench.report_tables import (
@@ -63,20 +64,26 @@ def _trial_key(trial: Json) -> tuple[str, str, str, str]:
     return (trial["workload"], what, trial["peer"], trial["regime"])
 
 
-def _core_section() -> str:
+def _kept_section(heading: str) -> str:
+    """A section written by hand (or by another tool) that the report keeps as it is."""
     if not RESULTS.exists():
         return ""
     text = RESULTS.read_text()
-    start = text.find(CORE_HEADING)
+    start = text.find(heading)
     if start < 0:
         return ""
-    end = text.find("\n## ", start + len(CORE_HEADING))
+    end = text.find("\n## ", start + len(heading))
     return text[start:] if end < 0 else text[start : end + 1]
+
+
+def _core_section() -> str:
+    return _kept_section(CORE_HEADING)
 
 
 def write_report() -> Path:
     sources = _load()
     core = _core_section()
+    soak = _kept_section(SOAK_HEADING)
     plots = draw_plots(sources)
     out = [
         "# Benchmark results",
@@ -138,6 +145,8 @@ def write_report() -> Path:
         out += ["### Versions", ""]
         out += [f"- {k}: {v}" for k, v in sorted(versions.items())]
         out.append("")
+    if soak:
+        out += [soak.rstrip(), ""]
     if core:
         out.append(core.rstrip() + "\n")
     RESULTS.write_text("\n".join(out).rstrip() + "\n")

@@ -12,6 +12,7 @@ RESULTS = BENCH / "RESULTS.md"
 RESULTS_DIR = BENCH / "results"
 PLOTS_DIR = RESULTS_DIR / "plots"
 CORE_HEADING = "## Core (pure planner, no API server)"
+SOAK_HEADING = "## Soak under faults"
 PEER_ORDER = ["ours", "reference", "native", "default", "ceiling"]
 
 

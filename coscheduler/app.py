@@ -119,7 +119,12 @@ async def run(settings: Settings) -> None:
 
     try:
         if settings.leader_election.enabled:
-            elector = LeaderElector(client, settings.leader_election, on_change=on_leading)
+            # A rate limit of its own, as kube-scheduler's leader-election client: behind
+            # a burst of bindings in the shared FIFO limiter, renewals missed their
+            # deadline and the leader lost the Lease (the fault soak showed it).
+            elector = LeaderElector(
+                client.sibling(), settings.leader_election, on_change=on_leading
+            )
             await elector.run(lambda: _lead(settings, client, metrics, health))
         else:
             on_leading(True)

@@ -33,7 +33,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,6 +115,8 @@ class Cluster:
         self.processes = processes
         self.owned = owned
         self.api = ApiClient(port=state.ports["apiserver"], pki=pki.Pki(self.pki_dir))
+        # How each component was started, so that a fault can start it again (owned clusters).
+        self._commands: dict[str, tuple[list[str], dict[str, str] | None, bool]] = {}
 
     # --- where things are ---------------------------------------------------------------------
 
@@ -239,7 +241,64 @@ class Cluster:
     def remove_nodes(self, names: Sequence[str], *, wait_gone: bool = True) -> None:
         nodes.remove_nodes(self.api, names, wait_gone=wait_gone)
 
+    # --- faults of the control plane (only processes this harness started, by PID) ------------
+
+    def component(self, name: str) -> Process:
+        for process in self.processes:
+            if process.name == name:
+                return process
+        raise KeyError(f"no component {name!r} in this cluster")
+
+    def restart(self, name: str, *, down_seconds: float = 0.0, timeout: float = 90.0) -> None:
+        """Stop a component (SIGTERM, then SIGKILL), wait ``down_seconds``, start it again.
+
+        Returns once it is ready again (etcd: ``/health``; the API server: ``/readyz``).
+        """
+        if name not in self._commands:
+            raise RuntimeError(f"{name} was not started by this process: it cannot be restarted")
+        old = self.component(name)
+        old.stop()
+        time.sleep(down_seconds)
+        new = self._spawn(name)
+        self.processes[self.processes.index(old)] = new
+        self._record_processes()
+        wait_until(
+            self._ready_check(name), timeout=timeout, what=f"{name} ready again", watch=[new]
+        )
+
+    @contextlib.contextmanager
+    def paused(self, name: str) -> Iterator[None]:
+        """SIGSTOP a component for the duration of the block, SIGCONT it after (also on error)."""
+        process = self.component(name)
+        process.pause()
+        try:
+            yield
+        finally:
+            process.resume()
+
+    def pause(self, name: str, seconds: float) -> None:
+        """SIGSTOP a component for ``seconds`` (bounded to a minute), then SIGCONT it."""
+        with self.paused(name):
+            time.sleep(min(seconds, 60.0))
+
+    def _ready_check(self, name: str) -> Callable[[], bool]:
+        if name == "etcd":
+            return lambda: _http_ok(f"http://127.0.0.1:{self.state.ports['etcd_client']}/health")
+        if name == "kube-apiserver":
+            return self.api.healthy
+        return self.component(name).is_running
+
     # --- starting the components --------------------------------------------------------------
+
+    def _spawn(self, name: str) -> Process:
+        argv, env, detached = self._commands[name]
+        return Process.start(
+            name, argv, log=self.logs_dir / f"{name}.log", env=env, die_with_parent=not detached
+        )
+
+    def _record_processes(self) -> None:
+        self.state.processes = [asdict(p.record) for p in self.processes]
+        self.state.save()
 
     def _launch(
         self,
@@ -255,16 +314,10 @@ class Cluster:
 
         def launch(name: str, argv: list[str], env: dict[str, str] | None = None) -> Process:
             report(f"starting {name}")
-            process = Process.start(
-                name,
-                argv,
-                log=self.logs_dir / f"{name}.log",
-                env=env,
-                die_with_parent=not detached,
-            )
+            self._commands[name] = (argv, env, detached)
+            process = self._spawn(name)
             self.processes.append(process)
-            self.state.processes = [asdict(p.record) for p in self.processes]
-            self.state.save()
+            self._record_processes()
             return process
 
         started = time.monotonic()

@@ -130,6 +130,7 @@ class Process:
             self._reap()
             return
         self._signal(signal.SIGTERM)
+        self._signal(signal.SIGCONT)  # a paused process acts on SIGTERM only once resumed
         deadline = time.monotonic() + grace_seconds
         while time.monotonic() < deadline:
             if not self.is_running():
@@ -141,6 +142,14 @@ class Process:
             while self.is_running() and time.monotonic() < deadline:
                 time.sleep(POLL_SECONDS)
         self._reap()
+
+    def pause(self) -> None:
+        """SIGSTOP the process group: it neither runs nor answers, its sockets stay open."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT what ``pause`` stopped."""
+        self._signal(signal.SIGCONT)
 
     def _signal(self, signum: signal.Signals) -> None:
         # The process leads its own session, so its group id is its pid: this reaches its

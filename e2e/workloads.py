@@ -133,6 +133,7 @@ def create_job(
     group_label: str = GROUP_LABEL,
     annotations: dict[str, str] | None = None,
     completions: int | None = None,
+    priority_class: str | None = None,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running.
 
@@ -144,12 +145,15 @@ def create_job(
         "completions": parallelism if completions is None else completions,
         "backoffLimit": 0,
     }
+    spec = _pod_spec(pool=pool, cpu=cpu, restart="Never")
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     template = {
         "metadata": {
             "labels": _labels(group, None, name, group_label),
             "annotations": {COMPLETE_AFTER: f"{run_seconds}s"},
         },
-        "spec": _pod_spec(pool=pool, cpu=cpu, restart="Never"),
+        "spec": spec,
     }
     return _create_controller(
         api, namespace, "batch/v1", "Job", name, controller, template, annotations

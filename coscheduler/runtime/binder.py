@@ -6,20 +6,39 @@ The answer says all we need, so bodies are not decoded:
 * ``NotFound``: the pod is gone; not an error, the snapshot forgets it.
 * ``Conflict``: already bound (by us before a restart, or by someone else);
   not an error, the pod's own watch event will say where it went.
-* any other error, or no answer: failed; the caller forgets the assumption
-  and the group backs off.
+* no answer, or a 5xx or 429: the outcome is unknown (a Binding that timed
+  out on etcd, or whose answer was lost on the way, may be committed). The
+  same Binding is sent again, with backoff, for up to ``retry_seconds``,
+  while the pod stays assumed on its node: releasing it at once would let
+  the next decision give its room away and over-commit the node when the
+  first Binding turns out to have been committed (the fault suite's etcd
+  restart did exactly that). A ``Conflict`` after such a retry is the first
+  Binding's success when the pod is on our node (read back to tell).
+* any other error, or retries exhausted: failed; the caller forgets the
+  assumption and the group backs off.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+import structlog
+
 from coscheduler.core.statement import Binding
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import KubeClient
+
+log = structlog.get_logger(__name__)
+
+#: How long a Binding with an unknown outcome is sent again before it counts as failed.
+BIND_RETRY_SECONDS = 60.0
+_BACKOFF_INITIAL_SECONDS = 0.2
+_BACKOFF_MAX_SECONDS = 5.0
 
 __all__ = ["BindOutcome", "BindResult", "Binder"]
 
@@ -41,9 +60,14 @@ class BindResult:
 class Binder:
     """Creates Bindings with at most ``concurrency`` requests in flight."""
 
-    def __init__(self, client: KubeClient, *, concurrency: int) -> None:
+    def __init__(
+        self, client: KubeClient, *, concurrency: int, retry_seconds: float = BIND_RETRY_SECONDS
+    ) -> None:
         self._client = client
         self._slots = asyncio.Semaphore(concurrency)
+        self._retry_seconds = retry_seconds
+        #: Bindings sent again because an earlier attempt's outcome was unknown.
+        self.retries = 0
 
     async def bind_all(self, bindings: Iterable[Binding]) -> list[BindResult]:
         """Create every binding concurrently; results come back in the same order."""
@@ -59,13 +83,45 @@ class Binder:
             "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
         }
         path = f"/api/v1/namespaces/{binding.namespace}/pods/{binding.name}/binding"
+        deadline = time.monotonic() + self._retry_seconds
+        attempt = 0
         async with self._slots:
-            try:
-                await self._client.send("POST", path, body=body)
-            except NotFound:
-                return BindResult(binding, BindOutcome.POD_GONE)
-            except Conflict:
-                return BindResult(binding, BindOutcome.ALREADY_BOUND)
-            except ApiError as error:
-                return BindResult(binding, BindOutcome.FAILED, str(error))
-        return BindResult(binding, BindOutcome.BOUND)
+            while True:
+                try:
+                    await self._client.send("POST", path, body=body)
+                except NotFound:
+                    return BindResult(binding, BindOutcome.POD_GONE)
+                except Conflict:
+                    if attempt and await self._bound_here(binding):
+                        return BindResult(binding, BindOutcome.BOUND)
+                    return BindResult(binding, BindOutcome.ALREADY_BOUND)
+                except ApiError as error:
+                    if not error.retryable or time.monotonic() >= deadline:
+                        return BindResult(binding, BindOutcome.FAILED, str(error))
+                    attempt += 1
+                    self.retries += 1
+                    delay = min(
+                        _BACKOFF_MAX_SECONDS, _BACKOFF_INITIAL_SECONDS * 2 ** (attempt - 1)
+                    ) * random.uniform(0.5, 1.0)
+                    log.info(
+                        "binding outcome unknown, sending it again",
+                        pod=f"{binding.namespace}/{binding.name}",
+                        node=binding.node,
+                        error=str(error),
+                        retry_in_seconds=round(delay, 2),
+                    )
+                    await asyncio.sleep(delay)
+                    continue
+                return BindResult(binding, BindOutcome.BOUND)
+
+    async def _bound_here(self, binding: Binding) -> bool:
+        """Whether the pod is bound to the binding's node (an earlier attempt succeeded)."""
+        try:
+            pod = await self._client.call(
+                "GET", f"/api/v1/namespaces/{binding.namespace}/pods/{binding.name}"
+            )
+        except ApiError:
+            return False  # its watch event will tell
+        metadata = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        return bool(metadata.get("uid") == binding.uid and spec.get("nodeName") == binding.node)
