@@ -230,8 +230,7 @@ class Scheduler:
         for key, members in self._members.items():
             queue = self.queue_name(key)
             for pod in members.bound.values():
-                self.quotas.charge(queue, pod.requests)
-                self._charged[pod.uid] = (queue, pod.requests)
+                self._charge(pod, queue)
             members.demand = {}
             for pod in members.pending.values():
                 add_amounts(members.demand, pod.requests)
@@ -619,9 +618,7 @@ class Scheduler:
         was_pending = False
         accounting = self._accounting
         if accounting:
-            charged = self._charged.pop(pod.uid, None)
-            if charged is not None:
-                self.quotas.charge(charged[0], charged[1], -1)
+            self._uncharge(pod.uid)
         if previous is not None:
             members = self._members[previous]
             left = members.pending.pop(pod.uid, None)
@@ -644,14 +641,23 @@ class Scheduler:
                 else:
                     self.quotas.add_demand(claimed_in, key.namespace, pod.requests)
             elif accounting:
-                queue = self.queue_name(key)
-                self.quotas.charge(queue, pod.requests)
-                self._charged[pod.uid] = (queue, pod.requests)
+                self._charge(pod, self.queue_name(key))
         if previous is not None and previous != key:
             self._sync(previous)
         if key is not None:
             self._sync(key)
         return was_pending
+
+    def _charge(self, pod: PodInfo, queue: str) -> None:
+        """Count a bound member's requests as its queue's usage."""
+        self.quotas.charge(queue, pod.requests)
+        self._charged[pod.uid] = (queue, pod.requests)
+
+    def _uncharge(self, uid: str) -> None:
+        """Give back what a pod was charged, if anything."""
+        charged = self._charged.pop(uid, None)
+        if charged is not None:
+            self.quotas.charge(charged[0], charged[1], -1)
 
     def _claim(self, key: GroupKey, members: _Members) -> None:
         """Count the group's pending members as its queue's demand."""
@@ -673,11 +679,8 @@ class Scheduler:
             return
         queue = self.queue_name(key)
         for pod in members.bound.values():
-            charged = self._charged.pop(pod.uid, None)
-            if charged is not None:
-                self.quotas.charge(charged[0], charged[1], -1)
-            self.quotas.charge(queue, pod.requests)
-            self._charged[pod.uid] = (queue, pod.requests)
+            self._uncharge(pod.uid)
+            self._charge(pod, queue)
         if key in self._claiming:
             self._withdraw(key)
             self._claim(key, members)
