@@ -361,14 +361,20 @@ class Quotas:
         nominal in one of them now.
         """
         wanting = self.policy(taker)
-        if wanting is None or not wanting.nominal or self.gate_blocked(taker):
+        if wanting is None or self.gate_blocked(taker) or not self._under_nominal(taker):
             return False
         used = self.usage(taker)
-        if all(used.get(r, 0) >= nominal for r, nominal in wanting.nominal.items()):
-            return False
         return all(
             used.get(r, 0) + need.get(r, 0) <= nominal for r, nominal in wanting.nominal.items()
         )
+
+    def _under_nominal(self, name: str) -> bool:
+        """Whether the queue has a nominal and uses less than it of some resource."""
+        queue = self.policy(name)
+        if queue is None or not queue.nominal:
+            return False
+        used = self.usage(name)
+        return any(used.get(r, 0) < nominal for r, nominal in queue.nominal.items())
 
     def may_reclaim(self, taker: str, victim_queue: str, removed: Amounts) -> bool:
         """Whether ``taker`` may take ``removed`` back from ``victim_queue`` (reclaim).
@@ -379,12 +385,8 @@ class Quotas:
         """
         if taker == victim_queue:
             return False
-        wanting = self.policy(taker)
         lender = self.policy(victim_queue)
-        if wanting is None or lender is None or not wanting.nominal:
-            return False
-        used = self.usage(taker)
-        if all(used.get(r, 0) >= nominal for r, nominal in wanting.nominal.items()):
+        if lender is None or not self._under_nominal(taker):
             return False
         held = self.usage(victim_queue)
         borrowed_any = False
