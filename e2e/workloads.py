@@ -91,6 +91,23 @@ def create_podgroup(
     return api.create(PODGROUPS.format(ns=namespace), podgroup(name, min_member, **spec))
 
 
+QUEUES = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+
+
+def queue(name: str, **spec: Any) -> Json:
+    """A Queue's body (cluster-scoped)."""
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def create_queue(api: ApiClient, name: str, **spec: Any) -> Json:
+    return api.create(QUEUES, queue(name, **spec))
+
+
 def create_xk8s_podgroup(
     api: ApiClient, namespace: str, name: str, min_member: int, **spec: Any
 ) -> Json:

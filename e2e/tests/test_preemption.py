@@ -336,18 +336,10 @@ def test_a_queue_under_its_nominal_reclaims_a_borrowers_gang_whole_and_no_ping_p
     start_scheduler: StartScheduler,
 ) -> None:
     add_nodes(2, cpu="8")
-    queues = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+    queues = w.QUEUES
     names = {"a": f"{namespace}-a", "b": f"{namespace}-b"}
     for queue in names.values():
-        cluster.api.create(
-            queues,
-            {
-                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-                "kind": "Queue",
-                "metadata": {"name": queue},
-                "spec": {"nominal": {"cpu": "8"}, "namespaces": [namespace]},
-            },
-        )
+        w.create_queue(cluster.api, queue, nominal={"cpu": "8"}, namespaces=[namespace])
     try:
         start_scheduler()
         # b borrows a's idle nominal: two gangs of high priority fill both nodes.

@@ -20,7 +20,7 @@ from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
-QUEUES = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+QUEUES = w.QUEUES
 MERGE = "application/merge-patch+json"
 
 MakeQueue = Callable[..., str]
@@ -35,15 +35,7 @@ def make_queue(cluster: Cluster, namespace: str) -> Iterator[MakeQueue]:
         name = f"{namespace}-{suffix}"
         if allow_namespace:
             spec.setdefault("namespaces", [namespace])
-        cluster.api.create(
-            QUEUES,
-            {
-                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-                "kind": "Queue",
-                "metadata": {"name": name},
-                "spec": spec,
-            },
-        )
+        w.create_queue(cluster.api, name, **spec)
         made.append(name)
         return name
 
@@ -269,15 +261,7 @@ def test_without_queue_objects_the_default_queue_just_works(
 ) -> None:
     add_nodes(1, cpu="8")
     start_scheduler()
-    cluster.api.create(
-        QUEUES,
-        {
-            "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-            "kind": "Queue",
-            "metadata": {"name": "default"},
-            "spec": {"weight": 2},
-        },
-    )
+    w.create_queue(cluster.api, "default", weight=2)
     gang(cluster, namespace, pool, "before", 2, "default")
     wait_bound(cluster, namespace, "before", 2)
     cluster.api.delete(f"{QUEUES}/default")
@@ -311,12 +295,7 @@ def test_without_queue_objects_the_default_queue_just_works(
 def test_invalid_queues_are_refused_with_a_message_that_says_why(
     cluster: Cluster, podgroup_crd: str, spec: Json, complaint: str
 ) -> None:
-    body = {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "Queue",
-        "metadata": {"name": "self-parent"},
-        "spec": spec,
-    }
+    body = w.queue("self-parent", **spec)
     with pytest.raises(ApiError) as refused:
         cluster.api.create(QUEUES, body)
     assert refused.value.status == 422

@@ -77,17 +77,9 @@ def test_coscheduler_works_with_exactly_its_service_account(
         ],
     )
     queue = f"{namespace}-rbac"
-    queues = "/apis/scheduling.sigs.k8s.io/v1alpha1/queues"
+    queues = w.QUEUES
     try:
-        cluster.api.create(
-            queues,
-            {
-                "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-                "kind": "Queue",
-                "metadata": {"name": queue},
-                "spec": {"namespaces": [namespace], "max": {"cpu": "4"}},
-            },
-        )
+        w.create_queue(cluster.api, queue, namespaces=[namespace], max={"cpu": "4"})
         process.start()
         w.create_podgroup(cluster.api, namespace, "rbac", 2, queue=queue)
         w.create_replicaset(
