@@ -53,6 +53,11 @@ class Suite:
 
 
 CONTENTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: over-commits by design"}
+#: Left out of the smoke's contention trial only. Under contention the native gang plugin
+#: can reserve part of every gang at Permit and hold them all until its Permit timeout
+#: (minutes; the contention suite measures it): no 90-second smoke bound fits that, and
+#: its throughput trial still keeps its runner path working.
+SMOKE_CONTENTION_PEERS_EXCLUDED = {"native": "may deadlock at Permit until its timeout"}
 
 
 def build_suite(
@@ -81,7 +86,8 @@ def build_suite(
 
     if name == "smoke":
         add([wl.throughput(12, 4, 4, timeout=90)], regimes)
-        add([wl.contention(4, 8, (4,), 2.0, 2, 2.0, timeout=90)], regimes)
+        contention_peers = [p for p in peers if p not in SMOKE_CONTENTION_PEERS_EXCLUDED]
+        add([wl.contention(4, 8, (4,), 2.0, 2, 2.0, timeout=90)], regimes, contention_peers)
         return suite
     if name in ("throughput", "all"):
         for regime in regimes:
