@@ -289,21 +289,34 @@ class Quotas:
         need: Amounts,
         free: Callable[[], Amounts],
         memo: dict[str, object] | None = None,
+        *,
+        returned: Mapping[str, Amounts] | None = None,
     ) -> Status | None:
         """Why queue ``name`` may not take ``need`` more (None: it may).
 
         ``free`` gives the cluster's free capacity before the group is placed;
         it is asked only when the group borrows idle capacity that other
         queues claim. ``memo`` carries what does not change between calls for
-        one decision (the other queues' claims). Call :meth:`gate` first: this
-        assumes the queue is a valid leaf.
+        one decision (the other queues' claims). ``returned`` is usage, per
+        queue, that leaves before the group comes (a preemption plan's
+        victims). Call :meth:`gate` first: this assumes the queue is a valid leaf.
         """
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
             return None
         chain = self._chain(name)
-        for level in chain:
+
+        def used_by(level: str) -> dict[str, int]:
             used = self.usage(level)
+            if returned:
+                subtree = {level, *self._descendants(level)}
+                for queue, amounts in returned.items():
+                    if queue in subtree:
+                        add_amounts(used, amounts, -1)
+            return used
+
+        for level in chain:
+            used = used_by(level)
             for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
                 wanted = need.get(resource, 0)
                 if wanted and used.get(resource, 0) + wanted > cap:
@@ -317,7 +330,7 @@ class Quotas:
                     )
         for level in chain:
             queue = self.policy(level) or IMPLICIT_DEFAULT
-            used = self.usage(level)
+            used = used_by(level)
             if all(used.get(r, 0) + a <= queue.nominal.get(r, 0) for r, a in need.items()):
                 return None
             if queue.parent is None:

@@ -52,6 +52,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision, plan
 from coscheduler.core.preemption import (
+    Admits,
     Mode,
     Preemptions,
     PreemptionSettings,
@@ -400,6 +401,7 @@ class Scheduler:
             strategy=self.settings.strategy,
             weights=dict(self.settings.weights),
             reclaim=self._reclaim_rule if self._accounting else None,
+            admits=self._admits_rule,
         )
         if decision.admitted:
             self._first_attempt.pop(key, None)
@@ -458,18 +460,7 @@ class Scheduler:
             return cached
 
         gang = decision.needed if decision.needed > 0 else 0
-        need: dict[str, int] = {}
-        for amounts in requests[:gang]:
-            for resource, amount in amounts.items():
-                need[resource] = need.get(resource, 0) + amount
-        policy = self._policies.get(decision.group)
-        if gang and policy is not None:
-            held = dict.fromkeys(policy.min_resources, 0)
-            for pod in self.members(decision.group)[1]:
-                for resource in held:
-                    held[resource] += pod.requests.get(resource, 0)
-            for resource, amount in policy.min_resources.items():
-                need[resource] = max(need.get(resource, 0), amount - held[resource])
+        need = self._gang_need(decision.group, requests[:gang])
         refusal = self.quotas.admit(queue, need, free, memo) if gang else None
         if refusal is not None:
             for binding in decision.bindings:
@@ -510,6 +501,60 @@ class Scheduler:
         return dataclasses.replace(
             decision, bindings=tuple(kept), pending=(*decision.pending, *left), unplaced=over
         )
+
+    def _gang_need(self, key: GroupKey, requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
+        """What the gang asks of its queue at once: its needed members, or its
+        minResources less what its bound members hold, if larger."""
+        need: dict[str, int] = {}
+        for amounts in requests:
+            add_amounts(need, amounts)
+        policy = self._policies.get(key)
+        if requests and policy is not None:
+            held = dict.fromkeys(policy.min_resources, 0)
+            for pod in self.members(key)[1]:
+                for resource in held:
+                    held[resource] += pod.requests.get(resource, 0)
+            for resource, amount in policy.min_resources.items():
+                need[resource] = max(need.get(resource, 0), amount - held[resource])
+        return need
+
+    def _held_for(self, queue: str, besides: GroupKey) -> dict[str, int]:
+        """Room held for the queue's other preemptors: its own once they bind."""
+        held: dict[str, int] = {}
+        for holder, pod in self.preemptions.held():
+            if holder != besides and self.queue_name(holder) == queue:
+                add_amounts(held, pod.requests)
+        return held
+
+    def _admits_rule(self, who: Preemptor) -> Admits | None:
+        """Whether the preemptor's queue takes its whole gang once given victims are gone."""
+        queue = who.queue
+        if not self._accounting or queue is None:
+            return None
+        needed = max(who.policy.min_member - len(who.bound), 0)
+        need = self._gang_need(who.key, [pod.requests for pod in who.pending[:needed]])
+        add_amounts(need, self._held_for(queue, who.key))
+        charged = self._charged
+
+        def admits(victims: Sequence[Victim]) -> bool:
+            returned: dict[str, dict[str, int]] = {}
+            for unit in victims:
+                for pod in unit.pods:
+                    if pod.uid in charged:  # still counted in its queue's usage
+                        owner, amounts = charged[pod.uid]
+                        add_amounts(returned.setdefault(owner, {}), amounts)
+
+            def free() -> dict[str, int]:
+                amounts = self.snapshot.free_capacity()
+                for unit in victims:
+                    for pod in unit.pods:
+                        if self.snapshot.node_of(pod.uid) is not None:  # not yet taken out
+                            add_amounts(amounts, pod.requests)
+                return amounts
+
+            return self.quotas.admit(queue, need, free, returned=returned) is None
+
+        return admits
 
     def _with_volumes(self, decision: Decision) -> Decision:
         """Give the placed members' first-consumer claims their volumes, or undo the placement.
@@ -569,6 +614,9 @@ class Scheduler:
         need: dict[str, int] = {}
         for pod in who.pending:
             add_amounts(need, pod.requests)
+        if taker is not None:
+            # Counted now, or two of its groups each take back the same nominal.
+            add_amounts(need, self._held_for(taker, who.key))
         if taker is None or not self.quotas.wants_back(taker, need):
             return None
 

@@ -211,3 +211,99 @@ def test_reclaim_never_pushes_the_lender_below_its_own_nominal() -> None:
     scheduler.next_decision()
     orders = scheduler.preemptions.take_orders()
     assert not any(order.evict for order in orders)
+
+
+def test_room_held_for_a_queue_counts_against_its_nominal_when_it_reclaims_again() -> None:
+    # b borrowed all 16 cpu; a (nominal 8) has two gangs of 8 cpu waiting. The first takes
+    # back 8 and holds it; the second would be over a's nominal with that hold, so it
+    # reclaims nothing (seen in the demo: two gangs of one queue each reclaimed a gang).
+    scheduler = reclaim_cluster(b_nominal_cpu=0)
+    scheduler.upsert_group(dataclasses.replace(group("mine2", 2, priority=0), queue="a"))
+    for member in gang("mine2", 2, cpu="4", priority=0):
+        scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    evicting = [order for order in scheduler.preemptions.take_orders() if order.evict]
+    assert len(evicting) == 1
+    assert len(evicting[0].plan.pods) == 2
+
+
+def test_a_hold_is_released_when_its_group_waits_for_its_queue_not_for_room() -> None:
+    # a (nominal 8, max 8) reclaims for "mine"; then a higher gang of a is placed on an
+    # added node and a is at its max: "mine" cannot use the held room, so it lets it go.
+    scheduler = reclaim_cluster(b_nominal_cpu=0)
+    scheduler.upsert_queue(
+        QueuePolicy(
+            "a", nominal={"cpu": 8000}, max={"cpu": 8000}, namespaces=frozenset(["default"])
+        )
+    )
+    mine = GroupKey("default", "mine")
+    scheduler.next_decision()
+    assert scheduler.preemptions.hold(mine) is not None
+    scheduler.upsert_node(node("n2", cpu="16"))  # room for both, victims still running
+    scheduler.upsert_group(dataclasses.replace(group("first", 2, priority=10), queue="a"))
+    for member in gang("first", 2, cpu="4", priority=10):
+        scheduler.upsert_pod(member)
+    decisions = []
+    while (decision := scheduler.next_decision()) is not None:
+        decisions.append(decision)
+    assert any(d.group == GroupKey("default", "first") and d.admitted for d in decisions)
+    last = [d for d in decisions if d.group == mine][-1]
+    assert last.status.reason.name == "QUEUE_MAX_REACHED"
+    assert scheduler.preemptions.hold(mine) is None
+
+
+def test_a_gang_its_queues_max_holds_back_preempts_lower_gangs_of_its_queue_anywhere() -> None:
+    # Room enough in the cluster; queue a is at its max with a low gang on n0. The urgent
+    # gang of a could go on n1 (empty): only the low gang's quota is in the way.
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    everyone = frozenset(["default"])
+    scheduler.upsert_queue(QueuePolicy("a", max={"cpu": 8000}, namespaces=everyone))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    scheduler.upsert_group(dataclasses.replace(group("low", 2, priority=1), queue="a"))
+    for member in gang("low", 2, cpu="4", priority=1):
+        scheduler.upsert_pod(
+            dataclasses.replace(member, node_name="n0", phase="Running", started=900.0)
+        )
+    scheduler.upsert_group(dataclasses.replace(group("urgent", 2, priority=100), queue="a"))
+    for member in gang("urgent", 2, cpu="4", priority=100):
+        scheduler.upsert_pod(member)
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert decision.status.reason.name == "QUEUE_MAX_REACHED"
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.evict
+    assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1"}
+    # While the victims go the room stays held; once gone, urgent is placed.
+    while scheduler.next_decision() is not None:
+        pass
+    assert scheduler.preemptions.hold(URGENT) is not None
+    for uid in ("uid-default-low-0", "uid-default-low-1"):
+        scheduler.remove_pod(uid)
+    decisions = []
+    while (decision := scheduler.next_decision()) is not None:
+        decisions.append(decision)
+    assert any(d.group == URGENT and d.admitted for d in decisions)
+
+
+def test_a_queue_at_its_max_with_only_equals_preempts_nobody() -> None:
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    everyone = frozenset(["default"])
+    scheduler.upsert_queue(QueuePolicy("a", max={"cpu": 8000}, namespaces=everyone))
+    scheduler.upsert_queue(QueuePolicy("b", namespaces=everyone))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="8"))
+    # b's gang is of lower priority, yet another queue's: quota is no reason to take it.
+    for name, queue, where, priority in (("same", "a", "n0", 100), ("other", "b", "n1", 0)):
+        scheduler.upsert_group(dataclasses.replace(group(name, 2, priority=priority), queue=queue))
+        for member in gang(name, 2, cpu="4", priority=priority):
+            scheduler.upsert_pod(dataclasses.replace(member, node_name=where, phase="Running"))
+    scheduler.upsert_group(dataclasses.replace(group("urgent", 2, priority=100), queue="a"))
+    for member in gang("urgent", 2, cpu="4", priority=100):
+        scheduler.upsert_pod(member)
+    while scheduler.next_decision() is not None:
+        pass
+    assert not any(order.evict for order in scheduler.preemptions.take_orders())

@@ -6,6 +6,7 @@ finds the smallest sufficient set by simulating the planner's own attempt.
 
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
+    Admits,
     PreemptionPlan,
     Preemptor,
     find_plan,
@@ -28,6 +29,7 @@ from coscheduler.core.preemption.victims import (
 
 __all__ = [
     "DEFAULT_BUDGET",
+    "Admits",
     "Cost",
     "Mode",
     "Order",

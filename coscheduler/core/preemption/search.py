@@ -61,7 +61,11 @@ from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
 from coscheduler.core.strategy import Strategy
 
-__all__ = ["DEFAULT_BUDGET", "NEVER", "PreemptionPlan", "Preemptor", "find_plan"]
+__all__ = ["DEFAULT_BUDGET", "NEVER", "Admits", "PreemptionPlan", "Preemptor", "find_plan"]
+
+#: Whether the preemptor's queue takes the whole gang once these victims are gone
+#: (asked with their pods out of the snapshot); a caller's rule, like the victims'.
+Admits = Callable[[Sequence[Victim]], bool]
 
 #: Trials of the preemptor's gang per search (see the module docstring).
 DEFAULT_BUDGET = 40
@@ -130,7 +134,10 @@ class _Search:
     budget: int
     #: Whether the resource sums alone rule these units out (no trial needed).
     hopeless: Callable[[Sequence[Victim]], bool]
+    admits: Admits | None = None
     trials: int = 0
+    #: Trials where the gang fitted and its queue still refused it.
+    refused_by_quota: int = 0
     #: Pods taken out of the snapshot now, to be put back.
     out: dict[str, PodInfo] = field(default_factory=dict)
 
@@ -139,8 +146,9 @@ class _Search:
         return self.trials >= self.budget
 
     def fits(self, units: Iterable[Victim]) -> tuple[Binding, ...] | None:
-        """One trial: the preemptor's attempt with these units' pods gone."""
+        """One trial: the preemptor's attempt with these units' pods gone, then its queue's."""
         self.trials += 1
+        units = list(units)
         self._evict({pod.uid: pod for unit in units for pod in unit.pods})
         decision = plan(
             self.snapshot,
@@ -153,7 +161,12 @@ class _Search:
         )
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
-        return decision.bindings if decision.admitted and decision.ok else None
+        if not (decision.admitted and decision.ok):
+            return None
+        if self.admits is not None and not self.admits(units):
+            self.refused_by_quota += 1
+            return None
+        return decision.bindings
 
     def restore(self) -> None:
         self._evict({})
@@ -179,8 +192,15 @@ def find_plan(
     budget: int = DEFAULT_BUDGET,
     strategy: Strategy = Strategy.MOST_ALLOCATED,
     weights: Mapping[str, float] | None = None,
+    admits: Admits | None = None,
+    anywhere: bool = False,
 ) -> PreemptionPlan:
-    """The smallest disruption found that lets the whole preemptor fit (see the module)."""
+    """The smallest disruption found that lets the whole preemptor fit (see the module).
+
+    With ``admits``, "fits" also means its queue takes it then. ``anywhere``:
+    victims count wherever they run (the gang waits for its queue's quota, which
+    pods free on any node), not only where the preemptor could go.
+    """
     key = preemptor.key
     if any(pod.preemption_policy == NEVER for pod in preemptor.pending):
         return PreemptionPlan(key, summary="its pods' preemptionPolicy is Never: it waits")
@@ -189,7 +209,7 @@ def find_plan(
     useful_nodes = {snapshot.name_of(slot) for slot in np.flatnonzero(useful_slots).tolist()}
 
     def useful(pod: PodInfo) -> bool:
-        return pod.node_name in useful_nodes
+        return anywhere or pod.node_name in useful_nodes
 
     units: list[Victim] = []
     for group in running:
@@ -216,6 +236,7 @@ def find_plan(
         weights,
         max(1, budget),
         lambda units: bool(room.short(room.plus(free, units))),
+        admits,
     )
     try:
         best = _greedy(search, candidates)
@@ -225,6 +246,8 @@ def find_plan(
                 why = f"gave up after {search.trials} trials"
             elif short:
                 why = f"evicting every pod it may would still leave too little {short}"
+            elif search.refused_by_quota:
+                why = "no set of victims it may preempt brings it within its queue's quota"
             else:
                 why = "no set of victims lets it fit"
             return PreemptionPlan(key, trials=search.trials, exhausted=search.spent, summary=why)

@@ -9,9 +9,11 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
 
    - placed: the hold (if any) is done; the time since the plan is told to
      the runtime (:meth:`~Preemptions.take_placed`);
-   - not placed while a hold stands (its victims still on their nodes, and
-     for at most ``hold_seconds``): the room is held again and nothing more
-     is evicted for it (no second round of evictions for the same room);
+   - not placed for lack of room while a hold stands (its victims still on
+     their nodes, and for at most ``hold_seconds``): the room is held again
+     and nothing more is evicted for it (no second round of evictions for
+     the same room); not placed for another reason (its queue refuses it
+     now): the hold is let go;
    - not placed for lack of room, no hold: a search
      (:func:`~coscheduler.core.preemption.search.find_plan`). With a plan
      and ``on``, the preemptor's members are *nominated*: each is assumed
@@ -56,7 +58,13 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.planner import Decision
-from coscheduler.core.preemption.search import DEFAULT_BUDGET, PreemptionPlan, Preemptor, find_plan
+from coscheduler.core.preemption.search import (
+    DEFAULT_BUDGET,
+    Admits,
+    PreemptionPlan,
+    Preemptor,
+    find_plan,
+)
 from coscheduler.core.preemption.victims import (
     RunningGroup,
     Victim,
@@ -158,6 +166,12 @@ class Preemptions:
     def hold(self, key: GroupKey) -> Hold | None:
         return self._holds.get(key)
 
+    def held(self) -> Iterable[tuple[GroupKey, PodInfo]]:
+        """Every member held room for, with its group: room a queue has taken but not bound."""
+        for key, hold in self._holds.items():
+            for pod, _ in hold.placeholders:
+                yield key, pod
+
     def nominated_node(self, uid: str) -> str | None:
         """Where a waiting member is nominated to go, if it is."""
         for hold in self._holds.values():
@@ -200,11 +214,14 @@ class Preemptions:
         strategy: Strategy = Strategy.MOST_ALLOCATED,
         weights: dict[str, float] | None = None,
         reclaim: Callable[[Preemptor], VictimRule | None] | None = None,
+        admits: Callable[[Preemptor], Admits | None] | None = None,
     ) -> None:
         """After the group's attempt (see the module docstring).
 
         ``reclaim`` gives, for a preemptor whose queue may take back what other
         queues borrowed, the rule for victims of those queues (any priority).
+        ``admits`` gives, for a preemptor, whether its queue takes it once
+        given victims are gone (None: no queue accounting).
         """
         key = decision.group
         hold = self._holds.pop(key, None)
@@ -213,14 +230,21 @@ class Preemptions:
                 self._placed.append((key, hold.since))
             self._memory.pop(key, None)
             return
-        if hold is not None:
+        wants_room = _wants_room(decision)
+        who: Preemptor | None = None
+        if hold is not None and wants_room:
+            # Held while room is what it waits for and its queue would take it once the
+            # victims are gone: not when another of the queue's groups took the quota.
             alive = any(snapshot.node_of(uid) is not None for uid in hold.victims)
             if alive and now - hold.since < self.settings.hold_seconds:
-                self._hold(snapshot, key, hold)
-                return
-        if self.settings.mode is Mode.OFF or not _wants_room(decision):
+                who = preemptor()
+                still = admits(who) if admits is not None and who is not None else None
+                if still is None or still(hold.plan.victims):
+                    self._hold(snapshot, key, hold)
+                    return
+        if self.settings.mode is Mode.OFF or not wants_room:
             return
-        who = preemptor()
+        who = who or preemptor()
         if who is None:
             return
         reclaiming = reclaim(who) if reclaim is not None else None
@@ -244,6 +268,8 @@ class Preemptions:
             budget=self.settings.budget,
             strategy=strategy,
             weights=weights,
+            admits=admits(who) if admits is not None else None,
+            anywhere=_waits_for_quota(decision),
         )
         self.counts["attempts"] += 1
         self.counts["found" if plan.found else "none"] += 1
@@ -310,13 +336,25 @@ class Preemptions:
         return rule
 
 
-def _wants_room(decision: Decision) -> bool:
-    """The attempt failed for room (capacity), not for members, volumes or fields."""
+#: Failures that evictions may cure: room in the cluster, or in the group's queue.
+_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
+_QUOTA = frozenset({Reason.QUEUE_MAX_REACHED, Reason.QUEUE_CANNOT_BORROW})
+
+
+def _failed_for(decision: Decision) -> Reason | None:
     status = decision.status
     if status.code is not Code.UNSCHEDULABLE or decision.admitted:
-        return False
-    reason = status.cause if status.reason is Reason.TIMEOUT else status.reason
-    return reason in (Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE)
+        return None
+    return status.cause if status.reason is Reason.TIMEOUT else status.reason
+
+
+def _wants_room(decision: Decision) -> bool:
+    """It failed for room (in the cluster or its queue), not for members, volumes or fields."""
+    return _failed_for(decision) in _ROOM | _QUOTA
+
+
+def _waits_for_quota(decision: Decision) -> bool:
+    return _failed_for(decision) in _QUOTA
 
 
 def _within_budgets(
