@@ -382,3 +382,54 @@ def test_a_queue_under_its_nominal_reclaims_a_borrowers_gang_whole_and_no_ping_p
     finally:
         for queue in names.values():
             cluster.api.delete(f"{queues}/{queue}")
+
+
+def test_a_gang_held_back_by_its_queues_max_preempts_a_lower_gang_of_its_queue(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    # Room enough in the cluster (three nodes, one gang of 8 cpu running); the queue's max
+    # of 8 cpu is what keeps the urgent gang out. Another queue's lower gang is not touched.
+    add_nodes(3, cpu="8")
+    queues = w.QUEUES
+    capped, other = f"{namespace}-capped", f"{namespace}-other"
+    w.create_queue(cluster.api, capped, max={"cpu": "8"}, namespaces=[namespace])
+    w.create_queue(cluster.api, other, namespaces=[namespace])
+    try:
+        start_scheduler()
+        for name, queue in (("low-1", capped), ("low-2", other)):
+            w.create_podgroup(cluster.api, namespace, name, 2, priority=1, queue=queue)
+            w.create_replicaset(
+                cluster.api, namespace, name, replicas=2, pool=pool, cpu="4", group=name
+            )
+            wait_for(
+                lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
+                lambda found, name=name: len(found.get(name, ())) == 2,  # type: ignore[misc]
+                describe=f"gang {name} running",
+            )
+        before = running_by_group(cluster, namespace)
+        w.create_podgroup(cluster.api, namespace, "urgent", 2, priority=100, queue=capped)
+        w.create_replicaset(
+            cluster.api, namespace, "urgent", replicas=2, pool=pool, cpu="4", group="urgent"
+        )
+        placed = wait_for(
+            lambda: running_by_group(cluster, namespace),
+            lambda found: len(found.get("urgent", ())) == 2,
+            describe="the urgent gang bound whole within its queue's max",
+        )
+        assert placed.get("low-2") == before["low-2"]
+        assert not placed.get("low-1"), placed  # evicted whole; its recreated pods wait
+        wait_for(
+            lambda: podgroup(cluster, namespace, "low-1"),
+            lambda group: "QueueMaxReached" in str(group.get("status", {}).get("conditions")),
+            describe="low-1's recreated members waiting for the queue",
+        )
+        plans = [e["message"] for e in events_with(cluster, namespace, "Preempting")]
+        assert len(plans) == 1, plans
+        assert f"{namespace}/low-1" in plans[0], plans
+    finally:
+        for queue in (capped, other):
+            cluster.api.delete(f"{queues}/{queue}")
