@@ -537,19 +537,19 @@ class Scheduler:
         charged = self._charged
 
         def admits(victims: Sequence[Victim]) -> bool:
+            # A gang's whole unit and its unit above minMember may share pods: once each.
+            pods = {pod.uid: pod for unit in victims for pod in unit.pods}
             returned: dict[str, dict[str, int]] = {}
-            for unit in victims:
-                for pod in unit.pods:
-                    if pod.uid in charged:  # still counted in its queue's usage
-                        owner, amounts = charged[pod.uid]
-                        add_amounts(returned.setdefault(owner, {}), amounts)
+            for uid in pods:
+                if uid in charged:  # still counted in its queue's usage
+                    owner, amounts = charged[uid]
+                    add_amounts(returned.setdefault(owner, {}), amounts)
 
             def free() -> dict[str, int]:
                 amounts = self.snapshot.free_capacity()
-                for unit in victims:
-                    for pod in unit.pods:
-                        if self.snapshot.node_of(pod.uid) is not None:  # not yet taken out
-                            add_amounts(amounts, pod.requests)
+                for uid, pod in pods.items():
+                    if self.snapshot.node_of(uid) is not None:  # not yet taken out
+                        add_amounts(amounts, pod.requests)
                 return amounts
 
             return self.quotas.admit(queue, need, free, returned=returned) is None

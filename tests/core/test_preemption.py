@@ -311,3 +311,35 @@ def test_properties_of_a_plan(world: World) -> None:
         for victim in found.victims:  # 4
             rest = [other for other in found.victims if other is not victim]
             assert not _fits(snapshot, who, rest), f"{victim} could be spared"
+
+
+@given(worlds(), st.integers(0, 12_000))
+def test_a_plan_with_a_queue_rule_satisfies_it_and_is_minimal_under_it(
+    world: World, returned_millicpu: int
+) -> None:
+    """``admits`` as a queue's would be (monotone: more victims return more usage): a plan
+    both fits and is admitted, and no victim can be spared without losing one or the other."""
+    snapshot, who = world.snapshot, world.preemptor
+
+    def admits(victims: Sequence[Victim]) -> bool:
+        pods = {p.uid: p for v in victims for p in v.pods}  # units may share pods
+        freed = sum(p.requests.get("cpu", 0) for p in pods.values())
+        return freed >= returned_millicpu
+
+    if _fits(snapshot, who, []) and admits([]):
+        return
+    found = find_plan(snapshot, who, world.running, NOW, admits=admits, anywhere=True)
+    if not found.found:
+        assert found.pods == ()
+        allowed = [
+            Victim(g, g.pods, whole=True) for g in world.running if g.priority < who.priority
+        ]
+        assert not found.exhausted
+        assert not (_fits(snapshot, who, allowed) and admits(allowed))
+        return
+    assert _fits(snapshot, who, found.victims)
+    assert admits(found.victims)
+    if not found.exhausted:
+        for victim in found.victims:
+            rest = [other for other in found.victims if other is not victim]
+            assert not (_fits(snapshot, who, rest) and admits(rest)), f"{victim} could be spared"
