@@ -26,6 +26,7 @@ from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.queue import PLURAL, Queue, QueueState, QueueStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
+from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.core.quota import QueueUsage
 from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, NotFound
@@ -103,7 +104,7 @@ class QueueStatusWriter:
         self._client = client
         self._events = events
         self._metrics = metrics
-        self._debounce = debounce_seconds
+        self._backoff = RoundBackoff(debounce_seconds)
         self.wake = asyncio.Event()
         #: What was last written per queue (its wire form), to skip writing it again.
         self._written: dict[str, dict[str, object]] = {}
@@ -119,9 +120,9 @@ class QueueStatusWriter:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), timeout=refresh_seconds)
-            await asyncio.sleep(self._debounce)
+            await asyncio.sleep(self._backoff.pause)
             self.wake.clear()
-            await self.write_round()
+            self._backoff.round_done(failed=not await self.write_round())
 
     def group_counts(self) -> dict[str, Counter[str]]:
         """Per queue, its PodGroups counted as pending, admitted or running."""
@@ -139,8 +140,10 @@ class QueueStatusWriter:
             counts.setdefault(group.spec.queue, Counter())[bucket] += 1
         return counts
 
-    async def write_round(self) -> None:
+    async def write_round(self) -> bool:
+        """One pass over the queues; False when a write failed and waits for the next."""
         quotas = self._state.scheduler.quotas
+        wrote_all = True
         counts = self.group_counts()
         now = utc_now(whole_seconds=True)
         for name, queue in sorted(self._state.queues.items()):
@@ -164,10 +167,12 @@ class QueueStatusWriter:
                 log.warning("queue status not written", queue=name, error=str(error))
                 if error.retryable:
                     self.wake.set()
+                    wrote_all = False
                 continue
             self.writes += 1
             self._written[name] = body
             self._record_transition(queue, status)
+        return wrote_all
 
     def _record_transition(self, queue: Queue, status: QueueStatus) -> None:
         before = next((c for c in queue.status.conditions if c.type == ACTIVE), None)

@@ -27,6 +27,7 @@ import structlog
 from coscheduler.api.adapters import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase
 from coscheduler.api.timestamps import utc_now
+from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.cluster import ClusterState
@@ -81,7 +82,8 @@ class StatusWriter:
         self._client = client
         self._events = events
         self._metrics = metrics
-        self._debounce = debounce_seconds
+        self._backoff = RoundBackoff(debounce_seconds)
+        self._failed = False
         self._slots = asyncio.Semaphore(concurrency)
         self.writes = 0
         self._scheduler_name = state.scheduler.settings.scheduler_name
@@ -97,9 +99,11 @@ class StatusWriter:
     async def run(self) -> None:
         while True:
             await self._changed.wake.wait()
-            await asyncio.sleep(self._debounce)
+            await asyncio.sleep(self._backoff.pause)
             keys = self._changed.take()
+            self._failed = False
             await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
+            self._backoff.round_done(failed=self._failed)
             self._report_phases()
 
     def _report_phases(self) -> None:
@@ -160,6 +164,7 @@ class StatusWriter:
             except ApiError as error:
                 if error.retryable:
                     log.warning("status not written", group=str(key), error=str(error))
+                    self._failed = True
                     self.mark(key)
                 else:
                     log.warning("status refused", group=str(key), error=str(error))
