@@ -35,7 +35,7 @@ namespace): a cluster with no Queue objects schedules exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -315,19 +315,9 @@ class Quotas:
                         add_amounts(used, amounts, -1)
             return used
 
-        for level in chain:
-            used = used_by(level)
-            for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
-                wanted = need.get(resource, 0)
-                if wanted and used.get(resource, 0) + wanted > cap:
-                    whose = "" if level == name else f" (parent of queue {name})"
-                    return Status(
-                        Code.UNSCHEDULABLE,
-                        Reason.QUEUE_MAX_REACHED,
-                        f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
-                        f"max {format_quantity(resource, cap)} in use, this group needs "
-                        f"{format_quantity(resource, wanted)} more",
-                    )
+        over = self._over_max(name, chain, need, used_by)
+        if over is not None:
+            return over
         for level in chain:
             queue = self.policy(level) or IMPLICIT_DEFAULT
             used = used_by(level)
@@ -365,6 +355,33 @@ class Quotas:
                     f"of {_amount(resource, idle)} idle, {_amount(resource, held_for_others)} "
                     f"is held for queues under their nominal with groups waiting: {holders}",
                 )
+        return None
+
+    def over_max(self, name: str, need: Amounts) -> Status | None:
+        """Why ``need`` more would take queue ``name`` (or a parent) over its max, if it would."""
+        need = {r: a for r, a in need.items() if a > 0}
+        return self._over_max(name, self._chain(name), need, self.usage) if need else None
+
+    def _over_max(
+        self,
+        name: str,
+        chain: Sequence[str],
+        need: Amounts,
+        used_by: Callable[[str], Amounts],
+    ) -> Status | None:
+        for level in chain:
+            used = used_by(level)
+            for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
+                wanted = need.get(resource, 0)
+                if wanted and used.get(resource, 0) + wanted > cap:
+                    whose = "" if level == name else f" (parent of queue {name})"
+                    return Status(
+                        Code.UNSCHEDULABLE,
+                        Reason.QUEUE_MAX_REACHED,
+                        f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
+                        f"max {format_quantity(resource, cap)} in use, this group needs "
+                        f"{format_quantity(resource, wanted)} more",
+                    )
         return None
 
     def wants_back(self, taker: str, need: Amounts) -> bool:

@@ -71,6 +71,9 @@ from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
+#: The planner's reasons for a group that found no room.
+_NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSettings:
@@ -383,6 +386,8 @@ class Scheduler:
         if decision.bindings and self._accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
+        elif self._accounting and decision.status.reason in _NO_ROOM:
+            decision = self._max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
         self.preemptions.settle(
@@ -501,6 +506,16 @@ class Scheduler:
         return dataclasses.replace(
             decision, bindings=tuple(kept), pending=(*decision.pending, *left), unplaced=over
         )
+
+    def _max_first(self, decision: Decision, queue: str, pending: list[PodInfo]) -> Decision:
+        """No room, and its queue's max would refuse it anyway: that is the reason to give,
+        since room freeing up would not let it in."""
+        needed = decision.needed
+        if needed <= 0:
+            return decision
+        need = self._gang_need(decision.group, [pod.requests for pod in pending[:needed]])
+        over = self.quotas.over_max(queue, need)
+        return decision if over is None else dataclasses.replace(decision, status=over)
 
     def _gang_need(self, key: GroupKey, requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
         """What the gang asks of its queue at once: its needed members, or its
