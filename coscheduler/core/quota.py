@@ -291,6 +291,7 @@ class Quotas:
         memo: dict[str, object] | None = None,
         *,
         returned: Mapping[str, Amounts] | None = None,
+        held: Amounts | None = None,
     ) -> Status | None:
         """Why queue ``name`` may not take ``need`` more (None: it may).
 
@@ -299,7 +300,9 @@ class Quotas:
         queues claim. ``memo`` carries what does not change between calls for
         one decision (the other queues' claims). ``returned`` is usage, per
         queue, that leaves before the group comes (a preemption plan's
-        victims). Call :meth:`gate` first: this assumes the queue is a valid leaf.
+        victims); ``held`` is room already promised to the queue's other groups
+        (held for its preemptors), counted as its usage. Call :meth:`gate`
+        first: this assumes the queue is a valid leaf.
         """
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
@@ -308,6 +311,8 @@ class Quotas:
 
         def used_by(level: str) -> dict[str, int]:
             used = self.usage(level)
+            if held:
+                add_amounts(used, held)  # the leaf's: within every level of its chain
             if returned:
                 subtree = {level, *self._descendants(level)}
                 for queue, amounts in returned.items():
@@ -357,10 +362,19 @@ class Quotas:
                 )
         return None
 
-    def over_max(self, name: str, need: Amounts) -> Status | None:
+    def over_max(self, name: str, need: Amounts, held: Amounts | None = None) -> Status | None:
         """Why ``need`` more would take queue ``name`` (or a parent) over its max, if it would."""
         need = {r: a for r, a in need.items() if a > 0}
-        return self._over_max(name, self._chain(name), need, self.usage) if need else None
+        if not need:
+            return None
+
+        def used_by(level: str) -> dict[str, int]:
+            used = self.usage(level)
+            if held:
+                add_amounts(used, held)
+            return used
+
+        return self._over_max(name, self._chain(name), need, used_by)
 
     def _over_max(
         self,

@@ -466,7 +466,9 @@ class Scheduler:
 
         gang = decision.needed if decision.needed > 0 else 0
         need = self._gang_need(decision.group, requests[:gang])
-        refusal = self.quotas.admit(queue, need, free, memo) if gang else None
+        # Room held for the queue's preemptors is the queue's: no group takes its quota.
+        held = self._held_for(queue, decision.group)
+        refusal = self.quotas.admit(queue, need, free, memo, held=held) if gang else None
         if refusal is not None:
             for binding in decision.bindings:
                 self.snapshot.forget(binding.uid)
@@ -485,7 +487,7 @@ class Scheduler:
             wanted = dict(need)
             for resource, amount in amounts.items():
                 wanted[resource] = wanted.get(resource, 0) + amount
-            refused = self.quotas.admit(queue, wanted, free, memo)
+            refused = self.quotas.admit(queue, wanted, free, memo, held=held)
             if refused is None:
                 kept.append(binding)
                 need = wanted
@@ -514,7 +516,7 @@ class Scheduler:
         if needed <= 0:
             return decision
         need = self._gang_need(decision.group, [pod.requests for pod in pending[:needed]])
-        over = self.quotas.over_max(queue, need)
+        over = self.quotas.over_max(queue, need, self._held_for(queue, decision.group))
         return decision if over is None else dataclasses.replace(decision, status=over)
 
     def _gang_need(self, key: GroupKey, requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
@@ -548,7 +550,7 @@ class Scheduler:
             return None
         needed = max(who.policy.min_member - len(who.bound), 0)
         need = self._gang_need(who.key, [pod.requests for pod in who.pending[:needed]])
-        add_amounts(need, self._held_for(queue, who.key))
+        held = self._held_for(queue, who.key)
         charged = self._charged
 
         def admits(victims: Sequence[Victim]) -> bool:
@@ -567,7 +569,7 @@ class Scheduler:
                         add_amounts(amounts, pod.requests)
                 return amounts
 
-            return self.quotas.admit(queue, need, free, returned=returned) is None
+            return self.quotas.admit(queue, need, free, returned=returned, held=held) is None
 
         return admits
 
