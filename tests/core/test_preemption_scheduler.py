@@ -313,3 +313,22 @@ def test_a_queue_at_its_max_with_only_equals_preempts_nobody() -> None:
     while scheduler.next_decision() is not None:
         pass
     assert not any(order.evict for order in scheduler.preemptions.take_orders())
+
+
+def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() -> None:
+    # Each budget alone allows all of low's pods to go; together they make every eviction
+    # of them a 500 from the API server, so low is no victim and there is no plan.
+    scheduler = full_cluster()
+    selector = LabelSelector(
+        (LabelRequirement("scheduling.sigs.k8s.io/pod-group", "In", frozenset(["low"])),)
+    )
+    for name in ("low-a", "low-b"):
+        scheduler.preemptions.upsert_budget(DisruptionBudget("default", name, selector, 4))
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert not order.plan.found
+    scheduler.preemptions.remove_budget("default/low-b")
+    scheduler.preemption_failed(URGENT)  # retried now
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.plan.found
