@@ -359,9 +359,12 @@ class Scheduler:
         if key is not None:
             self.queue.requeue(key, Code.ERROR)
 
-    def preemption_failed(self, key: GroupKey, refused: Iterable[GroupKey] = ()) -> None:
-        """The runtime could not carry out a group's preemption: release its room, retry it."""
-        self.preemptions.failed(self.snapshot, key, refused)
+    def preemption_failed(
+        self, key: GroupKey, refused: Iterable[GroupKey] = (), untouched: Iterable[GroupKey] = ()
+    ) -> None:
+        """The runtime could not carry out a group's preemption: release its room, retry it
+        (``untouched``: victims of the plan it evicted nothing of)."""
+        self.preemptions.failed(self.snapshot, key, refused, untouched)
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     # -- internals -----------------------------------------------------------

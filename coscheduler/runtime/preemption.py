@@ -27,6 +27,7 @@ event carry the plan or why there is none (:meth:`Preempter.annotate`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -56,6 +57,9 @@ PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 #: Event reasons: on a victim (pod and group), and on the preemptor.
 PREEMPTED = "Preempted"
 PREEMPTING = "Preempting"
+#: On the preemptor, when a victim's eviction was refused (a reason of its own, so a
+#: later Preempting event does not replace it).
+EVICTION_REFUSED = "EvictionRefused"
 
 
 class Preempter:
@@ -84,6 +88,8 @@ class Preempter:
         self._tasks: set[asyncio.Task[None]] = set()
         #: What the waiting group's condition says about preemption now.
         self._notes: dict[GroupKey, str] = {}
+        #: Why the Eviction API refused a victim (by uid), until the plan tells it.
+        self._refusals: dict[str, str] = {}
         #: Groups whose pods carry a nominatedNodeName of ours, and where.
         self._nominated: dict[GroupKey, tuple[Binding, ...]] = {}
 
@@ -159,7 +165,7 @@ class Preempter:
             refused = await self._refused_by_budgets(plan)
         except ApiError as error:
             log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
-            self._fail(key, ())
+            self._fail(key, (), {victim.group.key for victim in plan.victims})
             return
         if refused:
             names = ", ".join(sorted(str(group) for group in refused))
@@ -167,11 +173,11 @@ class Preempter:
             self._tell_group(
                 key,
                 "Warning",
-                PREEMPTING,
+                EVICTION_REFUSED,
                 f"not preempting {names}: a PodDisruptionBudget allows fewer evictions; "
                 "looking for other victims",
             )
-            self._fail(key, refused)
+            self._fail(key, refused, {victim.group.key for victim in plan.victims} - refused)
             return
         self._tell_group(
             key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
@@ -215,7 +221,23 @@ class Preempter:
             refused=len(results) - evicted,
         )
         if refused_groups:
-            self._fail(key, refused_groups)
+            why = "; ".join(
+                self._refusals.pop(uid) for uid in refused_pods if uid in self._refusals
+            )
+            names = ", ".join(sorted(str(group) for group in refused_groups))
+            self._tell_group(
+                key,
+                "Warning",
+                EVICTION_REFUSED,
+                f"not preempting {names}: eviction refused ({why}); looking for other victims",
+            )
+            touched = {
+                victim.group.key
+                for victim in plan.victims
+                if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
+            }
+            untouched = {victim.group.key for victim in plan.victims} - touched
+            self._fail(key, refused_groups, untouched)
 
     async def _evict_by_group(self, plan: PreemptionPlan, message: str) -> list[tuple[str, bool]]:
         """Evict the victims group by group, each first by one member, then the rest.
@@ -283,7 +305,8 @@ class Preempter:
             )
 
     async def _evict(self, namespace: str, name: str, uid: str, message: str) -> tuple[str, bool]:
-        """Mark the victim, tell it, evict it; (uid, False) when the eviction was refused."""
+        """Mark the victim, evict it, tell it; (uid, False) when the eviction was refused
+        (its condition then says so, and no event says it was preempted)."""
         pod_path = f"/api/v1/namespaces/{namespace}/pods/{name}"
         condition = {
             "type": "DisruptionTarget",
@@ -303,12 +326,6 @@ class Preempter:
             return uid, True  # gone already
         except ApiError as error:
             log.warning("DisruptionTarget not written", pod=f"{namespace}/{name}", error=str(error))
-        self._events.record(
-            ObjectRef("v1", "Pod", namespace, name, uid),
-            "Normal",
-            PREEMPTED,
-            message[0].upper() + message[1:],
-        )
         eviction = {
             "apiVersion": "policy/v1",
             "kind": "Eviction",
@@ -319,17 +336,39 @@ class Preempter:
             await self._client.send("POST", f"{pod_path}/eviction", body=eviction)
         except (NotFound, Conflict):
             return uid, True
-        except TooManyRequests as error:
-            log.warning("eviction refused", pod=f"{namespace}/{name}", error=str(error))
-            return uid, False
         except ApiError as error:
-            log.warning("eviction failed", pod=f"{namespace}/{name}", error=str(error))
+            what = "refused" if isinstance(error, TooManyRequests) else "failed"
+            log.warning("eviction " + what, pod=f"{namespace}/{name}", error=str(error))
+            self._refusals[uid] = f"{namespace}/{name}: {error.message}"
+            # The pod stays: its condition must not say it is going.
+            kept = {
+                **condition,
+                "status": "False",
+                "reason": "EvictionRefused",
+                "message": f"coscheduler: eviction {what} ({error.message}); the pod stays",
+                "lastTransitionTime": rfc3339(),
+            }
+            with contextlib.suppress(ApiError):
+                await self._client.send(
+                    "PATCH",
+                    f"{pod_path}/status",
+                    body={"metadata": {"uid": uid}, "status": {"conditions": [kept]}},
+                    content_type=STRATEGIC_MERGE_PATCH,
+                )
             return uid, False
+        self._events.record(
+            ObjectRef("v1", "Pod", namespace, name, uid),
+            "Normal",
+            PREEMPTED,
+            message[0].upper() + message[1:],
+        )
         return uid, True
 
-    def _fail(self, key: GroupKey, refused: Iterable[GroupKey]) -> None:
+    def _fail(
+        self, key: GroupKey, refused: Iterable[GroupKey], untouched: Iterable[GroupKey] = ()
+    ) -> None:
         self._unnominate(key)
-        self._scheduler.preemption_failed(key, refused)
+        self._scheduler.preemption_failed(key, refused, untouched)
         self._wake()
 
     def _unnominate(self, key: GroupKey) -> None:

@@ -11,13 +11,16 @@ whole (there is no room).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
-from e2e.scheduler import StartScheduler
+from e2e.faultproxy import FaultProxy, Rule
+from e2e.pki import Pki
+from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -51,12 +54,21 @@ def events_with(cluster: Cluster, namespace: str, reason: str) -> list[Json]:
     return [e for e in items if e.get("reason") == reason]
 
 
-def fill(cluster: Cluster, namespace: str, pool: str) -> dict[str, set[str]]:
+def fill(
+    cluster: Cluster, namespace: str, pool: str, priority_class: str | None = None
+) -> dict[str, set[str]]:
     """The four low gangs, one after the other, each packed on one node."""
     for priority, name in enumerate(LOW, start=1):
         w.create_podgroup(cluster.api, namespace, name, 2, priority=priority)
         w.create_replicaset(
-            cluster.api, namespace, name, replicas=2, pool=pool, cpu="4", group=name
+            cluster.api,
+            namespace,
+            name,
+            replicas=2,
+            pool=pool,
+            cpu="4",
+            group=name,
+            priority_class=priority_class,
         )
         wait_for(
             lambda name=name: running_by_group(cluster, namespace),  # type: ignore[misc]
@@ -491,3 +503,103 @@ def test_a_gang_held_back_by_its_queues_max_preempts_a_lower_gang_of_its_queue(
     finally:
         for queue in (capped, other):
             cluster.api.delete(f"{queues}/{queue}")
+
+
+def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    podgroup_crd: str,
+    add_nodes: Callable[..., list[str]],
+    tmp_path: Path,
+) -> None:
+    # The scheduler talks through the fault proxy, which answers its first eviction 429
+    # (as a budget that changed after the last check would): the plan stops before any
+    # pod goes, the refused gang is spared and told, another plan places the urgent gang.
+    # (The victims' recreated pods may then preempt lower gangs in turn, by priority.)
+    add_nodes(4, cpu="8")
+    # The low gangs' pods never preempt: their recreated members wait, so what the test
+    # sees is the urgent gang's doing only.
+    never = f"low-never-{pool}"
+    cluster.api.create(
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": never},
+            "value": 0,
+            "preemptionPolicy": "Never",
+        },
+    )
+    proxy = FaultProxy.start(
+        upstream_port=cluster.state.ports["apiserver"], pki=Pki(cluster.pki_dir), directory=tmp_path
+    )
+    scheduler = SchedulerProcess(
+        kubeconfig=proxy.kubeconfig,
+        log_path=tmp_path / "coscheduler.log",
+        args=["--namespace", namespace, "--no-leader-elect", "--backoff-max-seconds", "2",
+              "--metrics-port", "0"],
+    )  # fmt: skip
+    try:
+        scheduler.start()
+        before = fill(cluster, namespace, pool, never)
+        refusal = Rule("status", 1.0, ("create",), ("pods/eviction",), status=429, max_count=1)
+        proxy.inject([refusal], seed=1)
+        urgent(cluster, namespace, pool)
+        wait_for(
+            lambda: running_by_group(cluster, namespace),
+            lambda found: len(found.get("urgent", ())) == 2,
+            describe="the urgent gang bound whole after the refusal",
+            timeout=60,
+        )
+        assert proxy.stats()["faults"].get("status", 0) == 1
+        told = [
+            e["message"]
+            for e in events_with(cluster, namespace, "EvictionRefused")
+            if e["message"].startswith("not preempting") and "eviction refused" in e["message"]
+        ]
+        assert len(told) == 1, told
+        spared = told[0].removeprefix("not preempting ").split(":")[0].split("/")[-1]
+        # The refused gang's pods were not evicted by the urgent gang, and the one whose
+        # eviction was refused says so in its DisruptionTarget condition.
+        evicted_by_urgent = {
+            e["involvedObject"]["name"]
+            for e in events_with(cluster, namespace, "Preempted")
+            if e["involvedObject"]["kind"] == "Pod" and "/urgent " in e["message"]
+        }
+        pods = {
+            p["metadata"]["uid"]: p
+            for p in w.list_pods(cluster.api, namespace)
+            if p["metadata"]["uid"] in before[spared]
+        }
+        conditions = [
+            c
+            for p in pods.values()
+            for c in p["status"].get("conditions", [])
+            if c["type"] == "DisruptionTarget"
+        ]
+        assert any(c["status"] == "False" and c["reason"] == "EvictionRefused" for c in conditions)
+        refused_pod = next(
+            p["metadata"]["name"]
+            for p in pods.values()
+            if any(c.get("reason") == "EvictionRefused" for c in p["status"].get("conditions", []))
+        )
+        assert refused_pod not in evicted_by_urgent
+        assert len(pods) == 2  # the refused gang kept both members
+        now = running_by_group(cluster, namespace)
+        assert now[spared] == before[spared]
+        assert len([name for name in LOW if not now.get(name)]) == 2
+        # Once quiet, no gang is partly running.
+        wait_for(
+            lambda: running_by_group(cluster, namespace),
+            no_partial_gang,
+            describe="no low gang partly running once quiet",
+            timeout=60,
+        )
+    except BaseException:
+        print(f"\n--- {scheduler.log_path} ---\n{scheduler.log()[-6000:]}")
+        raise
+    finally:
+        scheduler.stop()
+        proxy.stop()
+        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{never}")

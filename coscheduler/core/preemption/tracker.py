@@ -292,11 +292,20 @@ class Preemptions:
 
     # -- what the runtime reports ----------------------------------------------
 
-    def failed(self, snapshot: Snapshot, key: GroupKey, refused: Iterable[GroupKey]) -> None:
-        """The runtime could not carry out the plan: release the room, spare the refused groups."""
+    def failed(
+        self,
+        snapshot: Snapshot,
+        key: GroupKey,
+        refused: Iterable[GroupKey],
+        untouched: Iterable[GroupKey] = (),
+    ) -> None:
+        """The runtime could not carry out the plan: release the room, spare the refused
+        groups; ``untouched`` victims (nothing of them evicted) may be chosen again."""
         self.lift(snapshot, key)
         self._holds.pop(key, None)
-        self._memory.setdefault(key, _Memory()).spared.update(refused)
+        spared = self._memory.setdefault(key, _Memory()).spared
+        spared.difference_update(untouched)
+        spared.update(refused)
 
     def forget(self, snapshot: Snapshot, key: GroupKey) -> None:
         """The group has nothing pending any more (placed, or gone)."""
