@@ -332,3 +332,15 @@ def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() 
     scheduler.next_decision()
     (order,) = scheduler.preemptions.take_orders()
     assert order.plan.found
+
+
+def test_victims_a_failed_plan_evicted_nothing_of_may_be_chosen_again() -> None:
+    scheduler = full_cluster()
+    scheduler.next_decision()
+    scheduler.preemptions.take_orders()
+    # The plan stopped before low lost anything (another group's eviction was refused).
+    scheduler.preemption_failed(URGENT, [], untouched=[LOW])
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.plan.found
+    assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
