@@ -31,7 +31,9 @@ What a rule can do to the requests it matches (by verb and resource):
 The two watch faults also meet the watches already open when the rules
 change (at their next line): a scheduler's watches last minutes.
 
-Every rule fires on a ``share`` of its matches, at most ``max_count`` times.
+Every rule fires on a ``share`` of its matches, at most ``max_count`` times,
+never on the first ``after`` requests of a verb and resource (so a test can
+let one eviction through and refuse the next).
 Whether the n-th request of a verb and resource is hit is a hash of (seed,
 rule, verb, resource, n): the same seed makes the same choices for the same
 sequence of requests per resource, so a failing run replays (up to the
@@ -111,6 +113,8 @@ class Rule:
     seconds: float = 2.0
     events: int = 3
     max_count: int = 1_000
+    after: int = 0
+    """The first ``after`` requests of each verb and resource pass untouched."""
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Rule:
@@ -126,6 +130,7 @@ class Rule:
             seconds=min(float(raw.get("seconds", 2.0)), MAX_WAIT_SECONDS),
             events=int(raw.get("events", 3)),
             max_count=int(raw.get("max_count", 1_000)),
+            after=int(raw.get("after", 0)),
         )
         if not 0.0 <= rule.share <= 1.0:
             raise ValueError(f"share must be within [0, 1], not {rule.share}")
@@ -235,6 +240,8 @@ class Faults:
         self.seen[key] += 1
         for index, rule in enumerate(self.rules):
             if self.fired[index] >= rule.max_count or not rule.matches(kind.verb, kind.resource):
+                continue
+            if number < rule.after:
                 continue
             watch_fault = rule.kind in ("cut_watch", "gone")
             if (watch_fault and kind.verb != "watch") or (open_watch and not watch_fault):

@@ -66,6 +66,17 @@ def test_a_rule_fires_at_most_max_count_times_and_watch_faults_only_on_watches()
     assert hit.kind == "gone"
 
 
+def test_a_rule_lets_its_first_after_requests_of_a_kind_through() -> None:
+    faults = Faults()
+    refusal = Rule("status", 1.0, ("create",), ("pods/eviction",), status=429, max_count=1, after=1)
+    faults.set(1, [refusal])
+    eviction = RequestKind("create", "pods/eviction")
+    assert faults.choose(RequestKind("create", "pods")) is None
+    fired = [faults.choose(eviction) for _ in range(3)]
+    assert fired == [None, refusal, None]
+    assert Rule.from_json({"kind": "status", "after": 2}).after == 2
+
+
 def test_an_open_watch_meets_only_the_watch_faults_of_new_rules() -> None:
     faults = Faults()
     faults.set(1, [Rule(kind="reset", share=1.0), Rule(kind="cut_watch", share=1.0)])

@@ -10,7 +10,8 @@ whole (there is no room).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -505,21 +506,15 @@ def test_a_gang_held_back_by_its_queues_max_preempts_a_lower_gang_of_its_queue(
             cluster.api.delete(f"{queues}/{queue}")
 
 
-def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    podgroup_crd: str,
-    add_nodes: Callable[..., list[str]],
-    tmp_path: Path,
-) -> None:
-    # The scheduler talks through the fault proxy, which answers its first eviction 429
-    # (as a budget that changed after the last check would): the plan stops before any
-    # pod goes, the refused gang is spared and told, another plan places the urgent gang.
-    # (The victims' recreated pods may then preempt lower gangs in turn, by priority.)
-    add_nodes(4, cpu="8")
-    # The low gangs' pods never preempt: their recreated members wait, so what the test
-    # sees is the urgent gang's doing only.
+@contextlib.contextmanager
+def through_fault_proxy(
+    cluster: Cluster, namespace: str, pool: str, tmp_path: Path
+) -> Iterator[tuple[FaultProxy, str]]:
+    """A scheduler that talks through the fault proxy, and a PriorityClass that never preempts.
+
+    The low gangs' pods get that class: their recreated members wait, so what a
+    test sees is the urgent gang's doing only.
+    """
     never = f"low-never-{pool}"
     cluster.api.create(
         "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -542,6 +537,30 @@ def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
     )  # fmt: skip
     try:
         scheduler.start()
+        yield proxy, never
+    except BaseException:
+        print(f"\n--- {scheduler.log_path} ---\n{scheduler.log()[-6000:]}")
+        raise
+    finally:
+        scheduler.stop()
+        proxy.stop()
+        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{never}")
+
+
+def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    podgroup_crd: str,
+    add_nodes: Callable[..., list[str]],
+    tmp_path: Path,
+) -> None:
+    # The scheduler talks through the fault proxy, which answers its first eviction 429
+    # (as a budget that changed after the last check would): the plan stops before any
+    # pod goes, the refused gang is spared and told, another plan places the urgent gang.
+    # (The victims' recreated pods may then preempt lower gangs in turn, by priority.)
+    add_nodes(4, cpu="8")
+    with through_fault_proxy(cluster, namespace, pool, tmp_path) as (proxy, never):
         before = fill(cluster, namespace, pool, never)
         refusal = Rule("status", 1.0, ("create",), ("pods/eviction",), status=429, max_count=1)
         proxy.inject([refusal], seed=1)
@@ -596,10 +615,73 @@ def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
             describe="no low gang partly running once quiet",
             timeout=60,
         )
-    except BaseException:
-        print(f"\n--- {scheduler.log_path} ---\n{scheduler.log()[-6000:]}")
-        raise
-    finally:
-        scheduler.stop()
-        proxy.stop()
-        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{never}")
+
+
+def test_a_refusal_halfway_through_a_victim_gang_gives_its_room_back_to_make_it_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    podgroup_crd: str,
+    add_nodes: Callable[..., list[str]],
+    tmp_path: Path,
+) -> None:
+    # A gang of 3 x 4 cpu needs two low gangs' nodes. The fault proxy lets the first
+    # eviction through and answers the second 429: the first victim gang has lost one
+    # member and keeps the other. The urgent gang's room is released and that gang is
+    # spared by it; the room its evicted member freed is held for its recreated member
+    # (not taken by the urgent gang's next plan), which goes back, and the gang is whole.
+    add_nodes(4, cpu="8")
+    with through_fault_proxy(cluster, namespace, pool, tmp_path) as (proxy, never):
+        before = fill(cluster, namespace, pool, never)
+        refusal = Rule(
+            "status", 1.0, ("create",), ("pods/eviction",), status=429, max_count=1, after=1
+        )
+        proxy.inject([refusal], seed=1)
+        w.create_podgroup(cluster.api, namespace, "urgent", 3, priority=100)
+        w.create_replicaset(
+            cluster.api, namespace, "urgent", replicas=3, pool=pool, cpu="4", group="urgent"
+        )
+        wait_for(
+            lambda: running_by_group(cluster, namespace),
+            lambda found: len(found.get("urgent", ())) == 3,
+            describe="the urgent gang bound whole after the refusal",
+            timeout=60,
+        )
+        assert proxy.stats()["faults"].get("status", 0) == 1
+        (told,) = [
+            e["message"]
+            for e in events_with(cluster, namespace, "EvictionRefused")
+            if "eviction refused" in e["message"]
+        ]
+        spared = told.removeprefix("not preempting ").split(":")[0].split("/")[-1]
+        # The spared gang lost exactly one member to the urgent gang, and was told so.
+        evicted = {
+            e["involvedObject"]["uid"]
+            for e in events_with(cluster, namespace, "Preempted")
+            if e["involvedObject"]["kind"] == "Pod"
+        }
+        assert len(evicted & before[spared]) == 1
+        told_group = [
+            e["message"]
+            for e in events_with(cluster, namespace, "Preempted")
+            if e["involvedObject"]["name"] == spared and e["involvedObject"]["kind"] == "PodGroup"
+        ]
+        assert len(told_group) == 1, told_group
+        assert told_group[0].startswith("1 pod (of the gang; the others' eviction was refused)")
+        # Whole again: the member whose eviction was refused still runs, beside a
+        # recreated one placed back; no gang partly running; the urgent gang's second plan
+        # took other gangs whole.
+        placed = wait_for(
+            lambda: running_by_group(cluster, namespace),
+            lambda found: len(found.get(spared, ())) == 2 and no_partial_gang(found),
+            describe=f"{spared} whole again and no gang partly running",
+            timeout=60,
+        )
+        assert len(placed[spared] & before[spared]) == 1
+        assert len([name for name in LOW if not placed.get(name)]) == 2
+        (held,) = [
+            e["message"]
+            for e in events_with(cluster, namespace, "RoomHeld")
+            if e["involvedObject"]["name"] == spared
+        ]
+        assert "below its minMember" in held
