@@ -54,6 +54,7 @@ from coscheduler.core.planner import Decision, plan
 from coscheduler.core.preemption import (
     Admits,
     Mode,
+    PreemptionPlan,
     Preemptions,
     PreemptionSettings,
     Preemptor,
@@ -360,12 +361,25 @@ class Scheduler:
             self.queue.requeue(key, Code.ERROR)
 
     def preemption_failed(
-        self, key: GroupKey, refused: Iterable[GroupKey] = (), untouched: Iterable[GroupKey] = ()
-    ) -> None:
+        self,
+        key: GroupKey,
+        refused: Iterable[GroupKey] = (),
+        untouched: Iterable[GroupKey] = (),
+        *,
+        plan: PreemptionPlan | None = None,
+        evicted: Iterable[str] = (),
+    ) -> dict[GroupKey, int]:
         """The runtime could not carry out a group's preemption: release its room, retry it
-        (``untouched``: victims of the plan it evicted nothing of)."""
-        self.preemptions.failed(self.snapshot, key, refused, untouched)
+        (``untouched``: victims of the plan it evicted nothing of; ``evicted``: uids that
+        went). Returned: refused gangs left below their minMember, with how many
+        members' room is held for their recreated members (:meth:`Preemptions.failed`)."""
+        restored = self.preemptions.failed(
+            self.snapshot, key, refused, untouched, plan=plan, evicted=evicted, now=self.clock()
+        )
         self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+        for group in restored:
+            self.queue.on_event(ClusterEvent.GROUP_CHANGED, group)
+        return restored
 
     # -- internals -----------------------------------------------------------
 
@@ -384,6 +398,7 @@ class Scheduler:
                 bound=len(bound),
                 pending=tuple(pod.key for pod in pending),
             )
+        self.preemptions.expire(self.snapshot, now)
         self.preemptions.lift(self.snapshot, key)
         decision = self._plan(key, pending, bound, elapsed=now - first)
         if decision.bindings and self._accounting:
@@ -761,6 +776,8 @@ class Scheduler:
             self.queue.remove(key)
             self._first_attempt.pop(key, None)
             self._withdraw(key)
+            if members is None or not members.bound:
+                self.preemptions.let_go(self.snapshot, key)
             if members is not None and not members.bound:
                 del self._members[key]
             return

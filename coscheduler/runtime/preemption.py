@@ -15,9 +15,12 @@ this module does the I/O, in this order, for a plan to carry out:
    so a budget still holds at the last moment; a victim PodGroup gets an
    event too. Victim groups go one after the other, each by one member
    first, then the rest (:meth:`Preempter._evict_by_group`): a refusal (a
-   budget that changed meanwhile) stops the plan there, releases the room
-   and spares that group; only a refusal after a group's first member
-   leaves it short, and its recreated members may then take the room back.
+   budget that changed meanwhile, or any other error answer) stops the plan
+   there, releases the room and spares that group; only a refusal after a
+   group's first member leaves it short. The core is told which pods went
+   and holds their room for the short gang's recreated members (so the
+   preemptor's next plan cannot take it, and the gang is whole again); the
+   gang gets a ``RoomHeld`` event.
 
 Plans that are not carried out (``dry-run``, or no plan) are told on the
 waiting group: its ``Unschedulable`` condition and ``FailedScheduling``
@@ -60,6 +63,8 @@ PREEMPTING = "Preempting"
 #: On the preemptor, when a victim's eviction was refused (a reason of its own, so a
 #: later Preempting event does not replace it).
 EVICTION_REFUSED = "EvictionRefused"
+#: On a victim group a refusal left below its minMember: its room is held for it.
+ROOM_HELD = "RoomHeld"
 
 
 class Preempter:
@@ -237,7 +242,18 @@ class Preempter:
                 if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
             }
             untouched = {victim.group.key for victim in plan.victims} - touched
-            self._fail(key, refused_groups, untouched)
+            restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
+            hold_seconds = self._scheduler.preemptions.settings.hold_seconds
+            for group, count in restored.items():
+                pods = f"{count} pod{'s' if count != 1 else ''}"
+                self._tell_group(
+                    group,
+                    "Normal",
+                    ROOM_HELD,
+                    f"below its minMember: {pods} evicted for {who}, then an eviction was "
+                    f"refused; the room of the evicted is held for their recreated pods "
+                    f"(up to {hold_seconds:.0f} s) so the gang is whole again",
+                )
 
     async def _evict_by_group(self, plan: PreemptionPlan, message: str) -> list[tuple[str, bool]]:
         """Evict the victims group by group, each first by one member, then the rest.
@@ -245,8 +261,8 @@ class Preempter:
         A refusal stops the plan there: the groups after it keep every member
         (the plan cannot place the preemptor without the refused one anyway), and
         a refusal of a group's first member costs that group nothing. Only a
-        refusal after its first member leaves a group short; the released room
-        lets its recreated members be placed back.
+        refusal after its first member leaves a group short; the core then holds
+        the room of its evicted members for their recreated pods.
         """
         by_group: dict[GroupKey, dict[str, PodInfo]] = {}
         for victim in plan.victims:
@@ -365,11 +381,20 @@ class Preempter:
         return uid, True
 
     def _fail(
-        self, key: GroupKey, refused: Iterable[GroupKey], untouched: Iterable[GroupKey] = ()
-    ) -> None:
+        self,
+        key: GroupKey,
+        refused: Iterable[GroupKey],
+        untouched: Iterable[GroupKey] = (),
+        *,
+        plan: PreemptionPlan | None = None,
+        evicted: Iterable[str] = (),
+    ) -> dict[GroupKey, int]:
         self._unnominate(key)
-        self._scheduler.preemption_failed(key, refused, untouched)
+        restored = self._scheduler.preemption_failed(
+            key, refused, untouched, plan=plan, evicted=evicted
+        )
         self._wake()
+        return restored
 
     def _unnominate(self, key: GroupKey) -> None:
         for binding in self._nominated.pop(key, ()):

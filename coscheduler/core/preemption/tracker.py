@@ -31,6 +31,18 @@ whose eviction the runtime found refused (a disruption budget) are not
 chosen again for that preemptor either. Both are forgotten once it is placed
 or gone.
 
+A refusal halfway: the runtime evicts a victim gang one member first, then
+the rest, so a refusal mostly comes before the gang lost anything. When it
+comes after (a budget changed between two evictions, or the API server
+failed one), the gang is below its ``minMember`` with members still
+running, and nothing may finish it off (its budget, or the failure, says
+no). So :meth:`~Preemptions.failed` gives it back what it lost: the room of
+its evicted members is *restored*, held for the gang as a preemptor's room
+is (placeholders on their nodes, lifted for the gang's own attempts, its
+queue's usage for the others), until its recreated members are placed, it
+has no member left, or ``hold_seconds`` pass. The preemptor's own hold is
+released and it spares the gang, so its next plan cannot take that room.
+
 Victims are of strictly lower priority and of the preemptor's own queue
 (pods of other schedulers are in none, so any may be). Taking from another
 queue is reclaim, judged by the rule the caller gives for the preemptor
@@ -83,6 +95,7 @@ __all__ = [
     "Order",
     "PreemptionSettings",
     "Preemptions",
+    "Restore",
     "running_groups",
 ]
 
@@ -93,6 +106,8 @@ FLOOR_SECONDS = 5.0
 
 #: Suffix of the uid a nominated member is assumed under while it waits.
 NOMINATED = "/nominated"
+#: Suffix of the uid the room of a victim's evicted member is held under (restored).
+RESTORED = "/restored"
 
 
 class Mode(enum.StrEnum):
@@ -133,6 +148,15 @@ class Hold:
 
 
 @dataclass(slots=True)
+class Restore:
+    """Room of a victim gang's members evicted before a refusal, held for their return."""
+
+    since: float
+    placeholders: tuple[tuple[PodInfo, str], ...]
+    lifted: bool = False
+
+
+@dataclass(slots=True)
 class _Memory:
     """Per preemptor, while it waits."""
 
@@ -156,6 +180,7 @@ class Preemptions:
         self.counts: Counter[str] = Counter()
         self.budgets: dict[str, DisruptionBudget] = {}
         self._holds: dict[GroupKey, Hold] = {}
+        self._restores: dict[GroupKey, Restore] = {}
         self._memory: dict[GroupKey, _Memory] = {}
         self._orders: list[Order] = []
         self._placed: list[tuple[GroupKey, float]] = []
@@ -172,6 +197,13 @@ class Preemptions:
         for key, hold in self._holds.items():
             for pod, _ in hold.placeholders:
                 yield key, pod
+        for key, restore in self._restores.items():
+            for pod, _ in restore.placeholders:
+                yield key, pod
+
+    def restored(self, key: GroupKey) -> Restore | None:
+        """Room held for a victim gang a refusal left below its minMember."""
+        return self._restores.get(key)
 
     def nominated_node(self, uid: str) -> str | None:
         """Where a waiting member is nominated to go, if it is."""
@@ -198,11 +230,11 @@ class Preemptions:
 
     def lift(self, snapshot: Snapshot, key: GroupKey) -> None:
         """Give a holding group its room back for its own attempt."""
-        hold = self._holds.get(key)
-        if hold is not None and not hold.lifted:
-            for pod, _ in hold.placeholders:
-                snapshot.forget(pod.uid)
-            hold.lifted = True
+        for held in (self._holds.get(key), self._restores.get(key)):
+            if held is not None and not held.lifted:
+                for pod, _ in held.placeholders:
+                    snapshot.forget(pod.uid)
+                held.lifted = True
 
     def settle(
         self,
@@ -225,6 +257,7 @@ class Preemptions:
         given victims are gone (None: no queue accounting).
         """
         key = decision.group
+        self._settle_restores(snapshot, key, len(decision.bindings))
         hold = self._holds.pop(key, None)
         if decision.admitted:
             if hold is not None:
@@ -298,19 +331,60 @@ class Preemptions:
         key: GroupKey,
         refused: Iterable[GroupKey],
         untouched: Iterable[GroupKey] = (),
-    ) -> None:
+        *,
+        plan: PreemptionPlan | None = None,
+        evicted: Iterable[str] = (),
+        now: float = 0.0,
+    ) -> dict[GroupKey, int]:
         """The runtime could not carry out the plan: release the room, spare the refused
-        groups; ``untouched`` victims (nothing of them evicted) may be chosen again."""
-        self.lift(snapshot, key)
-        self._holds.pop(key, None)
+        groups; ``untouched`` victims (nothing of them evicted) may be chosen again.
+
+        ``evicted``: uids of the plan's pods that did go. A refused gang they leave
+        below its minMember with members running gets their room restored (see the
+        module docstring); returned: such gangs, with how many members' room.
+        """
+        hold = self._holds.get(key)
+        if plan is None and hold is not None:
+            plan = hold.plan
+        self._let_go_hold(snapshot, key)
         spared = self._memory.setdefault(key, _Memory()).spared
         spared.difference_update(untouched)
+        refused = set(refused)
         spared.update(refused)
+        if plan is None:
+            return {}
+        gone = set(evicted)
+        groups = {victim.group.key: victim.group for victim in plan.victims}
+        restored: dict[GroupKey, int] = {}
+        for group in (groups[k] for k in sorted(refused) if k in groups):
+            lost = [pod for pod in group.pods if pod.uid in gone]
+            if not (group.gang and lost) or len(group.pods) - len(lost) >= group.min_member:
+                continue
+            placeholders = tuple(
+                (dataclasses.replace(pod, uid=pod.uid + RESTORED), node)
+                for pod in lost
+                if (node := pod.node_name) is not None
+            )
+            self._let_go_restore(snapshot, group.key)
+            restore = Restore(now, placeholders, lifted=True)
+            self._hold_again(snapshot, restore)
+            self._restores[group.key] = restore
+            restored[group.key] = len(placeholders)
+        return restored
+
+    def expire(self, snapshot: Snapshot, now: float) -> None:
+        """Let go of restored room older than ``hold_seconds`` (its members did not come)."""
+        for key, restore in list(self._restores.items()):
+            if now - restore.since >= self.settings.hold_seconds:
+                self._let_go_restore(snapshot, key)
+
+    def let_go(self, snapshot: Snapshot, key: GroupKey) -> None:
+        """The group has no member left: room restored for it is released."""
+        self._let_go_restore(snapshot, key)
 
     def forget(self, snapshot: Snapshot, key: GroupKey) -> None:
         """The group has nothing pending any more (placed, or gone)."""
-        self.lift(snapshot, key)
-        self._holds.pop(key, None)
+        self._let_go_hold(snapshot, key)
         self._memory.pop(key, None)
 
     def upsert_budget(self, budget: DisruptionBudget) -> None:
@@ -322,11 +396,43 @@ class Preemptions:
     # -- internals ----------------------------------------------------------
 
     def _hold(self, snapshot: Snapshot, key: GroupKey, hold: Hold) -> None:
-        for pod, node in hold.placeholders:
+        self._hold_again(snapshot, hold)
+        self._holds[key] = hold
+
+    def _let_go_hold(self, snapshot: Snapshot, key: GroupKey) -> None:
+        """The preemptor's hold only: room restored for the same group stays."""
+        hold = self._holds.pop(key, None)
+        if hold is not None and not hold.lifted:
+            for pod, _ in hold.placeholders:
+                snapshot.forget(pod.uid)
+
+    @staticmethod
+    def _hold_again(snapshot: Snapshot, held: Hold | Restore) -> None:
+        for pod, node in held.placeholders:
             if node in snapshot and snapshot.node_of(pod.uid) is None:
                 snapshot.assume(pod, node)
-        hold.lifted = False
-        self._holds[key] = hold
+        held.lifted = False
+
+    def _let_go_restore(self, snapshot: Snapshot, key: GroupKey) -> None:
+        restore = self._restores.pop(key, None)
+        if restore is not None:
+            for pod, _ in restore.placeholders:
+                snapshot.forget(pod.uid)
+
+    def _settle_restores(self, snapshot: Snapshot, key: GroupKey, placed: int) -> None:
+        """After ``key``'s attempt that placed ``placed`` members: as much restored room
+        is done (its members are back); what is left is held again."""
+        restore = self._restores.get(key)
+        if restore is None:
+            return
+        done, left = restore.placeholders[:placed], restore.placeholders[placed:]
+        for pod, _ in done:
+            snapshot.forget(pod.uid)
+        restore.placeholders = left
+        if left:
+            self._hold_again(snapshot, restore)
+        else:
+            del self._restores[key]
 
     def _rule(
         self, who: Preemptor, spared: set[GroupKey], reclaiming: VictimRule | None = None
