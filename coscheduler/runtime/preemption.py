@@ -174,15 +174,15 @@ class Preempter:
             return
         if refused:
             names = ", ".join(sorted(str(group) for group in refused))
+            why = "; ".join(f"{group}: {refused[group]}" for group in sorted(refused))
             log.info("preemption refused by a disruption budget", group=str(key), spared=names)
             self._tell_group(
                 key,
                 "Warning",
                 EVICTION_REFUSED,
-                f"not preempting {names}: a PodDisruptionBudget allows fewer evictions; "
-                "looking for other victims",
+                f"not preempting {why}; looking for other victims",
             )
-            self._fail(key, refused, {victim.group.key for victim in plan.victims} - refused)
+            self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
             return
         self._tell_group(
             key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
@@ -282,11 +282,11 @@ class Preempter:
                 break
         return results
 
-    async def _refused_by_budgets(self, plan: PreemptionPlan) -> set[GroupKey]:
-        """Victim groups a budget would stop halfway, from a fresh list of the budgets."""
-        refused: set[GroupKey] = set()
+    async def _refused_by_budgets(self, plan: PreemptionPlan) -> dict[GroupKey, str]:
+        """Victim groups a budget would stop halfway, and why, from a fresh list of them."""
+        refused: dict[GroupKey, str] = {}
         group_of = {pod.uid: victim.group.key for victim in plan.victims for pod in victim.pods}
-        budgets_of: dict[str, int] = {}
+        budgets_of: dict[str, list[str]] = {}
         for namespace in sorted({pod.namespace for pod in plan.pods}):
             answer = await self._client.call(
                 "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
@@ -297,11 +297,22 @@ class Preempter:
                     continue
                 covered = [p for p in plan.pods if budget.covers(p.namespace, p.labels)]
                 for pod in covered:
-                    budgets_of[pod.uid] = budgets_of.get(pod.uid, 0) + 1
+                    budgets_of.setdefault(pod.uid, []).append(budget.key)
                 if len(covered) > budget.allowed:
-                    refused.update(group_of[p.uid] for p in covered)
-        # The Eviction API refuses a pod that more than one budget covers.
-        refused.update(group_of[uid] for uid, count in budgets_of.items() if count > 1)
+                    why = (
+                        f"PodDisruptionBudget {budget.key} allows {budget.allowed} "
+                        f"eviction{'s' if budget.allowed != 1 else ''}, the plan needs "
+                        f"{len(covered)}"
+                    )
+                    refused.update({group_of[p.uid]: why for p in covered})
+        # The Eviction API refuses a pod that more than one budget covers (500).
+        names = {pod.uid: f"{pod.namespace}/{pod.name}" for pod in plan.pods}
+        for uid, keys in budgets_of.items():
+            if len(keys) > 1:
+                refused[group_of[uid]] = (
+                    f"pod {names[uid]} is under {len(keys)} PodDisruptionBudgets "
+                    f"({', '.join(sorted(keys))}), which the Eviction API refuses to evict"
+                )
         return refused
 
     async def _nominate(self, namespace: str, name: str, node: str | None) -> None:

@@ -327,6 +327,11 @@ def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() 
     scheduler.next_decision()
     (order,) = scheduler.preemptions.take_orders()
     assert not order.plan.found
+    assert order.plan.worth_telling
+    assert order.plan.summary.endswith(
+        "; not default/low: a pod under more than one PodDisruptionBudget, "
+        "which the Eviction API refuses to evict"
+    )
     scheduler.preemptions.remove_budget("default/low-b")
     scheduler.preemption_failed(URGENT)  # retried now
     scheduler.next_decision()

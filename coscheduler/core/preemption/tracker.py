@@ -293,18 +293,27 @@ class Preemptions:
         groups = list(running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
         memory = self._memory.setdefault(key, _Memory())
+        doubly: set[GroupKey] = set()
         plan = find_plan(
             snapshot,
             who,
             groups,
             now if self.wall_clock is None else self.wall_clock(),
-            rule=self._rule(who, memory.spared, reclaiming),
+            rule=self._rule(who, memory.spared, reclaiming, doubly),
             budget=self.settings.budget,
             strategy=strategy,
             weights=weights,
             admits=admits(who) if admits is not None else None,
             anywhere=_waits_for_quota(decision),
         )
+        if not plan.found and doubly:
+            names = ", ".join(sorted(str(group) for group in doubly))
+            plan = dataclasses.replace(
+                plan,
+                summary=f"{plan.summary}; not {names}: a pod under more than one "
+                "PodDisruptionBudget, which the Eviction API refuses to evict",
+                worth_telling=True,
+            )
         self.counts["attempts"] += 1
         self.counts["found" if plan.found else "none"] += 1
         evict = plan.found and self.settings.mode is Mode.ON
@@ -435,8 +444,14 @@ class Preemptions:
             del self._restores[key]
 
     def _rule(
-        self, who: Preemptor, spared: set[GroupKey], reclaiming: VictimRule | None = None
+        self,
+        who: Preemptor,
+        spared: set[GroupKey],
+        reclaiming: VictimRule | None = None,
+        doubly: set[GroupKey] | None = None,
     ) -> VictimRule:
+        """Who may be a victim of ``who``; ``doubly`` collects the groups it would take
+        but for a pod under two budgets (so the plan can say why)."""
         by_priority = lower_priority(who.priority)
         budgets = list(self.budgets.values())
 
@@ -447,7 +462,13 @@ class Preemptions:
                 allowed = by_priority(victim, chosen)
             else:  # another queue's: only reclaim takes from it, whatever the priority
                 allowed = reclaiming is not None and reclaiming(victim, chosen)
-            return allowed and (not budgets or _within_budgets(budgets, victim, chosen))
+            if not allowed or not budgets:
+                return allowed
+            if _under_two_budgets(budgets, victim):
+                if doubly is not None:
+                    doubly.add(victim.group.key)
+                return False
+            return _within_budgets(budgets, victim, chosen)
 
         return rule
 
@@ -473,19 +494,23 @@ def _waits_for_quota(decision: Decision) -> bool:
     return _failed_for(decision) in _QUOTA
 
 
-def _within_budgets(
-    budgets: Sequence[DisruptionBudget], victim: Victim, chosen: Sequence[Victim]
-) -> bool:
-    """Every budget covering the victim's pods still has room after them and ``chosen``'s,
-    and none of its pods has two budgets (the Eviction API refuses such a pod)."""
+def _under_two_budgets(budgets: Sequence[DisruptionBudget], victim: Victim) -> bool:
+    """A pod of the victim is covered by more than one budget: the Eviction API answers
+    500 "This pod has more than one PodDisruptionBudget, which the eviction subresource
+    does not support." (1.35), whatever the budgets allow."""
     covering = Counter(
         pod.uid
         for budget in budgets
         for pod in victim.pods
         if budget.covers(pod.namespace, pod.labels)
     )
-    if any(count > 1 for count in covering.values()):
-        return False
+    return any(count > 1 for count in covering.values())
+
+
+def _within_budgets(
+    budgets: Sequence[DisruptionBudget], victim: Victim, chosen: Sequence[Victim]
+) -> bool:
+    """Every budget covering the victim's pods still has room after them and ``chosen``'s."""
     for budget in budgets:
         mine = {p.uid for p in victim.pods if budget.covers(p.namespace, p.labels)}
         if not mine:
