@@ -554,7 +554,8 @@ class Scheduler:
         return need
 
     def _held_for(self, queue: str, besides: GroupKey) -> dict[str, int]:
-        """Room held for the queue's other preemptors: its own once they bind."""
+        """Room held for the queue's other preemptors, and restored for its gangs a refused
+        eviction left short: its own once they bind."""
         held: dict[str, int] = {}
         for holder, pod in self.preemptions.held():
             if holder != besides and self.queue_name(holder) == queue:
