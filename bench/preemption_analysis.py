@@ -41,6 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from bench.analysis import percentile
 from bench.observe import PodRecord
 
 Json = dict[str, Any]
@@ -262,8 +263,8 @@ def preemption_figures(
     return {
         "high_gangs": len(arrivals),
         "high_gangs_bound": len(bound_times),
-        "bound_p50_s": _r(_percentile(bound_times, 50)),
-        "bound_p99_s": _r(_percentile(bound_times, 99)),
+        "bound_p50_s": _r(percentile(bound_times, 50)),
+        "bound_p99_s": _r(percentile(bound_times, 99)),
         "bound_max_s": _r(max(bound_times, default=None)),
         "evicted_pods": len(evicted_all),
         "evicted_gangs": len({p.gang for p in evicted_all}),
@@ -271,7 +272,7 @@ def preemption_figures(
         "minimal_gangs": sum(plan.gangs for plan in plans),
         "pod_minimum": sum(plan.pod_minimum for plan in plans),
         "other_deletions": len(others),
-        "victim_termination_p50_s": _r(_percentile(termination, 50)),
+        "victim_termination_p50_s": _r(percentile(termination, 50)),
         "victim_termination_max_s": _r(max(termination, default=None)),
         "broken_gangs": len({s.gang for s in spells}),
         "broken_at_end": len({s.gang for s in spells if s.open_at_end}),
@@ -313,14 +314,6 @@ def plans_json(plans: Sequence[MinimalPlan]) -> list[Json]:
 
 def _since(moment: float | None, origin: float) -> float | None:
     return None if moment is None else moment - origin
-
-
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))
-    return ordered[rank]
 
 
 def _r(value: float | None) -> float | None:
