@@ -29,6 +29,8 @@ bound or its own limit ran out):
   than its minMember, after a member went; the moment a gang's evictions are in flight
   (``1 s + minMember / QPS``, as for bindings) is an eviction burst, not breaking;
   the cpu-seconds their running members hold while broken (to the end of the trial);
+- low pods bound after the first high gang arrived (a victim Job's replacements placed in
+  room a preemption freed), and how many of them were evicted in turn;
 - partially bound preemptors: a high gang with some but not all members bound for
   longer than its bind burst (``1 s + size / QPS``), and for how long.
 """
@@ -259,6 +261,7 @@ def preemption_figures(
         per_gang.append(row)
 
     since = arrivals[0].created if arrivals else end
+    replacements = [p for p in low_running if p.bound is not None and p.bound >= since]
     allowances = {gang: 1.0 + minimum / qps for gang, minimum in low.items()}
     spells = broken_spells(records, low, since=since, end=end, allowance=allowances)
     termination = [p.deleted - t for p in evicted_all
@@ -277,6 +280,8 @@ def preemption_figures(
         "minimal_gangs": sum(plan.gangs for plan in plans),
         "pod_minimum": sum(plan.pod_minimum for plan in plans),
         "other_deletions": len(others),
+        "replacements_bound": len(replacements),
+        "replacements_evicted": sum(1 for p in replacements if p in evicted_all),
         "victim_termination_p50_s": _r(percentile(termination, 50)),
         "victim_termination_max_s": _r(max(termination, default=None)),
         "broken_gangs": len({s.gang for s in spells}),

@@ -40,6 +40,7 @@ def preemption_section(sources: dict[str, tuple[list[Path], Json]]) -> list[str]
     lines = [HEADING, ""]
     lines += source_header({"sources": [(path, document)]})
     lines += _setting(trials)
+    lines += _goal_lines(trials)
     lines += _summary_table(trials)
     lines += _per_gang_table(trials)
     failed = [t for t in trials if not t["ok"]]
@@ -77,6 +78,36 @@ def _setting(trials: list[Json]) -> list[str]:
         f"arrival order (victim gang sizes): {plan_text}; "
         f"{sum(p['pods'] for p in plans)} pods in all, as many as pod by pod "
         f"({sum(p['pod_minimum'] for p in plans)}).",
+        "",
+    ]
+
+
+def _goal_lines(trials: list[Json]) -> list[str]:
+    """The issue's goal for ours, judged on every round of the run."""
+    if not any(t["peer"] == "ours" and t["ok"] for t in trials):
+        return []
+
+    def total(key: str) -> int:
+        return int(_total(trials, "ours", key) or 0)
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "**not met**"
+
+    broken, evicted, minimal = total("broken_gangs"), total("evicted_pods"), total("minimal_pods")
+    in_time, gangs = total("bound_in_time"), total("high_gangs")
+    after = [r["bind_after_victims_gone_s"] for r in _rows(trials, "ours")
+             if r["bind_after_victims_gone_s"] is not None]  # fmt: skip
+    worst = f", at most {max(after):.3f} s after its last victim went" if after else ""
+    return [
+        "The issue's goal for ours, over every round:",
+        "",
+        "| goal | measured | |",
+        "|---|---|---|",
+        f"| breaks zero gangs | {broken} victim gangs left broken | {verdict(broken == 0)} |",
+        f"| evicts no more pods than the minimal plan | {evicted} evicted, minimal {minimal} | "
+        f"{verdict(evicted <= minimal)} |",
+        f"| binds each preemptor within its victims' termination + about 1 s | {in_time}/"
+        f"{gangs} gangs{worst} | {verdict(in_time == gangs)} |",
         "",
     ]
 
@@ -143,6 +174,9 @@ def _summary_table(trials: list[Json]) -> list[str]:
                    + fmt_number(max((r["partial_s"] for r in _rows(trials, p)
                                      if r["partial_s"] is not None), default=None), 1) + ")",
          None),
+        ("victims' replacements bound, of them evicted again",
+         lambda p: f"{_total(trials, p, 'replacements_bound'):.0f}, "
+                   f"{_total(trials, p, 'replacements_evicted'):.0f}", None),
         ("running pods deleted without DisruptionTarget",
          lambda p: f"{_total(trials, p, 'other_deletions'):.0f}", None),
     ]  # fmt: skip

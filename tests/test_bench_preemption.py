@@ -151,6 +151,21 @@ def test_pod_by_pod_preemption_breaks_gangs_and_leaves_a_partial_preemptor() -> 
     assert figures["broken_at_end"] == 2
     # low-a: one member of 2 cpu from 10 to 29; low-b: from 16 to 29.
     assert figures["broken_cpu_s"] == pytest.approx(2.0 * 19 + 2.0 * 13)
+    assert (figures["replacements_bound"], figures["replacements_evicted"]) == (0, 0)
+
+
+def test_a_victims_replacement_placed_in_freed_room_and_evicted_again_is_counted() -> None:
+    pods = [
+        pod("low-a-0", "low-a", bound=1.0, terminating=10.0, deleted=12.0),
+        pod("low-a-new", "low-a", bound=12.5, terminating=15.0, deleted=17.0),
+        pod("high-0", "high", bound=17.1),
+    ]
+    figures = preemption_figures(
+        pods, [Arrival("high", 1, 9.0)], {"low-a": 1}, minimal_plans([1], [("high", 1)]),
+        end=20.0, qps=1000,
+    )  # fmt: skip
+    assert (figures["replacements_bound"], figures["replacements_evicted"]) == (1, 1)
+    assert figures["evicted_pods"] == 2
 
 
 def test_a_gang_never_bound_and_deletions_without_disruption_are_apart() -> None:
