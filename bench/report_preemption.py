@@ -270,6 +270,7 @@ def _draw(trials: list[Json]) -> str | None:
     ax3.bar([x + width / 2 for x in xs], partial, width, label="partially bound preemptors")
     ax3.set_xticks(list(xs))
     ax3.set_xticklabels(peers)
+    ax3.set_ylim(0, max([*broken, *partial, 1]) * 1.35)  # room for the legend
     ax3.set_ylabel("gangs (all rounds)")
     ax3.set_title("gangs broken or partly bound")
     ax3.legend(fontsize=8)
