@@ -35,7 +35,7 @@ namespace): a cluster with no Queue objects schedules exactly as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -291,6 +291,7 @@ class Quotas:
         memo: dict[str, object] | None = None,
         *,
         returned: Mapping[str, Amounts] | None = None,
+        held: Amounts | None = None,
     ) -> Status | None:
         """Why queue ``name`` may not take ``need`` more (None: it may).
 
@@ -299,7 +300,9 @@ class Quotas:
         queues claim. ``memo`` carries what does not change between calls for
         one decision (the other queues' claims). ``returned`` is usage, per
         queue, that leaves before the group comes (a preemption plan's
-        victims). Call :meth:`gate` first: this assumes the queue is a valid leaf.
+        victims); ``held`` is room already promised to the queue's other groups
+        (held for its preemptors), counted as its usage. Call :meth:`gate`
+        first: this assumes the queue is a valid leaf.
         """
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
@@ -308,6 +311,8 @@ class Quotas:
 
         def used_by(level: str) -> dict[str, int]:
             used = self.usage(level)
+            if held:
+                add_amounts(used, held)  # the leaf's: within every level of its chain
             if returned:
                 subtree = {level, *self._descendants(level)}
                 for queue, amounts in returned.items():
@@ -315,19 +320,9 @@ class Quotas:
                         add_amounts(used, amounts, -1)
             return used
 
-        for level in chain:
-            used = used_by(level)
-            for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
-                wanted = need.get(resource, 0)
-                if wanted and used.get(resource, 0) + wanted > cap:
-                    whose = "" if level == name else f" (parent of queue {name})"
-                    return Status(
-                        Code.UNSCHEDULABLE,
-                        Reason.QUEUE_MAX_REACHED,
-                        f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
-                        f"max {format_quantity(resource, cap)} in use, this group needs "
-                        f"{format_quantity(resource, wanted)} more",
-                    )
+        over = self._over_max(name, chain, need, used_by)
+        if over is not None:
+            return over
         for level in chain:
             queue = self.policy(level) or IMPLICIT_DEFAULT
             used = used_by(level)
@@ -365,6 +360,42 @@ class Quotas:
                     f"of {_amount(resource, idle)} idle, {_amount(resource, held_for_others)} "
                     f"is held for queues under their nominal with groups waiting: {holders}",
                 )
+        return None
+
+    def over_max(self, name: str, need: Amounts, held: Amounts | None = None) -> Status | None:
+        """Why ``need`` more would take queue ``name`` (or a parent) over its max, if it would."""
+        need = {r: a for r, a in need.items() if a > 0}
+        if not need:
+            return None
+
+        def used_by(level: str) -> dict[str, int]:
+            used = self.usage(level)
+            if held:
+                add_amounts(used, held)
+            return used
+
+        return self._over_max(name, self._chain(name), need, used_by)
+
+    def _over_max(
+        self,
+        name: str,
+        chain: Sequence[str],
+        need: Amounts,
+        used_by: Callable[[str], Amounts],
+    ) -> Status | None:
+        for level in chain:
+            used = used_by(level)
+            for resource, cap in sorted((self.policy(level) or IMPLICIT_DEFAULT).max.items()):
+                wanted = need.get(resource, 0)
+                if wanted and used.get(resource, 0) + wanted > cap:
+                    whose = "" if level == name else f" (parent of queue {name})"
+                    return Status(
+                        Code.UNSCHEDULABLE,
+                        Reason.QUEUE_MAX_REACHED,
+                        f"queue {level}{whose}: {_amount(resource, used.get(resource, 0))} of "
+                        f"max {format_quantity(resource, cap)} in use, this group needs "
+                        f"{format_quantity(resource, wanted)} more",
+                    )
         return None
 
     def wants_back(self, taker: str, need: Amounts) -> bool:

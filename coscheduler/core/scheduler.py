@@ -71,6 +71,9 @@ from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
+#: The planner's reasons for a group that found no room.
+_NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerSettings:
@@ -383,6 +386,8 @@ class Scheduler:
         if decision.bindings and self._accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self._within_quota(decision, queue)
+        elif self._accounting and decision.status.reason in _NO_ROOM:
+            decision = self._max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
         self.preemptions.settle(
@@ -461,7 +466,9 @@ class Scheduler:
 
         gang = decision.needed if decision.needed > 0 else 0
         need = self._gang_need(decision.group, requests[:gang])
-        refusal = self.quotas.admit(queue, need, free, memo) if gang else None
+        # Room held for the queue's preemptors is the queue's: no group takes its quota.
+        held = self._held_for(queue, decision.group)
+        refusal = self.quotas.admit(queue, need, free, memo, held=held) if gang else None
         if refusal is not None:
             for binding in decision.bindings:
                 self.snapshot.forget(binding.uid)
@@ -480,7 +487,7 @@ class Scheduler:
             wanted = dict(need)
             for resource, amount in amounts.items():
                 wanted[resource] = wanted.get(resource, 0) + amount
-            refused = self.quotas.admit(queue, wanted, free, memo)
+            refused = self.quotas.admit(queue, wanted, free, memo, held=held)
             if refused is None:
                 kept.append(binding)
                 need = wanted
@@ -501,6 +508,16 @@ class Scheduler:
         return dataclasses.replace(
             decision, bindings=tuple(kept), pending=(*decision.pending, *left), unplaced=over
         )
+
+    def _max_first(self, decision: Decision, queue: str, pending: list[PodInfo]) -> Decision:
+        """No room, and its queue's max would refuse it anyway: that is the reason to give,
+        since room freeing up would not let it in."""
+        needed = decision.needed
+        if needed <= 0:
+            return decision
+        need = self._gang_need(decision.group, [pod.requests for pod in pending[:needed]])
+        over = self.quotas.over_max(queue, need, self._held_for(queue, decision.group))
+        return decision if over is None else dataclasses.replace(decision, status=over)
 
     def _gang_need(self, key: GroupKey, requests: Sequence[Mapping[str, int]]) -> dict[str, int]:
         """What the gang asks of its queue at once: its needed members, or its
@@ -533,7 +550,7 @@ class Scheduler:
             return None
         needed = max(who.policy.min_member - len(who.bound), 0)
         need = self._gang_need(who.key, [pod.requests for pod in who.pending[:needed]])
-        add_amounts(need, self._held_for(queue, who.key))
+        held = self._held_for(queue, who.key)
         charged = self._charged
 
         def admits(victims: Sequence[Victim]) -> bool:
@@ -552,7 +569,7 @@ class Scheduler:
                         add_amounts(amounts, pod.requests)
                 return amounts
 
-            return self.quotas.admit(queue, need, free, returned=returned) is None
+            return self.quotas.admit(queue, need, free, returned=returned, held=held) is None
 
         return admits
 

@@ -13,8 +13,11 @@ this module does the I/O, in this order, for a plan to carry out:
 3. Each victim gets a ``DisruptionTarget`` condition naming the preemptor
    and an event, then is evicted through the Eviction API (``policy/v1``),
    so a budget still holds at the last moment; a victim PodGroup gets an
-   event too. A refusal (a budget that changed meanwhile) releases the room
-   and spares that group; the victims already evicted are gone.
+   event too. Victim groups go one after the other, each by one member
+   first, then the rest (:meth:`Preempter._evict_by_group`): a refusal (a
+   budget that changed meanwhile) stops the plan there, releases the room
+   and spares that group; only a refusal after a group's first member
+   leaves it short, and its recreated members may then take the room back.
 
 Plans that are not carried out (``dry-run``, or no plan) are told on the
 waiting group: its ``Unschedulable`` condition and ``FailedScheduling``
@@ -31,6 +34,7 @@ from typing import Any
 import structlog
 
 from coscheduler.api.disruption import DisruptionBudget, DisruptionBudgetParseError
+from coscheduler.api.pod import PodInfo
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
@@ -176,26 +180,31 @@ class Preempter:
         await asyncio.gather(*(self._nominate(b.namespace, b.name, b.node) for b in plan.nominated))
         who = f"pod {key}" if key.lone else f"PodGroup {key}"
         message = f"preempted by {who} (priority {plan.priority}) to place it whole"
-        results = await asyncio.gather(
-            *(self._evict(pod.namespace, pod.name, pod.uid, message) for pod in plan.pods)
-        )
+        results = await self._evict_by_group(plan, message)
+        gone = {uid for uid, ok in results if ok}
+        refused_pods = {uid for uid, ok in results if not ok}
         refused_groups = {
             victim.group.key
             for victim in plan.victims
-            for pod in victim.pods
-            if pod.uid in {uid for uid, ok in results if not ok}
+            if any(pod.uid in refused_pods for pod in victim.pods)
         }
-        evicted = sum(1 for _, ok in results if ok)
+        evicted = len(gone)
         self._metrics.preemption_evicted_pods.inc(evicted)
-        groups = {victim.group.key for victim in plan.victims if victim.group.gang}
-        self._metrics.preemption_evicted_groups.inc(len(groups - refused_groups))
-        lost: dict[tuple[GroupKey, bool], int] = {}
+        lost: dict[tuple[GroupKey, str], int] = {}
         for victim in plan.victims:
-            if victim.group.gang and victim.group.key not in refused_groups:
-                slot = (victim.group.key, victim.whole)
-                lost[slot] = lost.get(slot, 0) + len(victim.pods)
-        for (group, whole), count in lost.items():
-            part = "the whole gang" if whole else "above its minMember"
+            count = sum(1 for pod in victim.pods if pod.uid in gone)
+            if not (victim.group.gang and count):
+                continue
+            if not victim.whole:
+                part = "above its minMember"
+            elif count == len(victim.pods):
+                part = "the whole gang"
+            else:
+                part = "of the gang; the others' eviction was refused"
+            slot = (victim.group.key, part)
+            lost[slot] = lost.get(slot, 0) + count
+        self._metrics.preemption_evicted_groups.inc(len({group for group, _ in lost}))
+        for (group, part), count in lost.items():
             what = f"{count} pod{'s' if count != 1 else ''} ({part})"
             self._tell_group(group, "Warning", PREEMPTED, f"{what} {message}")
         log.info(
@@ -208,10 +217,38 @@ class Preempter:
         if refused_groups:
             self._fail(key, refused_groups)
 
+    async def _evict_by_group(self, plan: PreemptionPlan, message: str) -> list[tuple[str, bool]]:
+        """Evict the victims group by group, each first by one member, then the rest.
+
+        A refusal stops the plan there: the groups after it keep every member
+        (the plan cannot place the preemptor without the refused one anyway), and
+        a refusal of a group's first member costs that group nothing. Only a
+        refusal after its first member leaves a group short; the released room
+        lets its recreated members be placed back.
+        """
+        by_group: dict[GroupKey, dict[str, PodInfo]] = {}
+        for victim in plan.victims:
+            by_group.setdefault(victim.group.key, {}).update({p.uid: p for p in victim.pods})
+        results: list[tuple[str, bool]] = []
+        for pods in by_group.values():
+            first, *rest = pods.values()
+            results.append(await self._evict(first.namespace, first.name, first.uid, message))
+            if not results[-1][1]:
+                break
+            results.extend(
+                await asyncio.gather(
+                    *(self._evict(pod.namespace, pod.name, pod.uid, message) for pod in rest)
+                )
+            )
+            if not all(ok for _, ok in results):
+                break
+        return results
+
     async def _refused_by_budgets(self, plan: PreemptionPlan) -> set[GroupKey]:
         """Victim groups a budget would stop halfway, from a fresh list of the budgets."""
         refused: set[GroupKey] = set()
         group_of = {pod.uid: victim.group.key for victim in plan.victims for pod in victim.pods}
+        budgets_of: dict[str, int] = {}
         for namespace in sorted({pod.namespace for pod in plan.pods}):
             answer = await self._client.call(
                 "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
@@ -221,8 +258,12 @@ class Preempter:
                 if budget is None:
                     continue
                 covered = [p for p in plan.pods if budget.covers(p.namespace, p.labels)]
+                for pod in covered:
+                    budgets_of[pod.uid] = budgets_of.get(pod.uid, 0) + 1
                 if len(covered) > budget.allowed:
                     refused.update(group_of[p.uid] for p in covered)
+        # The Eviction API refuses a pod that more than one budget covers.
+        refused.update(group_of[uid] for uid, count in budgets_of.items() if count > 1)
         return refused
 
     async def _nominate(self, namespace: str, name: str, node: str | None) -> None:

@@ -176,6 +176,64 @@ def test_a_disruption_budget_makes_the_plan_choose_other_victims(
     assert no_partial_gang(placed)
 
 
+def budget(name: str, app: str, max_unavailable: int) -> Json:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def test_a_gang_under_two_budgets_is_no_victim_since_eviction_refuses_its_pods(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    # Each budget alone would allow low-1's eviction; the Eviction API refuses a pod
+    # that more than one budget covers, so a plan with low-1 would stop halfway.
+    add_nodes(4, cpu="8")
+    start_scheduler()
+    before = fill(cluster, namespace, pool)
+    path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    for name in ("low-1-a", "low-1-b"):
+        cluster.api.create(path, budget(name, "low-1", 2))
+        wait_for(
+            lambda name=name: cluster.api.get(f"{path}/{name}"),  # type: ignore[misc]
+            lambda pdb: (pdb.get("status") or {}).get("disruptionsAllowed") == 2,
+            describe=f"budget {name}'s status computed",
+        )
+    # What the API server answers (recorded here, so a change in a release shows up).
+    victim = next(
+        p
+        for p in w.list_pods(cluster.api, namespace)
+        if p["metadata"]["labels"].get("app") == "low-1"
+    )
+    name = victim["metadata"]["name"]
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace},
+        "dryRun": ["All"],
+    }
+    status, text = cluster.api.raw(
+        "POST", f"/api/v1/namespaces/{namespace}/pods/{name}/eviction?dryRun=All", eviction
+    )
+    assert status == 500, text
+    assert "more than one PodDisruptionBudget" in text
+    urgent(cluster, namespace, pool)
+    placed = wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == 2,
+        describe="the urgent gang bound whole",
+    )
+    assert placed["low-1"] == before["low-1"]
+    assert {name for name in LOW if not placed.get(name)} == {"low-2", "low-3"}
+    assert no_partial_gang(placed)
+
+
 def test_a_gang_whose_priority_class_never_preempts_waits(
     cluster: Cluster,
     namespace: str,

@@ -128,6 +128,22 @@ def test_max_is_checked_for_the_whole_gang_at_once() -> None:
     assert all(scheduler.snapshot.node_of(p.uid) is None for p in gang("big", 2))
 
 
+def test_without_room_and_over_its_max_a_gang_is_told_the_max() -> None:
+    # The cluster is full too, but room freeing up would not let it in: the max is the reason.
+    scheduler = cluster("4")
+    scheduler.upsert_queue(queue("research", cap="cpu=5", namespaces=frozenset({"default"})))
+    submit(scheduler, "small", 2, "research", cpu="2")
+    assert decide(scheduler).ok
+    submit(scheduler, "big", 2, "research", cpu="2")
+    decision = decide(scheduler)
+    assert decision.status.reason is Reason.QUEUE_MAX_REACHED
+    assert "cpu 4 of max 5 in use" in decision.status.message
+    # Within its max, a gang without room is told about room.
+    scheduler.upsert_queue(queue("research", cap="cpu=8", namespaces=frozenset({"default"})))
+    decision = decide(scheduler)
+    assert decision.status.reason is Reason.NOT_ENOUGH_RESOURCES
+
+
 def test_min_resources_count_when_larger_than_the_members() -> None:
     scheduler = cluster("16")
     scheduler.upsert_queue(queue("research", cap="cpu=5", namespaces=frozenset({"default"})))

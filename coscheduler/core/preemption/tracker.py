@@ -42,7 +42,8 @@ priority.
 Disruption budgets (:class:`~coscheduler.api.disruption.DisruptionBudget`)
 are judged for the plan as a whole: a victim is allowed only while every
 budget covering its pods, and the pods of the victims allowed before it,
-still has room.
+still has room, and none of its pods is covered by two budgets (the
+Eviction API refuses those: 500, "more than one PodDisruptionBudget").
 """
 
 from __future__ import annotations
@@ -360,7 +361,16 @@ def _waits_for_quota(decision: Decision) -> bool:
 def _within_budgets(
     budgets: Sequence[DisruptionBudget], victim: Victim, chosen: Sequence[Victim]
 ) -> bool:
-    """Every budget covering the victim's pods still has room after them and ``chosen``'s."""
+    """Every budget covering the victim's pods still has room after them and ``chosen``'s,
+    and none of its pods has two budgets (the Eviction API refuses such a pod)."""
+    covering = Counter(
+        pod.uid
+        for budget in budgets
+        for pod in victim.pods
+        if budget.covers(pod.namespace, pod.labels)
+    )
+    if any(count > 1 for count in covering.values()):
+        return False
     for budget in budgets:
         mine = {p.uid for p in victim.pods if budget.covers(p.namespace, p.labels)}
         if not mine:
