@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.observe import PodRecord, Recorder
+if TYPE_CHECKING:  # annotations only: observe imports this module
+    from bench.observe import PodRecord, Recorder
 
 Json = dict[str, Any]
 EPSILON = 1e-9

@@ -41,6 +41,10 @@ class PodRecord:
     deleted: float | None = None
     namespace: str = ""
     nodes_seen: list[str] = field(default_factory=list)
+    terminating: float | None = None
+    """When the watch first saw its ``deletionTimestamp`` (a graceful deletion began)."""
+    disrupted: bool = False
+    """It carried a ``DisruptionTarget`` condition (preempted or evicted)."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +164,13 @@ class Recorder:
             record.finished = now
             self.finished_count += 1
             self.events.append(Event(now, "finish", name))
+        if meta.get("deletionTimestamp") and record.terminating is None:
+            record.terminating = now
+        if not record.disrupted:
+            record.disrupted = any(
+                c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+                for c in (pod.get("status") or {}).get("conditions") or []
+            )
         if kind == "DELETED" and record.deleted is None:
             record.deleted = now
             self.events.append(Event(now, "delete", name))

@@ -60,6 +60,14 @@ class Gang:
     """Its namespace (a tenant), when not the trial's own."""
     queue: str | None = None
     """The share it draws from (ours: a Queue; the reference: its namespace's ElasticQuota)."""
+    priority_class: str | None = None
+    """Its pods' ``priorityClassName`` (the same for every peer)."""
+    grace_seconds: int = 0
+    """Its pods' ``terminationGracePeriodSeconds``: how long a deleted member takes to go
+    when KWOK honours grace periods (``ClusterOptions.grace_periods``)."""
+    ignore_disruptions: bool = False
+    """Its Job ignores the failures of pods with a ``DisruptionTarget`` condition (its
+    ``podFailurePolicy``): a preempted member is made again, and the Job does not fail."""
 
 
 @dataclass(frozen=True)

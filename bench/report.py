@@ -13,6 +13,7 @@ from pathlib import Path
 from bench.report_format import CORE_HEADING, RESULTS, RESULTS_DIR, SOAK_HEADING, Json
 from bench.report_goals import goals_section
 from bench.report_plots import draw_plots
+from bench.report_preemption import preemption_section
 from bench.report_tables import (
     contention_table,
     cost_table,
@@ -134,6 +135,7 @@ def write_report() -> Path:
             for regime in ("high", "default"):
                 if f"contention-{regime}" in plots:
                     out += [f"![Contention, {regime} QPS]({plots[f'contention-{regime}']})", ""]
+    out += preemption_section(sources)
     out += goals_section(sources)
     notes = RESULTS_DIR / "NOTES.md"
     if notes.exists():

@@ -58,6 +58,7 @@ CONTENTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: over-com
 #: (minutes; the contention suite measures it): no 90-second smoke bound fits that, and
 #: its throughput trial still keeps its runner path working.
 SMOKE_CONTENTION_PEERS_EXCLUDED = {"native": "may deadlock at Permit until its timeout"}
+PREEMPTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: nothing to preempt"}
 
 
 def build_suite(
@@ -124,6 +125,13 @@ def build_suite(
                                     heaviest_first=name == "fairness-late",
                                     equal_backlogs=name == "fairness-equal")],
             regimes)  # fmt: skip
+    if name == "preemption":
+        # Issue #18: a full cluster of low gangs (8/4/2 pods), high gangs of 4/3/8/6/2/5
+        # arriving one at a time; rounds for spread, peers inner-most.
+        preemption_peers = [p for p in peers if p not in PREEMPTION_PEERS_EXCLUDED]
+        for round_ in range(1, rounds + 1):
+            add([wl.preemption(24, 8, {8: 5, 4: 8, 2: 12}, (4, 3, 8, 6, 2, 5), 2, 3,
+                               round_=round_)], regimes, preemption_peers)  # fmt: skip
     if not suite.trials:
         raise SystemExit(f"unknown suite {name!r}")
     return suite
@@ -231,7 +239,10 @@ def _run_one(
         progress.status(f"starting a control plane and {workload.nodes.count} KWOK nodes")
         t0 = time.monotonic()
         options = ClusterOptions(
-            gang_api=True, startup_timeout_seconds=120, audit_policy=identity.AUDIT_POLICY
+            gang_api=True,
+            startup_timeout_seconds=120,
+            audit_policy=identity.AUDIT_POLICY,
+            grace_periods=workload.grace_periods,
         )
         for attempt in (1, 2, 3):
             try:

@@ -32,7 +32,7 @@ def pod_template(peer: Peer, gang: Gang) -> Json:
         "spec": {
             "schedulerName": peer.scheduler_name,
             "restartPolicy": "Never" if gang.job else "Always",
-            "terminationGracePeriodSeconds": 0,
+            "terminationGracePeriodSeconds": gang.grace_seconds,
             "automountServiceAccountToken": False,
             "containers": [{
                 "name": "main", "image": "registry.invalid/bench:1",
@@ -40,6 +40,8 @@ def pod_template(peer: Peer, gang: Gang) -> Json:
             }],
         },
     }  # fmt: skip
+    if gang.priority_class is not None:
+        pod["spec"]["priorityClassName"] = gang.priority_class
     peer.decorate_pod(pod, gang)
     return pod
 
@@ -53,7 +55,7 @@ def pod_manifest(peer: Peer, gang: Gang, index: int) -> Json:
 
 
 def job_manifest(peer: Peer, gang: Gang) -> Json:
-    return {
+    job: Json = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": gang.name, "labels": {GANG_LABEL: gang.name}},
@@ -64,6 +66,24 @@ def job_manifest(peer: Peer, gang: Gang) -> Json:
             "template": pod_template(peer, gang),
         },
     }
+    if gang.ignore_disruptions:
+        rule = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
+        job["spec"]["podFailurePolicy"] = {"rules": [rule]}
+    return job
+
+
+async def create_priority_classes(kube: Kube, classes: dict[str, int]) -> None:
+    """Cluster-wide PriorityClasses (name: value), the same for every peer."""
+    for name, value in classes.items():
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "globalDefault": False,
+            "description": "bench: preemption workload",
+        }
+        await kube.create("/apis/scheduling.k8s.io/v1/priorityclasses", body)
 
 
 async def create_namespace(kube: Kube, name: str) -> None:

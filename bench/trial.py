@@ -90,8 +90,8 @@ async def run_trial(
             own_requests, _ = identity.count_requests(ctx.audit_log)
             figures["peer_requests"] = own_requests
         failures = analysis.check_outcome(
-            recorder, nodes, run.infos, expect_all_bound=True,
-            gang_peer=peer.gangs and not isinstance(workload, Contention),
+            recorder, nodes, run.infos, expect_all_bound=workload.expect_all_bound,
+            gang_peer=peer.gangs and workload.gangs_whole_at_end,
         )  # fmt: skip
         if not peer.capacity_checks:
             # The ceiling checks nothing by design; an over-commit is noted, not a failure.

@@ -15,6 +15,9 @@ the same empty cluster and no peer's leftovers weigh on the next.
   binding: what fair sharing costs end to end.
 - fairness: contention between tenants (namespaces), each with a backlog larger than the
   cluster and an intended share; the figures add each tenant's share over time.
+- preemption: the peer runs first; long-running low-priority gangs (Jobs) fill the
+  cluster, then high-priority gangs arrive one at a time: how long each takes to bind,
+  what is evicted for it and what is left broken (``bench.preemption_analysis``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from itertools import zip_longest
 from typing import Any, ClassVar
 
 from bench import analysis, fairness, submit
+from bench import preemption_analysis as pre
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import Kube
 from bench.observe import Recorder, Sampler
@@ -100,6 +104,13 @@ class Workload:
     params: Json = field(default_factory=dict)
     shares: list[Share] = field(default_factory=list)
     """The tenants' shares, created (in each peer's terms) before anything else."""
+
+    expect_all_bound: ClassVar[bool] = True
+    """The outcome check: every pod that fits is bound by the end."""
+    gangs_whole_at_end: ClassVar[bool] = True
+    """The outcome check: no gang of a gang scheduler is left partially bound at the end."""
+    grace_periods: ClassVar[bool] = False
+    """KWOK removes a deleted pod after its grace period, not at once."""
 
     @property
     def namespaces(self) -> set[str]:
@@ -201,6 +212,7 @@ class Contention(Workload):
     """The peer first; Jobs of at least twice the cluster's demand, all at once."""
 
     kind: ClassVar[str] = "contention"
+    gangs_whole_at_end: ClassVar[bool] = False
 
     @property
     def pod_cpu(self) -> float | None:
@@ -246,6 +258,94 @@ class Fairness(Contention):
         warmup = float(self.params["run_seconds"])
         figures.update(fairness.share_figures(run.recorder, intended, capacity, warmup=warmup))
         return figures
+
+
+LOW_CLASS = "bench-low"
+HIGH_CLASS = "bench-high"
+PRIORITY_CLASSES = {LOW_CLASS: 100, HIGH_CLASS: 1000}
+
+
+@dataclass
+class Preemption(Workload):
+    """The peer first; low gangs fill the cluster; high gangs arrive one at a time.
+
+    Every peer gets the same PriorityClasses and Jobs (each a gang in the peer's own terms,
+    its pods' ``priorityClassName`` set); a low Job's podFailurePolicy ignores disruptions,
+    so its preempted members are made again and wait, as a real batch Job's would. KWOK
+    removes a deleted pod at the end of its grace period. Each high gang is sent once the
+    previous one is bound (or its ``per_gang_seconds`` ran out), ``gap_seconds`` later.
+    """
+
+    kind: ClassVar[str] = "preemption"
+    expect_all_bound: ClassVar[bool] = False
+    gangs_whole_at_end: ClassVar[bool] = False
+    grace_periods: ClassVar[bool] = True
+
+    @property
+    def pod_cpu(self) -> float | None:
+        return float_quantity(self.gangs[0].cpu) if self.gangs else None
+
+    @property
+    def low(self) -> list[Gang]:
+        return [g for g in self.gangs if g.priority_class == LOW_CLASS]
+
+    @property
+    def high(self) -> list[Gang]:
+        return [g for g in self.gangs if g.priority_class == HIGH_CLASS]
+
+    async def drive(self, run: TrialRun) -> Json:
+        await submit.create_priority_classes(run.kube, PRIORITY_CLASSES)
+        figures = await _start_and_probe(run)
+        # The probe's 10m would keep one node from holding a whole number of members.
+        await run.kube.request("DELETE", f"/api/v1/namespaces/{run.ns}/pods/probe-0")
+        await run.recorder.wait(lambda r: r.pods["probe-0"].deleted is not None, within=30)
+        low, high = self.low, self.high
+        names = {g.name for g in low}
+        total = sum(g.size for g in low)
+
+        def running(r: Recorder) -> int:
+            return sum(1 for p in r.pods.values() if p.gang in names and p.bound is not None)
+
+        started = run.recorder.now()
+        await submit.submit_jobs(run.kube, run.recorder, run.peer, run.ns, low, run.progress)
+        await submit.wait_progress(
+            run.recorder, run.progress, run.peer, total, float(self.params["fill_seconds"]),
+            lambda r: running(r) >= total, running, what="low pods bound (filling)",
+        )  # fmt: skip
+        figures["fill_s"] = round(run.recorder.now() - started, 2)
+        run.progress.status(f"cluster full; {self.params['settle_seconds']:g}s before the first")
+        await asyncio.sleep(float(self.params["settle_seconds"]))
+        arrivals = await self._send_high(run, high)
+        plans = pre.minimal_plans([g.size for g in low], [(g.name, g.size) for g in high])
+        figures.update(
+            pre.preemption_figures(
+                run.recorder.pods.values(), arrivals, {g.name: g.min_member for g in low},
+                plans, end=run.recorder.now(), qps=run.regime.qps,
+            )
+        )  # fmt: skip
+        return figures
+
+    async def _send_high(self, run: TrialRun, high: list[Gang]) -> list[pre.Arrival]:
+        arrivals: list[pre.Arrival] = []
+        limit = float(self.params["per_gang_seconds"])
+        for index, gang in enumerate(high):
+            submitted = await submit.submit_jobs(
+                run.kube, run.recorder, run.peer, run.ns, [gang], run.progress
+            )
+            arrivals.append(pre.Arrival(gang.name, gang.size, submitted[gang.name]))
+
+            def bound(r: Recorder, name: str = gang.name, size: int = gang.size) -> bool:
+                return sum(1 for p in r.pods.values()
+                           if p.gang == name and p.bound is not None) >= size  # fmt: skip
+
+            run.progress.status(f"high gang {index + 1}/{len(high)}: {gang.name}")
+            if not await run.recorder.wait(bound, within=limit, poll=0.1):
+                run.progress.log(f"{gang.name} not bound within {limit:g}s; the next one goes")
+            for process in run.peer.processes:
+                process.ensure_running()
+            run.progress.update(index + 1, len(high), "high gangs sent")
+            await asyncio.sleep(float(self.params["gap_seconds"]))
+        return arrivals
 
 
 async def _start_and_probe(run: TrialRun) -> Json:
@@ -404,4 +504,47 @@ def fairness_contention(
          "pod_cpu": pod_cpu, "run_seconds": run_seconds, "seed": seed,
          "heaviest_first": heaviest_first, "equal_backlogs": equal_backlogs},
         shares,
+    )  # fmt: skip
+
+
+def preemption(
+    nodes: int, node_cpu: int, low_sizes: dict[int, int], high_sizes: tuple[int, ...],
+    pod_cpu: int, grace_seconds: int, *, round_: int = 1, seed: int = 5,
+    settle_seconds: float = 8.0, per_gang_seconds: float = 45.0, gap_seconds: float = 1.0,
+    fill_seconds: float = 180.0,
+) -> Preemption:  # fmt: skip
+    """Low gangs (``low_sizes``: size -> count, minMember = size) that fill ``nodes`` of
+    ``node_cpu`` exactly with pods of ``pod_cpu``, in an order shuffled by ``seed``; then
+    high gangs of ``high_sizes`` (minMember = size), in that order. Every pod runs an hour
+    and takes ``grace_seconds`` to go once deleted."""
+    if node_cpu % pod_cpu:
+        raise ValueError(f"nodes of {node_cpu} cpu do not hold a whole number of {pod_cpu}")
+    slots = nodes * node_cpu // pod_cpu
+    filled = sum(size * count for size, count in low_sizes.items())
+    if filled != slots:
+        raise ValueError(f"low gangs of {filled} pods do not fill {slots} slots exactly")
+    sizes = [size for size, count in sorted(low_sizes.items()) for _ in range(count)]
+    random.Random(seed).shuffle(sizes)
+
+    def gang(name: str, size: int, priority_class: str) -> Gang:
+        return Gang(name, size, size, cpu=str(pod_cpu), memory="1Gi", run_seconds=3600.0,
+                    job=True, priority_class=priority_class, grace_seconds=grace_seconds,
+                    ignore_disruptions=priority_class == LOW_CLASS)  # fmt: skip
+
+    low = [gang(f"low-{i:03d}-{size}", size, LOW_CLASS) for i, size in enumerate(sizes)]
+    high = [gang(f"high-{i}-{size}", size, HIGH_CLASS) for i, size in enumerate(high_sizes)]
+    plans = pre.minimal_plans(sizes, [(g.name, g.size) for g in high])
+    mix = ", ".join(f"{count}x{size}" for size, count in sorted(low_sizes.items(), reverse=True))
+    return Preemption(
+        f"{len(high)} high gangs of {'/'.join(map(str, high_sizes))} into {len(low)} low "
+        f"gangs ({mix}) x {pod_cpu} cpu filling {nodes} nodes x {node_cpu} cpu, grace "
+        f"{grace_seconds}s, round {round_}",
+        NodeShape(nodes, cpu=str(node_cpu), memory=f"{node_cpu * 4}Gi"), [*low, *high],
+        fill_seconds + settle_seconds + len(high) * (per_gang_seconds + gap_seconds),
+        {"nodes": nodes, "node_cpu": node_cpu, "pod_cpu": pod_cpu,
+         "low_sizes": {str(k): v for k, v in sorted(low_sizes.items())},
+         "high_sizes": list(high_sizes), "grace_seconds": grace_seconds, "round": round_,
+         "seed": seed, "settle_seconds": settle_seconds, "per_gang_seconds": per_gang_seconds,
+         "gap_seconds": gap_seconds, "fill_seconds": fill_seconds,
+         "priorities": PRIORITY_CLASSES, "minimal_plans": pre.plans_json(plans)},
     )  # fmt: skip

@@ -65,6 +65,10 @@ class ClusterOptions:
     job_duration_seconds: float = 1.0
     """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
 
+    grace_periods: bool = False
+    """KWOK removes a pod being deleted at its ``deletionTimestamp`` (its grace period
+    after the deletion) rather than at once (``e2e.kwok_stages``, pod-delete)."""
+
     startup_timeout_seconds: float = 90.0
     """Per component; generous because a loaded 2-core machine is slow to start Go servers."""
 
@@ -350,7 +354,10 @@ class Cluster:
         )
         config = self.state_dir / "kwok.yaml"
         config.write_text(
-            kwok_stages.config_yaml(job_duration_seconds=options.job_duration_seconds)
+            kwok_stages.config_yaml(
+                job_duration_seconds=options.job_duration_seconds,
+                grace_periods=options.grace_periods,
+            )
         )
         # KWOK_WORKDIR: kwok would otherwise also read the user's ~/.kwok/kwok.yaml.
         workdir = self.state_dir / "kwok"

@@ -13,7 +13,11 @@ built-in behaviour otherwise and add a delay:
 3. pod-complete-job: a Running pod owned by a Job, without that annotation,
    becomes Succeeded after the cluster's default Job duration.
 4. pod-delete: a pod being deleted loses its finalizers and is removed, as a
-   kubelet would confirm.
+   kubelet would confirm: at once by default (whatever its grace period), or,
+   with ``grace_periods``, at its ``deletionTimestamp`` (the API server sets it
+   to the deletion plus the pod's grace period, in whole seconds), as a kubelet
+   whose container ignores SIGTERM would: the benchmark of preemption makes its
+   victims take their grace period to go.
 
 Node stages are not given, so KWOK keeps its built-in ones (initialise the
 node's conditions, keep it Ready, heartbeat its Lease): it replaces the
@@ -138,9 +142,15 @@ def _stage(
     }
 
 
-def pod_stages(*, job_duration_seconds: float) -> list[dict[str, Any]]:
+def pod_stages(*, job_duration_seconds: float, grace_periods: bool = False) -> list[dict[str, Any]]:
     """The Stage documents described in the module docstring."""
     job_delay_ms = int(job_duration_seconds * 1000)
+    deleted_at: dict[str, Any] = {}
+    if grace_periods:
+        deleted_at["delay"] = {
+            "durationMilliseconds": 0,
+            "durationFrom": {"expressionFrom": ".metadata.deletionTimestamp"},
+        }
     return [
         _stage(
             "pod-ready",
@@ -168,12 +178,14 @@ def pod_stages(*, job_duration_seconds: float) -> list[dict[str, Any]]:
             "pod-delete",
             [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],
             {"finalizers": {"empty": True}, "delete": True},
+            **deleted_at,
         ),
     ]
 
 
-def config_yaml(*, job_duration_seconds: float) -> str:
+def config_yaml(*, job_duration_seconds: float, grace_periods: bool = False) -> str:
     """The ``--config`` file for kwok: the pod stages as a YAML stream."""
     return yaml.safe_dump_all(
-        pod_stages(job_duration_seconds=job_duration_seconds), sort_keys=False
+        pod_stages(job_duration_seconds=job_duration_seconds, grace_periods=grace_periods),
+        sort_keys=False,
     )
