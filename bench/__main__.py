@@ -25,9 +25,15 @@ def main(argv: list[str] | None = None) -> int:
         required=True,
         help="smoke, throughput, latency, contention, scale or all; several comma-separated; "
         "also queues (throughput without and with queues, interleaved), fairness and "
-        "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs)",
+        "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs), "
+        "preemption-overhead (ours with preemption off and on, interleaved)",
     )
-    run.add_argument("--rounds", type=int, default=3, help="rounds of the queues suite (default 3)")
+    run.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of the queues and preemption-overhead suites (default 3)",
+    )
     run.add_argument(
         "--queues", type=int, default=10, help="queues of the queues suite (default 10)"
     )
@@ -151,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "fairness",
         "fairness-late",
         "fairness-equal",
+        "preemption-overhead",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

@@ -15,6 +15,8 @@ the same empty cluster and no peer's leftovers weigh on the next.
   binding: what fair sharing costs end to end.
 - fairness: contention between tenants (namespaces), each with a backlog larger than the
   cluster and an intended share; the figures add each tenant's share over time.
+- overhead-throughput, overhead-contention: throughput and contention under kinds of their
+  own, for ours with preemption on and off (issue #18).
 """
 
 from __future__ import annotations
@@ -165,6 +167,13 @@ class QueueThroughput(Throughput):
 
 
 @dataclass
+class OverheadThroughput(Throughput):
+    """Throughput as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
+
+    kind: ClassVar[str] = "overhead-throughput"
+
+
+@dataclass
 class Latency(Workload):
     """The peer first; gangs one at a time, each once the previous one is bound."""
 
@@ -246,6 +255,13 @@ class Fairness(Contention):
         warmup = float(self.params["run_seconds"])
         figures.update(fairness.share_figures(run.recorder, intended, capacity, warmup=warmup))
         return figures
+
+
+@dataclass
+class OverheadContention(Contention):
+    """Contention as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
+
+    kind: ClassVar[str] = "overhead-contention"
 
 
 async def _start_and_probe(run: TrialRun) -> Json:
@@ -405,3 +421,18 @@ def fairness_contention(
          "heaviest_first": heaviest_first, "equal_backlogs": equal_backlogs},
         shares,
     )  # fmt: skip
+
+
+def overhead_throughput(pods: int, gang_size: int, nodes: int) -> OverheadThroughput:
+    """:func:`throughput`, tabled apart (``bench.overhead_report``, not ``report``)."""
+    base = throughput(pods, gang_size, nodes)
+    return OverheadThroughput(base.label, base.nodes, base.gangs, base.timeout_seconds, base.params)
+
+
+def overhead_contention(
+    nodes: int, node_cpu: int, sizes: tuple[int, ...], demand_factor: float,
+    pod_cpu: int, run_seconds: float,
+) -> OverheadContention:  # fmt: skip
+    """:func:`contention` (every pod of one priority), tabled apart like the above."""
+    base = contention(nodes, node_cpu, sizes, demand_factor, pod_cpu, run_seconds)
+    return OverheadContention(base.label, base.nodes, base.gangs, base.timeout_seconds, base.params)
