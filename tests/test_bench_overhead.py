@@ -34,7 +34,7 @@ def _contention(peer: str, makespan: float, searches: int, not_placed: int) -> J
             "makespan_s": makespan,
             "wait_mean_s": 10.0,
             "planner_seconds": 0.5,
-            "attempts_by_result": {"scheduled": 17, "unschedulable": not_placed},
+            "attempts_by_result": {"scheduled": 17, "unschedulable": not_placed, "waiting": 9},
             "preemption": {
                 "attempts": searches,
                 "plans_none": searches,
