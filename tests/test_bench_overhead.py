@@ -92,7 +92,11 @@ def test_a_row_gives_medians_spread_ratios_and_whether_on_is_within_off() -> Non
     assert cells[4] == "1.00x"
     assert cells[5] == "0.92x (0.90-1.25)"  # round by round: 0.9, 1.25, 0.917
     assert cells[6] == "yes"
-    assert summary_row([100.0, 101.0], [90.0, 91.0])[6] == "**no**"
+    # Outside the spread: worse, or better, as the figure reads (CPU-s: lower is better).
+    assert summary_row([100.0, 101.0], [90.0, 91.0])[6] == "better"
+    assert summary_row([100.0, 101.0], [110.0, 111.0])[6] == "**no**"
+    assert summary_row([100.0, 101.0], [90.0, 91.0], higher_is_better=True)[6] == "**no**"
+    assert summary_row([100.0, 101.0], [110.0, 111.0], higher_is_better=True)[6] == "better"
 
 
 def test_the_table_pairs_off_and_on_per_workload_and_leaves_failures_out() -> None:
