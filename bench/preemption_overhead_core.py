@@ -10,7 +10,7 @@ search's cost is paid per search, not per attempt). Figure: CPU time per failed 
 (``time.process_time()``; the core is single-threaded), median of the rounds, and the
 searches run.
 
-    .venv/bin/python bench/preemption_overhead_core.py
+    .venv/bin/python -m bench.preemption_overhead_core
 """
 
 from __future__ import annotations
