@@ -26,13 +26,14 @@ def main(argv: list[str] | None = None) -> int:
         help="smoke, throughput, latency, contention, scale or all; several comma-separated; "
         "also queues (throughput without and with queues, interleaved), fairness and "
         "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs), "
-        "preemption (high gangs into a cluster full of low ones, --rounds times)",
+        "preemption (high gangs into a cluster full of low ones, --rounds times), "
+        "preemption-overhead (ours with preemption off and on, interleaved)",
     )
     run.add_argument(
         "--rounds",
         type=int,
         default=3,
-        help="rounds of the queues and preemption suites (default 3)",
+        help="rounds of the queues, preemption and preemption-overhead suites (default 3)",
     )
     run.add_argument(
         "--queues", type=int, default=10, help="queues of the queues suite (default 10)"
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         "fairness-late",
         "fairness-equal",
         "preemption",
+        "preemption-overhead",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

@@ -9,6 +9,7 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 | reference | ``PodGroup`` of ``scheduling.x-k8s.io`` | label ``scheduling.x-k8s.io/pod-group`` |
 | native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
 | ours-workload | native's ``Workload`` (coscheduler reading it) | ``spec.workloadRef`` |
+| ours-preemption-off | as ours (``coscheduler run --preemption=off``) | as ours |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
@@ -214,6 +215,9 @@ class WorkloadGangs(Peer):
 
 
 class Ours(Peer):
+    #: Extra flags of ``coscheduler run`` (a variant of ours; none: its defaults).
+    flags: tuple[str, ...] = ()
+
     def __init__(self) -> None:
         super().__init__("ours", "coscheduler run (this repository)", gangs=True)
 
@@ -266,6 +270,7 @@ class Ours(Peer):
             "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
             # A profiled trial keeps an info log beside the profile, to time the phases.
             "--log-level", "info" if ctx.profile_dir is not None else "warning",
+            *self.flags,
         ]]  # fmt: skip
 
     def versions(self) -> str:
@@ -407,6 +412,21 @@ class OursWorkload(WorkloadGangs, Ours):
         )
 
 
+class OursPreemptionOff(Ours):
+    """Ours with ``--preemption=off`` (issue #18: what preemption costs where nothing is
+    preempted; ``ours`` runs with the default, on)."""
+
+    flags = ("--preemption=off",)
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-preemption-off",
+            "coscheduler run (this repository) --preemption=off",
+            gangs=True,
+        )
+
+
 class Ceiling(Peer):
     def __init__(self) -> None:
         super().__init__(
@@ -434,9 +454,10 @@ PEERS = {
     "default": Default,
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
+    "ours-preemption-off": OursPreemptionOff,
 }
-#: The peers of every suite by default (ours-workload is asked for by name).
-ALL_PEERS = tuple(name for name in PEERS if name != "ours-workload")
+#: The peers of every suite by default (the variants of ours are asked for by name).
+ALL_PEERS = tuple(name for name in PEERS if name not in ("ours-workload", "ours-preemption-off"))
 
 
 def make_peer(name: str) -> Peer:

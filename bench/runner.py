@@ -116,6 +116,20 @@ def build_suite(
                 pair: list[wl.Workload] = [wl.queue_throughput(pods, size, nodes, 0),
                         wl.queue_throughput(pods, size, nodes, queues)]  # fmt: skip
                 add(pair if round_ % 2 == 0 else pair[::-1], regimes)
+    if name == "preemption-overhead":
+        # Issue #18: ours with preemption off and on (its default), interleaved round by
+        # round, which goes first alternating; --peers is not read (the pair is the suite).
+        # Throughput: everything fits, nothing searches. Contention (one priority for all):
+        # every failed attempt may search and must find nothing to preempt.
+        pods, nodes = (10_000, 1_000) if big else (2_048, 100)
+        on_off = ["ours-preemption-off", "ours"]
+        overhead: list[wl.Workload] = [
+            *(wl.overhead_throughput(pods, size, nodes) for size in sizes if size <= pods),
+            wl.overhead_contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0),
+        ]
+        for round_ in range(rounds):
+            for workload in overhead:
+                add([workload], regimes, on_off if round_ % 2 == 0 else on_off[::-1])
     if name in ("fairness", "fairness-late", "fairness-equal"):
         # fairness-late: team-b's whole backlog is submitted before team-a's; fairness-equal:
         # both backlogs 3x the cluster (first come would split it evenly).

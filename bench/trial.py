@@ -85,6 +85,12 @@ async def run_trial(
             figures["planner_seconds"] = round(planner, 3)
             if result.cost["cpu_s"]:
                 figures["planner_share"] = round(planner / result.cost["cpu_s"], 4)
+        preemption = _preemption_figures(own)
+        if preemption:
+            figures["preemption"] = preemption
+        attempts = _attempts_by_result(own)
+        if attempts:
+            figures["attempts_by_result"] = attempts
         result.requests = analysis.request_delta(run.before, after)
         if ctx.audit_log is not None:
             own_requests, _ = identity.count_requests(ctx.audit_log)
@@ -140,6 +146,32 @@ def _permit_figures(figures: Json, own: dict[str, float], workload: Workload) ->
         figures["permit_wait_rejected_cpu_s"] = round(
             sum(v for r, v in by_result.items() if r.lower() != "success") * cpu, 2
         )
+
+
+PREEMPTION_METRICS = {
+    "attempts": "coscheduler_preemption_attempts_total",
+    "plans_found": 'coscheduler_preemption_plans_total{outcome="found"}',
+    "plans_none": 'coscheduler_preemption_plans_total{outcome="none"}',
+    "evicted_pods": "coscheduler_preemption_evicted_pods_total",
+    "evicted_groups": "coscheduler_preemption_evicted_groups_total",
+}
+
+
+def _preemption_figures(own: dict[str, float]) -> dict[str, int]:
+    """Ours' preemption counters at the end of the trial (absent ones: 0; none: {})."""
+    if not any(name.startswith("coscheduler_preemption_") for name in own):
+        return {}
+    return {key: int(own.get(name, 0.0)) for key, name in PREEMPTION_METRICS.items()}
+
+
+def _attempts_by_result(own: dict[str, float]) -> dict[str, int]:
+    """Ours' attempts of a group by result (``coscheduler_scheduling_attempts_total``)."""
+    prefix = 'coscheduler_scheduling_attempts_total{result="'
+    return {
+        name.removeprefix(prefix).partition('"')[0]: int(value)
+        for name, value in own.items()
+        if name.startswith(prefix)
+    }
 
 
 async def _own_metrics(peer: Peer) -> dict[str, float]:

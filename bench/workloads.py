@@ -18,6 +18,8 @@ the same empty cluster and no peer's leftovers weigh on the next.
 - preemption: the peer runs first; long-running low-priority gangs (Jobs) fill the
   cluster, then high-priority gangs arrive one at a time: how long each takes to bind,
   what is evicted for it and what is left broken (``bench.preemption_analysis``).
+- overhead-throughput, overhead-contention: throughput and contention under kinds of their
+  own, for ours with preemption on and off (issue #18).
 """
 
 from __future__ import annotations
@@ -173,6 +175,13 @@ class QueueThroughput(Throughput):
     """Throughput with the groups spread over queues (``params["queues"]``; 0: none)."""
 
     kind: ClassVar[str] = "queue-throughput"
+
+
+@dataclass
+class OverheadThroughput(Throughput):
+    """Throughput as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
+
+    kind: ClassVar[str] = "overhead-throughput"
 
 
 @dataclass
@@ -346,6 +355,13 @@ class Preemption(Workload):
             run.progress.update(index + 1, len(high), "high gangs sent")
             await asyncio.sleep(float(self.params["gap_seconds"]))
         return arrivals
+
+
+@dataclass
+class OverheadContention(Contention):
+    """Contention as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
+
+    kind: ClassVar[str] = "overhead-contention"
 
 
 async def _start_and_probe(run: TrialRun) -> Json:
@@ -548,3 +564,18 @@ def preemption(
          "gap_seconds": gap_seconds, "fill_seconds": fill_seconds,
          "priorities": PRIORITY_CLASSES, "minimal_plans": pre.plans_json(plans)},
     )  # fmt: skip
+
+
+def overhead_throughput(pods: int, gang_size: int, nodes: int) -> OverheadThroughput:
+    """:func:`throughput`, tabled apart (``bench.overhead_report``, not ``report``)."""
+    base = throughput(pods, gang_size, nodes)
+    return OverheadThroughput(base.label, base.nodes, base.gangs, base.timeout_seconds, base.params)
+
+
+def overhead_contention(
+    nodes: int, node_cpu: int, sizes: tuple[int, ...], demand_factor: float,
+    pod_cpu: int, run_seconds: float,
+) -> OverheadContention:  # fmt: skip
+    """:func:`contention` (every pod of one priority), tabled apart like the above."""
+    base = contention(nodes, node_cpu, sizes, demand_factor, pod_cpu, run_seconds)
+    return OverheadContention(base.label, base.nodes, base.gangs, base.timeout_seconds, base.params)

@@ -58,6 +58,7 @@ from coscheduler.core.preemption import (
     Preemptions,
     PreemptionSettings,
     Preemptor,
+    RunningPriorities,
     Victim,
     VictimRule,
     running_groups,
@@ -133,6 +134,8 @@ class Scheduler:
         #: Claim key (namespace/name) -> the pods that use it.
         self._claim_users: dict[str, set[str]] = {}
         self.preemptions = Preemptions(self.settings.preemption)
+        #: Nothing runs below its lowest: no victim search for a group at or under it.
+        self._running_priorities = RunningPriorities()
 
     # -- reading -------------------------------------------------------------
 
@@ -185,6 +188,7 @@ class Scheduler:
         before = self._pods.get(pod.uid)
         self.snapshot.update_pod(pod)
         self._pods[pod.uid] = pod
+        self._running_priorities.pod(pod)
         for claim in pod.claims:
             self._claim_users.setdefault(f"{pod.namespace}/{claim}", set()).add(pod.uid)
         key, state = self._membership(pod)
@@ -197,6 +201,7 @@ class Scheduler:
     def remove_pod(self, uid: str) -> None:
         """A pod was deleted."""
         pod = self._pods.pop(uid, None)
+        self._running_priorities.remove_pod(uid)
         held = self.snapshot.node_of(uid) is not None
         self.snapshot.remove_pod(uid)
         if pod is not None:
@@ -303,6 +308,7 @@ class Scheduler:
         if before == policy:
             return
         self._policies[key] = policy
+        self._running_priorities.group(key, policy.priority)
         if (before.queue if before is not None else DEFAULT_QUEUE) != policy.queue:
             self._recharge(key)
         self._sync(key)
@@ -313,6 +319,7 @@ class Scheduler:
         policy = self._policies.pop(key, None)
         if policy is None:
             return
+        self._running_priorities.remove_group(key)
         self._first_attempt.pop(key, None)
         if policy.queue != DEFAULT_QUEUE:
             self._recharge(key)
@@ -425,6 +432,7 @@ class Scheduler:
             weights=dict(self.settings.weights),
             reclaim=self._reclaim_rule if self._accounting else None,
             admits=self._admits_rule,
+            lowest=self._running_priorities.lowest(),
         )
         if decision.admitted:
             self._first_attempt.pop(key, None)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.core import Code, GroupKey, Scheduler, SchedulerSettings
-from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.preemption import Mode, PreemptionSettings, running_groups
 from coscheduler.core.quota import QueuePolicy
-from tests.builders import Clock, gang, group, node
+from tests.builders import Clock, gang, group, node, pod
 
 URGENT = GroupKey("default", "urgent")
 LOW = GroupKey("default", "low")
@@ -120,16 +124,35 @@ def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
         scheduler.upsert_group(group(name, 1, priority=5))
         for member in gang(name, 1, cpu="4", priority=5):
             scheduler.upsert_pod(member)
-    while scheduler.next_decision() is not None:
-        pass
-    assert scheduler.preemptions.take_counts()["attempts"] == 1
-    clock.advance(60)
+    for _ in range(3):  # each time past the floor's memory and every backoff
+        while scheduler.next_decision() is not None:
+            pass
+        clock.advance(60)
+    # Nothing runs below priority 5: never a search (issue #18: "pays nothing").
+    assert scheduler.preemptions.take_counts()["attempts"] == 0
     scheduler.upsert_group(group("higher", 1, priority=6))
     for member in gang("higher", 1, cpu="4", priority=6):
         scheduler.upsert_pod(member)
     while scheduler.next_decision() is not None:
         pass
     assert scheduler.preemptions.take_counts()["found"] >= 1
+
+
+def test_a_gang_whose_podgroup_names_a_lower_priority_than_its_pods_is_still_a_victim() -> None:
+    # The gang's priority is its PodGroup's (1), not its pods' (10): a preemptor of 5
+    # searches and takes it, though no running pod has a priority below 5.
+    clock = Clock()
+    scheduler = Scheduler(clock, SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON)))
+    scheduler.upsert_node(node("n0", cpu="4"))
+    scheduler.upsert_group(group("low", 1, priority=1))
+    for member in gang("low", 1, cpu="4", priority=10):
+        scheduler.upsert_pod(dataclasses.replace(member, node_name="n0", phase="Running"))
+    scheduler.upsert_group(group("urgent", 1, priority=5))
+    for member in gang("urgent", 1, cpu="4", priority=5):
+        scheduler.upsert_pod(member)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert [victim.group.key for victim in order.plan.victims] == [LOW]
 
 
 def test_a_group_that_has_not_run_its_minimum_time_is_not_a_victim() -> None:
@@ -349,3 +372,55 @@ def test_victims_a_failed_plan_evicted_nothing_of_may_be_chosen_again() -> None:
     (order,) = scheduler.preemptions.take_orders()
     assert order.plan.found
     assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
+
+
+_PODS = st.lists(
+    st.tuples(
+        st.sampled_from(["g0", "g1", "g2", None]),  # its group (None: a lone pod)
+        st.integers(0, 9),  # its priority
+        st.sampled_from([None, "Running", "Succeeded"]),  # None: pending, no node
+    ),
+    max_size=12,
+)
+
+
+@given(
+    pods=_PODS,
+    policies=st.dictionaries(st.sampled_from(["g0", "g1", "g2"]), st.none() | st.integers(0, 9)),
+    removed=st.sets(st.integers(0, 11)),
+    dropped=st.sets(st.sampled_from(["g0", "g1", "g2"])),
+)
+def test_the_kept_bound_is_never_above_a_running_groups_priority(
+    pods: list[tuple[str | None, int, str | None]],
+    policies: dict[str, int | None],
+    removed: set[int],
+    dropped: set[str],
+) -> None:
+    """What lets a search be skipped at O(1) never hides a victim of lower priority."""
+    scheduler = Scheduler(Clock())
+    scheduler.upsert_node(node("n0", cpu="64", pods="110"))
+    for name, priority in policies.items():
+        scheduler.upsert_group(group(name, 1, priority=priority))
+    for i, (in_group, priority, phase) in enumerate(pods):
+        fields: dict[str, Any] = {"priority": priority, "cpu": "1"}
+        if in_group is not None:
+            fields["group"] = in_group
+        member = pod(f"p{i}", **fields)
+        if phase is not None:
+            member = dataclasses.replace(member, node_name="n0", phase=phase)
+        scheduler.upsert_pod(member)
+    for i in removed & set(range(len(pods))):
+        scheduler.remove_pod(f"uid-default-p{i}")
+    for name in dropped & set(policies):
+        scheduler.remove_group("default", name)
+    running = running_groups(
+        scheduler._pods.values(),
+        scheduler.snapshot,
+        scheduler.group_of,
+        scheduler.policy,
+        GroupKey("default", "nobody"),
+    )
+    lowest = scheduler._running_priorities.lowest()
+    if running:
+        assert lowest is not None
+        assert lowest <= min(group.priority for group in running)

@@ -16,6 +16,7 @@ from coscheduler.core.preemption.tracker import (
     Order,
     Preemptions,
     PreemptionSettings,
+    RunningPriorities,
     running_groups,
 )
 from coscheduler.core.preemption.victims import (
@@ -38,6 +39,7 @@ __all__ = [
     "Preemptions",
     "Preemptor",
     "RunningGroup",
+    "RunningPriorities",
     "Victim",
     "VictimRule",
     "find_plan",
