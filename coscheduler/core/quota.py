@@ -310,15 +310,7 @@ class Quotas:
         chain = self._chain(name)
 
         def used_by(level: str) -> dict[str, int]:
-            used = self.usage(level)
-            if held:
-                add_amounts(used, held)  # the leaf's: within every level of its chain
-            if returned:
-                subtree = {level, *self._descendants(level)}
-                for queue, amounts in returned.items():
-                    if queue in subtree:
-                        add_amounts(used, amounts, -1)
-            return used
+            return self._usage_with(level, held, returned)
 
         over = self._over_max(name, chain, need, used_by)
         if over is not None:
@@ -368,13 +360,26 @@ class Quotas:
         if not need:
             return None
 
-        def used_by(level: str) -> dict[str, int]:
-            used = self.usage(level)
-            if held:
-                add_amounts(used, held)
-            return used
+        return self._over_max(
+            name, self._chain(name), need, lambda level: self._usage_with(level, held)
+        )
 
-        return self._over_max(name, self._chain(name), need, used_by)
+    def _usage_with(
+        self,
+        level: str,
+        held: Amounts | None = None,
+        returned: Mapping[str, Amounts] | None = None,
+    ) -> dict[str, int]:
+        """The queue's usage, plus room ``held`` for its leaf, less ``returned`` per queue."""
+        used = self.usage(level)
+        if held:
+            add_amounts(used, held)  # the leaf's: within every level of its chain
+        if returned:
+            subtree = {level, *self._descendants(level)}
+            for queue, amounts in returned.items():
+                if queue in subtree:
+                    add_amounts(used, amounts, -1)
+        return used
 
     def _over_max(
         self,
