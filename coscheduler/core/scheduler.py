@@ -13,7 +13,12 @@ Membership rules, in order:
 1. Only pods whose ``spec.schedulerName`` is ours are members; every bound,
    non-terminal pod counts in the snapshot whoever bound it.
 2. A member is *bound* when it has a node or is assumed on one (binding in
-   flight), and is not terminal; it counts toward ``minMember``.
+   flight), and is not terminal.
+2b. A bound member counts toward ``minMember`` only while it *stands*: not
+   being deleted and not ordered evicted by a preemption. A gang whose
+   members are going is not running: the members that replace them wait
+   for a placement that makes the gang whole without the ones going, never
+   one by one into the room the evictions free (issue #26).
 3. A member is *pending* when it has no node, is not terminal, is not
    being deleted and has no scheduling gates (a gated pod is placed by nobody
    until its gates are removed; until then it is not a member to place).
@@ -157,6 +162,13 @@ class Scheduler:
             return [], []
         return list(members.pending.values()), list(members.bound.values())
 
+    def standing(self, key: GroupKey) -> tuple[list[PodInfo], list[PodInfo]]:
+        """The group's pending members, and the bound ones it can count on: not being
+        deleted and not ordered evicted (rule 2b)."""
+        pending, bound = self.members(key)
+        doomed = self.preemptions.doomed
+        return pending, [pod for pod in bound if not pod.deleting and not doomed(pod.uid)]
+
     def is_waiting(self, uid: str) -> bool:
         """True while the pod waits: known, not bound, nor assumed with a binding in flight."""
         pod = self._pods.get(uid)
@@ -202,6 +214,7 @@ class Scheduler:
         """A pod was deleted."""
         pod = self._pods.pop(uid, None)
         self._running_priorities.remove_pod(uid)
+        self.preemptions.gone(uid)
         held = self.snapshot.node_of(uid) is not None
         self.snapshot.remove_pod(uid)
         if pod is not None:
@@ -338,7 +351,7 @@ class Scheduler:
             key = self.queue.pop()
             if key is None:
                 return None
-            pending, bound = self.members(key)
+            pending, bound = self.standing(key)
             if not pending:
                 self.queue.remove(key)
                 continue
@@ -349,7 +362,7 @@ class Scheduler:
 
     def try_group(self, key: GroupKey) -> Decision:
         """What an attempt would decide now, leaving every state unchanged."""
-        decision = self._plan(key, *self.members(key))
+        decision = self._plan(key, *self.standing(key))
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
         return decision
@@ -427,6 +440,7 @@ class Scheduler:
                 self.policy,
                 key,
                 self.queue_name,
+                self.preemptions.doomed,
             ),
             strategy=self.settings.strategy,
             weights=dict(self.settings.weights),
@@ -554,7 +568,7 @@ class Scheduler:
         policy = self._policies.get(key)
         if requests and policy is not None:
             held = dict.fromkeys(policy.min_resources, 0)
-            for pod in self.members(key)[1]:
+            for pod in self.standing(key)[1]:
                 for resource in held:
                     held[resource] += pod.requests.get(resource, 0)
             for resource, amount in policy.min_resources.items():

@@ -187,6 +187,8 @@ class Preemptions:
         self.budgets: dict[str, DisruptionBudget] = {}
         self._holds: dict[GroupKey, Hold] = {}
         self._restores: dict[GroupKey, Restore] = {}
+        #: Pods an order to evict was given for, not yet gone: uid -> (preemptor, since).
+        self._doomed: dict[str, tuple[GroupKey, float]] = {}
         self._memory: dict[GroupKey, _Memory] = {}
         self._orders: list[Order] = []
         self._placed: list[tuple[GroupKey, float]] = []
@@ -206,6 +208,11 @@ class Preemptions:
         for key, restore in self._restores.items():
             for pod, _ in restore.placeholders:
                 yield key, pod
+
+    def doomed(self, uid: str) -> bool:
+        """True from the order to evict the pod until it is gone or its eviction failed:
+        its gang cannot count on it (see "Going members" in the module docstring)."""
+        return uid in self._doomed
 
     def restored(self, key: GroupKey) -> Restore | None:
         """Room held for a victim gang a refusal left below its minMember."""
@@ -341,6 +348,7 @@ class Preemptions:
         )
         memory.spared.update(victim.group.key for victim in plan.victims)
         victims = frozenset(pod.uid for pod in plan.pods)
+        self._doomed.update(dict.fromkeys(victims, (key, now)))
         self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
 
     # -- what the runtime reports ----------------------------------------------
@@ -367,13 +375,16 @@ class Preemptions:
         if plan is None and hold is not None:
             plan = hold.plan
         self._let_go_hold(snapshot, key)
+        gone = set(evicted)
+        for uid, (preemptor, _) in list(self._doomed.items()):
+            if preemptor == key and uid not in gone:
+                del self._doomed[uid]  # it stays: its gang counts on it again
         spared = self._memory.setdefault(key, _Memory()).spared
         spared.difference_update(untouched)
         refused = set(refused)
         spared.update(refused)
         if plan is None:
             return {}
-        gone = set(evicted)
         groups = {victim.group.key: victim.group for victim in plan.victims}
         restored: dict[GroupKey, int] = {}
         for group in (groups[k] for k in sorted(refused) if k in groups):
@@ -397,6 +408,13 @@ class Preemptions:
         for key, restore in list(self._restores.items()):
             if now - restore.since >= self.settings.hold_seconds:
                 self._let_go_restore(snapshot, key)
+        for uid, (_, since) in list(self._doomed.items()):
+            if now - since >= self.settings.hold_seconds:
+                del self._doomed[uid]  # no answer came: as for a hold, no longer
+
+    def gone(self, uid: str) -> None:
+        """A pod was deleted: an order to evict it is done."""
+        self._doomed.pop(uid, None)
 
     def let_go(self, snapshot: Snapshot, key: GroupKey) -> None:
         """The group has no member left: room restored for it is released."""
@@ -586,28 +604,39 @@ def running_groups(
     policy_of: Callable[[GroupKey], GroupPolicy | None],
     preemptor: GroupKey,
     queue_of: Callable[[GroupKey], str] | None = None,
+    going: Callable[[str], bool] | None = None,
 ) -> list[RunningGroup]:
     """Every pod running on a node now, in its group (others' pods and lone pods one by one).
 
-    Pods being deleted and bindings in flight are no victims: the first are
-    going anyway, the second are not running yet.
+    Pods being deleted or already ordered evicted (``going``) are no victims:
+    they are going anyway. A group with a binding in flight is no victim at
+    all: its unit would miss the member on its way, which would then land
+    alone in a gang evicted whole.
     """
     members: dict[GroupKey, list[PodInfo]] = {}
     ours: set[GroupKey] = set()
+    arriving: set[GroupKey] = set()
     node_of, assumed = snapshot.node_of, snapshot.is_assumed
     for pod in pods:
-        # Counting on a node (so not terminal), and not a binding in flight.
-        if pod.deleting or pod.node_name is None or node_of(pod.uid) is None or assumed(pod.uid):
+        if pod.node_name is None and not assumed(pod.uid):
             continue
         key = group_of(pod.uid)
         if key is None:
             key = GroupKey(pod.namespace, pod.name, KIND_POD)  # another scheduler's pod
         else:
             ours.add(key)
+        if assumed(pod.uid):
+            arriving.add(key)
+            continue
+        # Counting on a node (so not terminal), and not on its way out.
+        if pod.deleting or node_of(pod.uid) is None or (going is not None and going(pod.uid)):
+            continue
         if key != preemptor:
             members.setdefault(key, []).append(pod)
     result = []
     for key, running in members.items():
+        if key in arriving:
+            continue
         policy = None if key.kind == KIND_POD else policy_of(key)
         top = max(pod.priority for pod in running)
         queue = queue_of(key) if queue_of is not None and key in ours else None
