@@ -215,18 +215,32 @@ class Scheduler:
         pod = self._pods.pop(uid, None)
         self._running_priorities.remove_pod(uid)
         self.preemptions.gone(uid)
-        held = self.snapshot.node_of(uid) is not None
+        held = self.snapshot.node_of(uid)
+        in_flight = self.snapshot.is_assumed(uid)
         self.snapshot.remove_pod(uid)
         if pod is not None:
+            key = self._member_of.get(uid)
             self._file(pod, None, None)
+            if in_flight and key is not None and held is not None:
+                self._keep_room_if_short(key, pod, held)
             for claim in pod.claims:
                 users = self._claim_users.get(f"{pod.namespace}/{claim}")
                 if users is not None:
                     users.discard(uid)
                     if not users:
                         del self._claim_users[f"{pod.namespace}/{claim}"]
-        if held:
+        if held is not None:
             self.queue.on_event(ClusterEvent.POD_DELETED)
+
+    def _keep_room_if_short(self, key: GroupKey, pod: PodInfo, node: str) -> None:
+        """A member on its way to ``node`` was lost: if that leaves its gang's standing
+        members above none but below its minMember, its room waits for the replacement."""
+        policy = self._policies.get(key)
+        if policy is None or policy.min_member < 2:
+            return
+        standing = len(self.standing(key)[1])
+        if 0 < standing < policy.min_member:
+            self.preemptions.keep(self.snapshot, key, pod, node, self.clock())
 
     # -- namespaces ----------------------------------------------------------
 
@@ -376,6 +390,8 @@ class Scheduler:
             return
         key, state = self._membership(pod)
         self._file(pod, key, state)
+        if key is not None:
+            self._keep_room_if_short(key, pod, binding.node)
         self.queue.on_event(ClusterEvent.BINDING_FAILED)
         if key is not None:
             self.queue.requeue(key, Code.ERROR)

@@ -120,7 +120,10 @@ def test_binding_failure_forgets_and_backs_off() -> None:
     assert decision.ok
     assert scheduler.snapshot.allocated("n0")["cpu"] == 2000
     scheduler.binding_failed(decision.bindings[0])
-    assert scheduler.snapshot.allocated("n0")["cpu"] == 1000
+    assert scheduler.snapshot.node_of(decision.bindings[0].uid) is None
+    # Its room waits for the gang's retry (a partial gang must not lose it to another).
+    assert scheduler.snapshot.allocated("n0")["cpu"] == 2000
+    assert scheduler.preemptions.restored(TRAIN) is not None
     assert scheduler.queue.pool(TRAIN) == "backoff"
     assert len(scheduler.members(TRAIN)[0]) == 1
 

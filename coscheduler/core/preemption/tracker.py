@@ -412,6 +412,19 @@ class Preemptions:
             if now - since >= self.settings.hold_seconds:
                 del self._doomed[uid]  # no answer came: as for a hold, no longer
 
+    def keep(self, snapshot: Snapshot, key: GroupKey, pod: PodInfo, node: str, now: float) -> None:
+        """A member of a gang placed short of its minMember was lost on its way to ``node``
+        (its binding failed, or it was deleted meanwhile): its room is held for the gang
+        as restored room is, so its replacement completes the gang instead of another
+        group taking the room and leaving the gang partially bound."""
+        restore = self._restores.get(key)
+        if restore is None:
+            restore = self._restores[key] = Restore(now, ())
+        held = (dataclasses.replace(pod, uid=pod.uid + RESTORED), node)
+        restore.placeholders = (*restore.placeholders, held)
+        if node in snapshot and snapshot.node_of(held[0].uid) is None:
+            snapshot.assume(held[0], node)
+
     def gone(self, uid: str) -> None:
         """A pod was deleted: an order to evict it is done."""
         self._doomed.pop(uid, None)
