@@ -698,11 +698,16 @@ class Scheduler:
             queue = victim.group.queue
             if queue is None:
                 return False
+            # A gang's whole unit and its units above minMember share pods: once each.
+            pods = {
+                pod.uid: pod
+                for unit in (*chosen, victim)
+                if unit.group.queue == queue
+                for pod in unit.pods
+            }
             removed: dict[str, int] = {}
-            for unit in (*chosen, victim):
-                if unit.group.queue == queue:
-                    for pod in unit.pods:
-                        add_amounts(removed, pod.requests)
+            for pod in pods.values():
+                add_amounts(removed, pod.requests)
             return self.quotas.may_reclaim(taker, queue, removed)
 
         return rule

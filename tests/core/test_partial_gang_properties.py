@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.quota import QueuePolicy
 from tests.builders import Clock, group, node, pod
 
 
@@ -162,23 +163,38 @@ def world_of_two_nodes(extra: int = 0) -> World:
 
 
 def world_of(
-    nodes: int, low_min: int, low_running: int, low_waiting: int, high_cpu: str, late: bool
+    nodes: int,
+    low_min: int,
+    low_running: int,
+    low_waiting: int,
+    high_cpu: str,
+    late: bool,
+    reclaim: bool = False,
 ) -> World:
     """``nodes`` of 4 cpu; ``low`` (minMember ``low_min``, 2 cpu each) runs ``low_running``
     members (an elastic surplus above its minimum, when more) and has ``low_waiting``
     more pending; ``high`` (2 members of ``high_cpu``) is there, or arrives ``late`` (a
-    step of the test), so that low's members may be on their way to a node then."""
+    step of the test), so that low's members may be on their way to a node then.
+    With ``reclaim``, low (priority 50) borrowed everything in queue b (nominal 0) and
+    high (priority 0) takes it back for queue a (nominal: the whole cluster)."""
     clock = Clock()
     scheduler = Scheduler(clock, SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON)))
     names = [f"n{i}" for i in range(nodes)]
     for name in names:
         scheduler.upsert_node(node(name, cpu="4"))
+    low_priority, high_priority = (50, 0) if reclaim else (10, 1000)
+    low_queue, high_queue = ("b", "a") if reclaim else ("default", "default")
+    if reclaim:
+        everyone = frozenset(["default"])
+        whole = {"cpu": 4000 * nodes}
+        scheduler.upsert_queue(QueuePolicy("a", nominal=whole, namespaces=everyone))
+        scheduler.upsert_queue(QueuePolicy("b", nominal={"cpu": 0}, namespaces=everyone))
     world = World(scheduler, clock, {"low": low_min, "high": 2})
-    scheduler.upsert_group(group("low", low_min, priority=10))
-    scheduler.upsert_group(group("high", 2, priority=1000))
+    scheduler.upsert_group(group("low", low_min, priority=low_priority, queue=low_queue))
+    scheduler.upsert_group(group("high", 2, priority=high_priority, queue=high_queue))
     world.templates = {
-        "low": pod("low-template", group="low", cpu="2", priority=10),
-        "high": pod("high-template", group="high", cpu=high_cpu, priority=1000),
+        "low": pod("low-template", group="low", cpu="2", priority=low_priority),
+        "high": pod("high-template", group="high", cpu=high_cpu, priority=high_priority),
     }
     world.run("low", low_running, names)
     for _ in range(low_waiting):
@@ -196,7 +212,8 @@ def worlds(draw: st.DrawFn) -> World:
     low_waiting = draw(st.integers(min_value=0, max_value=2))
     high_cpu = draw(st.sampled_from(["2", "4"]))
     late = draw(st.booleans())
-    return world_of(nodes, low_min, low_running, low_waiting, high_cpu, late)
+    reclaim = draw(st.booleans())
+    return world_of(nodes, low_min, low_running, low_waiting, high_cpu, late, reclaim)
 
 
 STEPS = st.lists(
@@ -260,7 +277,8 @@ def test_no_gang_is_left_partial_by_preemption_in_any_cluster(
     world: World, steps: list[tuple[str, int]]
 ) -> None:
     """Elastic surpluses (units above minMember), members waiting beside a running gang,
-    bindings in flight when the plan is made, more room than the preemptor needs."""
+    bindings in flight when the plan is made, more room than the preemptor needs, and
+    a queue taking back its nominal (reclaim, whatever the priorities)."""
     play(world, steps)
 
 

@@ -424,3 +424,25 @@ def test_the_kept_bound_is_never_above_a_running_groups_priority(
     if running:
         assert lowest is not None
         assert lowest <= min(group.priority for group in running)
+
+
+def test_reclaim_takes_a_gang_whole_when_it_runs_above_its_minimum() -> None:
+    """Its whole unit and its units above minMember share pods: counted once each (the
+    rule once counted them twice and found the lender would fall below its nominal)."""
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    everyone = frozenset(["default"])
+    scheduler.upsert_queue(QueuePolicy("a", nominal={"cpu": 8000}, namespaces=everyone))
+    scheduler.upsert_queue(QueuePolicy("b", nominal={"cpu": 0}, namespaces=everyone))
+    for i in range(2):
+        scheduler.upsert_node(node(f"n{i}", cpu="4"))
+    scheduler.upsert_group(dataclasses.replace(group("wide", 2, priority=50), queue="b"))
+    for i, member in enumerate(gang("wide", 4, cpu="2", priority=50)):
+        scheduler.upsert_pod(dataclasses.replace(member, node_name=f"n{i % 2}", phase="Running"))
+    scheduler.upsert_group(dataclasses.replace(group("mine", 2, priority=0), queue="a"))
+    for member in gang("mine", 2, cpu="4", priority=0):
+        scheduler.upsert_pod(member)
+    scheduler.next_decision()
+    (order,) = scheduler.preemptions.take_orders()
+    assert order.evict
+    assert len(order.plan.pods) == 4
