@@ -1,8 +1,8 @@
-"""What joining a gang by owner costs as pods arrive: ClusterState's pod ingest, no API server.
+"""What joining a gang by owner costs as pods arrive: the pod informer's ingest, no API server.
 
-A Job's pod carries no group label; ``ClusterState`` gives it the group of its
+A Job's pod carries no group label; the pod informer gives it the group of its
 Job by the core's owner rule (``core/owners.py``) before the core files it. This
-times ``ClusterState.upsert_pod`` (parse included, as the watch pays it) for
+times ``PodInformer.upsert`` (parse included, as the watch pays it) for
 ``--pods`` pods in Jobs of ``--job-size``, four ways:
 
 - ``label``: pods with a group label and no owner (the way before #21);
@@ -25,8 +25,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from coscheduler.api.adapters import sigs
 from coscheduler.core import Scheduler
-from coscheduler.runtime.cluster import ClusterState
+from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.informers.registry import Informers
 
 GANG = "scheduling.sigs.k8s.io/gang"
 
@@ -71,14 +73,22 @@ def podgroup(name: str, size: int) -> dict[str, Any]:
     return {"metadata": meta, "spec": {"minMember": size}}
 
 
-def state_for(case: str, pods: int, size: int) -> ClusterState:
-    state = ClusterState(Scheduler(time.monotonic))
-    state.owners_watched = case != "unwatched"
+class _Quiet:
+    def invalid(self, obj: InvalidObject) -> None:
+        pass
+
+    def waiting(self, uid: str, waits: bool) -> None:
+        pass
+
+
+def state_for(case: str, pods: int, size: int) -> Informers:
+    state = Informers.build(Scheduler(time.monotonic), complaints=_Quiet())
+    state.owners.watched = case != "unwatched"
     jobs = range(pods // size)
     if case in ("job-plain", "job-gang"):
-        state.replace_jobs([job(f"job-{j}", size, annotated=case == "job-gang") for j in jobs])
+        state.jobs.replace([job(f"job-{j}", size, annotated=case == "job-gang") for j in jobs])
     if case in ("label", "job-gang"):
-        state.replace_podgroups([podgroup(f"job-{j}", size) for j in jobs])
+        state.podgroups[sigs.ADAPTER.api].replace([podgroup(f"job-{j}", size) for j in jobs])
     return state
 
 
@@ -87,16 +97,16 @@ def ingest(case: str, pods: int, size: int) -> float:
     raws = [pod(i, size, owned=case != "label") for i in range(pods)]
     start = time.perf_counter()
     for raw in raws:
-        state.upsert_pod(raw)
+        state.pods.upsert(raw)
     return time.perf_counter() - start
 
 
 def flip(pods: int, size: int) -> float:
     state = state_for("job-plain", pods, size)
     for i in range(pods):
-        state.upsert_pod(pod(i, size, owned=True))
+        state.pods.upsert(pod(i, size, owned=True))
     start = time.perf_counter()
-    state.upsert_job(job("job-0", size, annotated=True))
+    state.jobs.upsert(job("job-0", size, annotated=True))
     return time.perf_counter() - start
 
 

@@ -1,8 +1,8 @@
 """Makes the PodGroup of each Job that asks for a gang (``scheduling.sigs.k8s.io/gang``).
 
-Level-triggered: :class:`~coscheduler.runtime.cluster.ClusterState` marks a
-Job whenever it changes (Kopf's Job watch feeds it) and whenever the PodGroup
-named after it appears or goes; one worker takes the marked Jobs and, for
+Level-triggered: the Job informer marks a Job whenever it changes
+(:mod:`coscheduler.runtime.informers.jobs`), and the groups whenever the
+PodGroup named after it appears or goes; one worker takes the marked Jobs and, for
 each, as it is now:
 
 1. The annotation is invalid: a Warning event on the Job says what to fix
@@ -37,10 +37,11 @@ from coscheduler.api.adapters import GroupObject, sigs
 from coscheduler.api.owners import GANG_ANNOTATION, JOB_API_VERSION, GangOwner, owns
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
-from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
-from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
+from coscheduler.runtime.events import ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.readmodel import Marks, ReadModel
+from coscheduler.runtime.reporter import Reporter
 
 __all__ = ["JobGroupMaker"]
 
@@ -55,35 +56,31 @@ class JobGroupMaker:
     def __init__(
         self,
         *,
-        state: ClusterState,
-        client: KubeClient,
-        events: EventRecorder,
+        view: ReadModel,
+        marked: Marks[str],
+        reporter: Reporter,
         retry_initial_seconds: float = 0.5,
         retry_max_seconds: float = 30.0,
     ) -> None:
-        self._state = state
-        self._client = client
-        self._events = events
-        self._scheduler_name = state.scheduler.settings.scheduler_name
+        self._view = view
+        self._marked = marked
+        self._client = reporter.client
+        self._events = reporter.events
+        self._scheduler_name = view.scheduler_name
         self._api = sigs.ADAPTER.api
         self._retry = (retry_initial_seconds, retry_max_seconds)
-        self._marked: set[str] = set()
         self._failures: dict[str, int] = {}
-        self.wake = asyncio.Event()
         self.created = 0
 
     def mark(self, owner: GangOwner) -> None:
         """Look at this Job again (it, or the PodGroup named after it, changed)."""
-        self._marked.add(owner.uid)
-        self.wake.set()
+        self._marked.mark(owner.uid)
 
     async def run(self) -> None:
         while True:
-            await self.wake.wait()
-            self.wake.clear()
-            marked, self._marked = self._marked, set()
-            for uid in sorted(marked):
-                owner = self._state.owners.get(uid)  # as it is now; None once deleted
+            await self._marked.wake.wait()
+            for uid in sorted(self._marked.take()):
+                owner = self._view.owner(uid)  # as it is now; None once deleted
                 if owner is None:
                     self._failures.pop(uid, None)
                     continue
@@ -128,7 +125,7 @@ class JobGroupMaker:
                 )
             return
         key = GroupKey(owner.namespace, owner.group_name)
-        group = self._state.podgroups.get(key)
+        group = self._view.group(key)
         if group is None:
             await self._create(owner, job, key)
         elif group.api == self._api and owns(owner.uid, group.metadata):

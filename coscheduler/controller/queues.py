@@ -28,11 +28,11 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.core.quota import QueueUsage
-from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, NotFound
-from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
-from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.events import ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.readmodel import Marks, ReadModel
+from coscheduler.runtime.reporter import Reporter
 
 __all__ = ["ACTIVE", "QueueStatusWriter", "derive_queue_status"]
 
@@ -94,40 +94,35 @@ class QueueStatusWriter:
     def __init__(
         self,
         *,
-        state: ClusterState,
-        client: KubeClient,
-        events: EventRecorder,
-        metrics: Metrics,
+        view: ReadModel,
+        changed: Marks[str],
+        reporter: Reporter,
         debounce_seconds: float = 1.0,
     ) -> None:
-        self._state = state
-        self._client = client
-        self._events = events
-        self._metrics = metrics
+        self._view = view
+        self._changed = changed
+        self._client = reporter.client
+        self._events = reporter.events
+        self._metrics = reporter.metrics
         self._backoff = RoundBackoff(debounce_seconds)
-        self.wake = asyncio.Event()
         #: What was last written per queue (its wire form), to skip writing it again.
         self._written: dict[str, dict[str, object]] = {}
         self._metric_resources: dict[str, set[str]] = {}
         self.writes = 0
 
-    def mark(self, *_: object) -> None:
-        """Something a queue's status reads changed (a queue, a group, a pod)."""
-        self.wake.set()
-
     async def run(self, refresh_seconds: float = 15.0) -> None:
         """Rounds after each change (debounced), and every ``refresh_seconds`` regardless."""
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wake.wait(), timeout=refresh_seconds)
+                await asyncio.wait_for(self._changed.wake.wait(), timeout=refresh_seconds)
             await asyncio.sleep(self._backoff.pause)
-            self.wake.clear()
+            self._changed.take()  # every round looks at every queue
             self._backoff.round_done(failed=not await self.write_round())
 
     def group_counts(self) -> dict[str, Counter[str]]:
         """Per queue, its PodGroups counted as pending, admitted or running."""
         counts: dict[str, Counter[str]] = {}
-        for group in self._state.podgroups.values():
+        for group in self._view.groups():
             phase = group.status.phase
             if phase in _PENDING_PHASES:
                 bucket = "pending"
@@ -142,12 +137,11 @@ class QueueStatusWriter:
 
     async def write_round(self) -> bool:
         """One pass over the queues; False when a write failed and waits for the next."""
-        quotas = self._state.scheduler.quotas
         wrote_all = True
         counts = self.group_counts()
         now = utc_now(whole_seconds=True)
-        for name, queue in sorted(self._state.queues.items()):
-            usage = quotas.report(name)
+        for name, queue in sorted(self._view.queues().items()):
+            usage = self._view.queue_usage(name)
             groups = counts.get(name, Counter())
             self._report_metrics(name, usage, groups)
             status = derive_queue_status(queue, usage, groups, now)
@@ -166,7 +160,7 @@ class QueueStatusWriter:
             except ApiError as error:
                 log.warning("queue status not written", queue=name, error=str(error))
                 if error.retryable:
-                    self.wake.set()
+                    self._changed.mark(name)
                     wrote_all = False
                 continue
             self.writes += 1

@@ -30,70 +30,44 @@ from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
-from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, NotFound
-from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
-from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.events import EventKind, ObjectRef
+from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
+from coscheduler.runtime.reporter import Reporter
 
 __all__ = ["ChangedGroups", "StatusWriter"]
 
 log = structlog.get_logger(__name__)
 
 
-class ChangedGroups:
-    """PodGroups whose status may have changed since the writer last looked.
-
-    Made before the cluster state that reports changes and the writer that
-    reads them, so each can be given it when it is built.
-    """
-
-    def __init__(self) -> None:
-        self._keys: set[GroupKey] = set()
-        self.wake = asyncio.Event()
-
-    def mark(self, key: GroupKey) -> None:
-        if key.lone:
-            return  # a lone pod has no PodGroup to write
-        self._keys.add(key)
-        self.wake.set()
-
-    def take(self) -> set[GroupKey]:
-        """The groups marked so far; marks from now on wake the writer again."""
-        keys, self._keys = self._keys, set()
-        self.wake.clear()
-        return keys
-
-
 class StatusWriter:
     def __init__(
         self,
         *,
-        state: ClusterState,
+        view: ReadModel,
         changed: ChangedGroups,
-        client: KubeClient,
-        events: EventRecorder,
-        metrics: Metrics,
+        reporter: Reporter,
         debounce_seconds: float = 0.25,
         concurrency: int = 8,
     ) -> None:
-        self._state = state
+        self._view = view
         self._changed = changed
-        self._client = client
-        self._events = events
-        self._metrics = metrics
+        self._client = reporter.client
+        self._events = reporter.events
+        self._metrics = reporter.metrics
         self._backoff = RoundBackoff(debounce_seconds)
         self._failed = False
         self._slots = asyncio.Semaphore(concurrency)
         self.writes = 0
-        self._scheduler_name = state.scheduler.settings.scheduler_name
+        self._scheduler_name = view.scheduler_name
 
     def mark(self, key: GroupKey) -> None:
         """The group's status may have changed."""
         self._changed.mark(key)
 
     def mark_all(self) -> None:
-        for key in self._state.podgroups:
+        for key in self._view.group_keys():
             self.mark(key)
 
     async def run(self) -> None:
@@ -107,31 +81,30 @@ class StatusWriter:
             self._report_phases()
 
     def _report_phases(self) -> None:
-        phases = Counter(group.status.phase for group in self._state.podgroups.values())
+        phases = Counter(group.status.phase for group in self._view.groups())
         for phase in PodGroupPhase:
             self._metrics.podgroups.labels(phase=phase.value).set(phases.get(phase, 0))
 
     def _domain(self, group: GroupObject, key: GroupKey) -> str | None:
         """The narrowest ``spec.topology`` domain holding every bound member, if any."""
         topology = group.spec.topology
-        nodes = {pod.node_name for pod in self._state.group_pods(key) if pod.node_name}
+        nodes = {pod.node_name for pod in self._view.members(key) if pod.node_name}
         if topology is None or not nodes:
             return None
-        snapshot = self._state.scheduler.snapshot
         for level in topology.levels():
             values = set()
             for name in nodes:
-                node = snapshot.node(name)
-                values.add(None if node is None else node.labels.get(level))
+                labels = self._view.node_labels(name)
+                values.add(None if labels is None else labels.get(level))
             if len(values) == 1 and None not in values:
                 return f"{level}={values.pop()}"
         return None
 
     async def _reconcile(self, key: GroupKey) -> None:
-        group = self._state.podgroups.get(key)
+        group = self._view.group(key)
         if group is None:
             return
-        members = self._state.group_pods(key)
+        members = self._view.members(key)
         adapter = group.adapter
         if adapter.shared and not any(m.scheduler_name == self._scheduler_name for m in members):
             return  # another scheduler's group, in an API we share with it
@@ -139,7 +112,7 @@ class StatusWriter:
             spec=group.spec,
             previous=group.status,
             members=members,
-            verdict=self._state.verdicts.get(key),
+            verdict=self._view.verdict(key),
             now=utc_now(whole_seconds=True),
             domain=self._domain(group, key),
         )
@@ -150,7 +123,7 @@ class StatusWriter:
                 return
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
-            self._state.set_status(key, status, stored)
+            self._view.record_status(key, status, stored)
             self._record(group, transitions)
             return
         path = group.api.status_path(key.namespace, key.name)
@@ -172,7 +145,7 @@ class StatusWriter:
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
-        self._state.set_status(key, status, stored)
+        self._view.record_status(key, status, stored)
         self._record(group, transitions)
 
     def _record(self, group: GroupObject, transitions: list[Transition]) -> None:

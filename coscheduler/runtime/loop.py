@@ -39,11 +39,11 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
 from coscheduler.runtime.binder import Binder, BindOutcome, BindResult
-from coscheduler.runtime.cluster import ClusterState
-from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.metrics import Metrics
-from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.events import ObjectRef
+from coscheduler.runtime.groups import Groups
+from coscheduler.runtime.informers.jobs import JobOwners
 from coscheduler.runtime.preemption import Preempter
+from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 
 __all__ = ["SchedulingLoop"]
@@ -115,26 +115,29 @@ class SchedulingLoop:
     def __init__(
         self,
         *,
-        state: ClusterState,
+        scheduler: Scheduler,
+        groups: Groups,
+        owners: JobOwners,
         binder: Binder,
         volume_binder: VolumeBinder,
-        events: EventRecorder,
-        pod_conditions: PodConditionWriter,
-        metrics: Metrics,
+        reporter: Reporter,
         binds_idle: asyncio.Event,
+        wake: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
     ) -> None:
-        self._state = state
-        self._scheduler: Scheduler = state.scheduler
+        self._scheduler = scheduler
+        self._groups = groups
+        self._owners = owners
         self._binder = binder
         self._volume_binder = volume_binder
-        self._events = events
-        self._pod_conditions = pod_conditions
-        self._metrics = metrics
+        self._events = reporter.events
+        self._pod_conditions = reporter.pod_conditions
+        self._metrics = reporter.metrics
         self._wall_clock = wall_clock
         self._preempter = preempter
-        self._wake = asyncio.Event()
+        #: Set by anything that may make a group placeable (watch events, the preempter).
+        self._wake = wake
         self._binds: set[asyncio.Task[None]] = set()
         #: Set while no binding is in flight: lower-priority writers wait for it.
         self.binds_idle = binds_idle
@@ -213,13 +216,13 @@ class SchedulingLoop:
                     0.0 if first is None else self._wall_clock() - first
                 )
                 if decision.needed:
-                    queue = self._state.scheduler.queue_name(key)
+                    queue = self._scheduler.queue_name(key)
                     self._metrics.queue_admitted_groups.labels(queue=queue).inc()
-            self._state.set_verdict(key, None)
+            self._groups.set_verdict(key, None)
         elif not status.ok:
             self._first_tried.setdefault(key, self._wall_clock())
             if not key.lone and status.reason is not Reason.GROUP_NOT_FOUND:
-                self._state.set_verdict(key, status)
+                self._groups.set_verdict(key, status)
         why = decision.why_pending
         if why is None:
             return
@@ -232,10 +235,10 @@ class SchedulingLoop:
             bound=decision.bound + len(decision.bindings),
             pending=len(decision.pending),
         )
-        message = _pod_message(key, why, self._state.unreadable_group(key))
+        message = _pod_message(key, why, self._groups.unreadable_group(key))
         if (why.cause or why.reason) is Reason.GROUP_NOT_FOUND:
             # A Job's pods carry no label to correct: say what they wait for.
-            message = self._state.owner_wait_message(key) or message
+            message = self._owners.wait_message(key) or message
         self._tell_pending_pods(key, _pod_reason(why), message)
 
     def _tell_pending_pods(self, key: GroupKey, reason: Reason, message: str) -> None:

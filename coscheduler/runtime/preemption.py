@@ -32,12 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
 
 import structlog
 
-from coscheduler.api.disruption import DisruptionBudget, DisruptionBudgetParseError
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.group import GroupKey
@@ -45,11 +43,12 @@ from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import Mode, Order, PreemptionPlan
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding
-from coscheduler.runtime.cluster import ClusterState
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound, TooManyRequests
-from coscheduler.runtime.events import EventKind, EventRecorder, ObjectRef
+from coscheduler.runtime.events import EventKind, ObjectRef
+from coscheduler.runtime.groups import Groups
+from coscheduler.runtime.informers.budgets import read_budget
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
-from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.reporter import Reporter
 
 __all__ = ["Preempter", "group_ref"]
 
@@ -75,21 +74,18 @@ class Preempter:
         *,
         scheduler: Scheduler,
         client: KubeClient,
-        reporting: KubeClient,
-        events: EventRecorder,
-        metrics: Metrics,
+        reporter: Reporter,
         group_ref: Callable[[GroupKey], ObjectRef | None],
         wake: Callable[[], None],
-        on_invalid: Callable[[str, Mapping[str, Any], Exception], None] | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._client = client
-        self._reporting = reporting
-        self._events = events
-        self._metrics = metrics
+        self._reporter = reporter
+        self._reporting = reporter.client
+        self._events = reporter.events
+        self._metrics = reporter.metrics
         self._group_ref = group_ref
         self._wake = wake
-        self._on_invalid = on_invalid
         self._tasks: set[asyncio.Task[None]] = set()
         #: What the waiting group's condition says about preemption now.
         self._notes: dict[GroupKey, str] = {}
@@ -292,7 +288,7 @@ class Preempter:
                 "GET", f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
             )
             for raw in answer.get("items") or ():
-                budget = self._read(raw)
+                budget = read_budget(raw, self._reporter)
                 if budget is None:
                     continue
                 covered = [p for p in plan.pods if budget.covers(p.namespace, p.labels)]
@@ -418,40 +414,14 @@ class Preempter:
         if ref is not None:
             self._events.record(ref, kind, reason, message)
 
-    # -- PodDisruptionBudgets (a watch) -------------------------------------------
 
-    def replace_budgets(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        preemptions = self._scheduler.preemptions
-        preemptions.budgets.clear()
-        for raw in objects:
-            self.upsert_budget(raw)
-
-    def upsert_budget(self, raw: Mapping[str, Any]) -> None:
-        budget = self._read(raw)
-        if budget is not None:
-            self._scheduler.preemptions.upsert_budget(budget)
-
-    def remove_budget(self, raw: Mapping[str, Any]) -> None:
-        meta = raw.get("metadata") or {}
-        self._scheduler.preemptions.remove_budget(f"{meta.get('namespace')}/{meta.get('name')}")
-
-    def _read(self, raw: Mapping[str, Any]) -> DisruptionBudget | None:
-        try:
-            return DisruptionBudget.from_object(raw)
-        except DisruptionBudgetParseError as error:
-            log.warning("PodDisruptionBudget skipped", error=str(error))
-            if self._on_invalid is not None:
-                self._on_invalid("PodDisruptionBudget", raw, error)
-            return None
-
-
-def group_ref(state: ClusterState, key: GroupKey) -> ObjectRef | None:
+def group_ref(scheduler: Scheduler, groups: Groups, key: GroupKey) -> ObjectRef | None:
     """Where events about a group go: its PodGroup, or a lone pod itself."""
     if key.lone:
-        pending, bound = state.scheduler.members(key)
+        pending, bound = scheduler.members(key)
         pods = pending or bound
         return ObjectRef("v1", "Pod", key.namespace, key.name, pods[0].uid) if pods else None
-    group = state.podgroups.get(key)
+    group = groups.podgroups.get(key)
     if group is None:
         return None
     return ObjectRef(

@@ -11,6 +11,11 @@ The stream of a kind, as its consumer sees it:
    lost and nothing is replayed.
 4. When the server has forgotten that version (410 Gone, "Expired"), the
    whole kind is listed again: back to 1.
+5. A list answered 404 (a CRD not installed yet) is, when ``missing_ok``,
+   ``Listed([], served=False)`` once: nothing of the kind exists; it is
+   listed again after the backoff, until it is served. A first list
+   answered 403 raises :class:`Forbidden` when ``stop_if_forbidden`` (the
+   consumer runs without the kind); otherwise it is retried like any error.
 
 Reconnects back off exponentially with jitter, reset by any healthy stream.
 Objects are plain dicts decoded by orjson: generated models are far too slow
@@ -29,10 +34,10 @@ from typing import Any, Final, Literal
 import orjson
 import structlog
 
-from coscheduler.runtime.errors import ApiError, Gone
+from coscheduler.runtime.errors import ApiError, Forbidden, Gone, NotFound
 from coscheduler.runtime.kube import KubeClient, query_params
 
-__all__ = ["Event", "EventType", "Listed", "Watch", "WatchItem"]
+__all__ = ["Event", "EventType", "Listed", "StopWatching", "Watch", "WatchItem"]
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +50,8 @@ class Listed:
     """All objects of the kind as of one resourceVersion."""
 
     objects: list[dict[str, Any]]
+    #: False when the list answered 404: the kind is not served (yet).
+    served: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,10 @@ class Event:
 
 
 WatchItem = Listed | Event
+
+
+class StopWatching(Exception):  # noqa: N818 (a signal, not an error)
+    """The first list was forbidden and the watch was told to stop then (rule 5)."""
 
 
 @dataclass(slots=True)
@@ -72,16 +83,35 @@ class Watch:
     backoff_max_seconds: float = 30.0
     #: Called with each decoded line's byte length; lets metrics count traffic.
     on_bytes: Callable[[int], None] | None = None
+    #: A 404 on the list means "none yet" (rule 5).
+    missing_ok: bool = False
+    #: A 403 on the first list raises (rule 5).
+    stop_if_forbidden: bool = False
     _resource_version: str | None = field(default=None, init=False)
 
     async def __aiter__(self) -> AsyncIterator[WatchItem]:
         failures = 0
         must_list = True
+        listed = missing_told = False
         while True:
             try:
                 if must_list:
-                    yield Listed(await self._list())
+                    try:
+                        objects = await self._list()
+                    except NotFound:
+                        if not self.missing_ok:
+                            raise
+                        if not missing_told:
+                            missing_told = True
+                            yield Listed([], served=False)
+                        raise
+                    except Forbidden:
+                        if self.stop_if_forbidden and not listed:
+                            raise StopWatching from None
+                        raise
+                    yield Listed(objects)
                     must_list = False
+                    listed = True
                 async for event in self._watch_once():
                     failures = 0
                     yield event

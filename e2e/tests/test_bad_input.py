@@ -42,13 +42,14 @@ from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.labels import pod_group_name
 from coscheduler.api.reasons import Reason
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.informers.base import InvalidObject
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.waiting import wait_for
 from tests.bad_input import Sample, podgroups, pods, xk8s_podgroups
+from tests.informed import Informed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
 
@@ -200,7 +201,7 @@ def _renamed(body: Json, serial: int) -> Json:
 def _unreadable(stored: Json) -> str | None:
     """What coscheduler says of the stored object when it cannot read it (None if it can)."""
     invalid: list[InvalidObject] = []
-    state = ClusterState(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     if stored["kind"] == "Pod":
         state.upsert_pod(stored)
     else:

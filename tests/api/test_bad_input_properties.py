@@ -4,7 +4,7 @@ The strategies of ``tests/bad_input.py`` (the ones the e2e test sends to the
 real API server) produce raw PodGroups and pods one or two fields off the
 schema. Here they go, many at a time, where the watches would deliver them:
 each is either read or refused with the parse error that names it, and a
-ClusterState fed a batch of them keeps scheduling: every decision is taken
+Informed fed a batch of them keeps scheduling: every decision is taken
 without an exception, nothing is silently dropped, and a well-formed gang
 added afterwards is placed whole.
 """
@@ -24,9 +24,10 @@ from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.informers.base import InvalidObject
 from tests.bad_input import POOL_LABEL, Sample, podgroups, pods, xk8s_podgroups
 from tests.builders import node_object, pod_object, podgroup_object
+from tests.informed import Informed
 
 Json = dict[str, Any]
 
@@ -88,7 +89,7 @@ def test_an_xk8s_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) 
 )
 def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> None:
     invalid: list[InvalidObject] = []
-    state = ClusterState(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     state.replace_nodes(
         [node_object(f"fuzz-{i}", labels={POOL_LABEL: "fuzz"}) for i in range(2)]
         + [node_object(f"clean-{i}", labels={POOL_LABEL: "clean"}) for i in range(2)]
@@ -123,7 +124,7 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     assert {"clean-0", "clean-1"} <= bound
 
 
-def _decide_until_quiet(state: ClusterState) -> list[Decision]:
+def _decide_until_quiet(state: Informed) -> list[Decision]:
     """Every decision the core will take now (its clock stands still, so backoff ends it)."""
     decisions: list[Decision] = []
     for _ in range(200):

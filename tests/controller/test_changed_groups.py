@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from coscheduler.controller.writer import ChangedGroups
 from coscheduler.core.group import KIND_POD, GroupKey
+from coscheduler.runtime.readmodel import ChangedGroups
 
 
 def test_marks_are_taken_once_and_wake_the_writer() -> None:

@@ -1,4 +1,4 @@
-"""ClusterState: raw watch objects in, the real core fed; bad objects reported, never fatal."""
+"""The informers: raw watch objects in, the real core fed; bad objects reported, never fatal."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
-from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.informers.base import InvalidObject
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
+from tests.informed import Informed
 
 
 class Recorder:
@@ -19,9 +20,9 @@ class Recorder:
         self.invalid: list[InvalidObject] = []
 
 
-def make_state() -> tuple[ClusterState, Recorder]:
+def make_state() -> tuple[Informed, Recorder]:
     seen = Recorder()
-    state = ClusterState(
+    state = Informed(
         Scheduler(lambda: 0.0),
         on_group_changed=seen.changed.append,
         on_invalid=seen.invalid.append,
@@ -204,7 +205,7 @@ def test_verdicts_notify_only_on_change() -> None:
 
 
 def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> None:
-    state = ClusterState(Scheduler(lambda: 0.0), namespaces=frozenset({"mine"}))
+    state = Informed(Scheduler(lambda: 0.0), namespaces=frozenset({"mine"}))
     state.replace_nodes([node_object("n1", cpu="4")])
     state.replace_pods(
         [
@@ -249,7 +250,7 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
 
 def test_podgroups_outside_the_watched_namespaces_are_not_ours() -> None:
     seen = Recorder()
-    state = ClusterState(
+    state = Informed(
         Scheduler(lambda: 0.0),
         namespaces=frozenset({"team-a"}),
         on_group_changed=seen.changed.append,

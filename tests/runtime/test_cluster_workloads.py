@@ -1,4 +1,4 @@
-"""ClusterState with native Workloads: each pod's spec.workloadRef resolved into a gang, or none.
+"""The informers with native Workloads: each pod's spec.workloadRef resolved into a gang, or none.
 
 The real core decides here (no runtime I/O): a Workload's ``gang`` podGroup is
 one group per replica key with ``minMember = minCount``, a ``basic`` one's
@@ -13,20 +13,21 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState, InvalidObject
+from coscheduler.runtime.informers.base import InvalidObject
 from tests.builders import node_object, pod_object, workload_object, workload_ref
+from tests.informed import Informed
 
 
-def make_state(**settings: Any) -> tuple[ClusterState, list[InvalidObject]]:
+def make_state(**settings: Any) -> tuple[Informed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return ClusterState(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
+    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
 
 
 def member(name: str, pod_group: str = "workers", replica: str | None = None, **pod: Any) -> Any:
     return pod_object(name, spec_extra=workload_ref("train", pod_group, replica), **pod)
 
 
-def decisions(state: ClusterState) -> list[Decision]:
+def decisions(state: Informed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)

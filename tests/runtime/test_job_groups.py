@@ -1,4 +1,4 @@
-"""ClusterState with Jobs: a Job's pods join its gang by owner, never race ahead of it alone."""
+"""The informers with Jobs: a Job's pods join its gang by owner, never race ahead of it alone."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from coscheduler.api.owners import GangOwner
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState
 from tests.builders import job_object, node_object, pod_object, podgroup_object
+from tests.informed import Informed
 
 TRAIN = GroupKey("default", "train")
 
 
-def make_state(*, watched: bool = True) -> tuple[ClusterState, list[GangOwner]]:
+def make_state(
+    *, watched: bool = True, namespaces: frozenset[str] = frozenset()
+) -> tuple[Informed, list[GangOwner]]:
     marked: list[GangOwner] = []
-    state = ClusterState(Scheduler(lambda: 0.0), on_owner_changed=marked.append)
+    state = Informed(Scheduler(lambda: 0.0), on_owner_changed=marked.append, namespaces=namespaces)
     state.owners_watched = watched
     state.replace_nodes([node_object("n1", cpu="8")])
     return state, marked
@@ -27,7 +29,7 @@ def job_pods(count: int, job: str = "train") -> list[dict[str, object]]:
     return [pod_object(f"{job}-{i}", owner=job) for i in range(count)]
 
 
-def bound_names(state: ClusterState) -> set[str]:
+def bound_names(state: Informed) -> set[str]:
     names = set()
     while (decision := state.scheduler.next_decision()) is not None:
         names |= {binding.name for binding in decision.bindings}
@@ -133,8 +135,7 @@ def test_without_the_job_watch_a_jobs_pods_are_placed_alone_as_before() -> None:
 
 
 def test_jobs_outside_our_namespaces_are_not_read() -> None:
-    state, marked = make_state()
-    state.namespaces = frozenset({"team"})
+    state, marked = make_state(namespaces=frozenset({"team"}))
     state.upsert_job(job_object("train", gang="true"))
     assert not state.owners
     assert not marked

@@ -11,10 +11,12 @@ import pytest
 
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.cluster import ClusterState
-from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
+from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.readmodel import Changes, ReadModel
+from coscheduler.runtime.reporter import Reporter
 from tests.builders import job_object, podgroup_object
+from tests.informed import Informed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
 
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
@@ -23,7 +25,7 @@ EVENTS = "/api/v1/namespaces/default/events"
 
 @dataclass
 class Setup:
-    state: ClusterState
+    state: Informed
     maker: JobGroupMaker
     apiserver: FakeApiServer
 
@@ -42,12 +44,23 @@ class Setup:
 @pytest.fixture
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
-    state = ClusterState(Scheduler(lambda: 0.0))
+    changes = Changes()
+    state = Informed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
     state.owners_watched = True
-    events = EventRecorder(kube, writers=1, interval_seconds=0.0)
-    maker = JobGroupMaker(state=state, client=kube, events=events, retry_initial_seconds=0.01)
-    state.on_owner_changed = maker.mark
-    tasks = [asyncio.create_task(maker.run()), asyncio.create_task(events.run())]
+    reporter = Reporter(
+        kube,
+        metrics=Metrics(),
+        is_waiting=state.scheduler.is_waiting,
+        event_writers=1,
+        event_interval_seconds=0.0,
+    )
+    maker = JobGroupMaker(
+        view=ReadModel(state.scheduler, state.informers),
+        marked=changes.owners,
+        reporter=reporter,
+        retry_initial_seconds=0.01,
+    )
+    tasks = [asyncio.create_task(maker.run()), asyncio.create_task(reporter.run_events())]
     yield Setup(state, maker, apiserver)
     for task in tasks:
         task.cancel()

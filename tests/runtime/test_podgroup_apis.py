@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coscheduler.api.adapters import sigs, workload, xk8s
-from coscheduler.app import _served, _workload_api
+from coscheduler.runtime.discovery import served_podgroup_apis, workload_api_served
 from coscheduler.runtime.kube import KubeClient
 from tests.runtime.apiserver import FakeApiServer, Reply
 
@@ -27,7 +27,7 @@ async def test_without_the_x_k8s_io_api_only_ours_is_read(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
     # Nothing scripted: the fake answers 404, as a server without the CRD does.
-    assert await _served(kube) == [sigs.ADAPTER]
+    assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
     assert [r.path for r in apiserver.requests] == [DISCOVERY]
 
 
@@ -35,7 +35,7 @@ async def test_with_the_x_k8s_io_api_served_both_are_read(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
     apiserver.on("GET", DISCOVERY, resource_list("podgroups", "podgroups/status"))
-    assert await _served(kube) == [sigs.ADAPTER, xk8s.ADAPTER]
+    assert await served_podgroup_apis(kube) == [sigs.ADAPTER, xk8s.ADAPTER]
 
 
 async def test_the_group_served_without_podgroups_is_not_read(
@@ -43,7 +43,7 @@ async def test_the_group_served_without_podgroups_is_not_read(
 ) -> None:
     # scheduler-plugins' capacity scheduling alone installs ElasticQuota in this group.
     apiserver.on("GET", DISCOVERY, resource_list("elasticquotas", "elasticquotas/status"))
-    assert await _served(kube) == [sigs.ADAPTER]
+    assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
 
 
 # -- Kubernetes' own Workload API: the one version read, chosen by discovery ----
@@ -70,7 +70,7 @@ async def test_the_workload_api_is_read_when_1_35_s_version_is_served(
     apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v1alpha1"))
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha1", resource_list("workloads"))
-    assert await _workload_api(kube) == workload.API
+    assert await workload_api_served(kube) == workload.API
 
 
 async def test_without_the_gate_the_workload_api_is_not_read(
@@ -78,7 +78,7 @@ async def test_without_the_gate_the_workload_api_is_not_read(
 ) -> None:
     apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1"))
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
-    assert await _workload_api(kube) is None
+    assert await workload_api_served(kube) is None
 
 
 async def test_a_later_version_alone_is_refused_not_misread(
@@ -87,7 +87,7 @@ async def test_a_later_version_alone_is_refused_not_misread(
     apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v1alpha2"))
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha2", resource_list("workloads", "podgroups"))
-    assert await _workload_api(kube) is None
+    assert await workload_api_served(kube) is None
     said = capsys.readouterr()
     assert "only in versions this release does not read" in said.out + said.err
     assert "v1alpha2" in said.out + said.err

@@ -12,10 +12,10 @@ import dataclasses
 
 from coscheduler.core import GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.preemption import Mode, PreemptionSettings
-from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter
+from coscheduler.runtime.reporter import Reporter
 from tests.builders import Clock, gang, group, node
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
 
@@ -45,9 +45,7 @@ def preempter(scheduler: Scheduler, kube: KubeClient) -> tuple[Preempter, Metric
         Preempter(
             scheduler=scheduler,
             client=kube,
-            reporting=kube,
-            events=EventRecorder(kube),
-            metrics=metrics,
+            reporter=Reporter(kube, metrics=metrics, is_waiting=scheduler.is_waiting),
             group_ref=lambda key: None,
             wake=lambda: None,
         ),

@@ -15,15 +15,16 @@ import pytest
 
 from coscheduler.api.adapters import xk8s
 from coscheduler.api.reasons import Reason
-from coscheduler.controller.writer import ChangedGroups, StatusWriter
+from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import KIND_WORKLOAD, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
-from coscheduler.runtime.cluster import ClusterState
-from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
+from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object, workload_object, workload_ref
+from tests.informed import Informed
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -54,7 +55,7 @@ def summary(write: RecordedRequest) -> tuple[Any, ...]:
 
 @dataclass
 class Setup:
-    state: ClusterState
+    state: Informed
     writer: StatusWriter
     apiserver: FakeApiServer
 
@@ -90,17 +91,17 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
     apiserver.on("PATCH", status_path("*"), patched)
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     changed = ChangedGroups()
-    state = ClusterState(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
-    events = EventRecorder(kube, writers=1)
+    state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
+    reporter = Reporter(
+        kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
+    )
     writer = StatusWriter(
-        state=state,
+        view=ReadModel(state.scheduler, state.informers),
         changed=changed,
-        client=kube,
-        events=events,
-        metrics=Metrics(),
+        reporter=reporter,
         debounce_seconds=DEBOUNCE_SECONDS,
     )
-    tasks = [asyncio.create_task(writer.run()), asyncio.create_task(events.run())]
+    tasks = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
     yield Setup(state, writer, apiserver)
     for task in tasks:
         task.cancel()

@@ -1,0 +1,117 @@
+"""Which optional APIs the API server serves, asked once at start (API discovery).
+
+Each answer is the collection path to read, or None: a kind not served is
+not read, and the process runs as it would without it, saying so in one log
+line. Asked concurrently (see :mod:`coscheduler.runtime.ingest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, sigs
+from coscheduler.api.adapters import workload as workload_api
+from coscheduler.api.labels import GROUP, VERSION
+from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
+from coscheduler.runtime.errors import NotFound
+from coscheduler.runtime.kube import KubeClient
+
+__all__ = ["podgroups", "queues", "served_podgroup_apis", "workload_api_served", "workloads"]
+
+log = structlog.get_logger(__name__)
+
+#: A discovery question: the collection path to read, or None when not served.
+Served = Callable[[KubeClient], Awaitable[str | None]]
+
+QUEUES_PATH = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
+
+
+async def _lists(client: KubeClient, group_version_path: str, plural: str) -> bool:
+    try:
+        resources = await client.call("GET", group_version_path)
+    except NotFound:
+        return False
+    return any(r.get("name") == plural for r in resources.get("resources") or ())
+
+
+def podgroups(adapter: GroupAdapter) -> Served:
+    """Whether to read one PodGroup API: ours always, another when discovery lists it.
+
+    Ours is always read: without its CRD, its watch retries and the log says
+    how to install it. Another API is read only when discovery lists its
+    PodGroups, so a cluster without it runs exactly as before.
+    """
+
+    async def served(client: KubeClient) -> str | None:
+        api = adapter.api
+        if adapter is sigs.ADAPTER:
+            return api.collection_path
+        if await _lists(client, api.discovery_path, api.plural):
+            log.info("PodGroup API served; its groups are scheduled too", api=str(api))
+            return api.collection_path
+        log.info("PodGroup API not served; its groups are not read", api=str(api))
+        return None
+
+    return served
+
+
+async def served_podgroup_apis(client: KubeClient) -> list[GroupAdapter]:
+    """The PodGroup APIs read, in order of precedence."""
+    return [adapter for adapter in ADAPTERS if await podgroups(adapter)(client) is not None]
+
+
+async def workload_api_served(client: KubeClient) -> GroupApi | None:
+    """Kubernetes' Workload API, if discovery lists it in the version read.
+
+    Its shape changes with each release, so a version other than the one
+    this release reads is refused, loudly, rather than read as if it were.
+    """
+    group = workload_api.GROUP
+    try:
+        versions = (await client.call("GET", f"/apis/{group}")).get("versions") or ()
+    except NotFound:
+        versions = ()
+    served = []
+    for entry in versions:
+        version = str(entry.get("version", ""))
+        if await _lists(client, f"/apis/{group}/{version}", workload_api.PLURAL):
+            served.append(version)
+    api, refused = workload_api.choose_version(served)
+    if api is not None:
+        log.info("Workload API served; its gangs are scheduled too", api=str(api))
+        if refused:
+            log.info("Workload API also served in versions not read", versions=refused)
+    elif refused:
+        log.error(
+            "Workload API served only in versions this release does not read: pods naming "
+            f"a Workload wait; it reads {workload_api.API.api_version} (Kubernetes 1.35)",
+            versions=refused,
+        )
+    else:
+        log.info(
+            "Workload API not served; pods' spec.workloadRef is not read",
+            api=str(workload_api.API),
+        )
+    return api
+
+
+async def workloads(client: KubeClient) -> str | None:
+    api = await workload_api_served(client)
+    return None if api is None else api.collection_path
+
+
+async def queues(client: KubeClient) -> str | None:
+    """Whether the Queue CRD is installed.
+
+    Without it every group uses the implicit ``default`` queue, and a group
+    naming another queue waits with ``QueueNotFound``.
+    """
+    if await _lists(client, f"/apis/{GROUP}/{VERSION}", QUEUE_PLURAL):
+        return QUEUES_PATH
+    log.warning(
+        "the Queue CRD is not installed: every group uses the default queue; "
+        "install it with kubectl apply -f crds/queues.yaml"
+    )
+    return None

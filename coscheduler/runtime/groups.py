@@ -1,0 +1,300 @@
+"""The groups as the runtime knows them: each key's PodGroup, its members, its verdict.
+
+One store, written by the informers and the scheduling loop, read by the
+controller through :class:`~coscheduler.runtime.readmodel.ReadModel`:
+
+* every readable PodGroup of every API read, and per key the one that wins
+  (``podgroups``): a namespace/name held in two APIs is one group, the object
+  of the first API in ``adapters`` (ours); the other is kept aside and takes
+  over if the first is deleted. Why each unreadable one was refused.
+* every pod that names a group whatever its phase (succeeded and failed
+  members count in a PodGroup's status, not in scheduling);
+* the loop's latest verdict per group (the core's status of its latest
+  failed attempt);
+* PriorityClass values, which a group's policy reads.
+
+Each group's :class:`~coscheduler.core.group.GroupPolicy` is made here and
+given to the core. Whenever a group's members, object or verdict change,
+``changed`` is called with its key (the status writer's marks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+import structlog
+
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, StatusAdapter
+from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
+from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import PodGroupStatus
+from coscheduler.core.group import KIND_WORKLOAD, GroupKey, GroupPolicy
+from coscheduler.core.queue import ClusterEvent
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.status import Status
+from coscheduler.runtime.informers.base import Complaints, InvalidObject
+
+__all__ = ["Groups"]
+
+log = structlog.get_logger(__name__)
+
+
+class _OwnerHook(Protocol):
+    def group_moved(self, key: GroupKey) -> None:
+        """A PodGroup of this name appeared or went (the Job named like it may need one)."""
+
+
+class Groups:
+    """The store (see the module docstring)."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        complaints: Complaints,
+        changed: Callable[[GroupKey], None],
+        owners: _OwnerHook,
+        adapters: tuple[GroupAdapter, ...] = ADAPTERS,
+    ) -> None:
+        self._scheduler = scheduler
+        self._complaints = complaints
+        self._changed = changed
+        self._owners = owners
+        #: The PodGroup APIs read, in order of precedence.
+        self.adapters = adapters
+        #: Each key's group: when two APIs have one of that name, the first of ``adapters``'.
+        self.podgroups: dict[GroupKey, GroupObject] = {}
+        #: The core's status of each group's latest failed attempt (its verdict).
+        self.verdicts: dict[GroupKey, Status] = {}
+        self.priority_classes: dict[str, int] = {}
+        self._members: dict[GroupKey, dict[str, PodInfo]] = {}
+        self._member_of: dict[str, GroupKey] = {}
+        #: Every readable PodGroup, by API, shadowed ones included.
+        self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
+        #: Why each PodGroup that exists but cannot be read was refused, by API.
+        self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
+
+    # -- reading ---------------------------------------------------------------
+
+    def group_pods(self, key: GroupKey) -> list[PodInfo]:
+        """Every pod that names the group, whatever its phase or scheduler."""
+        return list(self._members.get(key, {}).values())
+
+    def of_api(self, api: GroupApi, key: GroupKey) -> GroupObject | None:
+        """The API's readable PodGroup of that key, shadowed or not."""
+        return self._objects.get(api, {}).get(key)
+
+    def known(self, api: GroupApi) -> set[GroupKey]:
+        """The keys of the API's PodGroups, readable or not."""
+        return {*self._objects.get(api, {}), *self._unreadable.get(api, {})}
+
+    def unreadable_group(self, key: GroupKey) -> str | None:
+        """Why the key's PodGroup cannot be read, when one exists and none of its APIs' can."""
+        if key in self.podgroups:
+            return None
+        for adapter in self.adapters:
+            why = self._unreadable.get(adapter.api, {}).get(key)
+            if why is not None:
+                return why
+        return None
+
+    # -- members ----------------------------------------------------------------
+
+    def index_member(self, pod: PodInfo) -> None:
+        """The pod as the core has it now: a member of the group it names, or of none."""
+        of_pod = GroupKey.of_pod(pod)
+        key = None if of_pod.lone else of_pod
+        previous = self._member_of.get(pod.uid)
+        if previous is not None and previous != key:
+            self._leave(previous, pod.uid)
+        if key is None:
+            self._member_of.pop(pod.uid, None)
+            return
+        self._members.setdefault(key, {})[pod.uid] = pod
+        self._member_of[pod.uid] = key
+        self._changed(key)
+
+    def remove_member(self, uid: str) -> GroupKey | None:
+        """The pod is gone; the Workload gang it leaves empty, if it does."""
+        key = self._member_of.pop(uid, None)
+        return None if key is None else self._leave(key, uid)
+
+    def _leave(self, key: GroupKey, uid: str) -> GroupKey | None:
+        members = self._members.get(key)
+        emptied = None
+        if members is not None:
+            members.pop(uid, None)
+            if not members:
+                del self._members[key]
+                emptied = key if key.kind == KIND_WORKLOAD else None
+        self._changed(key)
+        return emptied
+
+    # -- PodGroup objects -----------------------------------------------------
+
+    def store(
+        self,
+        adapter: StatusAdapter,
+        key: GroupKey,
+        group: GroupObject,
+        *,
+        spec_changed: bool = False,
+        notify: bool = True,
+    ) -> None:
+        """A readable PodGroup of one API, as read; the key's group if its API wins."""
+        self._unreadable.get(adapter.api, {}).pop(key, None)
+        self._objects.setdefault(adapter.api, {})[key] = group
+        winner = self._winner(key)
+        if winner is not group:
+            if winner is not None and spec_changed:
+                _shadowed(key, ignored=adapter.api, used=winner.api)
+            return
+        previous = self.podgroups.get(key)
+        if previous is not None and previous.api != group.api:
+            _shadowed(key, ignored=previous.api, used=group.api)
+        self.podgroups[key] = group
+        if spec_changed or previous is None or previous.api != group.api:
+            self._scheduler.upsert_group(self.policy(group, key))
+        if previous is None:
+            self._owners.group_moved(key)
+        if notify:
+            self._changed(key)
+
+    def refuse(self, adapter: GroupAdapter, key: GroupKey, why: str) -> None:
+        """The API's PodGroup of that key exists but cannot be read: it counts as missing."""
+        self.remove(adapter, key)
+        self._unreadable.setdefault(adapter.api, {})[key] = why
+        # Its pods were told the group does not exist: look again, so they say why.
+        self._scheduler.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
+    def remove(self, adapter: GroupAdapter, key: GroupKey) -> None:
+        """The API's PodGroup of that key is gone; another API's of the name may take over."""
+        self._unreadable.get(adapter.api, {}).pop(key, None)
+        if self._objects.get(adapter.api, {}).pop(key, None) is None:
+            return
+        winner = self._winner(key)
+        if winner is None:
+            self.podgroups.pop(key, None)
+            self.verdicts.pop(key, None)
+            self._scheduler.remove_group(key.namespace, key.name)
+            self._owners.group_moved(key)
+        elif self.podgroups.get(key) is not winner:
+            # The winner is gone and the other API's group of that name takes over.
+            self.podgroups[key] = winner
+            self._scheduler.upsert_group(self.policy(winner, key))
+            self._changed(key)
+
+    def _winner(self, key: GroupKey) -> GroupObject | None:
+        """The key's group: the object of the first API, in order of precedence, that has one."""
+        for adapter in self.adapters:
+            group = self._objects.get(adapter.api, {}).get(key)
+            if group is not None:
+                return group
+        return None
+
+    def add_gang(self, key: GroupKey, gang: GroupObject) -> None:
+        """A native Workload's gang, made on its first pod of ours."""
+        self.podgroups[key] = gang
+        self._scheduler.upsert_group(self.policy(gang, key))
+
+    def drop_gang(self, key: GroupKey) -> None:
+        if self.podgroups.pop(key, None) is not None:
+            self.verdicts.pop(key, None)
+            self._scheduler.remove_group(key.namespace, key.name, key.kind)
+
+    def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
+        """The status writer's record of what it derived, and what the server now holds."""
+        group = self.podgroups.get(key)
+        if group is not None and key.kind == KIND_WORKLOAD:
+            self.podgroups[key] = group.with_status(status, stored)
+        elif group is not None:
+            # Not a change to report: the writer itself concluded it.
+            self.store(group.adapter, key, group.with_status(status, stored), notify=False)
+
+    # -- verdicts ------------------------------------------------------------
+
+    def set_verdict(self, key: GroupKey, verdict: Status | None) -> None:
+        before = self.verdicts.get(key)
+        if verdict is None:
+            if before is not None:
+                del self.verdicts[key]
+                self._changed(key)
+            return
+        if before is None or (before.reason, before.message) != (verdict.reason, verdict.message):
+            self.verdicts[key] = verdict
+            self._changed(key)
+
+    # -- policies --------------------------------------------------------------
+
+    def clear_priority_classes(self) -> None:
+        self.priority_classes.clear()
+
+    def set_priority_class(self, name: str, value: int | None) -> None:
+        """A PriorityClass's value (None: gone); the groups that name it follow."""
+        if value is None:
+            self.priority_classes.pop(name, None)
+        else:
+            self.priority_classes[name] = value
+        for key, group in list(self.podgroups.items()):
+            if group.spec.priority_class_name == name and group.spec.priority is None:
+                self._scheduler.upsert_group(self.policy(group, key))
+
+    def policy(self, group: GroupObject, key: GroupKey) -> GroupPolicy:
+        """The group as the core's plain policy."""
+        spec = group.spec
+        priority = spec.priority
+        if priority is None and spec.priority_class_name is not None:
+            priority = self.priority_classes.get(spec.priority_class_name)
+        created = group.creation_timestamp
+        return GroupPolicy(
+            namespace=key.namespace,
+            name=key.name,
+            kind=key.kind,
+            min_member=spec.min_member,
+            role_minimums=spec.role_minimums(),
+            min_resources=spec.min_resource_amounts(),
+            priority=priority,
+            schedule_timeout_seconds=spec.schedule_timeout_seconds,
+            created=created.timestamp() if created is not None else 0.0,
+            queue=spec.queue,
+            topology_levels=spec.topology.levels() if spec.topology else (),
+            role_topology=spec.role_topology(),
+            min_run_seconds=self._min_run_seconds(group),
+        )
+
+    def _min_run_seconds(self, group: GroupObject) -> float | None:
+        """The group's ``min-run-seconds`` annotation; a bad value is reported and ignored."""
+        annotations = group.metadata.get("annotations")
+        text = (
+            annotations.get(MIN_RUN_SECONDS_ANNOTATION)
+            if isinstance(annotations, Mapping)
+            else None
+        )
+        if text is None:
+            return None
+        try:
+            seconds = float(text)
+        except (TypeError, ValueError):
+            seconds = -1.0
+        if seconds >= 0 and seconds != float("inf"):
+            return seconds
+        why = (
+            f"annotation {MIN_RUN_SECONDS_ANNOTATION} = {text!r} is not a number of seconds "
+            "(such as 600): the group may be preempted at any time"
+        )
+        self._complaints.invalid(
+            InvalidObject(
+                "PodGroup", group.namespace, group.name, group.uid or "", why, group.api.api_version
+            )
+        )
+        return None
+
+
+def _shadowed(key: GroupKey, *, ignored: GroupApi, used: GroupApi) -> None:
+    log.warning(
+        "PodGroup shadowed: a group of the same name in another API wins",
+        group=str(key),
+        ignored=str(ignored),
+        used=str(used),
+    )

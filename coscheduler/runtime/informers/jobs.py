@@ -1,0 +1,180 @@
+"""Jobs (``batch/v1``): gang owners, and the resolver of a pod's group by owner.
+
+Only while Jobs are read (``watched``: the process may list them) do pods
+join groups by owner; a process that cannot list Jobs places their pods
+alone. :class:`JobOwners` is the resolver the pod informer asks: a pod whose
+controlling owner is a Job joins the group the core's owner rule gives it
+(:func:`~coscheduler.core.owners.owner_group`). :class:`JobInformer` reads
+the Jobs into it; when a Job's answer changes, its pods are fed in again.
+``changed`` tells the controller which Jobs' PodGroups to make.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from coscheduler.api.owners import GANG_ANNOTATION, GANG_OWNER_KINDS, GangOwner
+from coscheduler.api.pod import PodInfo
+from coscheduler.core.group import GroupKey
+from coscheduler.core.owners import owner_group
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.informers.base import KeyedInformer, meta
+
+__all__ = ["JobInformer", "JobOwners"]
+
+
+class JobOwners:
+    """Jobs by uid, read as gang owners, and which pods each owns."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        *,
+        changed: Callable[[GangOwner], None],
+        namespaces: frozenset[str] = frozenset(),
+    ) -> None:
+        self._scheduler = scheduler
+        self._changed = changed
+        self._namespaces = namespaces
+        self.owners: dict[str, GangOwner] = {}
+        #: True once Jobs are listed: only then do pods join groups by owner.
+        self.watched = False
+        #: Owner uid -> the uids of its pods (of gang owner kinds only).
+        self._owned: dict[str, set[str]] = {}
+        #: The group named after a Job that asks for a gang -> the Job's uid.
+        self._owner_of_group: dict[GroupKey, str] = {}
+
+    # -- asked by the pod informer --------------------------------------------
+
+    def by_owner(self, pod: PodInfo) -> bool:
+        """Whether the pod may join a group by owner: a Job's, ours to place, Jobs read."""
+        return (
+            self.watched
+            and pod.owner_kind in GANG_OWNER_KINDS
+            and pod.scheduler_name == self._scheduler.settings.scheduler_name
+        )
+
+    def assign(self, pod: PodInfo) -> PodInfo:
+        """The pod with the group its owner gives it, if it joins one by owner."""
+        if not self.by_owner(pod):
+            return pod
+        group = owner_group(pod, self.owners)
+        return pod if group == pod.owner_group else dataclasses.replace(pod, owner_group=group)
+
+    def index(self, pod: PodInfo, before: PodInfo | None) -> None:
+        if before is not None and before.owner_uid and before.owner_uid != pod.owner_uid:
+            self.unindex(before.owner_uid, pod.uid)
+        if pod.owner_uid and self.by_owner(pod):
+            self._owned.setdefault(pod.owner_uid, set()).add(pod.uid)
+
+    def unindex(self, owner_uid: str, uid: str) -> None:
+        pods = self._owned.get(owner_uid)
+        if pods is not None:
+            pods.discard(uid)
+            if not pods:
+                del self._owned[owner_uid]
+
+    def owned(self, owner_uid: str) -> list[str]:
+        return list(self._owned.get(owner_uid, ()))
+
+    # -- asked by the groups and the loop ------------------------------------
+
+    def group_moved(self, key: GroupKey) -> None:
+        """A PodGroup appeared or went: the Job named like it may need one (again)."""
+        owner = self.owner_of_group(key)
+        if owner is not None:
+            self._changed(owner)
+
+    def owner_of_group(self, key: GroupKey) -> GangOwner | None:
+        """The Job that asks for the group named ``key``, if one does."""
+        uid = self._owner_of_group.get(key)
+        return None if uid is None else self.owners.get(uid)
+
+    def wait_message(self, key: GroupKey) -> str | None:
+        """Why the members of a group by owner wait for a PodGroup; None if it is not one."""
+        owner = self.owner_of_group(key)
+        if owner is not None:
+            if owner.problem is not None:
+                return (
+                    f"Job {owner.key} asks for a gang but {owner.problem}; its pods wait "
+                    f"(see kubectl describe job {owner.name} -n {owner.namespace})"
+                )
+            return (
+                f"waiting for PodGroup {key}, which coscheduler makes for Job {owner.key} "
+                f"(annotation {GANG_ANNOTATION})"
+            )
+        pending, _ = self._scheduler.members(key)
+        if any(pod.group is None and pod.owner_group == key.name for pod in pending):
+            return (
+                f"waiting to see Job {key}, the owner of this pod: its pods are placed only once "
+                f"it is known whether it asks for a gang (annotation {GANG_ANNOTATION})"
+            )
+        return None
+
+    # -- written by the Job informer ------------------------------------------
+
+    def upsert(self, owner: GangOwner) -> bool:
+        """Keep the Job; True when its answer changed (its pods' groups follow)."""
+        before = self.owners.get(owner.uid)
+        if before == owner:
+            return False
+        self.owners[owner.uid] = owner
+        self._set_owner_of_group(before, owner)
+        if owner.wants_gang:
+            self._changed(owner)
+        return before is None or before.wants_gang != owner.wants_gang
+
+    def remove(self, uid: str) -> bool:
+        """Forget the Job; True when it was known (its pods wait as members of its group)."""
+        owner = self.owners.pop(uid, None)
+        if owner is None:
+            return False
+        self._set_owner_of_group(owner, None)
+        return True
+
+    def ours(self, owner: GangOwner) -> bool:
+        return not self._namespaces or owner.namespace in self._namespaces
+
+    def _set_owner_of_group(self, before: GangOwner | None, after: GangOwner | None) -> None:
+        if before is not None and before.wants_gang:
+            self._owner_of_group.pop(GroupKey(before.namespace, before.group_name), None)
+        if after is not None and after.wants_gang:
+            self._owner_of_group[GroupKey(after.namespace, after.group_name)] = after.uid
+
+
+class _Refeed(Protocol):
+    def refeed(self, uids: Iterable[str]) -> None: ...
+
+
+class JobInformer(KeyedInformer[str]):
+    """Every Job (not only annotated ones): a pod is placed alone only once its Job is
+    known to ask for no gang."""
+
+    def __init__(self, owners: JobOwners, pods: _Refeed) -> None:
+        self._owners = owners
+        self._pods = pods
+
+    def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        self._owners.watched = True
+        super().replace(objects)
+
+    def upsert(self, raw: Mapping[str, Any]) -> str | None:
+        owner = GangOwner.from_job(raw)
+        if owner is None or not self._owners.ours(owner):
+            return None
+        if self._owners.upsert(owner):
+            self._pods.refeed(self._owners.owned(owner.uid))
+        return owner.uid
+
+    def known(self) -> Iterable[str]:
+        return list(self._owners.owners)
+
+    def forget(self, key: str) -> None:
+        if self._owners.remove(key):
+            self._pods.refeed(self._owners.owned(key))
+
+    def key_of(self, raw: Mapping[str, Any]) -> str | None:
+        uid = meta(raw).get("uid")
+        return uid if isinstance(uid, str) else None

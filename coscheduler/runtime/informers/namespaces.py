@@ -1,0 +1,37 @@
+"""Namespaces (``/api/v1/namespaces``): their labels, for pod affinity's ``namespaceSelector``
+and a Queue's ``namespaceSelector``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.informers.base import KeyedInformer, meta, name_of
+
+__all__ = ["NamespaceInformer"]
+
+
+class NamespaceInformer(KeyedInformer[str]):
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+        self._names: set[str] = set()
+
+    def upsert(self, raw: Mapping[str, Any]) -> str | None:
+        fields = meta(raw)
+        name, labels = fields.get("name"), fields.get("labels") or {}
+        if not isinstance(name, str) or not isinstance(labels, Mapping):
+            return None
+        self._names.add(name)
+        self._scheduler.upsert_namespace(name, {str(k): str(v) for k, v in labels.items()})
+        return name
+
+    def known(self) -> Iterable[str]:
+        return self._names
+
+    def forget(self, key: str) -> None:
+        self._names.discard(key)
+        self._scheduler.remove_namespace(key)
+
+    def key_of(self, raw: Mapping[str, Any]) -> str | None:
+        return name_of(raw)

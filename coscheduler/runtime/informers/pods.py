@@ -1,0 +1,159 @@
+"""Pods (``/api/v1/pods``): every pod, ours to place or not (all count on their nodes).
+
+Each pod is read once into a :class:`~coscheduler.api.pod.PodInfo` and fed
+to the core as it should see it, by asking the resolvers in this order:
+
+1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
+   lone pod (``basic``), or a wait;
+2. else its controlling Job (:class:`~.jobs.JobOwners`): the group named
+   after the Job, when it asks for a gang or is not known yet.
+
+A group label wins over both. The pod is then indexed as a member of its
+group in :class:`~coscheduler.runtime.groups.Groups` (for status, whatever
+its phase). Pods outside ``namespaces`` still count on their nodes but are
+not ours to place. An unreadable pod is reported once (with ``waiting`` when
+it is ours and not bound, so its condition says why), and any readable
+version of it is forgotten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from coscheduler.api.pod import PodInfo, PodParseError
+from coscheduler.api.quantity import QuantityError
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.groups import Groups
+from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.informers.jobs import JobOwners
+from coscheduler.runtime.informers.workloads import WorkloadGangs
+
+__all__ = ["PodInformer", "UnreadablePods"]
+
+log = structlog.get_logger(__name__)
+
+
+class UnreadablePods(Complaints, Protocol):
+    """What the pod informer tells of the pods it cannot read.
+
+    The reporter implements it: an unreadable pod of ours that waits keeps its
+    ``PodScheduled=False`` condition until it is readable or gone.
+    """
+
+    def waiting(self, uid: str, waits: bool) -> None:
+        """Whether an unreadable pod is ours and waits (False: readable or gone)."""
+
+
+class PodInformer(KeyedInformer[str]):
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        groups: Groups,
+        *,
+        owners: JobOwners,
+        gangs: WorkloadGangs,
+        complaints: UnreadablePods,
+        namespaces: frozenset[str] = frozenset(),
+    ) -> None:
+        self._scheduler = scheduler
+        self._groups = groups
+        self._owners = owners
+        self._gangs = gangs
+        self._complaints = complaints
+        self._namespaces = namespaces
+        self._uids: set[str] = set()
+        #: Unreadable pods already reported (each of their events does not report again).
+        self._invalid: set[str] = set()
+
+    def upsert(self, raw: Mapping[str, Any]) -> str | None:
+        """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
+        try:
+            pod = PodInfo.from_object(raw)
+        except (PodParseError, QuantityError) as error:
+            self._unreadable(raw, error)
+            return None
+        if self._namespaces and pod.namespace not in self._namespaces:
+            pod = dataclasses.replace(pod, scheduler_name="")  # not ours to place
+        self._invalid.discard(pod.uid)
+        self._complaints.waiting(pod.uid, False)
+        self._uids.add(pod.uid)
+        self._owners.index(pod, self._scheduler.pod(pod.uid))
+        self._gangs.track(pod)
+        return self._feed(pod).uid
+
+    def _feed(self, pod: PodInfo) -> PodInfo:
+        pod = self._gangs.resolve(pod)
+        if pod.workload is None:
+            pod = self._owners.assign(pod)
+        self._scheduler.upsert_pod(pod)
+        self._groups.index_member(pod)
+        return pod
+
+    def _unreadable(self, raw: Mapping[str, Any], error: Exception) -> None:
+        invalid = InvalidObject.of("Pod", raw, error)
+        invalid = dataclasses.replace(invalid, waiting=self._waits_for_us(raw, invalid))
+        uid = invalid.uid
+        if uid not in self._invalid:
+            self._invalid.add(uid)
+            log.warning(
+                "pod skipped", pod=f"{invalid.namespace}/{invalid.name}", error=invalid.message
+            )
+            self._complaints.invalid(invalid)
+        if uid:
+            # Forget any readable version we had, but remember it was
+            # reported, so each of its events does not report it again.
+            self.forget(uid)
+            self._invalid.add(uid)
+            self._complaints.waiting(uid, invalid.waiting)
+
+    def _waits_for_us(self, raw: Mapping[str, Any], invalid: InvalidObject) -> bool:
+        """Whether an unreadable pod, as far as it can be read, is ours and not bound."""
+        spec = raw.get("spec")
+        if not isinstance(spec, Mapping) or spec.get("nodeName"):
+            return False
+        if self._namespaces and invalid.namespace not in self._namespaces:
+            return False
+        return bool(spec.get("schedulerName") == self._scheduler.settings.scheduler_name)
+
+    def known(self) -> Iterable[str]:
+        return self._uids
+
+    def forget(self, key: str) -> None:
+        known = self._scheduler.pod(key)
+        if known is not None and known.owner_uid:
+            self._owners.unindex(known.owner_uid, key)
+        self._invalid.discard(key)
+        self._complaints.waiting(key, False)
+        self._uids.discard(key)
+        self._scheduler.remove_pod(key)
+        self._gangs.untrack(key)
+        emptied = self._groups.remove_member(key)
+        if emptied is not None:
+            self._gangs.drop(emptied)
+
+    def key_of(self, raw: Mapping[str, Any]) -> str | None:
+        uid = meta(raw).get("uid")
+        return uid if isinstance(uid, str) else None
+
+    # -- asked by the resolvers' informers ---------------------------------------
+
+    def refeed(self, uids: Iterable[str]) -> None:
+        """A Job's answer changed: its pods' groups follow."""
+        for uid in uids:
+            pod = self._scheduler.pod(uid)
+            if pod is not None:
+                self._feed(pod)
+
+    def regroup(self, pods: Iterable[PodInfo]) -> None:
+        """A Workload came, changed or went: its pods (as read) are resolved again."""
+        for pod in pods:
+            resolved = self._gangs.resolve(pod)
+            fed = self._scheduler.pod(pod.uid)
+            if fed is not None and fed.workload == resolved.workload:
+                continue  # the same key: its group's policy came or went, the pod stays
+            self._scheduler.upsert_pod(resolved)
+            self._groups.index_member(resolved)
