@@ -196,13 +196,20 @@ class GroupQueue:
         return None
 
     def peek_ready(self) -> float | None:
-        """When the next backed-off or waiting group becomes ready (for a timer)."""
-        times = [until for until, _, key in self._backoff[:1] if key in self._backoff_until]
-        times += [
-            since + self.settings.unschedulable_flush_seconds
-            for since, _, key in self._waiting[:1]
-            if key in self._waiting_since
-        ]
+        """When the next backed-off or waiting group becomes ready (for a timer).
+
+        Entries a group left behind (woken by an event, placed, removed) are dropped
+        first: one at the top would hide the groups behind it, and the loop would
+        sleep without a timer until some unrelated event.
+        """
+        backoff, waiting = self._backoff, self._waiting
+        while backoff and self._backoff_until.get(backoff[0][2]) != backoff[0][0]:
+            heapq.heappop(backoff)
+        while waiting and self._waiting_since.get(waiting[0][2]) != waiting[0][0]:
+            heapq.heappop(waiting)
+        times = [backoff[0][0]] if backoff else []
+        if waiting:
+            times.append(waiting[0][0] + self.settings.unschedulable_flush_seconds)
         return min(times) if times else None
 
     def done(self, key: GroupKey, code: Code) -> None:

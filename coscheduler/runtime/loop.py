@@ -8,7 +8,9 @@ Order of work, and why:
    group at once: the API server's latency never stalls planning. A failed
    binding is reported back to the core (``binding_failed``), which forgets
    the assumption and backs the group off; a pod gone (404) or bound
-   elsewhere (409) is left to its own watch event.
+   elsewhere (409) is left to its own watch event. A pod's Binding waits for
+   a ``PodScheduled=False`` write about it already in flight, so the True the
+   API server sets on binding is the last word (``podstatus`` rule 5).
 3. A group that cannot be placed gets its verdict recorded (the status
    controller writes it on the PodGroup). Every member of ours left pending by
    an attempt, whatever the outcome (a failed gang, members beyond minMember
@@ -276,6 +278,9 @@ class SchedulingLoop:
                 self._scheduler.binding_failed(binding)
                 continue
             live.append(binding)
+        # A PodScheduled=False already on its way must reach the server before the
+        # Binding (which sets it True), or it would stay on the bound pod.
+        await self._pod_conditions.settled(binding.uid for binding in live)
         started = self._wall_clock()
         results = await self._binder.bind_all(live)
         failed = 0

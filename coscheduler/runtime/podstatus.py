@@ -13,13 +13,19 @@ kept off the binding path and are few:
 4. At most ``concurrency`` writes are in flight, and none while bindings
    are (``idle``): they share the client's rate limit, and placing pods
    matters more than explaining why others wait.
+5. A pod's binding waits for a write about it already in flight
+   (:meth:`PodConditionWriter.settled`), and writes about one pod go out one
+   at a time. The API server sets the condition to True when it takes the
+   Binding; a False sent before the decision that placed the pod but taken
+   after its Binding would stay on the bound pod (nothing writes it again),
+   saying it is unschedulable while it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -63,6 +69,8 @@ class PodConditionWriter:
         self._max_remembered = max_remembered
         self._queued: OrderedDict[str, _Update] = OrderedDict()
         self._written: OrderedDict[str, tuple[Reason, str]] = OrderedDict()
+        # Set when the write about that pod now on its way is answered (rule 5).
+        self._in_flight: dict[str, asyncio.Event] = {}
         self._wake = asyncio.Event()
 
     def explain(self, uid: str, namespace: str, name: str, reason: Reason, message: str) -> None:
@@ -79,6 +87,15 @@ class PodConditionWriter:
         """The pod was bound or deleted: nothing more to say about it."""
         self._queued.pop(uid, None)
         self._written.pop(uid, None)
+
+    async def settled(self, uids: Iterable[str]) -> None:
+        """Return once no write about these pods is in flight (rule 5); a binding waits here.
+
+        Called once the pods are no longer pending, so no new write about them starts.
+        """
+        for uid in uids:
+            while (answered := self._in_flight.get(uid)) is not None:
+                await answered.wait()
 
     async def run(self) -> None:
         workers = [asyncio.create_task(self._work()) for _ in range(self._concurrency)]
@@ -99,8 +116,11 @@ class PodConditionWriter:
                 if not self._queued:
                     continue
             uid, update = self._queued.popitem(last=False)
+            while (earlier := self._in_flight.get(uid)) is not None:
+                await earlier.wait()  # one write per pod at a time, in order
             if not self._still_pending(uid):
                 continue
+            answered = self._in_flight[uid] = asyncio.Event()
             try:
                 await self._write(uid, update)
             except (NotFound, Conflict):
@@ -111,6 +131,9 @@ class PodConditionWriter:
                     pod=f"{update.namespace}/{update.name}",
                     error=str(error),
                 )
+            finally:
+                del self._in_flight[uid]
+                answered.set()
 
     async def _write(self, uid: str, update: _Update) -> None:
         body = {

@@ -89,3 +89,39 @@ def test_requeue_backs_off() -> None:
     queue.requeue(A, Code.ERROR)
     assert queue.pool(A) == "backoff"
     assert queue.peek_ready() == clock.now + 1.0
+
+
+def test_peek_ready_sees_a_backed_off_group_behind_one_an_event_moved_on() -> None:
+    # A woken by an event about itself, then placed, leaves its old backoff entry
+    # first in line: the loop's timer must still be B's, or B waits for an
+    # unrelated event (a quiet cluster has none).
+    clock = Clock()
+    queue = GroupQueue(clock)
+    queue.add(A, 0, 1.0)
+    queue.add(B, 0, 2.0)
+    assert queue.pop() == A
+    queue.done(A, Code.UNSCHEDULABLE)
+    clock.advance(0.5)
+    assert queue.pop() == B
+    queue.done(B, Code.UNSCHEDULABLE)
+    queue.on_event(ClusterEvent.GROUP_CHANGED, A)
+    assert queue.pop() == A
+    queue.done(A, Code.SUCCESS)
+    assert queue.pool(B) == "backoff"
+    assert queue.peek_ready() == clock.now + 1.0
+
+
+def test_peek_ready_sees_a_waiting_group_behind_one_an_event_moved_on() -> None:
+    clock = Clock()
+    queue = GroupQueue(clock, QueueSettings(unschedulable_flush_seconds=60))
+    queue.add(A, 0, 1.0)
+    queue.add(B, 0, 2.0)
+    assert queue.pop() == A
+    queue.done(A, Code.WAITING)
+    clock.advance(5)
+    assert queue.pop() == B
+    queue.done(B, Code.WAITING)
+    queue.on_event(ClusterEvent.GROUP_CHANGED, A)
+    assert queue.pop() == A
+    queue.done(A, Code.SUCCESS)
+    assert queue.peek_ready() == clock.now + 60
