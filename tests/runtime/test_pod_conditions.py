@@ -19,14 +19,14 @@ import pytest
 from coscheduler.api.reasons import Reason
 from coscheduler.core import Scheduler
 from coscheduler.runtime.binder import Binder
-from coscheduler.runtime.cluster import ClusterState
-from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter
+from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 from tests.builders import Clock, node_object, pod_object
+from tests.informed import Informed
 from tests.runtime.apiserver import Answer, FakeApiServer, RecordedRequest, Reply
 
 POD = "/api/v1/namespaces/default/pods/lone"
@@ -35,7 +35,7 @@ POD = "/api/v1/namespaces/default/pods/lone"
 @dataclass
 class Running:
     scheduler: Scheduler
-    state: ClusterState
+    state: Informed
     loop: SchedulingLoop
     conditions: PodConditionWriter
 
@@ -44,18 +44,20 @@ class Running:
 async def running(kube: KubeClient) -> AsyncIterator[Running]:
     """The scheduling loop and the condition writer of one process, running."""
     scheduler = Scheduler(Clock())
-    state = ClusterState(scheduler)
+    state = Informed(scheduler)
     idle = asyncio.Event()
-    conditions = PodConditionWriter(kube, still_pending=scheduler.is_waiting, idle=idle)
+    reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting, binds_idle=idle)
     loop = SchedulingLoop(
-        state=state,
+        scheduler=scheduler,
+        groups=state.groups,
+        owners=state.informers.owners,
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
-        events=EventRecorder(kube, idle=idle),
-        pod_conditions=conditions,
-        metrics=Metrics(),
+        reporter=reporter,
         binds_idle=idle,
+        wake=asyncio.Event(),
     )
+    conditions = reporter.pod_conditions
     tasks = [asyncio.create_task(loop.run()), asyncio.create_task(conditions.run())]
     yield Running(scheduler, state, loop, conditions)
     for task in tasks:
