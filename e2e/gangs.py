@@ -18,7 +18,9 @@ Definitions:
 * a **violation** is a partial interval longer than ``burst_seconds`` (one
   still open when the trace ends counts until the end) in which a member was
   bound (``nodeName`` newly set), or was bound at most ``burst_seconds``
-  before it began.
+  before it began. The binding that ends an interval by making the gang whole
+  again is not counted: completing a gang short of members is the scheduler's
+  job (after a crash, or a victim's eviction refused halfway).
 
 The last rule tells the scheduler's doing from the user's: a whole gang that
 later loses members to deletions nobody replaces was never bound partially;
@@ -231,15 +233,17 @@ def partial_gangs(
     found: list[PartialGang] = []
     last = start if start is not None else float("-inf")
 
-    def close(key: GangKey, gang: _Gang, at: float, *, open_at_end: bool) -> None:
+    def close(key: GangKey, gang: _Gang, at: float, *, open_at_end: bool, whole: bool) -> None:
         since = gang.partial_since
         assert since is not None
         gang.partial_since = None
         if at - since <= burst_seconds:
             return
+        # A binding that makes the gang whole again ends the interval; it is not a cause.
+        considered = gang.bindings[:-1] if whole else gang.bindings
         culprits = [
             f"{pod} @ {bound_at:.1f}s"
-            for bound_at, pod in gang.bindings
+            for bound_at, pod in considered
             if since - burst_seconds <= bound_at <= at
         ]
         if culprits:
@@ -264,10 +268,12 @@ def partial_gangs(
         last = max(last, event.at)
         name = str(_mapping(pod.get("metadata")).get("name"))
         on_node = bool(_mapping(pod.get("spec")).get("nodeName"))
+        newly_bound = False
         if on_node and identity not in ever_on_node:
             ever_on_node.add(identity)
             if start is None or event.at > start:
                 gang.bindings.append((event.at, name))
+                newly_bound = True
         if _is_bound(event.type, pod):
             gang.bound.add(identity)
         else:
@@ -282,9 +288,10 @@ def partial_gangs(
         if partial:
             gang.latest = count
         elif gang.partial_since is not None:
-            close(key, gang, event.at, open_at_end=False)
+            whole = newly_bound and count >= gang.min_member
+            close(key, gang, event.at, open_at_end=False, whole=whole)
     finish = end if end is not None else last
     for key, gang in gangs.items():
         if gang.partial_since is not None:
-            close(key, gang, max(finish, gang.partial_since), open_at_end=True)
+            close(key, gang, max(finish, gang.partial_since), open_at_end=True, whole=False)
     return sorted(found, key=lambda violation: (violation.start, violation.gang))

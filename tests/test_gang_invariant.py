@@ -91,6 +91,25 @@ def test_a_whole_gang_losing_a_member_long_after_is_no_violation() -> None:
     assert partial_gangs(trace.events, KNOWN, end=200) == []
 
 
+def test_a_gang_made_whole_again_by_its_replacement_is_no_violation() -> None:
+    # A member evicted (a refusal halfway through a victim gang), its replacement placed
+    # back 30 s later: the binding that completes the gang is not a partial binding.
+    trace = (
+        Trace()
+        .add(0, "a", "b", "c")
+        .bind(1, "a", "b", "c")
+        .delete(50, "c", grace=1)
+        .add(51, "c2")
+        .bind(80, "c2")
+    )
+    assert partial_gangs(trace.events, KNOWN, end=100) == []
+    # Bound alone long after the others, the first member still is one.
+    late = Trace().add(0, "a", "b", "c").bind(1, "a").bind(30, "b", "c")
+    [violation] = partial_gangs(late.events, KNOWN, end=100)
+    assert violation.bound_pods == ("a @ 1.0s", "b @ 30.0s")  # c made it whole
+    assert (violation.start, violation.end, violation.open_at_end) == (1, 30, False)
+
+
 def test_a_partial_moment_during_a_bind_burst_is_no_violation() -> None:
     trace = Trace().add(0, "a", "b", "c").bind(1, "a").bind(4, "b").bind(9, "c")
     assert partial_gangs(trace.events, KNOWN, end=100) == []
