@@ -40,9 +40,11 @@ def _uid(pod: Json) -> str:
 class PodWatch:
     """Every pod event of the cluster from :meth:`start` to :meth:`stop`, with its time seen."""
 
-    def __init__(self, api: ApiClient, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, api: ApiClient, *, clock: Callable[[], float] | None = None) -> None:
         self.api = api
-        self.clock = clock
+        origin = time.monotonic()
+        self.clock = clock or (lambda: time.monotonic() - origin)
+        """Seconds since the watch was made, unless told otherwise: reports read as offsets."""
         self.events: list[PodEvent] = []
         self.started_at = 0.0
         self.gaps: list[str] = []
@@ -69,7 +71,7 @@ class PodWatch:
     def _list(self) -> None:
         """List every pod: the first time, the trace's opening; after a 410, the differences."""
         listed = self.api.get(PODS)
-        first = not self.started_at
+        first = self._thread is None
         seen = set()
         for pod in listed.get("items", []):
             seen.add(_uid(pod))
