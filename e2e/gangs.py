@@ -109,9 +109,9 @@ def _mapping(value: object) -> Mapping[str, Any]:
 def min_members(objects: Iterable[Json]) -> dict[GangKey, int]:
     """Each gang's ``minMember`` from raw PodGroups (both APIs) and native Workloads.
 
-    A Workload's ``gang`` podGroups count with their ``minCount`` (one per replica key:
-    the key is not known here, so :func:`gang_of` falls back to the podGroup's own
-    entry); ``basic`` ones are lone pods and are left out.
+    A Workload's ``gang`` podGroups count with their ``minCount`` (each replica key of
+    one is a gang of its own with that ``minCount``: :func:`min_member_of`); ``basic``
+    ones are lone pods and are left out.
     """
     found: dict[GangKey, int] = {}
     for obj in objects:
@@ -157,15 +157,24 @@ def gang_of(
     if ref.get("name") and ref.get("podGroup"):
         base = f"{ref['name']}/{ref['podGroup']}"
         replica = ref.get("podGroupReplicaKey")
-        if replica and (namespace, f"{base}/{replica}") in known:
-            return (namespace, f"{base}/{replica}")
-        return (namespace, base)
+        # Each replica key is a gang of its own, with the podGroup's minCount.
+        return (namespace, f"{base}/{replica}" if replica else base)
     for owner in meta.get("ownerReferences") or []:
         owner = _mapping(owner)
         if owner.get("controller") and owner.get("kind") == "Job":
             key = (namespace, str(owner.get("name")))
             if key in known:
                 return key
+    return None
+
+
+def min_member_of(key: GangKey, known: Mapping[GangKey, int]) -> int | None:
+    """A gang's minMember; a Workload replica's is its podGroup's."""
+    namespace, name = key
+    if key in known:
+        return known[key]
+    if name.count("/") == 2:
+        return known.get((namespace, name.rsplit("/", 1)[0]))
     return None
 
 
@@ -261,10 +270,11 @@ def partial_gangs(
             continue
         identity = _identity(pod)
         key = members.get(identity) or gang_of(pod, known, group_labels)
-        if key is None or key not in known:
+        needed = None if key is None else min_member_of(key, known)
+        if key is None or needed is None:
             continue
         members[identity] = key
-        gang = gangs.setdefault(key, _Gang(known[key]))
+        gang = gangs.setdefault(key, _Gang(needed))
         last = max(last, event.at)
         name = str(_mapping(pod.get("metadata")).get("name"))
         on_node = bool(_mapping(pod.get("spec")).get("nodeName"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from e2e.gangs import PodEvent, gang_of, min_members, partial_gangs, slim
+from e2e.gangs import PodEvent, gang_of, min_member_of, min_members, partial_gangs, slim
 
 Json = dict[str, Any]
 NS = "team"
@@ -188,6 +188,29 @@ def test_membership_by_legacy_labels_job_owner_and_workload_ref() -> None:
     native = pod("w", group=None)
     native["spec"]["workloadRef"] = {"name": "wl", "podGroup": "workers"}
     assert gang_of(native, known) == (NS, "wl/workers")
+    native["spec"]["workloadRef"]["podGroupReplicaKey"] = "r1"
+    assert gang_of(native, known) == (NS, "wl/workers/r1")
+    assert min_member_of((NS, "wl/workers/r1"), known) == 2
+    assert min_member_of((NS, "wl/solo/r1"), known) is None
+
+
+def test_each_workload_replica_is_judged_as_a_gang_of_its_own() -> None:
+    known = {(NS, "wl/workers"): 2}
+
+    def member(name: str, replica: str, node: str | None = None) -> Json:
+        native = pod(name, group=None, node=node)
+        native["spec"]["workloadRef"] = {
+            "name": "wl", "podGroup": "workers", "podGroupReplicaKey": replica,
+        }  # fmt: skip
+        return native
+
+    events = [
+        PodEvent(1, "MODIFIED", member("a0", "a", "n1")),
+        PodEvent(1, "MODIFIED", member("a1", "a", "n1")),
+        PodEvent(2, "MODIFIED", member("b0", "b", "n1")),  # b's second member never bound
+    ]
+    [violation] = partial_gangs(events, known, end=100)
+    assert violation.gang == (NS, "wl/workers/b")
 
 
 def test_slim_keeps_what_the_checker_reads() -> None:
