@@ -21,6 +21,7 @@ from bench import analysis
 from bench.kube import ApiError, Kube
 from bench.peers import GANG_LABEL
 from coscheduler.api.quantity import float_quantity
+from e2e.gangs import PodEvent, slim
 
 Json = dict[str, Any]
 
@@ -83,6 +84,8 @@ class Recorder:
         self.namespace = namespace
         self.pods: dict[str, PodRecord] = {}
         self.events: list[Event] = []
+        self.timeline: list[PodEvent] = []
+        """Every pod event as seen (pods slimmed), for the gang invariant (e2e/gangs.py)."""
         self.t0 = time.monotonic()
         self._task: asyncio.Task[None] | None = None
         self._changed = asyncio.Event()
@@ -141,6 +144,7 @@ class Recorder:
 
     def _apply(self, kind: str, pod: Json) -> None:
         now = self.now()
+        self.timeline.append(PodEvent(now, kind, slim(pod)))
         meta = pod["metadata"]
         name = meta["name"]
         record = self.pods.get(name)

@@ -76,6 +76,16 @@ def _headline(result: Any) -> str:
     f = result.figures
     if not result.ok:
         return ""
+    return _figures_headline(f) + _broken_gangs(f)
+
+
+def _broken_gangs(f: Any) -> str:
+    """Gangs partial beyond the burst (e2e/gangs.py): a failure for ours, a finding else."""
+    count = f.get("gangs_partial_beyond_burst")
+    return f"; gangs partial beyond the burst: {count}" if count else ""
+
+
+def _figures_headline(f: Any) -> str:
     if "bind_rate_pods_per_s" in f:
         rate, after = f["pods_per_s_from_start"], f["all_bound_after_start_s"]
         return f" - {rate} pods/s (all bound {after}s after the peer's start)"

@@ -18,9 +18,10 @@ from bench import analysis, identity, submit
 from bench.analysis import GangInfo
 from bench.kube import Kube
 from bench.observe import Recorder, Sampler
-from bench.peers import Peer, PeerContext
+from bench.peers import GANG_LABEL, Peer, PeerContext
 from bench.progress import Progress
 from bench.workloads import Contention, Regime, TrialRun, Workload
+from e2e import gangs
 
 Json = dict[str, Any]
 SETTLE_SECONDS = 3.0
@@ -99,6 +100,14 @@ async def run_trial(
             recorder, nodes, run.infos, expect_all_bound=workload.expect_all_bound,
             gang_peer=peer.gangs and workload.gangs_whole_at_end,
         )  # fmt: skip
+        broken = partial_gangs(recorder, workload, peer, ns)
+        figures["gangs_partial_beyond_burst"] = len(broken)
+        if broken and peer.name.startswith("ours"):
+            failures.append(
+                f"{len(broken)} gang(s) partially bound longer than "
+                f"{gangs.DEFAULT_BURST_SECONDS:g}s (e2e/gangs.py), first: "
+                + "; ".join(str(b) for b in broken[:3])
+            )
         if not peer.capacity_checks:
             # The ceiling checks nothing by design; an over-commit is noted, not a failure.
             figures["notes"] = [f for f in failures if "over-commit" in f]
@@ -121,6 +130,24 @@ async def run_trial(
         await kube.close()
         result.wall_seconds = round(time.monotonic() - wall, 1)
     return result
+
+
+def partial_gangs(
+    recorder: Recorder, workload: Workload, peer: Peer, ns: str
+) -> list[gangs.PartialGang]:
+    """The gang invariant on the trial's pod watch, the same for every peer.
+
+    Membership by the runner's own gang label, which every peer's pods carry; only
+    pods of this peer's scheduler count (the probe is no gang). A gang of ours
+    partial beyond the burst fails the trial; another peer's is a finding, reported.
+    """
+    return gangs.partial_gangs(
+        recorder.timeline,
+        {(g.namespace or ns, g.name): g.min_member for g in workload.gangs},
+        scheduler_names=(peer.scheduler_name,),
+        end=recorder.now(),
+        group_labels=(GANG_LABEL,),
+    )
 
 
 def _permit_figures(figures: Json, own: dict[str, float], workload: Workload) -> None:

@@ -86,6 +86,29 @@ class ApiClient:
         finally:
             connection.close()
 
+    def open_stream(
+        self, path: str
+    ) -> tuple[http.client.HTTPSConnection, http.client.HTTPResponse]:
+        """GET a path that streams (a watch): the answer's status is checked, its body left
+        to the caller, who closes the connection (from another thread too, to stop a read)."""
+        connection = http.client.HTTPSConnection(
+            "127.0.0.1", self.port, context=self._context(), timeout=self.timeout
+        )
+        try:
+            connection.request("GET", path, headers={"Accept": "application/json"})
+            response = connection.getresponse()
+            if response.status != 200:
+                raise ApiError(
+                    "GET", path, response.status, response.read().decode(errors="replace")
+                )
+            # Established: from now on a read waits as long as the stream is quiet.
+            if connection.sock is not None:
+                connection.sock.settimeout(None)
+        except BaseException:
+            connection.close()
+            raise
+        return connection, response
+
     def get(self, path: str) -> Json:
         return self.request("GET", path)
 

@@ -16,11 +16,19 @@ Environment:
 - The API server serves the native gang API (``Workload``, ``spec.workloadRef``),
   which coscheduler reads; ``COSCHEDULER_E2E_GANG_API=0`` starts it without.
 - ``COSCHEDULER_E2E_KEEP=1`` keeps the cluster's state directory (logs, certs).
+
+Every test that uses the cluster is held to the gang invariant (``whole_gangs``,
+``e2e/gangs.py``): a watch of every pod runs from before the test creates anything to
+its end, and the test fails in teardown if a gang of ours was partially bound longer
+than the bind burst. A test that breaks gangs on purpose says so with
+``@pytest.mark.partial_gangs(reason=..., seconds=...)`` (a wider burst) or without
+``seconds`` (not checked).
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import os
 import re
 import secrets
@@ -31,9 +39,11 @@ from pathlib import Path
 
 import pytest
 
-from e2e import build, nodes
+from e2e import build, gangs, nodes
+from e2e.api import ApiClient, ApiError, Json
 from e2e.cluster import default_state_dir
 from e2e.controlplane import Cluster, ClusterOptions
+from e2e.podwatch import PodWatch
 from e2e.processes import interrupt_on_sigterm
 from e2e.waiting import wait_for
 
@@ -145,3 +155,99 @@ def node_factory(cluster: Cluster) -> Iterator[NodeFactory]:
     finally:
         if created:
             cluster.remove_nodes(created, wait_gone=False)
+
+
+GROUP_COLLECTIONS = (
+    ("scheduling.sigs.k8s.io/v1alpha1", "podgroups"),
+    ("scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    ("scheduling.k8s.io/v1alpha1", "workloads"),
+)
+"""(apiVersion, plural) of the kinds that give a gang its minMember (one not served: skipped)."""
+
+
+class GangCheck:
+    """One test's watch of pods and, once the test ends, its gangs' minMember."""
+
+    def __init__(
+        self, api: ApiClient, *, burst_seconds: float, scheduler_names: tuple[str, ...]
+    ) -> None:
+        self.api = api
+        self.burst_seconds = burst_seconds
+        self.scheduler_names = scheduler_names
+        self.watch = PodWatch(api).start()
+        self.ended: float | None = None
+        self.groups: list[Json] = []
+        self.unread: list[str] = []
+        """Group kinds that could not be listed (their gangs are not judged)."""
+
+    def test_ended(self) -> None:
+        """Called right after the test's body: its end, and the groups before teardown goes."""
+        self.ended = self.watch.clock()
+        for api_version, plural in GROUP_COLLECTIONS:
+            try:
+                listed = self.api.get_or_none(f"/apis/{api_version}/{plural}")
+            except (OSError, http.client.HTTPException, ApiError) as error:
+                self.unread.append(f"{api_version} {plural}: {error}")
+                continue
+            for item in (listed or {}).get("items", []):
+                # Built-in kinds' list items carry no apiVersion: min_members reads it.
+                self.groups.append({**item, "apiVersion": api_version})
+
+    def violations(self) -> tuple[list[gangs.PartialGang], bool]:
+        """(violations, whether the watch had caught up); stops the watch."""
+        assert self.ended is not None
+        caught_up = self.watch.drain()
+        self.watch.stop()
+        found = gangs.partial_gangs(
+            self.watch.timeline(until=self.ended),
+            gangs.min_members(self.groups),
+            scheduler_names=self.scheduler_names,
+            burst_seconds=self.burst_seconds,
+            start=self.watch.started_at,
+            end=self.ended,
+        )
+        return found, caught_up
+
+
+GANG_CHECK = pytest.StashKey[GangCheck]()
+
+
+@pytest.fixture(autouse=True)
+def whole_gangs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that left a gang of ours partially bound (module docstring).
+
+    Autouse, so it is set up before the test's other fixtures create anything; the
+    conftest's ``pytest_runtest_call`` hook marks the end of the test's body, so that
+    teardown (namespaces deleted, nodes removed) is not judged.
+    """
+    marker = request.node.get_closest_marker("partial_gangs")
+    if "cluster" not in request.fixturenames or (marker and "seconds" not in marker.kwargs):
+        yield
+        return
+    running: Cluster = request.getfixturevalue("cluster")
+    kwargs = marker.kwargs if marker else {}
+    check = GangCheck(
+        running.api,
+        burst_seconds=float(kwargs.get("seconds", gangs.DEFAULT_BURST_SECONDS)),
+        scheduler_names=tuple(kwargs.get("scheduler_names", ("coscheduler",))),
+    )
+    request.node.stash[GANG_CHECK] = check
+    yield
+    if check.ended is None:  # the test's body never ran
+        check.watch.stop()
+        return
+    found, caught_up = check.violations()
+    if found:
+        lines = [str(violation) for violation in found]
+        if not caught_up:
+            lines.append("(the pod watch had not caught up with the API server)")
+        if check.unread:
+            lines.append(f"(not listed: {'; '.join(check.unread)})")
+        if check.watch.gaps:
+            lines.append(f"(the pod watch had gaps: {'; '.join(check.watch.gaps)})")
+        pytest.fail(
+            "the gang invariant failed: a gang of ours was partially bound longer than "
+            f"{check.burst_seconds:g}s (e2e/gangs.py; seconds since the test's start):\n  "
+            + "\n  ".join(lines),
+            pytrace=False,
+        )

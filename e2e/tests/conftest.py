@@ -1,7 +1,7 @@
 """The harness's own tests use the same fixtures the project's tests import."""
 
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +10,15 @@ import pytest
 from coscheduler.runtime.kube import KubeClient
 from e2e import workloads as w
 from e2e.controlplane import Cluster
-from e2e.fixtures import NodeFactory, cluster, kubeconfig, namespace, node_factory
+from e2e.fixtures import (
+    GANG_CHECK,
+    NodeFactory,
+    cluster,
+    kubeconfig,
+    namespace,
+    node_factory,
+    whole_gangs,
+)
 from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.waiting import wait_for
 
@@ -24,6 +32,7 @@ __all__ = [
     "podgroup_crd",
     "pool",
     "start_scheduler",
+    "whole_gangs",
     "xk8s_crd",
 ]
 
@@ -34,6 +43,17 @@ XK8S_CRD = REPO / "crds" / "xk8s-podgroups.yaml"
 QUEUE_CRD = REPO / "crds" / "queues.yaml"
 QUEUE_CRD_NAME = "queues.scheduling.sigs.k8s.io"
 XK8S_CRD_NAME = "podgroups.scheduling.x-k8s.io"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Mark the end of a test's body for the gang invariant (``whole_gangs``)."""
+    try:
+        return (yield)
+    finally:
+        check = item.stash.get(GANG_CHECK, None)
+        if check is not None:
+            check.test_ended()
 
 
 def _install_crd(cluster: Cluster, path: Path, name: str, collection: str) -> str:

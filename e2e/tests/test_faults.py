@@ -130,6 +130,11 @@ def _checker(cluster: Cluster, namespace: str) -> InvariantChecker:
     )
 
 
+@pytest.mark.partial_gangs(
+    reason="while faults last a gang's remaining Bindings wait for an answer; its own "
+    "checker allows PARTIAL_BOUND_SECONDS once they stop",
+    seconds=FAULT_SECONDS + PARTIAL_BOUND_SECONDS,
+)
 @pytest.mark.parametrize("kind", ALL_FAULTS)
 def test_fault_loses_nothing(
     kind: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,8 +14,10 @@ from kubernetes_asyncio import config as k8s_config
 
 from e2e import build
 from e2e import versions as pinned
+from e2e import workloads as w
 from e2e.api import ApiError, Json, write_token_kubeconfig
 from e2e.controlplane import Cluster
+from e2e.fixtures import GangCheck
 from e2e.nodes import GPU_RESOURCE
 from e2e.tests import manifests
 from e2e.waiting import wait_for
@@ -276,3 +279,32 @@ async def test_kubeconfig_serves_kubernetes_asyncio(cluster: Cluster, namespace:
         listed = await k8s_client.CoreV1Api(api_client).list_namespace()
 
     assert namespace in {item.metadata.name for item in listed.items}
+
+
+@pytest.mark.usefixtures("podgroup_crd")
+def test_the_gang_watch_sees_a_member_bound_alone(
+    cluster: Cluster, namespace: str, pool: str, add_nodes: Callable[..., list[str]]
+) -> None:
+    # The same watch and judgement as every test's (``whole_gangs``), with a burst of 1 s:
+    # one member of a gang of 2 bound by hand and left alone is found, with its binding.
+    [node] = add_nodes(1)
+    check = GangCheck(cluster.api, burst_seconds=1.0, scheduler_names=("coscheduler",))
+    w.create_podgroup(cluster.api, namespace, "pair", 2)
+    for name in ("pair-0", "pair-1"):
+        w.create_pod(cluster.api, namespace, name, pool=pool, cpu="1", group="pair")
+    cluster.api.create(
+        f"/api/v1/namespaces/{namespace}/pods/pair-0/binding", manifests.binding("pair-0", node)
+    )
+    wait_for(
+        _pod(cluster, namespace, "pair-0"), lambda p: _phase(p) == "Running", describe="pair-0"
+    )
+    time.sleep(1.5)
+    check.test_ended()
+    found, caught_up = check.violations()
+    assert caught_up
+    [violation] = found
+    assert violation.gang == (namespace, "pair")
+    assert (violation.bound, violation.min_member, violation.open_at_end) == (1, 2, True)
+    assert violation.bound_pods[0].startswith("pair-0 @ ")
+    # Gone within the test's own (10 s) burst: the test itself is not failed by it.
+    cluster.api.delete(f"/api/v1/namespaces/{namespace}/pods/pair-0")

@@ -451,6 +451,11 @@ def test_lone_pods_and_pods_of_other_schedulers(
     )
 
 
+@pytest.mark.partial_gangs(
+    reason="killed between two of a gang's Bindings (one a second), the next start "
+    "completes it: partial by design in between",
+    seconds=60,
+)
 def test_crash_between_bindings_is_completed_by_the_next_start(
     cluster: Cluster,
     namespace: str,
