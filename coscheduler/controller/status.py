@@ -4,8 +4,8 @@ Pure and synchronous: given the group's spec, its previous status, its member
 pods and what the scheduling loop last concluded about it (the core's
 :class:`~coscheduler.core.status.Status` of its latest failed attempt, the
 *verdict*), :func:`derive`
-returns the new status and the transitions worth an Event. The Kopf handlers
-and the status writer around it only move data in and out.
+returns the new status and the transitions worth an Event. The status writer
+around it (:mod:`coscheduler.controller.writer`) only moves data in and out.
 
 Counters:
 
