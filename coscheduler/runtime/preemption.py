@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 import structlog
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
@@ -53,17 +54,6 @@ from coscheduler.runtime.reporter import Reporter
 __all__ = ["Preempter", "group_ref"]
 
 log = structlog.get_logger(__name__)
-
-#: The reason kube-scheduler writes on a victim's DisruptionTarget condition.
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
-#: Event reasons: on a victim (pod and group), and on the preemptor.
-PREEMPTED = "Preempted"
-PREEMPTING = "Preempting"
-#: On the preemptor, when a victim's eviction was refused (a reason of its own, so a
-#: later Preempting event does not replace it).
-EVICTION_REFUSED = "EvictionRefused"
-#: On a victim group a refusal left below its minMember: its room is held for it.
-ROOM_HELD = "RoomHeld"
 
 
 class Preempter:
@@ -142,7 +132,7 @@ class Preempter:
         if not order.evict:
             if plan.found:
                 self._notes[key] = f"Preemption (dry-run) {plan.summary}."
-                self._tell_group(key, "Normal", PREEMPTING, f"dry-run: {plan.summary}")
+                self._tell_group(key, "Normal", Reason.PREEMPTING, f"dry-run: {plan.summary}")
             elif plan.worth_telling:
                 self._notes[key] = f"No preemption: {plan.summary}."
             else:
@@ -175,13 +165,13 @@ class Preempter:
             self._tell_group(
                 key,
                 "Warning",
-                EVICTION_REFUSED,
+                Reason.EVICTION_REFUSED,
                 f"not preempting {why}; looking for other victims",
             )
             self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
             return
         self._tell_group(
-            key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
+            key, "Normal", Reason.PREEMPTING, plan.summary.replace("would preempt", "preempting")
         )
         self._nominated[key] = plan.nominated
         await asyncio.gather(*(self._nominate(b.namespace, b.name, b.node) for b in plan.nominated))
@@ -213,7 +203,7 @@ class Preempter:
         self._metrics.preemption_evicted_groups.inc(len({group for group, _ in lost}))
         for (group, part), count in lost.items():
             what = f"{count} pod{'s' if count != 1 else ''} ({part})"
-            self._tell_group(group, "Warning", PREEMPTED, f"{what} {message}")
+            self._tell_group(group, "Warning", Reason.PREEMPTED, f"{what} {message}")
         log.info(
             "preempting",
             group=str(key),
@@ -229,7 +219,7 @@ class Preempter:
             self._tell_group(
                 key,
                 "Warning",
-                EVICTION_REFUSED,
+                Reason.EVICTION_REFUSED,
                 f"not preempting {names}: eviction refused ({why}); looking for other victims",
             )
             touched = {
@@ -245,7 +235,7 @@ class Preempter:
                 self._tell_group(
                     group,
                     "Normal",
-                    ROOM_HELD,
+                    Reason.ROOM_HELD,
                     f"below its minMember: {pods} evicted for {who}, then an eviction was "
                     f"refused; the room of the evicted is held for their recreated pods "
                     f"(up to {hold_seconds:.0f} s) so the gang is whole again",
@@ -334,7 +324,7 @@ class Preempter:
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
-            "reason": PREEMPTION_BY_SCHEDULER,
+            "reason": Reason.PREEMPTION_BY_SCHEDULER.value,
             "message": f"coscheduler: {message}",
             "lastTransitionTime": rfc3339(),
         }
@@ -367,7 +357,7 @@ class Preempter:
             kept = {
                 **condition,
                 "status": "False",
-                "reason": "EvictionRefused",
+                "reason": Reason.EVICTION_REFUSED.value,
                 "message": f"coscheduler: eviction {what} ({error.message}); the pod stays",
                 "lastTransitionTime": rfc3339(),
             }
@@ -382,7 +372,7 @@ class Preempter:
         self._events.record(
             ObjectRef("v1", "Pod", namespace, name, uid),
             "Normal",
-            PREEMPTED,
+            Reason.PREEMPTED,
             message[0].upper() + message[1:],
         )
         return uid, True
