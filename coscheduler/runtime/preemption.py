@@ -151,25 +151,9 @@ class Preempter:
     # -- carrying out a plan ----------------------------------------------------
 
     async def _carry_out(self, plan: PreemptionPlan) -> None:
+        if not await self._budgets_allow(plan):
+            return
         key = plan.preemptor
-        try:
-            refused = await self._refused_by_budgets(plan)
-        except ApiError as error:
-            log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
-            self._fail(key, (), {victim.group.key for victim in plan.victims})
-            return
-        if refused:
-            names = ", ".join(sorted(str(group) for group in refused))
-            why = "; ".join(f"{group}: {refused[group]}" for group in sorted(refused))
-            log.info("preemption refused by a disruption budget", group=str(key), spared=names)
-            self._tell_group(
-                key,
-                "Warning",
-                Reason.EVICTION_REFUSED,
-                f"not preempting {why}; looking for other victims",
-            )
-            self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
-            return
         self._tell_group(
             key, "Normal", Reason.PREEMPTING, plan.summary.replace("would preempt", "preempting")
         )
@@ -180,13 +164,52 @@ class Preempter:
         results = await self._evict_by_group(plan, message)
         gone = {uid for uid, ok in results if ok}
         refused_pods = {uid for uid, ok in results if not ok}
+        self._tell_evicted(plan, gone, message)
+        log.info(
+            "preempting",
+            group=str(key),
+            plan=plan.summary,
+            evicted=len(gone),
+            refused=len(results) - len(gone),
+        )
         refused_groups = {
             victim.group.key
             for victim in plan.victims
             if any(pod.uid in refused_pods for pod in victim.pods)
         }
-        evicted = len(gone)
-        self._metrics.preemption_evicted_pods.inc(evicted)
+        if refused_groups:
+            self._spare_refused(plan, who, gone, refused_pods, refused_groups)
+
+    async def _budgets_allow(self, plan: PreemptionPlan) -> bool:
+        """Judge the disruption budgets for the whole plan before the first eviction.
+
+        When a budget would be exceeded, or the budgets cannot be read, nothing is
+        evicted: the preemptor is told why and tried again, sparing those groups.
+        """
+        key = plan.preemptor
+        try:
+            refused = await self._refused_by_budgets(plan)
+        except ApiError as error:
+            log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
+            self._fail(key, (), {victim.group.key for victim in plan.victims})
+            return False
+        if not refused:
+            return True
+        names = ", ".join(sorted(str(group) for group in refused))
+        why = "; ".join(f"{group}: {refused[group]}" for group in sorted(refused))
+        log.info("preemption refused by a disruption budget", group=str(key), spared=names)
+        self._tell_group(
+            key,
+            "Warning",
+            Reason.EVICTION_REFUSED,
+            f"not preempting {why}; looking for other victims",
+        )
+        self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
+        return False
+
+    def _tell_evicted(self, plan: PreemptionPlan, gone: set[str], message: str) -> None:
+        """Count the evicted pods and groups; a `Preempted` event on each victim gang."""
+        self._metrics.preemption_evicted_pods.inc(len(gone))
         lost: dict[tuple[GroupKey, str], int] = {}
         for victim in plan.victims:
             count = sum(1 for pod in victim.pods if pod.uid in gone)
@@ -204,42 +227,44 @@ class Preempter:
         for (group, part), count in lost.items():
             what = f"{count} pod{'s' if count != 1 else ''} ({part})"
             self._tell_group(group, "Warning", Reason.PREEMPTED, f"{what} {message}")
-        log.info(
-            "preempting",
-            group=str(key),
-            plan=plan.summary,
-            evicted=evicted,
-            refused=len(results) - evicted,
+
+    def _spare_refused(
+        self,
+        plan: PreemptionPlan,
+        who: str,
+        gone: set[str],
+        refused_pods: set[str],
+        refused_groups: set[GroupKey],
+    ) -> None:
+        """An eviction was refused: tell the preemptor, spare those groups and the
+        untouched ones, and hold the room of a gang the refusal left short."""
+        key = plan.preemptor
+        why = "; ".join(self._refusals.pop(uid) for uid in refused_pods if uid in self._refusals)
+        names = ", ".join(sorted(str(group) for group in refused_groups))
+        self._tell_group(
+            key,
+            "Warning",
+            Reason.EVICTION_REFUSED,
+            f"not preempting {names}: eviction refused ({why}); looking for other victims",
         )
-        if refused_groups:
-            why = "; ".join(
-                self._refusals.pop(uid) for uid in refused_pods if uid in self._refusals
-            )
-            names = ", ".join(sorted(str(group) for group in refused_groups))
+        touched = {
+            victim.group.key
+            for victim in plan.victims
+            if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
+        }
+        untouched = {victim.group.key for victim in plan.victims} - touched
+        restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
+        hold_seconds = self._scheduler.preemptions.settings.hold_seconds
+        for group, count in restored.items():
+            pods = f"{count} pod{'s' if count != 1 else ''}"
             self._tell_group(
-                key,
-                "Warning",
-                Reason.EVICTION_REFUSED,
-                f"not preempting {names}: eviction refused ({why}); looking for other victims",
+                group,
+                "Normal",
+                Reason.ROOM_HELD,
+                f"below its minMember: {pods} evicted for {who}, then an eviction was "
+                f"refused; the room of the evicted is held for their recreated pods "
+                f"(up to {hold_seconds:.0f} s) so the gang is whole again",
             )
-            touched = {
-                victim.group.key
-                for victim in plan.victims
-                if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
-            }
-            untouched = {victim.group.key for victim in plan.victims} - touched
-            restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
-            hold_seconds = self._scheduler.preemptions.settings.hold_seconds
-            for group, count in restored.items():
-                pods = f"{count} pod{'s' if count != 1 else ''}"
-                self._tell_group(
-                    group,
-                    "Normal",
-                    Reason.ROOM_HELD,
-                    f"below its minMember: {pods} evicted for {who}, then an eviction was "
-                    f"refused; the room of the evicted is held for their recreated pods "
-                    f"(up to {hold_seconds:.0f} s) so the gang is whole again",
-                )
 
     async def _evict_by_group(self, plan: PreemptionPlan, message: str) -> list[tuple[str, bool]]:
         """Evict the victims group by group, each first by one member, then the rest.
