@@ -138,7 +138,7 @@ class ApiClient:
 
 
 def write_kubeconfig(path: Path, *, port: int, pki: Pki, name: str = "coscheduler-e2e") -> Path:
-    """Write a kubeconfig (certificates inline) for kubectl, Kopf and kubernetes_asyncio.
+    """Write a kubeconfig (certificates inline) for kubectl and kubernetes_asyncio.
 
     Inline (``*-data``) rather than file paths so that the file stays valid if
     copied elsewhere for as long as the cluster runs.

@@ -89,7 +89,7 @@ def _save_logs(logs: Path) -> None:
 
 @pytest.fixture(scope="session")
 def kubeconfig(cluster: Cluster) -> Path:
-    """Path of an admin kubeconfig for kubectl, Kopf and kubernetes_asyncio."""
+    """Path of an admin kubeconfig for kubectl and kubernetes_asyncio."""
     return cluster.kubeconfig
 
 

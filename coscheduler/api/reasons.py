@@ -99,6 +99,29 @@ class Reason(StrEnum):
     #: left as it is, and the Job's pods join it.
     POD_GROUP_NOT_OWNED = "PodGroupNotOwned"
 
+    # -- preemption (events, and a victim's DisruptionTarget condition) --
+
+    #: Event on the preemptor: the victims it evicts (or, in dry-run, would evict).
+    PREEMPTING = "Preempting"
+    #: Event on a victim pod, and on its PodGroup: it was evicted for the preemptor.
+    PREEMPTED = "Preempted"
+    #: On a victim's ``DisruptionTarget`` condition: the reason kube-scheduler writes.
+    PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+    #: Event on the preemptor, and the reason of a victim's ``DisruptionTarget`` turned
+    #: False: a victim's eviction was refused, and its group is spared (a reason of its
+    #: own, so a later ``Preempting`` event does not replace it).
+    EVICTION_REFUSED = "EvictionRefused"
+    #: Event on a victim group a refusal left below its ``minMember``: its room is
+    #: held for its recreated members.
+    ROOM_HELD = "RoomHeld"
+
+    # -- queues (a Queue's ``Active`` condition and its events) --
+
+    #: On a Queue's ``Active=True`` condition: groups may draw from it.
+    OPEN = "Open"
+    #: Event on a Queue: it became Open (Active again).
+    QUEUE_OPEN = "QueueOpen"
+
     @property
     def room_would_help(self) -> bool:
         """Whether more free capacity could end this wait."""

@@ -1,6 +1,9 @@
-"""Kopf handlers that keep each PodGroup's status true.
+"""Keeps each PodGroup's and Queue's status true, and makes the PodGroups of gang Jobs.
 
 The controller alone owns PodGroup phases, counters and conditions; it derives
-them from the member pods and records Events at each transition. It does not
-schedule: binding belongs to the runtime's scheduling loop.
+them from the member pods and the scheduling loop's verdict, read from the
+runtime's read model (:mod:`coscheduler.runtime.readmodel`), and records
+Events at each transition. It neither schedules nor watches: binding belongs
+to the runtime's scheduling loop, and every watch to the runtime's one watch
+engine.
 """

@@ -59,7 +59,7 @@ def derive_queue_status(
             "the queue is Closed: it admits no new group; running groups keep running",
         )
     else:
-        active = (ConditionStatus.TRUE, "Open", "groups may draw from the queue")
+        active = (ConditionStatus.TRUE, Reason.OPEN.value, "groups may draw from the queue")
     previous = next((c for c in queue.status.conditions if c.type == ACTIVE), None)
     status, reason, message = active
     changed = previous is None or previous.status != status or previous.reason != reason
@@ -176,7 +176,7 @@ class QueueStatusWriter:
         ref = ObjectRef(f"{GROUP}/{VERSION}", "Queue", "", queue.name, queue.uid or "")
         if after.status is ConditionStatus.TRUE:
             self._events.record(
-                ref, "Normal", "QueueOpen", "the queue is Open: groups may draw from it"
+                ref, "Normal", Reason.QUEUE_OPEN, "the queue is Open: groups may draw from it"
             )
         else:
             self._events.record(ref, "Warning", after.reason or "", after.message or "")

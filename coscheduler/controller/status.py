@@ -4,8 +4,8 @@ Pure and synchronous: given the group's spec, its previous status, its member
 pods and what the scheduling loop last concluded about it (the core's
 :class:`~coscheduler.core.status.Status` of its latest failed attempt, the
 *verdict*), :func:`derive`
-returns the new status and the transitions worth an Event. The Kopf handlers
-and the status writer around it only move data in and out.
+returns the new status and the transitions worth an Event. The status writer
+around it (:mod:`coscheduler.controller.writer`) only moves data in and out.
 
 Counters:
 
@@ -184,29 +184,52 @@ def derive(
         PodGroupPhase.RUNNING,
         PodGroupPhase.FINISHED,
     )
+    conditions = [
+        _scheduled_condition(previous, counts, spec.min_member, placed, verdict, domain, now),
+        _unschedulable_condition(previous, placed, verdict, now),
+    ]
+    status = _status(previous, phase, counts, conditions, verdict, now)
+    return status, _transitions(previous, status, verdict, spec.min_member)
+
+
+def _scheduled_condition(
+    previous: PodGroupStatus,
+    counts: _Counts,
+    min_member: int,
+    placed: bool,
+    verdict: Status | None,
+    domain: str | None,
+    now: datetime.datetime,
+) -> PodGroupCondition:
+    """``Scheduled``: True once placed (and where), else False with the verdict's reason."""
     bound = counts.bound_active + counts.succeeded
     if placed:
-        scheduled_condition = _condition(
+        return _condition(
             previous,
             ConditionType.SCHEDULED,
             ConditionStatus.TRUE,
             Reason.MIN_MEMBER_SCHEDULED,
-            f"{bound} of minMember {spec.min_member} members are bound"
+            f"{bound} of minMember {min_member} members are bound"
             + (f" in {domain}" if domain else ""),
             now,
         )
-    else:
-        scheduled_condition = _condition(
-            previous,
-            ConditionType.SCHEDULED,
-            ConditionStatus.FALSE,
-            verdict.reason if verdict else Reason.WAITING,
-            f"{bound} of minMember {spec.min_member} members are bound"
-            + (f": {verdict.message}" if verdict else ""),
-            now,
-        )
+    return _condition(
+        previous,
+        ConditionType.SCHEDULED,
+        ConditionStatus.FALSE,
+        verdict.reason if verdict else Reason.WAITING,
+        f"{bound} of minMember {min_member} members are bound"
+        + (f": {verdict.message}" if verdict else ""),
+        now,
+    )
+
+
+def _unschedulable_condition(
+    previous: PodGroupStatus, placed: bool, verdict: Status | None, now: datetime.datetime
+) -> PodGroupCondition:
+    """``Unschedulable``: True while an attempt fails and the group is not placed."""
     if verdict is not None and not placed:
-        unschedulable = _condition(
+        return _condition(
             previous,
             ConditionType.UNSCHEDULABLE,
             ConditionStatus.TRUE,
@@ -214,15 +237,25 @@ def derive(
             verdict.message,
             now,
         )
-    else:
-        unschedulable = _condition(
-            previous,
-            ConditionType.UNSCHEDULABLE,
-            ConditionStatus.FALSE,
-            Reason.SCHEDULABLE,
-            "the group can be placed" if not placed else "the group is placed",
-            now,
-        )
+    return _condition(
+        previous,
+        ConditionType.UNSCHEDULABLE,
+        ConditionStatus.FALSE,
+        Reason.SCHEDULABLE,
+        "the group can be placed" if not placed else "the group is placed",
+        now,
+    )
+
+
+def _status(
+    previous: PodGroupStatus,
+    phase: PodGroupPhase,
+    counts: _Counts,
+    conditions: list[PodGroupCondition],
+    verdict: Status | None,
+    now: datetime.datetime,
+) -> PodGroupStatus:
+    """The status from its parts; conditions of other types are kept after ours."""
     others = [
         c
         for c in previous.conditions
@@ -231,9 +264,9 @@ def derive(
     start = previous.schedule_start_time
     if start is None and (verdict is not None or counts.scheduled > 0):
         start = now
-    status = PodGroupStatus(
+    return PodGroupStatus(
         phase=phase,
-        conditions=[scheduled_condition, unschedulable, *others],
+        conditions=[*conditions, *others],
         pending=counts.pending,
         scheduled=counts.scheduled,
         running=counts.running,
@@ -246,7 +279,6 @@ def derive(
         occupied_by=",".join(counts.owners[:6]) or None,
         allocated=dict(format_resource_list(counts.allocated)) or None,
     )
-    return status, _transitions(previous, status, verdict, spec.min_member)
 
 
 def _transitions(

@@ -13,7 +13,7 @@ __all__ = ["configure_logging"]
 
 
 def configure_logging(level: LogLevel, fmt: LogFormat) -> None:
-    """Route structlog and the standard library's logging (Kopf, aiohttp) alike."""
+    """Route structlog and the standard library's logging (aiohttp's, for one) alike."""
     numeric = logging.getLevelNamesMapping()[level.value.upper()]
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer()

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 import structlog
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.group import GroupKey
 from coscheduler.core.planner import Decision
@@ -53,17 +54,6 @@ from coscheduler.runtime.reporter import Reporter
 __all__ = ["Preempter", "group_ref"]
 
 log = structlog.get_logger(__name__)
-
-#: The reason kube-scheduler writes on a victim's DisruptionTarget condition.
-PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
-#: Event reasons: on a victim (pod and group), and on the preemptor.
-PREEMPTED = "Preempted"
-PREEMPTING = "Preempting"
-#: On the preemptor, when a victim's eviction was refused (a reason of its own, so a
-#: later Preempting event does not replace it).
-EVICTION_REFUSED = "EvictionRefused"
-#: On a victim group a refusal left below its minMember: its room is held for it.
-ROOM_HELD = "RoomHeld"
 
 
 class Preempter:
@@ -142,7 +132,7 @@ class Preempter:
         if not order.evict:
             if plan.found:
                 self._notes[key] = f"Preemption (dry-run) {plan.summary}."
-                self._tell_group(key, "Normal", PREEMPTING, f"dry-run: {plan.summary}")
+                self._tell_group(key, "Normal", Reason.PREEMPTING, f"dry-run: {plan.summary}")
             elif plan.worth_telling:
                 self._notes[key] = f"No preemption: {plan.summary}."
             else:
@@ -161,27 +151,11 @@ class Preempter:
     # -- carrying out a plan ----------------------------------------------------
 
     async def _carry_out(self, plan: PreemptionPlan) -> None:
+        if not await self._budgets_allow(plan):
+            return
         key = plan.preemptor
-        try:
-            refused = await self._refused_by_budgets(plan)
-        except ApiError as error:
-            log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
-            self._fail(key, (), {victim.group.key for victim in plan.victims})
-            return
-        if refused:
-            names = ", ".join(sorted(str(group) for group in refused))
-            why = "; ".join(f"{group}: {refused[group]}" for group in sorted(refused))
-            log.info("preemption refused by a disruption budget", group=str(key), spared=names)
-            self._tell_group(
-                key,
-                "Warning",
-                EVICTION_REFUSED,
-                f"not preempting {why}; looking for other victims",
-            )
-            self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
-            return
         self._tell_group(
-            key, "Normal", PREEMPTING, plan.summary.replace("would preempt", "preempting")
+            key, "Normal", Reason.PREEMPTING, plan.summary.replace("would preempt", "preempting")
         )
         self._nominated[key] = plan.nominated
         await asyncio.gather(*(self._nominate(b.namespace, b.name, b.node) for b in plan.nominated))
@@ -190,13 +164,52 @@ class Preempter:
         results = await self._evict_by_group(plan, message)
         gone = {uid for uid, ok in results if ok}
         refused_pods = {uid for uid, ok in results if not ok}
+        self._tell_evicted(plan, gone, message)
+        log.info(
+            "preempting",
+            group=str(key),
+            plan=plan.summary,
+            evicted=len(gone),
+            refused=len(results) - len(gone),
+        )
         refused_groups = {
             victim.group.key
             for victim in plan.victims
             if any(pod.uid in refused_pods for pod in victim.pods)
         }
-        evicted = len(gone)
-        self._metrics.preemption_evicted_pods.inc(evicted)
+        if refused_groups:
+            self._spare_refused(plan, who, gone, refused_pods, refused_groups)
+
+    async def _budgets_allow(self, plan: PreemptionPlan) -> bool:
+        """Judge the disruption budgets for the whole plan before the first eviction.
+
+        When a budget would be exceeded, or the budgets cannot be read, nothing is
+        evicted: the preemptor is told why and tried again, sparing those groups.
+        """
+        key = plan.preemptor
+        try:
+            refused = await self._refused_by_budgets(plan)
+        except ApiError as error:
+            log.warning("budgets not read: nothing evicted", group=str(key), error=str(error))
+            self._fail(key, (), {victim.group.key for victim in plan.victims})
+            return False
+        if not refused:
+            return True
+        names = ", ".join(sorted(str(group) for group in refused))
+        why = "; ".join(f"{group}: {refused[group]}" for group in sorted(refused))
+        log.info("preemption refused by a disruption budget", group=str(key), spared=names)
+        self._tell_group(
+            key,
+            "Warning",
+            Reason.EVICTION_REFUSED,
+            f"not preempting {why}; looking for other victims",
+        )
+        self._fail(key, refused, {victim.group.key for victim in plan.victims} - set(refused))
+        return False
+
+    def _tell_evicted(self, plan: PreemptionPlan, gone: set[str], message: str) -> None:
+        """Count the evicted pods and groups; a `Preempted` event on each victim gang."""
+        self._metrics.preemption_evicted_pods.inc(len(gone))
         lost: dict[tuple[GroupKey, str], int] = {}
         for victim in plan.victims:
             count = sum(1 for pod in victim.pods if pod.uid in gone)
@@ -213,43 +226,45 @@ class Preempter:
         self._metrics.preemption_evicted_groups.inc(len({group for group, _ in lost}))
         for (group, part), count in lost.items():
             what = f"{count} pod{'s' if count != 1 else ''} ({part})"
-            self._tell_group(group, "Warning", PREEMPTED, f"{what} {message}")
-        log.info(
-            "preempting",
-            group=str(key),
-            plan=plan.summary,
-            evicted=evicted,
-            refused=len(results) - evicted,
+            self._tell_group(group, "Warning", Reason.PREEMPTED, f"{what} {message}")
+
+    def _spare_refused(
+        self,
+        plan: PreemptionPlan,
+        who: str,
+        gone: set[str],
+        refused_pods: set[str],
+        refused_groups: set[GroupKey],
+    ) -> None:
+        """An eviction was refused: tell the preemptor, spare those groups and the
+        untouched ones, and hold the room of a gang the refusal left short."""
+        key = plan.preemptor
+        why = "; ".join(self._refusals.pop(uid) for uid in refused_pods if uid in self._refusals)
+        names = ", ".join(sorted(str(group) for group in refused_groups))
+        self._tell_group(
+            key,
+            "Warning",
+            Reason.EVICTION_REFUSED,
+            f"not preempting {names}: eviction refused ({why}); looking for other victims",
         )
-        if refused_groups:
-            why = "; ".join(
-                self._refusals.pop(uid) for uid in refused_pods if uid in self._refusals
-            )
-            names = ", ".join(sorted(str(group) for group in refused_groups))
+        touched = {
+            victim.group.key
+            for victim in plan.victims
+            if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
+        }
+        untouched = {victim.group.key for victim in plan.victims} - touched
+        restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
+        hold_seconds = self._scheduler.preemptions.settings.hold_seconds
+        for group, count in restored.items():
+            pods = f"{count} pod{'s' if count != 1 else ''}"
             self._tell_group(
-                key,
-                "Warning",
-                EVICTION_REFUSED,
-                f"not preempting {names}: eviction refused ({why}); looking for other victims",
+                group,
+                "Normal",
+                Reason.ROOM_HELD,
+                f"below its minMember: {pods} evicted for {who}, then an eviction was "
+                f"refused; the room of the evicted is held for their recreated pods "
+                f"(up to {hold_seconds:.0f} s) so the gang is whole again",
             )
-            touched = {
-                victim.group.key
-                for victim in plan.victims
-                if any(pod.uid in gone or pod.uid in refused_pods for pod in victim.pods)
-            }
-            untouched = {victim.group.key for victim in plan.victims} - touched
-            restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
-            hold_seconds = self._scheduler.preemptions.settings.hold_seconds
-            for group, count in restored.items():
-                pods = f"{count} pod{'s' if count != 1 else ''}"
-                self._tell_group(
-                    group,
-                    "Normal",
-                    ROOM_HELD,
-                    f"below its minMember: {pods} evicted for {who}, then an eviction was "
-                    f"refused; the room of the evicted is held for their recreated pods "
-                    f"(up to {hold_seconds:.0f} s) so the gang is whole again",
-                )
 
     async def _evict_by_group(self, plan: PreemptionPlan, message: str) -> list[tuple[str, bool]]:
         """Evict the victims group by group, each first by one member, then the rest.
@@ -334,7 +349,7 @@ class Preempter:
         condition = {
             "type": "DisruptionTarget",
             "status": "True",
-            "reason": PREEMPTION_BY_SCHEDULER,
+            "reason": Reason.PREEMPTION_BY_SCHEDULER.value,
             "message": f"coscheduler: {message}",
             "lastTransitionTime": rfc3339(),
         }
@@ -367,7 +382,7 @@ class Preempter:
             kept = {
                 **condition,
                 "status": "False",
-                "reason": "EvictionRefused",
+                "reason": Reason.EVICTION_REFUSED.value,
                 "message": f"coscheduler: eviction {what} ({error.message}); the pod stays",
                 "lastTransitionTime": rfc3339(),
             }
@@ -382,7 +397,7 @@ class Preempter:
         self._events.record(
             ObjectRef("v1", "Pod", namespace, name, uid),
             "Normal",
-            PREEMPTED,
+            Reason.PREEMPTED,
             message[0].upper() + message[1:],
         )
         return uid, True
