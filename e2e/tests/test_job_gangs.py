@@ -18,6 +18,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound, podgroup_path, show
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -25,12 +26,8 @@ pytestmark = pytest.mark.e2e
 GANG = "scheduling.sigs.k8s.io/gang"
 
 
-def bound(cluster: Cluster, namespace: str) -> list[Json]:
-    return [p for p in w.list_pods(cluster.api, namespace) if p["spec"].get("nodeName")]
-
-
 def podgroup(cluster: Cluster, namespace: str, name: str) -> Json | None:
-    return cluster.api.get_or_none(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
+    return cluster.api.get_or_none(podgroup_path(namespace, name))
 
 
 def job_events(cluster: Cluster, namespace: str, job: str, reason: str) -> list[Json]:
@@ -40,12 +37,6 @@ def job_events(cluster: Cluster, namespace: str, job: str, reason: str) -> list[
         for e in cluster.api.get(path)["items"]
         if e["involvedObject"]["kind"] == "Job" and e["reason"] == reason
     ]
-
-
-def show(cluster: Cluster, namespace: str, *args: str) -> None:
-    """What a person sees, printed for the README."""
-    out = cluster.kubectl(*args, "-n", namespace).stdout
-    print(f"\n$ kubectl {' '.join(args)} -n {namespace}\n{out}", end="")
 
 
 def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it(

@@ -16,7 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.test_pending_reasons import pod_scheduled, unbound_names, wait_not_scheduled
+from e2e.tests.helpers import pod_scheduled, unbound_names, wait_not_scheduled
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -23,6 +23,7 @@ from e2e import workloads as w
 from e2e.api import ApiError, Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests import helpers as h
 from e2e.training_operator import PYTORCHJOBS, TrainingOperator, install_pytorchjob_crd
 from e2e.waiting import wait_for
 
@@ -104,10 +105,13 @@ def wait_group(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:
     """The operator's PodGroup, once its status (upstream's schema) passes ``check``."""
-    return wait_for(
-        lambda: cluster.api.get(f"{w.XK8S_PODGROUPS.format(ns=namespace)}/{name}"),
-        lambda g: check(g.get("status") or {}),
-        describe=f"PodGroup {namespace}/{name} (scheduling.x-k8s.io): {what}",
+    return h.wait_group(
+        cluster,
+        namespace,
+        name,
+        lambda g: check(h.status_of(g)),
+        what,
+        xk8s=True,
         timeout=OPERATOR_TIMEOUT_SECONDS,
     )
 
@@ -119,9 +123,7 @@ def job_pods(cluster: Cluster, namespace: str, name: str) -> list[Json]:
 def show(cluster: Cluster, namespace: str, *commands: str) -> None:
     """What a person sees (``kubectl get ...`` in ``namespace``); the README quotes it."""
     for command in commands or ("podgroups.scheduling.x-k8s.io", "pods -o wide", "pytorchjobs"):
-        args = ["get", *command.split(), "-n", namespace]
-        out = cluster.kubectl(*args).stdout
-        print(f"\n$ kubectl {' '.join(args)}\n{out}", end="" if out.endswith("\n") else "\n")
+        h.show(cluster, namespace, "get", *command.split())
 
 
 def test_the_operators_webhook_is_live_and_refuses_an_invalid_job(

@@ -25,6 +25,8 @@ from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.processes import Process, free_port
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound as bound_pods
+from e2e.tests.helpers import pod_names, pod_scheduled, show
 from e2e.waiting import wait_for
 
 pytestmark = [
@@ -45,21 +47,8 @@ def gang(min_count: int) -> Json:
 BASIC: Json = {"basic": {}}
 
 
-def pod_scheduled(pod: Json) -> Json:
-    for item in (pod.get("status") or {}).get("conditions") or []:
-        if item["type"] == "PodScheduled":
-            return dict(item)
-    return {}
-
-
-def pods(cluster: Cluster, namespace: str) -> list[Json]:
-    return w.list_pods(cluster.api, namespace)
-
-
 def bound(cluster: Cluster, namespace: str) -> list[str]:
-    return sorted(
-        p["metadata"]["name"] for p in pods(cluster, namespace) if p["spec"].get("nodeName")
-    )
+    return pod_names(bound_pods(cluster, namespace))
 
 
 def create_members(
@@ -90,12 +79,6 @@ def wait_workload_event(
     )
     assert event["involvedObject"]["apiVersion"] == w.WORKLOAD_API_VERSION
     return event
-
-
-def show(cluster: Cluster, namespace: str, *verb: str) -> None:
-    args = [*verb, "-n", namespace]
-    out = cluster.kubectl(*args).stdout
-    print(f"\n$ kubectl {' '.join(args)}\n{out}", end="")
 
 
 def test_the_shape_read_is_the_api_server_s(cluster: Cluster) -> None:
