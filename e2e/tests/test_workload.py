@@ -47,7 +47,7 @@ def gang(min_count: int) -> Json:
 BASIC: Json = {"basic": {}}
 
 
-def bound(cluster: Cluster, namespace: str) -> list[str]:
+def bound_names(cluster: Cluster, namespace: str) -> list[str]:
     return pod_names(bound_pods(cluster, namespace))
 
 
@@ -120,7 +120,7 @@ def test_a_gang_of_four_is_placed_whole(
     )
 
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="the four members bound",
     )
@@ -171,14 +171,14 @@ def test_a_gang_without_room_waits_whole_and_says_so_then_runs(
             describe=f"pod {name}: PodScheduled=False, Unschedulable",
         )
         assert "Workload " + namespace + "/train podGroup workers" in pod_scheduled(pod)["message"]
-    assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
+    assert bound_names(cluster, namespace) == [], "no member placed while the gang cannot fit"
     show(cluster, namespace, "get", "pods")
     show(cluster, namespace, "describe", "workload", "train")
     show(cluster, namespace, "get", "pod", names[0], "-o", "jsonpath={.status.conditions}")
 
     add_nodes(1, cpu="1")
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="all four bound once a node is added",
     )
@@ -219,7 +219,7 @@ def test_each_replica_key_is_a_gang_of_its_own(
         )
 
     placed = wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda names: len(names) == 4,
         describe="one replica's gang bound",
     )
@@ -237,7 +237,7 @@ def test_each_replica_key_is_a_gang_of_its_own(
         f"replica {loser} cannot fit whole",
     )
     # Two free slots are not four: the other replica's members stay unbound.
-    assert len(bound(cluster, namespace)) == 4
+    assert len(bound_names(cluster, namespace)) == 4
     show(cluster, namespace, "get", "pods", "-o", "wide")
 
 
@@ -256,7 +256,7 @@ def test_basic_policy_pods_are_placed_alone(
     )
 
     placed = wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda done: len(done) == 2,
         describe="two of three placed, each on its own",
     )
@@ -293,7 +293,7 @@ def test_a_pod_naming_a_workload_not_yet_created_waits_for_it(
 
     w.create_workload(cluster.api, namespace, "later", {"workers": gang(2)})
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="both bound once the Workload exists",
     )
@@ -359,7 +359,7 @@ def test_kube_scheduler_s_gang_plugin_leaves_our_pods_to_us(
     # kube-scheduler is running and its gang plugin placed the gang meant for it,
     # created after ours: it saw ours and left them.
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == theirs,
         describe="kube-scheduler placed its own gang",
     )
@@ -368,7 +368,7 @@ def test_kube_scheduler_s_gang_plugin_leaves_our_pods_to_us(
 
     start_scheduler()
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == sorted(ours + theirs),
         describe="coscheduler placed ours",
     )

@@ -54,7 +54,7 @@ def wait_status(
     return status
 
 
-def show(cluster: Cluster, namespace: str, describe: str | None = None) -> None:
+def show_groups(cluster: Cluster, namespace: str, describe: str | None = None) -> None:
     """What a person sees: ``kubectl get``, or ``describe`` of one group; the README quotes it."""
     kind = "podgroups.scheduling.x-k8s.io"
     h.show(cluster, namespace, *(["describe", kind, describe] if describe else ["get", kind]))
@@ -92,7 +92,7 @@ def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
     assert len(h.bound(cluster, namespace)) == 4
     assert status["occupiedBy"] == f"{namespace}/train"
     assert status["scheduleStartTime"]
-    show(cluster, namespace)
+    show_groups(cluster, namespace)
 
     status = wait_status(
         cluster,
@@ -102,7 +102,7 @@ def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
         "Finished once the Job's pods succeed",
     )
     assert (status.get("succeeded"), status.get("running", 0)) == (4, 0)
-    show(cluster, namespace)
+    show_groups(cluster, namespace)
 
 
 def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
@@ -151,8 +151,8 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
     )
     assert "Insufficient cpu" in warning["message"]
     assert h.bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
-    show(cluster, namespace)
-    show(cluster, namespace, describe="big")
+    show_groups(cluster, namespace)
+    show_groups(cluster, namespace, describe="big")
 
     add_nodes(1, cpu="4")  # now each member has a node
     wait_status(
