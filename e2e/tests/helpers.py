@@ -11,7 +11,7 @@ from collections.abc import Callable
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
-from e2e.waiting import wait_for
+from e2e.waiting import DEFAULT_TIMEOUT_SECONDS, wait_for
 
 GROUP_TIMEOUT_SECONDS = 60.0
 """How long ``wait_group`` waits unless told: a group's status follows its pods."""
@@ -151,6 +151,21 @@ def wait_group(
         check,
         describe=f"PodGroup {namespace}/{name}{api}: {what}",
         timeout=timeout,
+    )
+
+
+def wait_their_group(
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    check: Callable[[Json], bool],
+    what: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> Json:
+    """Wait until a ``scheduling.x-k8s.io`` PodGroup's status passes ``check``; the group."""
+    return wait_group(
+        cluster, namespace, name, lambda g: check(status_of(g)), what, xk8s=True, timeout=timeout
     )
 
 

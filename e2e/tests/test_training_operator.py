@@ -105,14 +105,8 @@ def wait_operator_group(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:
     """The operator's PodGroup, once its status (upstream's schema) passes ``check``."""
-    return h.wait_group(
-        cluster,
-        namespace,
-        name,
-        lambda g: check(h.status_of(g)),
-        what,
-        xk8s=True,
-        timeout=OPERATOR_TIMEOUT_SECONDS,
+    return h.wait_their_group(
+        cluster, namespace, name, check, what, timeout=OPERATOR_TIMEOUT_SECONDS
     )
 
 

@@ -17,7 +17,7 @@ from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
 from e2e.tests import helpers as h
-from e2e.waiting import DEFAULT_TIMEOUT_SECONDS, wait_for
+from e2e.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
 
@@ -39,16 +39,7 @@ def their_group(cluster: Cluster, namespace: str, name: str) -> Json:
 def wait_status(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:
-    group = h.wait_group(
-        cluster,
-        namespace,
-        name,
-        lambda g: check(h.status_of(g)),
-        what,
-        xk8s=True,
-        timeout=DEFAULT_TIMEOUT_SECONDS,
-    )
-    status: Json = group["status"]
+    status: Json = h.wait_their_group(cluster, namespace, name, check, what)["status"]
     assert set(status) <= UPSTREAM_STATUS_FIELDS, "only their schema's fields are kept"
     assert status["phase"] in UPSTREAM_PHASES
     return status
