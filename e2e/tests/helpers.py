@@ -68,6 +68,18 @@ def wait_bound(
     return wait_for(lambda: pods(cluster, namespace, selector), enough, describe=what)
 
 
+PROMPT_EVENTS = ("--event-interval-seconds", "2")
+"""Scheduler flags for a test that waits for an event whose message changed.
+
+A new message in an event series is written at once only if the series was
+last written ``--event-interval-seconds`` ago, else when that time has passed
+(coscheduler/runtime/events.py): 30 s by default, so a pod told first that its
+group is short of members and then why it does not fit shows the second
+message only 30 s later. With these flags ``wait_not_scheduled`` waits 2 s
+for it, not 30.
+"""
+
+
 def wait_pod(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:

@@ -16,7 +16,13 @@ import pytest
 from e2e import workloads as w
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.helpers import pod_scheduled, unbound_names, wait_not_scheduled, wait_pod_bound
+from e2e.tests.helpers import (
+    PROMPT_EVENTS,
+    pod_scheduled,
+    unbound_names,
+    wait_not_scheduled,
+    wait_pod_bound,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -83,7 +89,7 @@ def test_missing_group_and_missing_members_say_what_they_wait_for_then_it_schedu
     start_scheduler: StartScheduler,
 ) -> None:
     add_nodes(1, cpu="8")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     w.create_pod(cluster.api, namespace, "team-0", pool=pool, cpu="1", group="team")
     pod = wait_not_scheduled(cluster, namespace, "team-0", "GroupNotFound")
     assert pod_scheduled(pod)["message"].startswith(f"PodGroup {namespace}/team does not exist")

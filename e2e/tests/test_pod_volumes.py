@@ -16,7 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.helpers import pod_scheduled, wait_not_scheduled, wait_pod_bound
+from e2e.tests.helpers import PROMPT_EVENTS, pod_scheduled, wait_not_scheduled, wait_pod_bound
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -213,7 +213,7 @@ def test_a_gang_whose_volumes_cannot_all_be_reached_waits_whole(
     start_scheduler: StartScheduler,
 ) -> None:
     nodes = add_nodes(2, cpu="1")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     # Both volumes on the same 1-cpu node: only one member can go there.
     w.create_podgroup(cluster.api, namespace, "cramped", 2)
     for index in range(2):
