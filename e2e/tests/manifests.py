@@ -89,3 +89,34 @@ def podgroup_yaml(name: str, *, min_member: int, roles: tuple[tuple[str, int], .
         lines.append("  roles:")
         lines += [f"  - {{name: {role}, minMember: {count}}}" for role, count in roles]
     return "\n".join(lines) + "\n"
+
+
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def priority_class(name: str, value: int, *, preemption_policy: str | None = None) -> Json:
+    """A cluster-scoped PriorityClass (``preemption_policy="Never"``: its pods never preempt)."""
+    body: Json = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+    if preemption_policy is not None:
+        body["preemptionPolicy"] = preemption_policy
+    return body
+
+
+def disruption_budgets(namespace: str) -> str:
+    """The path of the namespace's PodDisruptionBudgets."""
+    return f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+
+
+def disruption_budget(name: str, app: str, max_unavailable: int) -> Json:
+    """A PodDisruptionBudget over the pods labelled ``app=APP``."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
+    }

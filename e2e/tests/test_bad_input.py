@@ -47,6 +47,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import SchedulerProcess, StartScheduler
+from e2e.tests.helpers import pod_scheduled
 from e2e.waiting import wait_for
 from tests.bad_input import Sample, podgroups, pods, xk8s_podgroups
 from tests.informed import Informed
@@ -210,13 +211,6 @@ def _unreadable(stored: Json) -> str | None:
     return f"cannot be read: {invalid[0].message}" if invalid else None
 
 
-def _pod_scheduled(pod: Json) -> Json:
-    for condition in (pod.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "PodScheduled":
-            return dict(condition)
-    return {}
-
-
 def _outcome(
     item: Accepted, now: Json, events: list[Json], unreadable_groups: set[str | None]
 ) -> str | None:
@@ -225,7 +219,7 @@ def _outcome(
     if item.unreadable is not None:
         said = [e["message"] for e in mine if e["message"] == item.unreadable]
         if item.kind == "Pod":  # a pod of ours, pending: its condition says it too
-            condition = _pod_scheduled(now)
+            condition = pod_scheduled(now)
             if (condition.get("reason"), condition.get("message")) != (
                 "InvalidObject",
                 item.unreadable,
@@ -235,7 +229,7 @@ def _outcome(
     if item.kind == "Pod":
         if now["spec"].get("nodeName"):
             return "bound"
-        condition = _pod_scheduled(now)
+        condition = pod_scheduled(now)
         message = str(condition.get("message"))
         if condition.get("reason") == "GroupNotFound" and unreadable_groups & {
             pod_group_name(now["metadata"].get("labels"))

@@ -18,6 +18,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound, podgroup_path, show
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -25,12 +26,8 @@ pytestmark = pytest.mark.e2e
 GANG = "scheduling.sigs.k8s.io/gang"
 
 
-def bound(cluster: Cluster, namespace: str) -> list[Json]:
-    return [p for p in w.list_pods(cluster.api, namespace) if p["spec"].get("nodeName")]
-
-
-def podgroup(cluster: Cluster, namespace: str, name: str) -> Json | None:
-    return cluster.api.get_or_none(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
+def podgroup_or_none(cluster: Cluster, namespace: str, name: str) -> Json | None:
+    return cluster.api.get_or_none(podgroup_path(namespace, name))
 
 
 def job_events(cluster: Cluster, namespace: str, job: str, reason: str) -> list[Json]:
@@ -40,12 +37,6 @@ def job_events(cluster: Cluster, namespace: str, job: str, reason: str) -> list[
         for e in cluster.api.get(path)["items"]
         if e["involvedObject"]["kind"] == "Job" and e["reason"] == reason
     ]
-
-
-def show(cluster: Cluster, namespace: str, *args: str) -> None:
-    """What a person sees, printed for the README."""
-    out = cluster.kubectl(*args, "-n", namespace).stdout
-    print(f"\n$ kubectl {' '.join(args)} -n {namespace}\n{out}", end="")
 
 
 def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it(
@@ -69,7 +60,7 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
     )
 
     group = wait_for(
-        partial(podgroup, cluster, namespace, "train"),
+        partial(podgroup_or_none, cluster, namespace, "train"),
         describe="the PodGroup made for Job train",
     )
     assert group is not None
@@ -87,7 +78,7 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
         w.GROUP_LABEL not in p["metadata"]["labels"] for p in w.list_pods(cluster.api, namespace)
     )
     wait_for(
-        partial(podgroup, cluster, namespace, "train"),
+        partial(podgroup_or_none, cluster, namespace, "train"),
         lambda g: any(
             c["type"] == "Unschedulable"
             and c["status"] == "True"
@@ -102,7 +93,7 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
 
     add_nodes(2, cpu="4")  # now every pod has a node
     wait_for(
-        partial(podgroup, cluster, namespace, "train"),
+        partial(podgroup_or_none, cluster, namespace, "train"),
         lambda g: (g or {}).get("status", {}).get("phase") == "Running",
         describe="PodGroup train Running once there is room",
     )
@@ -115,7 +106,7 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
     # in the background (a bare DELETE of a batch/v1 Job orphans what it owns).
     cluster.kubectl("delete", "job", "train", "-n", namespace)
     wait_for(
-        lambda: podgroup(cluster, namespace, "train") is None,
+        lambda: podgroup_or_none(cluster, namespace, "train") is None,
         describe="PodGroup train deleted with its Job",
     )
 
@@ -165,7 +156,7 @@ def test_an_invalid_annotation_gets_an_event_saying_what_to_fix_and_loses_no_pod
         describe="both pods waiting with the Job's problem on their PodScheduled condition",
     )
     assert not any(p["spec"].get("nodeName") for p in pods)
-    assert podgroup(cluster, namespace, "typo") is None
+    assert podgroup_or_none(cluster, namespace, "typo") is None
 
     # Fixed, the same pods go as one gang.
     cluster.api.request(
@@ -179,7 +170,7 @@ def test_an_invalid_annotation_gets_an_event_saying_what_to_fix_and_loses_no_pod
         lambda placed: len(placed) == 2,
         describe="the two pods placed once the annotation is fixed",
     )
-    group = podgroup(cluster, namespace, "typo")
+    group = podgroup_or_none(cluster, namespace, "typo")
     assert group is not None
     assert group["spec"]["minMember"] == 2
 
@@ -191,7 +182,7 @@ def test_an_invalid_annotation_gets_an_event_saying_what_to_fix_and_loses_no_pod
         content_type="application/merge-patch+json",
     )
     wait_for(
-        partial(podgroup, cluster, namespace, "typo"),
+        partial(podgroup_or_none, cluster, namespace, "typo"),
         lambda g: (g or {}).get("spec", {}).get("minMember") == 3,
         describe="minMember 3 once parallelism is 3",
     )
@@ -232,7 +223,7 @@ def test_an_unannotated_jobs_pods_are_placed_one_by_one(
         ),
         describe="a pod that does not fit is Unschedulable, as a lone pod",
     )
-    assert podgroup(cluster, namespace, "plain") is None
+    assert podgroup_or_none(cluster, namespace, "plain") is None
     assert not job_events(cluster, namespace, "plain", "PodGroupCreated")
 
 
@@ -262,7 +253,7 @@ def test_a_job_made_while_coscheduler_was_down_is_placed_whole_when_it_starts(
     )
     process = start_scheduler()
     group = wait_for(
-        partial(podgroup, cluster, namespace, "early"),
+        partial(podgroup_or_none, cluster, namespace, "early"),
         lambda g: (g or {}).get("status", {}).get("phase") == "Running",
         describe="PodGroup early made and Running",
     )
@@ -274,7 +265,7 @@ def test_a_job_made_while_coscheduler_was_down_is_placed_whole_when_it_starts(
     # A second start finds the PodGroup its own (409 on create, then owned): nothing changes.
     again = start_scheduler()
     wait_for(again.log, lambda log: "cluster listed" in log, describe="the second start listed")
-    same = podgroup(cluster, namespace, "early")
+    same = podgroup_or_none(cluster, namespace, "early")
     assert same is not None
     assert same["metadata"]["uid"] == group["metadata"]["uid"]
     assert len(job_events(cluster, namespace, "early", "PodGroupCreated")) == 1

@@ -16,6 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import condition, on_nodes, pods, wait_bound, wait_group
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -23,49 +24,14 @@ pytestmark = pytest.mark.e2e
 # -- reading the cluster ------------------------------------------------------------------------
 
 
-def pods(cluster: Cluster, namespace: str, selector: str | None = None) -> list[Json]:
-    return w.list_pods(cluster.api, namespace, selector)
-
-
-def bound(items: list[Json]) -> list[Json]:
-    return [p for p in items if p.get("spec", {}).get("nodeName")]
-
-
 def phases(items: list[Json]) -> list[str]:
     return sorted(str(p.get("status", {}).get("phase")) for p in items)
-
-
-def podgroup(cluster: Cluster, namespace: str, name: str) -> Json:
-    return cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
-
-
-def condition(group: Json, kind: str) -> Json:
-    for item in group.get("status", {}).get("conditions", []):
-        if item["type"] == kind:
-            return dict(item)
-    return {}
 
 
 def events(cluster: Cluster, namespace: str, name: str) -> list[Json]:
     path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"
     items: list[Json] = cluster.api.get(path).get("items", [])
     return items
-
-
-def wait_group(
-    cluster: Cluster,
-    namespace: str,
-    name: str,
-    check: Callable[[Json], bool],
-    what: str,
-    timeout: float = 60.0,
-) -> Json:
-    return wait_for(
-        lambda: podgroup(cluster, namespace, name),
-        check,
-        describe=f"PodGroup {namespace}/{name}: {what}",
-        timeout=timeout,
-    )
 
 
 def hold(
@@ -78,17 +44,6 @@ def hold(
         seen = [(p["metadata"]["name"], p["spec"].get("nodeName")) for p in items]
         assert check(items), f"{what}; pods and nodes: {seen}"
         time.sleep(0.5)
-
-
-def wait_bound(
-    cluster: Cluster, namespace: str, count: int, what: str, *, at_least: bool = False
-) -> list[Json]:
-    """Wait until ``count`` pods of the namespace are bound (or at least that many)."""
-    return wait_for(
-        lambda: pods(cluster, namespace),
-        lambda items: (len(bound(items)) >= count) if at_least else len(bound(items)) == count,
-        describe=what,
-    )
 
 
 def node_usage_ok(cluster: Cluster, pool: str, cpu_per_node: int) -> bool:
@@ -127,7 +82,9 @@ def test_seed_gang_runs_when_four_fit(
         lambda items: phases(items).count("Running") == 4 and len(items) == 6,
         describe="4 of the 6 seed pods Running",
     )
-    hold(cluster, namespace, 3, lambda items: len(bound(items)) == 4, "exactly 4 pods stay bound")
+    hold(
+        cluster, namespace, 3, lambda items: len(on_nodes(items)) == 4, "exactly 4 pods stay bound"
+    )
     group = wait_group(
         cluster,
         namespace,
@@ -146,7 +103,7 @@ def test_seed_gang_runs_when_four_fit(
     assert "Running" in reasons
     scheduled = [
         e
-        for p in bound(pods(cluster, namespace))
+        for p in on_nodes(pods(cluster, namespace))
         for e in events(cluster, namespace, p["metadata"]["name"])
         if e["reason"] == "Scheduled"
     ]
@@ -179,7 +136,7 @@ def test_seed_gang_waits_whole_when_only_three_fit(
     message = condition(group, "Unschedulable")["message"]
     assert f"pods of group {namespace}/seed" in message
     assert "Insufficient cpu" in message
-    hold(cluster, namespace, 4, lambda items: not bound(items), "no pod is bound")
+    hold(cluster, namespace, 4, lambda items: not on_nodes(items), "no pod is bound")
     assert group["status"]["phase"] == "Pending"
     assert group["status"]["pending"] == 6
 
@@ -226,7 +183,7 @@ def test_two_gangs_of_sixty_percent_never_both_partial(
 
     def one_whole_other_waiting(items: list[Json]) -> bool:
         by_group: dict[str, int] = {}
-        for p in bound(items):
+        for p in on_nodes(items):
             if p["status"].get("phase") in ("Succeeded", "Failed"):
                 continue
             group = p["metadata"]["labels"][w.GROUP_LABEL]
@@ -267,7 +224,7 @@ def test_gang_waits_for_a_node_then_runs(
         lambda g: condition(g, "Unschedulable").get("status") == "True",
         "Unschedulable",
     )
-    hold(cluster, namespace, 2, lambda items: not bound(items), "nothing bound before the node")
+    hold(cluster, namespace, 2, lambda items: not on_nodes(items), "nothing bound before the node")
     add_nodes(1, cpu="4")
     wait_group(
         cluster,
@@ -347,7 +304,11 @@ def test_roles_must_all_reach_their_minimum(
     )
     assert "launcher" in condition(group, "Unschedulable")["message"]
     hold(
-        cluster, namespace, 2, lambda items: not bound(items), "no worker bound without a launcher"
+        cluster,
+        namespace,
+        2,
+        lambda items: not on_nodes(items),
+        "no worker bound without a launcher",
     )
     w.create_pod(
         cluster.api, namespace, "launcher", pool=pool, cpu="1", group="mpi", role="launcher"
@@ -374,7 +335,7 @@ def test_min_resources_above_free_capacity_is_refused(
         "refused for minResources",
     )
     assert "minResources cpu=100000" in condition(group, "Unschedulable")["message"]
-    hold(cluster, namespace, 2, lambda items: not bound(items), "nothing bound")
+    hold(cluster, namespace, 2, lambda items: not on_nodes(items), "nothing bound")
 
 
 def test_timeout_marks_the_group_and_it_still_runs_later(
@@ -473,12 +434,12 @@ def test_crash_between_bindings_is_completed_by_the_next_start(
     slow = start_scheduler("--qps", "1", "--burst", "1")
     wait_for(
         lambda: pods(cluster, namespace),
-        lambda items: len(bound(items)) >= 2,
+        lambda items: len(on_nodes(items)) >= 2,
         describe="some members bound",
         timeout=30,
     )
     slow.kill()
-    partial = len(bound(pods(cluster, namespace)))
+    partial = len(on_nodes(pods(cluster, namespace)))
     assert 0 < partial < 8, f"the kill should land mid-gang, {partial} bound"
     start_scheduler()
     wait_bound(cluster, namespace, 8, "the whole gang bound after the restart")

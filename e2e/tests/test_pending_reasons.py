@@ -14,70 +14,18 @@ from collections.abc import Callable
 import pytest
 
 from e2e import workloads as w
-from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import (
+    PROMPT_EVENTS,
+    pod_scheduled,
+    unbound_names,
+    wait_not_scheduled,
+    wait_pod_bound,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-def pod_scheduled(pod: Json) -> Json:
-    for item in pod.get("status", {}).get("conditions", []):
-        if item["type"] == "PodScheduled":
-            return dict(item)
-    return {}
-
-
-def wait_pod(
-    cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
-) -> Json:
-    return wait_for(
-        lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/{name}"),
-        check,
-        describe=f"pod {namespace}/{name}: {what}",
-    )
-
-
-def wait_not_scheduled(cluster: Cluster, namespace: str, name: str, reason: str) -> Json:
-    """Wait for ``PodScheduled=False`` with ``reason`` and a FailedScheduling event saying why."""
-    pod = wait_pod(
-        cluster,
-        namespace,
-        name,
-        lambda p: (
-            pod_scheduled(p).get("status") == "False" and pod_scheduled(p).get("reason") == reason
-        ),
-        f"PodScheduled=False, {reason}",
-    )
-    message = pod_scheduled(pod)["message"]
-    path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"
-    wait_for(
-        lambda: cluster.api.get(path).get("items", []),
-        lambda items: any(
-            e["reason"] == "FailedScheduling" and e["message"] == message for e in items
-        ),
-        describe=f"a FailedScheduling event on {name} with the condition's message",
-    )
-    return pod
-
-
-def wait_bound(cluster: Cluster, namespace: str, name: str) -> Json:
-    return wait_pod(
-        cluster,
-        namespace,
-        name,
-        lambda p: bool(p["spec"].get("nodeName")) and pod_scheduled(p).get("status") == "True",
-        "bound, PodScheduled=True",
-    )
-
-
-def unbound_names(cluster: Cluster, namespace: str) -> list[str]:
-    return sorted(
-        p["metadata"]["name"]
-        for p in w.list_pods(cluster.api, namespace)
-        if not p["spec"].get("nodeName")
-    )
 
 
 def test_members_beyond_min_member_and_of_a_running_group_say_why(
@@ -107,7 +55,7 @@ def test_members_beyond_min_member_and_of_a_running_group_say_why(
     assert "Insufficient cpu" in message
 
     add_nodes(1, cpu="2")
-    wait_bound(cluster, namespace, left)
+    wait_pod_bound(cluster, namespace, left)
 
     # A new member of a group already running that does not fit says why too.
     w.create_pod(cluster.api, namespace, "elastic-late", pool=pool, cpu="4", group="elastic")
@@ -130,7 +78,7 @@ def test_lone_pod_that_does_not_fit_says_why_until_bound(
         f"0/1 nodes are available for pod {namespace}/lone: 1 Insufficient cpu."
     )
     add_nodes(1, cpu="4")
-    wait_bound(cluster, namespace, "lone")
+    wait_pod_bound(cluster, namespace, "lone")
 
 
 def test_missing_group_and_missing_members_say_what_they_wait_for_then_it_schedules(
@@ -141,7 +89,7 @@ def test_missing_group_and_missing_members_say_what_they_wait_for_then_it_schedu
     start_scheduler: StartScheduler,
 ) -> None:
     add_nodes(1, cpu="8")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     w.create_pod(cluster.api, namespace, "team-0", pool=pool, cpu="1", group="team")
     pod = wait_not_scheduled(cluster, namespace, "team-0", "GroupNotFound")
     assert pod_scheduled(pod)["message"].startswith(f"PodGroup {namespace}/team does not exist")
@@ -153,4 +101,4 @@ def test_missing_group_and_missing_members_say_what_they_wait_for_then_it_schedu
 
     w.create_pod(cluster.api, namespace, "team-1", pool=pool, cpu="1", group="team")
     for name in ("team-0", "team-1"):
-        wait_bound(cluster, namespace, name)
+        wait_pod_bound(cluster, namespace, name)

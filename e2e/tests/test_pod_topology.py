@@ -16,7 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.test_pending_reasons import pod_scheduled, unbound_names, wait_not_scheduled
+from e2e.tests.helpers import PROMPT_EVENTS, pod_scheduled, unbound_names, wait_not_scheduled
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -83,7 +83,7 @@ def test_one_per_node_gangs_spread_over_nodes_or_wait_whole(
 ) -> None:
     # Issue #20's report: 3 members, each "one per node", 3 nodes with room for 2 each.
     add_nodes(3, cpu="4")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     one_per_node = {"affinity": {"podAntiAffinity": {REQUIRED: [_term("mpi", HOST)]}}}
     _gang(cluster, namespace, pool, "mpi", 3, one_per_node)
     assert len(set(_nodes_of(cluster, namespace, "mpi-", 3))) == 3
@@ -147,7 +147,7 @@ def test_a_field_still_unsupported_holds_the_gang_and_is_named(
     start_scheduler: StartScheduler,
 ) -> None:
     add_nodes(2, cpu="8")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     # An in-tree iSCSI disk: its attach rules are not modelled.
     target = {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:disk", "lun": 0}
     disk = {"volumes": [{"name": "data", "iscsi": target}]}

@@ -16,7 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.test_pending_reasons import pod_scheduled, wait_bound, wait_not_scheduled
+from e2e.tests.helpers import PROMPT_EVENTS, pod_scheduled, wait_not_scheduled, wait_pod_bound
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -68,8 +68,8 @@ def test_each_member_lands_where_its_local_volume_is(
         _local_volume(cluster, f"{namespace}-pv-{index}", node)
         _claim(cluster, namespace, f"data-{index}", f"{namespace}-pv-{index}")
         _member(cluster, namespace, pool, f"ckpt-{index}", f"data-{index}", "ckpt")
-    assert wait_bound(cluster, namespace, "ckpt-0")["spec"]["nodeName"] == nodes[2]
-    assert wait_bound(cluster, namespace, "ckpt-1")["spec"]["nodeName"] == nodes[0]
+    assert wait_pod_bound(cluster, namespace, "ckpt-0")["spec"]["nodeName"] == nodes[2]
+    assert wait_pod_bound(cluster, namespace, "ckpt-1")["spec"]["nodeName"] == nodes[0]
 
 
 def test_a_missing_claim_holds_the_pod_until_it_exists(
@@ -86,7 +86,7 @@ def test_a_missing_claim_holds_the_pod_until_it_exists(
     assert 'persistentvolumeclaim "later" not found' in pod_scheduled(pod)["message"]
     _local_volume(cluster, f"{namespace}-pv-late", nodes[1])
     _claim(cluster, namespace, "later", f"{namespace}-pv-late")
-    assert wait_bound(cluster, namespace, "late")["spec"]["nodeName"] == nodes[1]
+    assert wait_pod_bound(cluster, namespace, "late")["spec"]["nodeName"] == nodes[1]
 
 
 def _first_consumer_class(cluster: Cluster, name: str, provisioner: str) -> None:
@@ -165,7 +165,7 @@ def test_first_consumer_claims_are_bound_to_volumes_near_their_members_before_an
     for index in range(2):
         _waiting_claim(cluster, namespace, f"scratch-{index}", storage_class)
         _member(cluster, namespace, pool, f"ffc-{index}", f"scratch-{index}", "ffc")
-    placed = {wait_bound(cluster, namespace, f"ffc-{i}")["spec"]["nodeName"] for i in range(2)}
+    placed = {wait_pod_bound(cluster, namespace, f"ffc-{i}")["spec"]["nodeName"] for i in range(2)}
     assert placed == {nodes[0], nodes[2]}
     for index in range(2):
         claim = _claim_of(cluster, namespace, f"scratch-{index}")
@@ -202,7 +202,7 @@ def test_a_provisioned_claim_is_asked_for_near_the_chosen_node(
     ), "the pod must wait for its volume"
     claim_ref = {"namespace": namespace, "name": "fresh", "uid": claim["metadata"]["uid"]}
     _class_volume(cluster, f"{namespace}-provisioned", chosen, storage_class, claim_ref)
-    assert wait_bound(cluster, namespace, "fresh-user")["spec"]["nodeName"] == chosen
+    assert wait_pod_bound(cluster, namespace, "fresh-user")["spec"]["nodeName"] == chosen
 
 
 def test_a_gang_whose_volumes_cannot_all_be_reached_waits_whole(
@@ -213,7 +213,7 @@ def test_a_gang_whose_volumes_cannot_all_be_reached_waits_whole(
     start_scheduler: StartScheduler,
 ) -> None:
     nodes = add_nodes(2, cpu="1")
-    start_scheduler()
+    start_scheduler(*PROMPT_EVENTS)
     # Both volumes on the same 1-cpu node: only one member can go there.
     w.create_podgroup(cluster.api, namespace, "cramped", 2)
     for index in range(2):

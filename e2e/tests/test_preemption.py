@@ -23,22 +23,17 @@ from e2e.controlplane import Cluster
 from e2e.faultproxy import FaultProxy, Rule
 from e2e.pki import Pki
 from e2e.scheduler import SchedulerProcess, StartScheduler
-from e2e.waiting import wait_for
+from e2e.tests import manifests as m
+from e2e.tests.helpers import condition, podgroup
+from e2e.waiting import DEFAULT_TIMEOUT_SECONDS, wait_for
 
 pytestmark = pytest.mark.e2e
 
 LOW = ("low-1", "low-2", "low-3", "low-4")
 
 
-def podgroup(cluster: Cluster, namespace: str, name: str) -> Json:
-    return cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
-
-
 def message_of(group: Json, kind: str) -> str:
-    for item in group.get("status", {}).get("conditions", []):
-        if item["type"] == kind:
-            return str(item.get("message", ""))
-    return ""
+    return str(condition(group, kind).get("message", ""))
 
 
 def running_by_group(cluster: Cluster, namespace: str) -> dict[str, set[str]]:
@@ -94,6 +89,23 @@ def urgent(cluster: Cluster, namespace: str, pool: str, **spec: object) -> None:
     )
 
 
+def urgent_whole(
+    cluster: Cluster,
+    namespace: str,
+    *,
+    size: int = 2,
+    why: str = "",
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+) -> dict[str, set[str]]:
+    """Wait until the urgent gang's ``size`` pods run; each gang's running pods then."""
+    return wait_for(
+        lambda: running_by_group(cluster, namespace),
+        lambda found: len(found.get("urgent", ())) == size,
+        describe=f"the urgent gang bound whole{why}",
+        timeout=timeout,
+    )
+
+
 def no_partial_gang(found: dict[str, set[str]]) -> bool:
     return all(len(uids) in (0, 2) for name, uids in found.items() if name in LOW)
 
@@ -110,11 +122,7 @@ def test_a_high_gang_binds_whole_after_exactly_the_planned_gangs_are_evicted_who
     before = fill(cluster, namespace, pool)
     urgent(cluster, namespace, pool)
 
-    placed = wait_for(
-        lambda: running_by_group(cluster, namespace),
-        lambda found: len(found.get("urgent", ())) == 2,
-        describe="the urgent gang bound whole",
-    )
+    placed = urgent_whole(cluster, namespace)
     # The two lowest gangs went whole; the others were not touched; none is partial.
     assert {name for name in LOW if not placed.get(name)} == {"low-1", "low-2"}
     assert placed["low-3"] == before["low-3"]
@@ -163,40 +171,18 @@ def test_a_disruption_budget_makes_the_plan_choose_other_victims(
     add_nodes(4, cpu="8")
     start_scheduler()
     before = fill(cluster, namespace, pool)
-    cluster.api.create(
-        f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "keep-low-1"},
-            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "low-1"}}},
-        },
-    )
+    budgets = m.disruption_budgets(namespace)
+    cluster.api.create(budgets, m.disruption_budget("keep-low-1", "low-1", 0))
     wait_for(
-        lambda: cluster.api.get(
-            f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets/keep-low-1"
-        ),
+        lambda: cluster.api.get(f"{budgets}/keep-low-1"),
         lambda pdb: (pdb.get("status") or {}).get("expectedPods") == 2,
         describe="the budget's status computed",
     )
     urgent(cluster, namespace, pool)
-    placed = wait_for(
-        lambda: running_by_group(cluster, namespace),
-        lambda found: len(found.get("urgent", ())) == 2,
-        describe="the urgent gang bound whole",
-    )
+    placed = urgent_whole(cluster, namespace)
     assert placed["low-1"] == before["low-1"]
     assert {name for name in LOW if not placed.get(name)} == {"low-2", "low-3"}
     assert no_partial_gang(placed)
-
-
-def budget(name: str, app: str, max_unavailable: int) -> Json:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name},
-        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
-    }
 
 
 def test_a_gang_under_two_budgets_is_no_victim_since_eviction_refuses_its_pods(
@@ -211,9 +197,9 @@ def test_a_gang_under_two_budgets_is_no_victim_since_eviction_refuses_its_pods(
     add_nodes(4, cpu="8")
     start_scheduler()
     before = fill(cluster, namespace, pool)
-    path = f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets"
+    path = m.disruption_budgets(namespace)
     for name in ("low-1-a", "low-1-b"):
-        cluster.api.create(path, budget(name, "low-1", 2))
+        cluster.api.create(path, m.disruption_budget(name, "low-1", 2))
         wait_for(
             lambda name=name: cluster.api.get(f"{path}/{name}"),  # type: ignore[misc]
             lambda pdb: (pdb.get("status") or {}).get("disruptionsAllowed") == 2,
@@ -243,11 +229,7 @@ def test_a_gang_under_two_budgets_is_no_victim_since_eviction_refuses_its_pods(
     )
     assert "reason" not in answer  # a bare 500: nothing says it is about budgets but the text
     urgent(cluster, namespace, pool)
-    placed = wait_for(
-        lambda: running_by_group(cluster, namespace),
-        lambda found: len(found.get("urgent", ())) == 2,
-        describe="the urgent gang bound whole",
-    )
+    placed = urgent_whole(cluster, namespace)
     assert placed["low-1"] == before["low-1"]
     assert {name for name in LOW if not placed.get(name)} == {"low-2", "low-3"}
     assert no_partial_gang(placed)
@@ -262,16 +244,7 @@ def test_a_gang_whose_priority_class_never_preempts_waits(
 ) -> None:
     add_nodes(4, cpu="8")
     name = f"never-{pool}"
-    cluster.api.create(
-        "/apis/scheduling.k8s.io/v1/priorityclasses",
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": 100,
-            "preemptionPolicy": "Never",
-        },
-    )
+    cluster.api.create(m.PRIORITY_CLASSES, m.priority_class(name, 100, preemption_policy="Never"))
     try:
         start_scheduler()
         before = fill(cluster, namespace, pool)
@@ -284,7 +257,7 @@ def test_a_gang_whose_priority_class_never_preempts_waits(
         assert running_by_group(cluster, namespace) == before
         assert events_with(cluster, namespace, "Preempted") == []
     finally:
-        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+        cluster.api.delete(f"{m.PRIORITY_CLASSES}/{name}")
 
 
 def test_dry_run_evicts_nothing_and_shows_the_plan(
@@ -380,11 +353,7 @@ def test_victim_jobs_that_ignore_disruptions_recreate_their_pods_and_wait_whole(
     w.create_replicaset(
         cluster.api, namespace, "urgent", replicas=2, pool=pool, cpu="4", group="urgent"
     )
-    placed = wait_for(
-        lambda: running_by_group(cluster, namespace),
-        lambda found: len(found.get("urgent", ())) == 2,
-        describe="the urgent gang bound whole",
-    )
+    placed = urgent_whole(cluster, namespace)
     assert not placed.get("job-1")
     assert placed["job-2"] == before["job-2"]
     # The Job did not fail: it made its two pods again, and they wait whole.
@@ -492,11 +461,7 @@ def test_a_gang_held_back_by_its_queues_max_preempts_a_lower_gang_of_its_queue(
         w.create_replicaset(
             cluster.api, namespace, "urgent", replicas=2, pool=pool, cpu="4", group="urgent"
         )
-        placed = wait_for(
-            lambda: running_by_group(cluster, namespace),
-            lambda found: len(found.get("urgent", ())) == 2,
-            describe="the urgent gang bound whole within its queue's max",
-        )
+        placed = urgent_whole(cluster, namespace, why=" within its queue's max")
         assert placed.get("low-2") == before["low-2"]
         assert not placed.get("low-1"), placed  # evicted whole; its recreated pods wait
         wait_for(
@@ -522,16 +487,7 @@ def through_fault_proxy(
     test sees is the urgent gang's doing only.
     """
     never = f"low-never-{pool}"
-    cluster.api.create(
-        "/apis/scheduling.k8s.io/v1/priorityclasses",
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": never},
-            "value": 0,
-            "preemptionPolicy": "Never",
-        },
-    )
+    cluster.api.create(m.PRIORITY_CLASSES, m.priority_class(never, 0, preemption_policy="Never"))
     proxy = FaultProxy.start(
         upstream_port=cluster.state.ports["apiserver"], pki=Pki(cluster.pki_dir), directory=tmp_path
     )
@@ -550,7 +506,7 @@ def through_fault_proxy(
     finally:
         scheduler.stop()
         proxy.stop()
-        cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{never}")
+        cluster.api.delete(f"{m.PRIORITY_CLASSES}/{never}")
 
 
 def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
@@ -571,12 +527,7 @@ def test_a_refused_first_eviction_costs_its_gang_nothing_and_the_plan_moves_on(
         refusal = Rule("status", 1.0, ("create",), ("pods/eviction",), status=429, max_count=1)
         proxy.inject([refusal], seed=1)
         urgent(cluster, namespace, pool)
-        wait_for(
-            lambda: running_by_group(cluster, namespace),
-            lambda found: len(found.get("urgent", ())) == 2,
-            describe="the urgent gang bound whole after the refusal",
-            timeout=60,
-        )
+        urgent_whole(cluster, namespace, why=" after the refusal", timeout=60)
         assert proxy.stats()["faults"].get("status", 0) == 1
         told = [
             e["message"]
@@ -652,12 +603,7 @@ def test_a_refusal_halfway_through_a_victim_gang_gives_its_room_back_to_make_it_
         w.create_replicaset(
             cluster.api, namespace, "urgent", replicas=3, pool=pool, cpu="4", group="urgent"
         )
-        wait_for(
-            lambda: running_by_group(cluster, namespace),
-            lambda found: len(found.get("urgent", ())) == 3,
-            describe="the urgent gang bound whole after the refusal",
-            timeout=60,
-        )
+        urgent_whole(cluster, namespace, size=3, why=" after the refusal", timeout=60)
         assert proxy.stats()["faults"].get("status", 0) == 1
         (told,) = [
             e["message"]

@@ -16,6 +16,7 @@ from e2e import workloads as w
 from e2e.api import ApiError, Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound, condition, podgroup
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -49,32 +50,30 @@ def patch_queue(cluster: Cluster, name: str, spec: Json) -> None:
 
 
 def group_condition(cluster: Cluster, namespace: str, name: str) -> Json:
-    group = cluster.api.get(f"{w.PODGROUPS.format(ns=namespace)}/{name}")
-    for condition in group.get("status", {}).get("conditions", []):
-        if condition["type"] == "Unschedulable":
-            return dict(condition)
-    return {}
+    return condition(podgroup(cluster, namespace, name), "Unschedulable")
 
 
 def wait_group_waits(cluster: Cluster, namespace: str, name: str, reason: str) -> str:
     """Wait for the PodGroup's Unschedulable=True condition with ``reason``; its message."""
-    condition = wait_for(
+    found = wait_for(
         lambda: group_condition(cluster, namespace, name),
         lambda c: c.get("status") == "True" and c.get("reason") == reason,
         describe=f"PodGroup {namespace}/{name} Unschedulable with reason {reason}",
     )
-    return str(condition["message"])
+    return str(found["message"])
 
 
 def bound_pods(cluster: Cluster, namespace: str, group: str) -> list[Json]:
+    """The group's pods bound to a node and not finished."""
     return [
         p
-        for p in w.list_pods(cluster.api, namespace, f"{w.GROUP_LABEL}={group}")
-        if p["spec"].get("nodeName") and p["status"].get("phase") not in ("Succeeded", "Failed")
+        for p in bound(cluster, namespace, f"{w.GROUP_LABEL}={group}")
+        if p["status"].get("phase") not in ("Succeeded", "Failed")
     ]
 
 
-def wait_bound(cluster: Cluster, namespace: str, group: str, count: int) -> None:
+def wait_running(cluster: Cluster, namespace: str, group: str, count: int) -> None:
+    """Wait until at least ``count`` pods of the group are bound and not finished."""
     wait_for(
         lambda: len(bound_pods(cluster, namespace, group)),
         lambda n: n >= count,
@@ -161,7 +160,7 @@ def test_a_queue_at_max_waits_while_another_borrows_idle_capacity(
     free = make_queue("free")
     start_scheduler()
     gang(cluster, namespace, pool, "first", 2, capped)
-    wait_bound(cluster, namespace, "first", 2)
+    wait_running(cluster, namespace, "first", 2)
     gang(cluster, namespace, pool, "second", 2, capped)
     message = wait_group_waits(cluster, namespace, "second", "QueueMaxReached")
     assert message == f"queue {capped}: cpu 2 of max 2 in use, this group needs 2 more"
@@ -170,7 +169,7 @@ def test_a_queue_at_max_waits_while_another_borrows_idle_capacity(
     scheduled = next(c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled")
     assert scheduled["reason"] == "QueueMaxReached"
     gang(cluster, namespace, pool, "borrower", 4, free)
-    wait_bound(cluster, namespace, "borrower", 4)
+    wait_running(cluster, namespace, "borrower", 4)
     status = wait_for(
         lambda: queue_status(cluster, capped),
         lambda s: s.get("allocated", {}).get("cpu") == "2" and s.get("pendingGroups") == 1,
@@ -188,7 +187,7 @@ def test_a_queue_at_max_waits_while_another_borrows_idle_capacity(
     # Its own group finishing lets the waiting one in.
     for index in range(2):
         cluster.api.delete(f"/api/v1/namespaces/{namespace}/pods/first-{index}")
-    wait_bound(cluster, namespace, "second", 2)
+    wait_running(cluster, namespace, "second", 2)
 
 
 def test_a_closed_queue_admits_nothing_new_until_opened(
@@ -203,7 +202,7 @@ def test_a_closed_queue_admits_nothing_new_until_opened(
     queue = make_queue("team-b")
     start_scheduler()
     gang(cluster, namespace, pool, "running", 2, queue)
-    wait_bound(cluster, namespace, "running", 2)
+    wait_running(cluster, namespace, "running", 2)
     patch_queue(cluster, queue, {"state": "Closed"})
     gang(cluster, namespace, pool, "late", 2, queue)
     message = wait_group_waits(cluster, namespace, "late", "QueueClosed")
@@ -221,7 +220,7 @@ def test_a_closed_queue_admits_nothing_new_until_opened(
         describe=f"a QueueClosed event on queue {queue}",
     )
     patch_queue(cluster, queue, {"state": "Open"})
-    wait_bound(cluster, namespace, "late", 2)
+    wait_running(cluster, namespace, "late", 2)
 
 
 def test_a_namespace_the_queue_does_not_allow_cannot_spend_its_quota(
@@ -249,7 +248,7 @@ def test_a_namespace_the_queue_does_not_allow_cannot_spend_its_quota(
         content_type=MERGE,
     )
     patch_queue(cluster, queue, {"namespaceSelector": {"matchLabels": {"team": "a"}}})
-    wait_bound(cluster, namespace, "sneaky", 2)
+    wait_running(cluster, namespace, "sneaky", 2)
 
 
 def test_without_queue_objects_the_default_queue_just_works(
@@ -263,7 +262,7 @@ def test_without_queue_objects_the_default_queue_just_works(
     start_scheduler()
     w.create_queue(cluster.api, "default", weight=2)
     gang(cluster, namespace, pool, "before", 2, "default")
-    wait_bound(cluster, namespace, "before", 2)
+    wait_running(cluster, namespace, "before", 2)
     cluster.api.delete(f"{QUEUES}/default")
     wait_for(
         lambda: cluster.api.get_or_none(f"{QUEUES}/default"),
@@ -271,11 +270,11 @@ def test_without_queue_objects_the_default_queue_just_works(
         describe="the default Queue object gone",
     )
     gang(cluster, namespace, pool, "after", 2, "default")
-    wait_bound(cluster, namespace, "after", 2)
+    wait_running(cluster, namespace, "after", 2)
     # A group that names no queue at all is in default too.
     w.create_podgroup(cluster.api, namespace, "plain", 1)
     w.create_pod(cluster.api, namespace, "plain-0", pool=pool, cpu="1", group="plain")
-    wait_bound(cluster, namespace, "plain", 1)
+    wait_running(cluster, namespace, "plain", 1)
 
 
 @pytest.mark.parametrize(
@@ -326,4 +325,4 @@ def test_a_cycle_of_parents_is_reported_and_never_stops_the_loop(
         describe=f"queue {first} Active=False, QueueInvalid",
     )
     gang(cluster, namespace, pool, "fine", 2, healthy)
-    wait_bound(cluster, namespace, "fine", 2)
+    wait_running(cluster, namespace, "fine", 2)

@@ -23,6 +23,7 @@ from e2e import workloads as w
 from e2e.api import ApiError, Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests import helpers as h
 from e2e.training_operator import PYTORCHJOBS, TrainingOperator, install_pytorchjob_crd
 from e2e.waiting import wait_for
 
@@ -100,15 +101,12 @@ def wait_job_condition(cluster: Cluster, namespace: str, name: str, condition: s
     )
 
 
-def wait_group(
+def wait_operator_group(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:
     """The operator's PodGroup, once its status (upstream's schema) passes ``check``."""
-    return wait_for(
-        lambda: cluster.api.get(f"{w.XK8S_PODGROUPS.format(ns=namespace)}/{name}"),
-        lambda g: check(g.get("status") or {}),
-        describe=f"PodGroup {namespace}/{name} (scheduling.x-k8s.io): {what}",
-        timeout=OPERATOR_TIMEOUT_SECONDS,
+    return h.wait_their_group(
+        cluster, namespace, name, check, what, timeout=OPERATOR_TIMEOUT_SECONDS
     )
 
 
@@ -116,12 +114,10 @@ def job_pods(cluster: Cluster, namespace: str, name: str) -> list[Json]:
     return w.list_pods(cluster.api, namespace, f"training.kubeflow.org/job-name={name}")
 
 
-def show(cluster: Cluster, namespace: str, *commands: str) -> None:
+def show_job(cluster: Cluster, namespace: str, *commands: str) -> None:
     """What a person sees (``kubectl get ...`` in ``namespace``); the README quotes it."""
     for command in commands or ("podgroups.scheduling.x-k8s.io", "pods -o wide", "pytorchjobs"):
-        args = ["get", *command.split(), "-n", namespace]
-        out = cluster.kubectl(*args).stdout
-        print(f"\n$ kubectl {' '.join(args)}\n{out}", end="" if out.endswith("\n") else "\n")
+        h.show(cluster, namespace, "get", *command.split())
 
 
 def test_the_operators_webhook_is_live_and_refuses_an_invalid_job(
@@ -152,7 +148,7 @@ def test_the_operators_gang_is_placed_whole_and_the_job_runs_to_success(
         PYTORCHJOBS.format(ns=namespace), pytorchjob("mnist", workers=3, pool=pool, cpu="2")
     )
 
-    group = wait_group(
+    group = wait_operator_group(
         cluster,
         namespace,
         "mnist",
@@ -169,8 +165,8 @@ def test_the_operators_gang_is_placed_whole_and_the_job_runs_to_success(
         assert pod["metadata"]["labels"][w.XK8S_GROUP_LABEL] == "mnist", "set by the operator"
         assert pod["spec"].get("nodeName"), "all 4 bound"
     wait_job_condition(cluster, namespace, "mnist", "Running")
-    show(cluster, namespace)
-    show(cluster, namespace, "podgroups.scheduling.x-k8s.io mnist -o jsonpath={.spec}")
+    show_job(cluster, namespace)
+    show_job(cluster, namespace, "podgroups.scheduling.x-k8s.io mnist -o jsonpath={.spec}")
 
     # The master finishing is the job succeeding (KWOK plays the container's exit).
     (master,) = [p for p in pods if p["metadata"]["name"] == "mnist-master-0"]
@@ -181,7 +177,7 @@ def test_the_operators_gang_is_placed_whole_and_the_job_runs_to_success(
         content_type="application/merge-patch+json",
     )
     wait_job_condition(cluster, namespace, "mnist", "Succeeded")
-    show(cluster, namespace, "pytorchjobs")
+    show_job(cluster, namespace, "pytorchjobs")
 
 
 def test_the_operators_gang_waits_whole_until_it_fits(
@@ -201,7 +197,7 @@ def test_the_operators_gang_waits_whole_until_it_fits(
         PYTORCHJOBS.format(ns=namespace), pytorchjob("big", workers=3, pool=pool, cpu="3")
     )
 
-    wait_group(
+    wait_operator_group(
         cluster,
         namespace,
         "big",
@@ -225,11 +221,11 @@ def test_the_operators_gang_waits_whole_until_it_fits(
     assert len(pods) == 4, "the operator made every pod"
     assert not [p for p in pods if p["spec"].get("nodeName")], "none placed while 4 cannot fit"
     assert "Running" not in job_conditions(cluster, namespace, "big")
-    show(cluster, namespace)
+    show_job(cluster, namespace)
     print(f"\n(event on the PodGroup) {warning['type']} {warning['reason']}: {warning['message']}")
 
     add_nodes(1, cpu="4")
-    wait_group(
+    wait_operator_group(
         cluster,
         namespace,
         "big",
@@ -237,4 +233,4 @@ def test_the_operators_gang_waits_whole_until_it_fits(
         "Running once there is room",
     )
     wait_job_condition(cluster, namespace, "big", "Running")
-    show(cluster, namespace)
+    show_job(cluster, namespace)

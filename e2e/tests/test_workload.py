@@ -25,6 +25,8 @@ from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.processes import Process, free_port
 from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound as bound_pods
+from e2e.tests.helpers import pod_names, pod_scheduled, show
 from e2e.waiting import wait_for
 
 pytestmark = [
@@ -45,21 +47,8 @@ def gang(min_count: int) -> Json:
 BASIC: Json = {"basic": {}}
 
 
-def pod_scheduled(pod: Json) -> Json:
-    for item in (pod.get("status") or {}).get("conditions") or []:
-        if item["type"] == "PodScheduled":
-            return dict(item)
-    return {}
-
-
-def pods(cluster: Cluster, namespace: str) -> list[Json]:
-    return w.list_pods(cluster.api, namespace)
-
-
-def bound(cluster: Cluster, namespace: str) -> list[str]:
-    return sorted(
-        p["metadata"]["name"] for p in pods(cluster, namespace) if p["spec"].get("nodeName")
-    )
+def bound_names(cluster: Cluster, namespace: str) -> list[str]:
+    return pod_names(bound_pods(cluster, namespace))
 
 
 def create_members(
@@ -90,12 +79,6 @@ def wait_workload_event(
     )
     assert event["involvedObject"]["apiVersion"] == w.WORKLOAD_API_VERSION
     return event
-
-
-def show(cluster: Cluster, namespace: str, *verb: str) -> None:
-    args = [*verb, "-n", namespace]
-    out = cluster.kubectl(*args).stdout
-    print(f"\n$ kubectl {' '.join(args)}\n{out}", end="")
 
 
 def test_the_shape_read_is_the_api_server_s(cluster: Cluster) -> None:
@@ -137,7 +120,7 @@ def test_a_gang_of_four_is_placed_whole(
     )
 
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="the four members bound",
     )
@@ -188,14 +171,14 @@ def test_a_gang_without_room_waits_whole_and_says_so_then_runs(
             describe=f"pod {name}: PodScheduled=False, Unschedulable",
         )
         assert "Workload " + namespace + "/train podGroup workers" in pod_scheduled(pod)["message"]
-    assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
+    assert bound_names(cluster, namespace) == [], "no member placed while the gang cannot fit"
     show(cluster, namespace, "get", "pods")
     show(cluster, namespace, "describe", "workload", "train")
     show(cluster, namespace, "get", "pod", names[0], "-o", "jsonpath={.status.conditions}")
 
     add_nodes(1, cpu="1")
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="all four bound once a node is added",
     )
@@ -236,7 +219,7 @@ def test_each_replica_key_is_a_gang_of_its_own(
         )
 
     placed = wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda names: len(names) == 4,
         describe="one replica's gang bound",
     )
@@ -254,7 +237,7 @@ def test_each_replica_key_is_a_gang_of_its_own(
         f"replica {loser} cannot fit whole",
     )
     # Two free slots are not four: the other replica's members stay unbound.
-    assert len(bound(cluster, namespace)) == 4
+    assert len(bound_names(cluster, namespace)) == 4
     show(cluster, namespace, "get", "pods", "-o", "wide")
 
 
@@ -273,7 +256,7 @@ def test_basic_policy_pods_are_placed_alone(
     )
 
     placed = wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda done: len(done) == 2,
         describe="two of three placed, each on its own",
     )
@@ -310,7 +293,7 @@ def test_a_pod_naming_a_workload_not_yet_created_waits_for_it(
 
     w.create_workload(cluster.api, namespace, "later", {"workers": gang(2)})
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == names,
         describe="both bound once the Workload exists",
     )
@@ -376,7 +359,7 @@ def test_kube_scheduler_s_gang_plugin_leaves_our_pods_to_us(
     # kube-scheduler is running and its gang plugin placed the gang meant for it,
     # created after ours: it saw ours and left them.
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == theirs,
         describe="kube-scheduler placed its own gang",
     )
@@ -385,7 +368,7 @@ def test_kube_scheduler_s_gang_plugin_leaves_our_pods_to_us(
 
     start_scheduler()
     wait_for(
-        lambda: bound(cluster, namespace),
+        lambda: bound_names(cluster, namespace),
         lambda placed: placed == sorted(ours + theirs),
         describe="coscheduler placed ours",
     )

@@ -16,6 +16,7 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
+from e2e.tests import helpers as h
 from e2e.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
@@ -32,37 +33,22 @@ UPSTREAM_STATUS_FIELDS = {
 
 
 def their_group(cluster: Cluster, namespace: str, name: str) -> Json:
-    return cluster.api.get(f"{w.XK8S_PODGROUPS.format(ns=namespace)}/{name}")
+    return h.podgroup(cluster, namespace, name, xk8s=True)
 
 
 def wait_status(
     cluster: Cluster, namespace: str, name: str, check: Callable[[Json], bool], what: str
 ) -> Json:
-    group = wait_for(
-        lambda: their_group(cluster, namespace, name),
-        lambda g: check(g.get("status") or {}),
-        describe=f"PodGroup {namespace}/{name} (scheduling.x-k8s.io): {what}",
-    )
-    status: Json = group["status"]
+    status: Json = h.wait_their_group(cluster, namespace, name, check, what)["status"]
     assert set(status) <= UPSTREAM_STATUS_FIELDS, "only their schema's fields are kept"
     assert status["phase"] in UPSTREAM_PHASES
     return status
 
 
-def bound(cluster: Cluster, namespace: str) -> list[Json]:
-    return [p for p in w.list_pods(cluster.api, namespace) if p["spec"].get("nodeName")]
-
-
-def show(cluster: Cluster, namespace: str, describe: str | None = None) -> None:
+def show_groups(cluster: Cluster, namespace: str, describe: str | None = None) -> None:
     """What a person sees: ``kubectl get``, or ``describe`` of one group; the README quotes it."""
-    verb = (
-        ["describe", "podgroups.scheduling.x-k8s.io", describe]
-        if describe
-        else ["get", "podgroups.scheduling.x-k8s.io"]
-    )
-    args = [*verb, "-n", namespace]
-    out = cluster.kubectl(*args).stdout
-    print(f"\n$ kubectl {' '.join(args)}\n{out}", end="")
+    kind = "podgroups.scheduling.x-k8s.io"
+    h.show(cluster, namespace, *(["describe", kind, describe] if describe else ["get", kind]))
 
 
 def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
@@ -94,10 +80,10 @@ def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
         lambda s: s.get("phase") == "Running" and s.get("running") == 4,
         "Running, 4 running",
     )
-    assert len(bound(cluster, namespace)) == 4
+    assert len(h.bound(cluster, namespace)) == 4
     assert status["occupiedBy"] == f"{namespace}/train"
     assert status["scheduleStartTime"]
-    show(cluster, namespace)
+    show_groups(cluster, namespace)
 
     status = wait_status(
         cluster,
@@ -107,7 +93,7 @@ def test_a_gang_is_placed_whole_and_its_status_written_in_their_schema(
         "Finished once the Job's pods succeed",
     )
     assert (status.get("succeeded"), status.get("running", 0)) == (4, 0)
-    show(cluster, namespace)
+    show_groups(cluster, namespace)
 
 
 def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
@@ -155,9 +141,9 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
         describe="a FailedScheduling event on the x-k8s.io PodGroup about room",
     )
     assert "Insufficient cpu" in warning["message"]
-    assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
-    show(cluster, namespace)
-    show(cluster, namespace, describe="big")
+    assert h.bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
+    show_groups(cluster, namespace)
+    show_groups(cluster, namespace, describe="big")
 
     add_nodes(1, cpu="4")  # now each member has a node
     wait_status(
@@ -167,7 +153,7 @@ def test_a_gang_that_cannot_fit_waits_whole_and_says_so(
         lambda s: s.get("phase") == "Running" and s.get("running") == 3,
         "Running once there is room",
     )
-    assert len(bound(cluster, namespace)) == 3
+    assert len(h.bound(cluster, namespace)) == 3
 
 
 def test_ours_wins_a_name_held_in_both_apis(
@@ -197,5 +183,5 @@ def test_ours_wins_a_name_held_in_both_apis(
         lambda g: (g.get("status") or {}).get("phase") == "Running",
         describe="our PodGroup Running with minMember 2",
     )
-    assert len(bound(cluster, namespace)) == 2
+    assert len(h.bound(cluster, namespace)) == 2
     assert "status" not in their_group(cluster, namespace, "both"), "the shadowed one untouched"

@@ -32,7 +32,7 @@ from tests.informed import Informed
 Json = dict[str, Any]
 
 #: ``HYPOTHESIS_PROFILE=explore`` searches at random, five times longer; otherwise
-#: every run tries the same examples (as tests/core's profiles).
+#: every run tries the same examples (as the profiles of tests/hypothesis_profiles.py).
 EXPLORE = os.environ.get("HYPOTHESIS_PROFILE") == "explore"
 
 

@@ -1,12 +1,14 @@
 """api/adapters/xk8s.py: scheduler-plugins' PodGroup read as ours, and our status written as theirs.
 
-Also the shipped CRD: its structure is upstream's (compared with the copy the
-benchmark's build keeps, when it has been built) and its fields are the models'.
+Also the shipped CRD: its structure is upstream's (compared with upstream's own
+file, kept in tests/upstream/) and its fields are the models'.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from bench.build import reference_podgroup_crd
+from bench.build import REFERENCE_CRDS, SCHEDULER_PLUGINS, reference_podgroup_crd
 from coscheduler.api.adapters import ADAPTERS, sigs, xk8s
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
@@ -30,6 +32,8 @@ from tests.builders import pod_object, podgroup_object
 ADAPTER = xk8s.ADAPTER
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 CRD_PATH = Path(__file__).parents[2] / "crds" / "xk8s-podgroups.yaml"
+UPSTREAM = Path(__file__).parents[1] / "upstream"
+UPSTREAM_CRD = UPSTREAM / "scheduler-plugins-coscheduling-crd.yaml"
 START = datetime.datetime(2026, 11, 25, 1, 2, 3, tzinfo=datetime.UTC)
 
 
@@ -278,10 +282,20 @@ def structure(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_crd_has_upstream_s_structure() -> None:
-    upstream = reference_podgroup_crd()
-    if not upstream.is_file():
-        pytest.skip(f"upstream's CRD is copied by the benchmark's build ({upstream} is missing)")
-    assert structure(load(CRD_PATH)) == structure(load(upstream))
+    assert structure(load(CRD_PATH)) == structure(load(UPSTREAM_CRD))
+
+
+def test_the_kept_upstream_crd_is_the_benchmark_s_reference_untouched() -> None:
+    """tests/upstream/README.md names the file's version, path and digest: the benchmark's."""
+    lines = (UPSTREAM / "README.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith(f"| `{UPSTREAM_CRD.name}`"))
+    version, path, digest = (cell.strip(" `") for cell in row.strip("|").split("|")[2:5])
+    assert (version, path) == (SCHEDULER_PLUGINS, REFERENCE_CRDS[0])
+    assert re.fullmatch("[0-9a-f]{64}", digest)
+    assert hashlib.sha256(UPSTREAM_CRD.read_bytes()).hexdigest() == digest, "edited: re-copy it"
+    built = reference_podgroup_crd()  # the benchmark's build copies the same file, if built
+    if built.is_file():
+        assert built.read_bytes() == UPSTREAM_CRD.read_bytes()
 
 
 def wire_names(model: type[BaseModel]) -> set[str]:
