@@ -414,13 +414,13 @@ def test_the_kept_bound_is_never_above_a_running_groups_priority(
     for name in dropped & set(policies):
         scheduler.remove_group("default", name)
     running = running_groups(
-        scheduler._pods.values(),
+        scheduler.pods(),
         scheduler.snapshot,
         scheduler.group_of,
         scheduler.policy,
         GroupKey("default", "nobody"),
     )
-    lowest = scheduler._running_priorities.lowest()
+    lowest = scheduler.lowest_running_priority()
     if running:
         assert lowest is not None
         assert lowest <= min(group.priority for group in running)
