@@ -4,6 +4,7 @@
 finds the smallest sufficient set by simulating the planner's own attempt.
 """
 
+from coscheduler.core.preemption.running import RunningPriorities, running_groups
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
     Admits,
@@ -16,8 +17,6 @@ from coscheduler.core.preemption.tracker import (
     Order,
     Preemptions,
     PreemptionSettings,
-    RunningPriorities,
-    running_groups,
 )
 from coscheduler.core.preemption.victims import (
     Cost,
