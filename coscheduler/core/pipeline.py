@@ -15,7 +15,8 @@ The scheduler pops a group from its queue and hands its standing members
 5. volumes for the placed members' first-consumer claims, or the placement
    undone;
 6. preemption (:meth:`~coscheduler.core.preemption.Preemptions.settle`):
-   the hold, or a victim search for a group that failed for room;
+   the hold, or a victim search for a group that failed for room; an order
+   to evict (or a plan to tell) travels with the decision;
 7. the time of the first attempt (for ``scheduleTimeoutSeconds``).
 
 The scheduler then files the bindings' pods as bound and tells the queue
@@ -30,10 +31,12 @@ from collections.abc import Callable
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.accounting import Accounts
+from coscheduler.core.decision import Decision
 from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Membership
-from coscheduler.core.planner import Decision, plan
+from coscheduler.core.planner import plan
 from coscheduler.core.preemption import (
+    Admits,
     Preemptions,
     Preemptor,
     RunningPriorities,
@@ -44,6 +47,7 @@ from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import VolumeAction
 from coscheduler.core.status import Code, Status
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.victims import RunningGroup, VictimRule
 from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
 __all__ = ["Pipeline"]
@@ -95,27 +99,11 @@ class Pipeline:
             decision = self.accounts.max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
-        membership = self.membership
-        self.preemptions.settle(
-            self.snapshot,
-            decision,
-            now,
-            lambda: self._preemptor(key, pending, bound),
-            lambda: running_groups(
-                membership.pods.values(),
-                self.snapshot,
-                membership.group_of,
-                membership.policy,
-                key,
-                membership.queue_name,
-                self.preemptions.doomed,
-            ),
-            strategy=self.strategy,
-            weights=dict(self.weights),
-            reclaim=self.accounts.reclaim_rule if accounting else None,
-            admits=self.accounts.admits_rule,
-            lowest=self.running_priorities.lowest(),
+        order = self.preemptions.settle(
+            self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )
+        if order is not None:
+            decision = dataclasses.replace(decision, preemption=order)
         if decision.admitted:
             self.first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -199,16 +187,57 @@ class Pipeline:
             actions.extend(assigned)
         return dataclasses.replace(decision, volume_actions=tuple(actions)) if actions else decision
 
-    def _preemptor(
-        self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]
-    ) -> Preemptor | None:
-        policy = self.membership.policy(key)
+
+@dataclasses.dataclass(slots=True)
+class _Attempted:
+    """What preemption asks about the group just tried (its ``Attempted``)."""
+
+    pipeline: Pipeline
+    key: GroupKey
+    pending: list[PodInfo]
+    bound: list[PodInfo]
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.pipeline.strategy
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return dict(self.pipeline.weights)
+
+    @property
+    def lowest(self) -> int | None:
+        return self.pipeline.running_priorities.lowest()
+
+    def preemptor(self) -> Preemptor | None:
+        pipeline, pending = self.pipeline, self.pending
+        policy = pipeline.membership.policy(self.key)
         if policy is None or not pending:
             return None
         if any(pod.claims for pod in pending):
-            used = self.membership.claim_used_by_other
-            pending = [self.volumes.resolve(pod, used) for pod in pending]
+            used = pipeline.membership.claim_used_by_other
+            pending = [pipeline.volumes.resolve(pod, used) for pod in pending]
         priority = policy.priority
         if priority is None:
             priority = max(pod.priority for pod in pending)
-        return Preemptor(policy, pending, bound, priority, self.membership.queue_name(key))
+        return Preemptor(
+            policy, pending, self.bound, priority, pipeline.membership.queue_name(self.key)
+        )
+
+    def running(self) -> list[RunningGroup]:
+        membership = self.pipeline.membership
+        return running_groups(
+            membership.pods.values(),
+            self.pipeline.snapshot,
+            membership.group_of,
+            membership.policy,
+            self.key,
+            membership.queue_name,
+            self.pipeline.preemptions.doomed,
+        )
+
+    def reclaim(self, who: Preemptor) -> VictimRule | None:
+        return self.pipeline.accounts.reclaim_rule(who)
+
+    def admits(self, who: Preemptor) -> Admits | None:
+        return self.pipeline.accounts.admits_rule(who)

@@ -50,67 +50,22 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
+from coscheduler.core.decision import Decision
 from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding, Statement, VolumeAction
+from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
 from coscheduler.core.strategy import Strategy
 from coscheduler.core.trial import Failure, run_trial, runs
 
 __all__ = ["Decision", "member_order", "plan"]
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The outcome of one attempt for one group.
-
-    ``bindings`` are assumed in the snapshot already; the runtime binds them
-    and reports a failed one back (``forget``). ``bound`` is how many members
-    were bound before the attempt, ``needed`` how many more were needed to
-    reach ``minMember`` and the role minimums, ``admitted`` whether the group
-    holds them after this decision, ``pending`` the keys (namespace/name) of
-    the members still pending afterwards, and ``unplaced`` why the members left
-    pending by an admitted group did not fit (a failed attempt's ``status``
-    says it for all of its members).
-    """
-
-    group: GroupKey
-    status: Status
-    bindings: tuple[Binding, ...] = ()
-    members: int = 0
-    bound: int = 0
-    needed: int = 0
-    admitted: bool = False
-    pending: tuple[str, ...] = ()
-    unplaced: Status | None = None
-    #: Claims to bind or provision before any binding (see :mod:`~coscheduler.core.volumes`).
-    volume_actions: tuple[VolumeAction, ...] = ()
-    #: The exception that ended the attempt (``InternalError``), for the log's traceback.
-    error: Exception | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status.ok
-
-    @property
-    def why_pending(self) -> Status | None:
-        """Why the members in ``pending`` still wait; None when none does.
-
-        Every pending member of ours gets a reason after an attempt: those of a
-        failed attempt share its status, those left over by an admitted group
-        (beyond ``minMember``, or of a group already running) get ``unplaced``.
-        """
-        if not self.pending:
-            return None
-        return self.unplaced or (None if self.status.ok else self.status)
 
 
 def member_order(pod: PodInfo) -> tuple[int, float, str]:

@@ -105,7 +105,7 @@ class Preempter:
     # -- after each decision --------------------------------------------------
 
     def annotate(self, decision: Decision) -> Decision:
-        """Carry out the orders of this decision; the decision as the group should tell it."""
+        """Carry out this decision's preemption order; the decision as the group should tell it."""
         preemptions = self._scheduler.preemptions
         counts = preemptions.take_counts()
         if counts:
@@ -117,8 +117,8 @@ class Preempter:
         for key, since in preemptions.take_placed():
             self._metrics.preemption_to_placed.observe(max(0.0, now - since))
             self._notes.pop(key, None)
-        for order in preemptions.take_orders():
-            self._take(order)
+        if decision.preemption is not None:
+            self._take(decision.preemption)
         key = decision.group
         if decision.admitted:
             self._notes.pop(key, None)

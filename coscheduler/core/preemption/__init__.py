@@ -4,21 +4,21 @@
 finds the smallest sufficient set by simulating the planner's own attempt.
 """
 
+from coscheduler.core.decision import Order, PreemptionPlan
 from coscheduler.core.preemption.running import RunningPriorities, running_groups
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
     Admits,
-    PreemptionPlan,
     Preemptor,
     find_plan,
 )
 from coscheduler.core.preemption.tracker import (
+    Attempted,
     Mode,
-    Order,
     Preemptions,
     PreemptionSettings,
 )
-from coscheduler.core.preemption.victims import (
+from coscheduler.core.victims import (
     Cost,
     RunningGroup,
     Victim,
@@ -30,6 +30,7 @@ from coscheduler.core.preemption.victims import (
 __all__ = [
     "DEFAULT_BUDGET",
     "Admits",
+    "Attempted",
     "Cost",
     "Mode",
     "Order",

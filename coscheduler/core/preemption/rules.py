@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption.search import Preemptor
-from coscheduler.core.preemption.victims import Victim, VictimRule, lower_priority
+from coscheduler.core.victims import Victim, VictimRule, lower_priority
 
 __all__ = ["victim_rule"]
 

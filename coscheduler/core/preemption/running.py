@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
-from coscheduler.core.preemption.victims import RunningGroup, running_since
 from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.victims import RunningGroup, running_since
 
 __all__ = ["RunningPriorities", "running_groups"]
 

@@ -1,7 +1,7 @@
 """The victim search: the smallest disruption that lets a whole gang fit.
 
 :func:`find_plan` is given a group that does not fit (the preemptor), the
-groups running now and a :data:`~coscheduler.core.preemption.victims.VictimRule`,
+groups running now and a :data:`~coscheduler.core.victims.VictimRule`,
 and answers with a :class:`PreemptionPlan`: the victims, and where the
 preemptor's members would go once they are gone; or no plan, and why. It
 evicts nothing: each candidate set is *simulated* by taking the victims'
@@ -12,7 +12,7 @@ The snapshot is exactly as before when it returns.
 
 The search, each step one *trial* of the preemptor's gang:
 
-1. The units (:func:`~coscheduler.core.preemption.victims.victim_units`)
+1. The units (:func:`~coscheduler.core.victims.victim_units`)
    that the rule allows and that sit where the preemptor could go, ordered
    by their cost: members above a gang's minimum and lone pods before whole
    gangs (fewest gangs broken), then lowest priority, least running time
@@ -46,10 +46,13 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.decision import PreemptionPlan
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import plan
-from coscheduler.core.preemption.victims import (
-    Cost,
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import Binding
+from coscheduler.core.strategy import Strategy
+from coscheduler.core.victims import (
     RunningGroup,
     Victim,
     VictimRule,
@@ -57,9 +60,6 @@ from coscheduler.core.preemption.victims import (
     plan_cost,
     victim_units,
 )
-from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding
-from coscheduler.core.strategy import Strategy
 
 __all__ = ["DEFAULT_BUDGET", "NEVER", "Admits", "PreemptionPlan", "Preemptor", "find_plan"]
 
@@ -86,43 +86,6 @@ class Preemptor:
     @property
     def key(self) -> GroupKey:
         return self.policy.key
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionPlan:
-    """What to evict so the preemptor fits, or why nothing will be.
-
-    ``nominated`` is where the preemptor's members go once the victims are
-    gone (the planner's bindings in the last trial of exactly these victims).
-    ``exhausted``: the budget ran out, so the plan is sufficient but perhaps
-    not the smallest. ``summary`` says it for people.
-    """
-
-    preemptor: GroupKey
-    victims: tuple[Victim, ...] = ()
-    nominated: tuple[Binding, ...] = ()
-    cost: Cost | None = None
-    trials: int = 0
-    exhausted: bool = False
-    summary: str = ""
-    #: The preemptor's priority.
-    priority: int = 0
-    #: Whether there is anything to tell: False when no running pod could be
-    #: a victim at all (the common case of a full cluster of equals).
-    worth_telling: bool = True
-
-    @property
-    def found(self) -> bool:
-        return bool(self.victims)
-
-    @property
-    def pods(self) -> tuple[PodInfo, ...]:
-        """Every pod to evict, once each."""
-        seen: dict[str, PodInfo] = {}
-        for victim in self.victims:
-            for pod in victim.pods:
-                seen.setdefault(pod.uid, pod)
-        return tuple(seen.values())
 
 
 @dataclass(slots=True)

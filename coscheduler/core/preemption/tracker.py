@@ -18,8 +18,9 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
      (:func:`~coscheduler.core.preemption.search.find_plan`). With a plan
      and ``on``, the preemptor's members are *nominated*: each is assumed
      on its planned node under a placeholder uid (so the room counts as
-     taken, whoever looks), and the runtime gets an order to evict. With
-     ``dry-run`` the runtime gets the plan to show, nothing is held.
+     taken, whoever looks), and the decision carries an order to evict
+     (:class:`~coscheduler.core.decision.Order`). With ``dry-run`` it carries
+     the plan to show, nothing is held.
 
 Cost: collecting the running groups (:func:`~.running.running_groups`) visits
 every pod (at 20,000 running pods, tens of milliseconds). So a group that could
@@ -58,34 +59,31 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
+from coscheduler.core.decision import Decision, Order, PreemptionPlan
 from coscheduler.core.group import GroupKey
-from coscheduler.core.planner import Decision
 from coscheduler.core.preemption.rules import victim_rule
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
     Admits,
-    PreemptionPlan,
     Preemptor,
     find_plan,
-)
-from coscheduler.core.preemption.victims import (
-    RunningGroup,
-    VictimRule,
 )
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
 from coscheduler.core.strategy import Strategy
+from coscheduler.core.victims import RunningGroup, VictimRule
 
 __all__ = [
+    "Attempted",
     "Hold",
     "Mode",
-    "Order",
     "PreemptionSettings",
     "Preemptions",
     "Restore",
@@ -119,13 +117,34 @@ class PreemptionSettings:
     hold_seconds: float = 300.0
 
 
-@dataclass(frozen=True, slots=True)
-class Order:
-    """For the runtime: carry out ``plan`` (evict) or only show it (dry-run, or no plan)."""
+class Attempted(Protocol):
+    """What :meth:`Preemptions.settle` asks about the group just tried, and its queue."""
 
-    plan: PreemptionPlan
-    evict: bool
-    decided: float
+    @property
+    def strategy(self) -> Strategy:
+        """How nodes are ranked in the search's trials (as in the attempt)."""
+
+    @property
+    def weights(self) -> Mapping[str, float] | None:
+        """Per resource scoring weights (as in the attempt)."""
+
+    @property
+    def lowest(self) -> int | None:
+        """No running group has a lower priority (:meth:`RunningPriorities.lowest`;
+        None: unknown)."""
+
+    def preemptor(self) -> Preemptor | None:
+        """The group as a preemptor (None: it has no policy or nothing pending)."""
+
+    def running(self) -> Iterable[RunningGroup]:
+        """Every group running now (where victims come from)."""
+
+    def reclaim(self, who: Preemptor) -> VictimRule | None:
+        """For a preemptor whose queue may take back what other queues borrowed, the rule
+        for victims of those queues (any priority); None otherwise."""
+
+    def admits(self, who: Preemptor) -> Admits | None:
+        """Whether its queue takes it once given victims are gone (None: no accounting)."""
 
 
 @dataclass(slots=True)
@@ -176,7 +195,6 @@ class Preemptions:
         #: Pods an order to evict was given for, not yet gone: uid -> (preemptor, since).
         self._doomed: dict[str, tuple[GroupKey, float]] = {}
         self._memory: dict[GroupKey, _Memory] = {}
-        self._orders: list[Order] = []
         self._placed: list[tuple[GroupKey, float]] = []
         #: When the running groups were last collected, and their lowest priority.
         self._floor: tuple[float, int] | None = None
@@ -212,10 +230,6 @@ class Preemptions:
                     return node
         return None
 
-    def take_orders(self) -> list[Order]:
-        orders, self._orders = self._orders, []
-        return orders
-
     def take_counts(self) -> Counter[str]:
         counts, self.counts = self.counts, Counter()
         return counts
@@ -236,28 +250,10 @@ class Preemptions:
                 held.lifted = True
 
     def settle(
-        self,
-        snapshot: Snapshot,
-        decision: Decision,
-        now: float,
-        preemptor: Callable[[], Preemptor | None],
-        running: Callable[[], Iterable[RunningGroup]],
-        *,
-        strategy: Strategy = Strategy.MOST_ALLOCATED,
-        weights: dict[str, float] | None = None,
-        reclaim: Callable[[Preemptor], VictimRule | None] | None = None,
-        admits: Callable[[Preemptor], Admits | None] | None = None,
-        lowest: int | None = None,
-    ) -> None:
-        """After the group's attempt (see the module docstring).
-
-        ``reclaim`` gives, for a preemptor whose queue may take back what other
-        queues borrowed, the rule for victims of those queues (any priority).
-        ``admits`` gives, for a preemptor, whether its queue takes it once
-        given victims are gone (None: no queue accounting). ``lowest``: no
-        running group has a lower priority (:meth:`RunningPriorities.lowest`;
-        None: unknown).
-        """
+        self, snapshot: Snapshot, decision: Decision, now: float, attempted: Attempted
+    ) -> Order | None:
+        """After the group's attempt (see the module docstring); the order to give the
+        runtime with the decision, if there is one (a plan to carry out, or to tell)."""
         key = decision.group
         self._settle_restores(snapshot, key, len(decision.bindings))
         hold = self._holds.pop(key, None)
@@ -265,7 +261,7 @@ class Preemptions:
             if hold is not None:
                 self._placed.append((key, hold.since))
             self._memory.pop(key, None)
-            return
+            return None
         wants_room = _wants_room(decision)
         who: Preemptor | None = None
         if hold is not None and wants_room:
@@ -273,19 +269,20 @@ class Preemptions:
             # victims are gone: not when another of the queue's groups took the quota.
             alive = any(snapshot.node_of(uid) is not None for uid in hold.victims)
             if alive and now - hold.since < self.settings.hold_seconds:
-                who = preemptor()
-                still = admits(who) if admits is not None and who is not None else None
+                who = attempted.preemptor()
+                still = attempted.admits(who) if who is not None else None
                 if still is None or still(hold.plan.victims):
                     self._hold(snapshot, key, hold)
-                    return
+                    return None
         if self.settings.mode is Mode.OFF or not wants_room:
-            return
-        who = who or preemptor()
+            return None
+        who = who or attempted.preemptor()
         if who is None:
-            return
-        reclaiming = reclaim(who) if reclaim is not None else None
+            return None
+        reclaiming = attempted.reclaim(who)
+        lowest = attempted.lowest
         if reclaiming is None and lowest is not None and who.priority <= lowest:
-            return  # nothing runs below it: a cluster of equals pays nothing
+            return None  # nothing runs below it: a cluster of equals pays nothing
         floor = self._floor
         if (
             reclaiming is None
@@ -293,8 +290,8 @@ class Preemptions:
             and now - floor[0] < FLOOR_SECONDS
             and who.priority <= floor[1]
         ):
-            return  # nothing ran below it a moment ago
-        groups = list(running())
+            return None  # nothing ran below it a moment ago
+        groups = list(attempted.running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
         memory = self._memory.setdefault(key, _Memory())
         doubly: set[GroupKey] = set()
@@ -305,9 +302,9 @@ class Preemptions:
             now if self.wall_clock is None else self.wall_clock(),
             rule=victim_rule(who, memory.spared, self.budgets.values(), reclaiming, doubly),
             budget=self.settings.budget,
-            strategy=strategy,
-            weights=weights,
-            admits=admits(who) if admits is not None else None,
+            strategy=attempted.strategy,
+            weights=attempted.weights,
+            admits=attempted.admits(who),
             anywhere=_waits_for_quota(decision),
         )
         if not plan.found and doubly:
@@ -321,11 +318,12 @@ class Preemptions:
         self.counts["attempts"] += 1
         self.counts["found" if plan.found else "none"] += 1
         evict = plan.found and self.settings.mode is Mode.ON
+        order = None
         if plan.summary != memory.last_summary or evict:
-            self._orders.append(Order(plan, evict, now))
+            order = Order(plan, evict, now)
             memory.last_summary = plan.summary
         if not evict:
-            return
+            return order
         pending = {pod.uid: pod for pod in who.pending}
         placeholders = tuple(
             (dataclasses.replace(pending[b.uid], uid=b.uid + NOMINATED), b.node)
@@ -336,6 +334,7 @@ class Preemptions:
         victims = frozenset(pod.uid for pod in plan.pods)
         self._doomed.update(dict.fromkeys(victims, (key, now)))
         self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
+        return order
 
     # -- what the runtime reports ----------------------------------------------
 
