@@ -43,10 +43,10 @@ from coscheduler.core.preemption import (
     running_groups,
 )
 from coscheduler.core.quota import Quotas
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import VolumeAction
 from coscheduler.core.status import Code, Status
-from coscheduler.core.strategy import Strategy
 from coscheduler.core.victims import RunningGroup, VictimRule
 from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
@@ -61,8 +61,7 @@ class Pipeline:
     """The steps of one attempt (module docstring), over the scheduler's parts."""
 
     clock: Callable[[], float]
-    strategy: Strategy
-    weights: dict[str, float]
+    scoring: Scoring
     snapshot: Snapshot
     membership: Membership
     accounts: Accounts
@@ -150,8 +149,7 @@ class Pipeline:
             self.membership.policy(key),
             pending,
             bound,
-            strategy=self.strategy,
-            weights=self.weights,
+            scoring=self.scoring,
             elapsed=elapsed,
         )
 
@@ -198,12 +196,8 @@ class _Attempted:
     bound: list[PodInfo]
 
     @property
-    def strategy(self) -> Strategy:
-        return self.pipeline.strategy
-
-    @property
-    def weights(self) -> dict[str, float]:
-        return dict(self.pipeline.weights)
+    def scoring(self) -> Scoring:
+        return self.pipeline.scoring
 
     @property
     def lowest(self) -> int | None:

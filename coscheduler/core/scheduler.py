@@ -45,6 +45,7 @@ from coscheduler.core.preemption import (
 )
 from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
 from coscheduler.core.quota import QueuePolicy, Quotas
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
 from coscheduler.core.status import Code
@@ -100,8 +101,7 @@ class Scheduler:
         self._running_priorities = RunningPriorities()
         self._pipeline = Pipeline(
             clock,
-            settings.strategy,
-            dict(settings.weights),
+            Scoring(settings.strategy, dict(settings.weights)),
             self.snapshot,
             self._membership,
             self._accounts,

@@ -49,9 +49,9 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.decision import PreemptionPlan
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import plan
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
-from coscheduler.core.strategy import Strategy
 from coscheduler.core.victims import (
     RunningGroup,
     Victim,
@@ -71,6 +71,8 @@ Admits = Callable[[Sequence[Victim]], bool]
 DEFAULT_BUDGET = 40
 #: ``spec.preemptionPolicy`` of a pod that waits rather than evict anyone.
 NEVER = "Never"
+#: Most-allocated, every resource weighing 1.
+_DEFAULT = Scoring()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +94,7 @@ class Preemptor:
 class _Search:
     snapshot: Snapshot
     preemptor: Preemptor
-    strategy: Strategy
-    weights: Mapping[str, float] | None
+    scoring: Scoring
     budget: int
     #: Whether the resource sums alone rule these units out (no trial needed).
     hopeless: Callable[[Sequence[Victim]], bool]
@@ -119,8 +120,7 @@ class _Search:
             self.preemptor.policy,
             self.preemptor.pending,
             self.preemptor.bound,
-            strategy=self.strategy,
-            weights=self.weights,
+            scoring=self.scoring,
         )
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
@@ -153,8 +153,7 @@ def find_plan(
     *,
     rule: VictimRule | None = None,
     budget: int = DEFAULT_BUDGET,
-    strategy: Strategy = Strategy.MOST_ALLOCATED,
-    weights: Mapping[str, float] | None = None,
+    scoring: Scoring = _DEFAULT,
     admits: Admits | None = None,
     anywhere: bool = False,
 ) -> PreemptionPlan:
@@ -195,8 +194,7 @@ def find_plan(
     search = _Search(
         snapshot,
         preemptor,
-        strategy,
-        weights,
+        scoring,
         max(1, budget),
         lambda units: bool(room.short(room.plus(free, units))),
         admits,

@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -75,9 +75,9 @@ from coscheduler.core.preemption.search import (
     Preemptor,
     find_plan,
 )
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
-from coscheduler.core.strategy import Strategy
 from coscheduler.core.victims import RunningGroup, VictimRule
 
 __all__ = [
@@ -121,12 +121,8 @@ class Attempted(Protocol):
     """What :meth:`Preemptions.settle` asks about the group just tried, and its queue."""
 
     @property
-    def strategy(self) -> Strategy:
+    def scoring(self) -> Scoring:
         """How nodes are ranked in the search's trials (as in the attempt)."""
-
-    @property
-    def weights(self) -> Mapping[str, float] | None:
-        """Per resource scoring weights (as in the attempt)."""
 
     @property
     def lowest(self) -> int | None:
@@ -302,8 +298,7 @@ class Preemptions:
             now if self.wall_clock is None else self.wall_clock(),
             rule=victim_rule(who, memory.spared, self.budgets.values(), reclaiming, doubly),
             budget=self.settings.budget,
-            strategy=attempted.strategy,
-            weights=attempted.weights,
+            scoring=attempted.scoring,
             admits=attempted.admits(who),
             anywhere=_waits_for_quota(decision),
         )
