@@ -14,6 +14,7 @@ from coscheduler.core.preemption.search import (
 )
 from coscheduler.core.preemption.tracker import (
     Attempted,
+    Hold,
     Mode,
     Preemptions,
     PreemptionSettings,
@@ -32,6 +33,7 @@ __all__ = [
     "Admits",
     "Attempted",
     "Cost",
+    "Hold",
     "Mode",
     "Order",
     "PreemptionPlan",
