@@ -5,6 +5,7 @@ finds the smallest sufficient set by simulating the planner's own attempt.
 """
 
 from coscheduler.core.decision import Order, PreemptionPlan
+from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
 from coscheduler.core.preemption.running import RunningPriorities, running_groups
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
@@ -12,13 +13,7 @@ from coscheduler.core.preemption.search import (
     Preemptor,
     find_plan,
 )
-from coscheduler.core.preemption.tracker import (
-    Attempted,
-    Hold,
-    Mode,
-    Preemptions,
-    PreemptionSettings,
-)
+from coscheduler.core.preemption.tracker import Hold, Preemptions
 from coscheduler.core.victims import (
     Cost,
     RunningGroup,

@@ -53,6 +53,7 @@ from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
 from coscheduler.core.victims import (
+    Cost,
     RunningGroup,
     Victim,
     VictimRule,
@@ -202,33 +203,14 @@ def find_plan(
     try:
         best = _greedy(search, candidates)
         if best is None:
-            short = room.short(room.plus(free, candidates))
-            if search.spent:
-                why = f"gave up after {search.trials} trials"
-            elif short:
-                why = f"evicting every pod it may would still leave too little {short}"
-            elif search.refused_by_quota:
-                why = "no set of victims it may preempt brings it within its queue's quota"
-            else:
-                why = "no set of victims lets it fit"
+            why = _why_none(search, room.short(room.plus(free, candidates)))
             return PreemptionPlan(key, trials=search.trials, exhausted=search.spent, summary=why)
         chosen, nominated = _minimise(search, best[0], best[1])
         best_cost = plan_cost(chosen, now)
         if best_cost.gangs_broken >= 2:
-            calm = [unit for unit in candidates if not unit.breaks_gang]
-            calm_room = room.plus(free, calm)
-            for gang in (unit for unit in candidates if unit.breaks_gang):
-                if search.spent:
-                    break
-                if room.short(room.plus(calm_room, [gang])) or not allow(gang, calm):
-                    continue
-                placed = search.fits([*calm, gang])
-                if placed is None:
-                    continue
-                other, other_nominated = _minimise(search, [*calm, gang], placed)
-                cost = plan_cost(other, now)
-                if cost < best_cost:
-                    chosen, nominated, best_cost = other, other_nominated, cost
+            one = _breaking_one_gang(search, candidates, room, free, allow, now, best_cost)
+            if one is not None:
+                chosen, nominated, best_cost = one
         exhausted = search.spent
     finally:
         search.restore()
@@ -243,6 +225,46 @@ def find_plan(
         "would preempt " + _listing(victims, now),
         preemptor.priority,
     )
+
+
+def _why_none(search: _Search, short: str) -> str:
+    """Why no plan was found (``short``: a resource even every victim would leave short)."""
+    if search.spent:
+        return f"gave up after {search.trials} trials"
+    if short:
+        return f"evicting every pod it may would still leave too little {short}"
+    if search.refused_by_quota:
+        return "no set of victims it may preempt brings it within its queue's quota"
+    return "no set of victims lets it fit"
+
+
+def _breaking_one_gang(
+    search: _Search,
+    candidates: Sequence[Victim],
+    room: _Room,
+    free: Mapping[str, int],
+    allow: VictimRule,
+    now: float,
+    best_cost: Cost,
+) -> tuple[list[Victim], tuple[Binding, ...], Cost] | None:
+    """Step 4: plans breaking one gang only, each minimised; the cheapest if any beats
+    ``best_cost``."""
+    best: tuple[list[Victim], tuple[Binding, ...], Cost] | None = None
+    calm = [unit for unit in candidates if not unit.breaks_gang]
+    calm_room = room.plus(free, calm)
+    for gang in (unit for unit in candidates if unit.breaks_gang):
+        if search.spent:
+            break
+        if room.short(room.plus(calm_room, [gang])) or not allow(gang, calm):
+            continue
+        placed = search.fits([*calm, gang])
+        if placed is None:
+            continue
+        other, other_nominated = _minimise(search, [*calm, gang], placed)
+        cost = plan_cost(other, now)
+        if cost < best_cost:
+            best, best_cost = (other, other_nominated, cost), cost
+    return best
 
 
 def _where_it_could_go(snapshot: Snapshot, pending: Sequence[PodInfo]) -> npt.NDArray[np.bool_]:

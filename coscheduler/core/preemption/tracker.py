@@ -57,37 +57,25 @@ budgets) is :func:`~.rules.victim_rule`'s to say.
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.decision import Decision, Order, PreemptionPlan
 from coscheduler.core.group import GroupKey
+from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
 from coscheduler.core.preemption.rules import victim_rule
 from coscheduler.core.preemption.search import (
-    DEFAULT_BUDGET,
-    Admits,
     Preemptor,
     find_plan,
 )
-from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
-from coscheduler.core.victims import RunningGroup, VictimRule
 
-__all__ = [
-    "Attempted",
-    "Hold",
-    "Mode",
-    "PreemptionSettings",
-    "Preemptions",
-    "Restore",
-]
+__all__ = ["Hold", "Preemptions", "Restore"]
 
 #: Seconds for which the lowest priority running is taken as known: a group
 #: at or below it is not searched for (collecting every running pod costs
@@ -98,49 +86,6 @@ FLOOR_SECONDS = 5.0
 NOMINATED = "/nominated"
 #: Suffix of the uid the room of a victim's evicted member is held under (restored).
 RESTORED = "/restored"
-
-
-class Mode(enum.StrEnum):
-    """``--preemption``: evict, only say what would be evicted, or neither."""
-
-    ON = "on"
-    DRY_RUN = "dry-run"
-    OFF = "off"
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionSettings:
-    mode: Mode = Mode.ON
-    #: Trials of the preemptor's gang per search.
-    budget: int = DEFAULT_BUDGET
-    #: The longest the room is held for a preemptor while its victims terminate.
-    hold_seconds: float = 300.0
-
-
-class Attempted(Protocol):
-    """What :meth:`Preemptions.settle` asks about the group just tried, and its queue."""
-
-    @property
-    def scoring(self) -> Scoring:
-        """How nodes are ranked in the search's trials (as in the attempt)."""
-
-    @property
-    def lowest(self) -> int | None:
-        """No running group has a lower priority (:meth:`RunningPriorities.lowest`;
-        None: unknown)."""
-
-    def preemptor(self) -> Preemptor | None:
-        """The group as a preemptor (None: it has no policy or nothing pending)."""
-
-    def running(self) -> Iterable[RunningGroup]:
-        """Every group running now (where victims come from)."""
-
-    def reclaim(self, who: Preemptor) -> VictimRule | None:
-        """For a preemptor whose queue may take back what other queues borrowed, the rule
-        for victims of those queues (any priority); None otherwise."""
-
-    def admits(self, who: Preemptor) -> Admits | None:
-        """Whether its queue takes it once given victims are gone (None: no accounting)."""
 
 
 @dataclass(slots=True)
@@ -276,17 +221,8 @@ class Preemptions:
         if who is None:
             return None
         reclaiming = attempted.reclaim(who)
-        lowest = attempted.lowest
-        if reclaiming is None and lowest is not None and who.priority <= lowest:
-            return None  # nothing runs below it: a cluster of equals pays nothing
-        floor = self._floor
-        if (
-            reclaiming is None
-            and floor is not None
-            and now - floor[0] < FLOOR_SECONDS
-            and who.priority <= floor[1]
-        ):
-            return None  # nothing ran below it a moment ago
+        if reclaiming is None and self._nothing_below(who, attempted.lowest, now):
+            return None
         groups = list(attempted.running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
         memory = self._memory.setdefault(key, _Memory())
@@ -330,6 +266,14 @@ class Preemptions:
         self._doomed.update(dict.fromkeys(victims, (key, now)))
         self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
         return order
+
+    def _nothing_below(self, who: Preemptor, lowest: int | None, now: float) -> bool:
+        """No running group is below the preemptor's priority, as far as is known cheaply:
+        a cluster of equals pays nothing, nor does a burst of equals a moment later."""
+        if lowest is not None and who.priority <= lowest:
+            return True
+        floor = self._floor
+        return floor is not None and now - floor[0] < FLOOR_SECONDS and who.priority <= floor[1]
 
     # -- what the runtime reports ----------------------------------------------
 
