@@ -34,6 +34,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
@@ -61,8 +62,7 @@ class Members:
     demand: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Filed:
+class Filed(NamedTuple):
     """What filing one pod changed: the group it left, and its pending self there."""
 
     previous: GroupKey | None

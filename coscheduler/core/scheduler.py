@@ -435,7 +435,9 @@ class Scheduler:
         decision = self._pipeline.decide(key, pending, bound)
         pods = self._membership.pods
         for binding in decision.bindings:
-            self._file(pods[binding.uid], key, State.BOUND)
+            self._file(pods[binding.uid], key, State.BOUND, sync=False)
+        if decision.bindings:
+            self._sync(key)  # once for the whole gang: the queue entry ends the same
         code = decision.status.code
         if code is Code.SUCCESS and decision.pending:
             code = Code.UNSCHEDULABLE
@@ -446,15 +448,22 @@ class Scheduler:
         self.queue.done(key, code)
         return decision
 
-    def _file(self, pod: PodInfo, key: GroupKey | None, state: State | None) -> bool:
-        """File the pod (membership, then its queue's ledger); True if it was pending before."""
-        self._accounts.uncharge(pod.uid)
+    def _file(
+        self, pod: PodInfo, key: GroupKey | None, state: State | None, *, sync: bool = True
+    ) -> bool:
+        """File the pod (membership, then its queue's ledger), and keep the queue in step
+        with the groups it left and joined unless the caller does (``sync``); True if it
+        was pending before."""
+        accounts = self._accounts
+        if accounts.on:  # nothing is charged or claimed before the first Queue
+            accounts.uncharge(pod.uid)
         filed = self._membership.file(pod, key, state)
-        self._accounts.filed(pod, key, state, filed)
+        if accounts.on:
+            accounts.filed(pod, key, state, filed)
         previous = filed.previous
         if previous is not None and previous != key:
             self._sync(previous)
-        if key is not None:
+        if key is not None and sync:
             self._sync(key)
         return filed.was_pending
 
