@@ -9,6 +9,7 @@ and the ratio new / old.
 
     git archive <commit> coscheduler bench | tar -x -C /tmp/core-old
     .venv/bin/python bench/core_ab.py --old /tmp/core-old --new . --rounds 7
+    .venv/bin/python bench/core_ab.py --old /tmp/core-old --new . --rounds 5 --queues 20
 """
 
 from __future__ import annotations
@@ -47,16 +48,20 @@ def main() -> None:
     parser.add_argument("--new", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--strategy", default="MOST_ALLOCATED")
+    parser.add_argument(
+        "--queues", type=int, default=0, help="core_bench's cases without and with N queues"
+    )
     args = parser.parse_args()
+    extra = ["--strategy", args.strategy] + (["--queues", str(args.queues)] if args.queues else [])
     trees = {"old": args.old, "new": args.new}
     runs: dict[str, dict[str, list[tuple[float, float]]]] = {"old": {}, "new": {}}
     for round_ in range(args.rounds):
         order = ("old", "new") if round_ % 2 == 0 else ("new", "old")
         for side in order:
-            for title, figures in one_run(trees[side], ["--strategy", args.strategy]).items():
+            for title, figures in one_run(trees[side], extra).items():
                 runs[side].setdefault(title, []).append(figures)
         print(f"round {round_ + 1}/{args.rounds} done", file=sys.stderr)
-    print(f"strategy {args.strategy}, {args.rounds} interleaved rounds, medians (ms)")
+    print(f"{' '.join(extra)}: {args.rounds} interleaved rounds, medians (ms)")
     for title in runs["old"]:
         old, new = runs["old"][title], runs["new"][title]
         old_wall = statistics.median(wall for wall, _ in old)
