@@ -24,12 +24,9 @@ counted as its demand, and an attempt is admitted by it whole or not at all.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
 
 from coscheduler.api.disruption import DisruptionBudget
-from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
@@ -39,46 +36,24 @@ from coscheduler.core.membership import Membership, State
 from coscheduler.core.pipeline import Pipeline
 from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import (
-    Hold,
-    Mode,
     PreemptionPlan,
     Preemptions,
-    PreemptionSettings,
     RunningPriorities,
 )
-from coscheduler.core.queue import ClusterEvent, GroupQueue, QueueSettings
+from coscheduler.core.queue import ClusterEvent, GroupQueue
 from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.scoring import Scoring
+from coscheduler.core.settings import SchedulerSettings
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding, VolumeAction
+from coscheduler.core.statement import Binding
 from coscheduler.core.status import Code
-from coscheduler.core.strategy import Strategy
+from coscheduler.core.views import Views
 from coscheduler.core.volumes import VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulerSettings:
-    """How the core decides."""
-
-    #: The ``spec.schedulerName`` whose pods we place.
-    scheduler_name: str = DEFAULT_SCHEDULER_NAME
-    #: How nodes are ranked.
-    strategy: Strategy = Strategy.MOST_ALLOCATED
-    #: Per resource scoring weights (default 1 for every requested resource).
-    weights: Mapping[str, float] = field(default_factory=dict)
-    #: Queue timings.
-    queue: QueueSettings = field(default_factory=QueueSettings)
-    #: Place pods that name a missing PodGroup as gangs of one instead of waiting.
-    lone_when_group_missing: bool = False
-    #: Gang preemption (:mod:`~coscheduler.core.preemption`); off unless asked.
-    preemption: PreemptionSettings = field(
-        default_factory=lambda: PreemptionSettings(mode=Mode.OFF)
-    )
-
-
-class Scheduler:
+class Scheduler(Views):
     """Snapshot, members, queue and planner, kept consistent."""
 
     def __init__(
@@ -155,64 +130,6 @@ class Scheduler:
     def lowest_running_priority(self) -> int | None:
         """No group runs below it (a bound, see :class:`RunningPriorities`)."""
         return self._running_priorities.lowest()
-
-    # -- views for the runtime and the simulator --------------------------------
-    #
-    # What callers outside the core legitimately read, so that they never reach into
-    # ``snapshot``, ``queue``, ``quotas``, ``volumes`` or ``preemptions`` (those
-    # attributes stay public only until the runtime's last callers move here).
-
-    def node(self, name: str) -> NodeInfo | None:
-        return self.snapshot.node(name)
-
-    def node_names(self) -> list[str]:
-        """Every node known, by name."""
-        return [node.name for node in self.snapshot.nodes()]
-
-    def namespaces(self) -> list[str]:
-        """Every namespace whose labels are known."""
-        return list(self.snapshot.topology.namespace_labels)
-
-    def nodes_with_attach_limits(self) -> list[str]:
-        """The nodes a CSINode gave volume limits for."""
-        return list(self.snapshot.attach_limits)
-
-    def queue_sizes(self) -> dict[str, int]:
-        """Groups per pool of the queue (active, backoff, unschedulable)."""
-        return self.queue.sizes()
-
-    def queued(self) -> int:
-        """Groups in the queue, any pool."""
-        return len(self.queue)
-
-    def ready_at(self) -> float | None:
-        """When the next backed-off or waiting group is ready again (for a timer)."""
-        return self.queue.peek_ready()
-
-    def group_changed(self, key: GroupKey) -> None:
-        """Something about the group changed outside the core (say, why it cannot be read):
-        its members are tried again at once."""
-        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
-
-    @property
-    def preemption_settings(self) -> PreemptionSettings:
-        return self.preemptions.settings
-
-    def hold(self, key: GroupKey) -> Hold | None:
-        """The room held for a preemptor while its victims go, if any."""
-        return self.preemptions.hold(key)
-
-    def take_preemption_counts(self) -> Counter[str]:
-        """Searches, and plans found or not, since the last call (for metrics)."""
-        return self.preemptions.take_counts()
-
-    def take_preemptors_placed(self) -> list[tuple[GroupKey, float]]:
-        """Preemptors placed since the last call, with when their plan was made."""
-        return self.preemptions.take_placed()
-
-    def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
-        """Give back the volumes a decision reserved (its bindings were not carried out)."""
-        self.volumes.release(actions)
 
     # -- nodes ---------------------------------------------------------------
 
