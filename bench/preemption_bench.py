@@ -123,7 +123,7 @@ def search(
 ) -> tuple[PreemptionPlan, float, float]:
     started, cpu = time.perf_counter(), time.process_time()
     running = running_groups(
-        scheduler._pods.values(),  # what the scheduler's own hook reads
+        scheduler.pods(),  # what the scheduler's own hook reads
         scheduler.snapshot,
         scheduler.group_of,
         scheduler.policy,

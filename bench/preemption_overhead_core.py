@@ -71,7 +71,7 @@ def per_attempt(mode: Mode, step: float, waiting: int, rounds: int) -> tuple[flo
             decision = scheduler._decide(key, *scheduler.members(key))
             assert not decision.bindings, "the waiting gangs must not fit"
         times.append((time.process_time() - started) / len(keys) * 1000)
-    return statistics.median(times), scheduler.preemptions.take_counts()["attempts"]
+    return statistics.median(times), scheduler.take_preemption_counts()["attempts"]
 
 
 def main() -> None:

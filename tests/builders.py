@@ -9,6 +9,7 @@ The e2e tests build what they send to a real cluster in ``e2e/tests/manifests.py
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +18,9 @@ from coscheduler.api.labels import GROUP, KIND, POD_GROUP_LABEL, ROLE_LABEL, VER
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.quantity import parse_resource_list
+from coscheduler.core.decision import Decision, Order
 from coscheduler.core.group import GroupPolicy
+from coscheduler.core.scheduler import Scheduler
 
 
 def container(
@@ -322,3 +325,21 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+#: Per scheduler, the preemption orders of the decisions taken through :func:`decide`.
+_ORDERS: weakref.WeakKeyDictionary[Scheduler, list[Order]] = weakref.WeakKeyDictionary()
+
+
+def decide(scheduler: Scheduler) -> Decision | None:
+    """``scheduler.next_decision()``, keeping its preemption order for :func:`take_orders`
+    (each decision carries its own; tests look at those of several decisions at once)."""
+    decision = scheduler.next_decision()
+    if decision is not None and decision.preemption is not None:
+        _ORDERS.setdefault(scheduler, []).append(decision.preemption)
+    return decision
+
+
+def take_orders(scheduler: Scheduler) -> list[Order]:
+    """The orders of the decisions taken through :func:`decide` since the last call."""
+    return _ORDERS.pop(scheduler, [])

@@ -24,37 +24,36 @@ which are updated after each pod (a few vector operations per pod).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
-from coscheduler.core.scoring import score, scored_columns, scores
+from coscheduler.core.scoring import Scoring, score, scored_columns, scores
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
 from coscheduler.core.topology import RunRules
 
 __all__ = ["place_run"]
 
+#: Most-allocated, every resource weighing 1.
+_DEFAULT = Scoring()
 
-def place_run(
-    statement: Statement,
-    pods: Sequence[PodInfo],
-    strategy: Strategy = Strategy.MOST_ALLOCATED,
-    weights: Mapping[str, float] | None = None,
-) -> int:
+
+def place_run(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring = _DEFAULT) -> int:
     """Assume as many of ``pods`` (one shape) as fit, in order; how many did."""
     if not pods:
         return 0
     snapshot = statement.snapshot
     first = pods[0]
     if first.topology or first.preferences:
-        return _one_by_one(statement, pods, strategy, weights)
+        return _one_by_one(statement, pods, scoring)
     if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
         # Placed pods' anti-affinity may refuse some of these pods and not others.
-        return _by_labels(statement, pods, strategy, weights)
+        return _by_labels(statement, pods, scoring)
+    strategy = scoring.strategy
     mask = snapshot.feasible(first)
     if statement.within is not None:
         mask &= statement.within
@@ -71,7 +70,7 @@ def place_run(
     attach = snapshot.attach_room(first, slots)
     if attach is not None:
         room = np.minimum(room, attach)
-    scored = scored_columns(first.requests, snapshot.columns, weights)
+    scored = scored_columns(first.requests, snapshot.columns, scoring.weights)
     ranking = scores(strategy, allocatable, used, request, scored)
     ranks = snapshot.ranks(slots)
     order = np.lexsort((ranks, -ranking)).tolist()
@@ -156,19 +155,14 @@ def _spread(
     return placed
 
 
-def _by_labels(
-    statement: Statement,
-    pods: Sequence[PodInfo],
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-) -> int:
+def _by_labels(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring) -> int:
     """Place consecutive pods of equal labels as runs, stopping at the first shortfall."""
     placed = 0
     start = 0
     for end in range(1, len(pods) + 1):
         if end < len(pods) and pods[end].labels == pods[start].labels:
             continue
-        count = place_run(statement, pods[start:end], strategy, weights)
+        count = place_run(statement, pods[start:end], scoring)
         placed += count
         if count < end - start:
             break
@@ -176,12 +170,7 @@ def _by_labels(
     return placed
 
 
-def _one_by_one(
-    statement: Statement,
-    pods: Sequence[PodInfo],
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-) -> int:
+def _one_by_one(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring) -> int:
     """Place pods with inter-pod rules or preferences one at a time, each on the best node allowed.
 
     The resource score is scaled to 0-100 here so that preferences
@@ -209,7 +198,8 @@ def _one_by_one(
     preferences = snapshot.preferences(first, slots)
     allocatable, used = snapshot.rows(slots)
     request = snapshot.request(first)
-    scored = scored_columns(first.requests, snapshot.columns, weights)
+    strategy = scoring.strategy
+    scored = scored_columns(first.requests, snapshot.columns, scoring.weights)
     scale = 100.0 / sum(weight for _, weight in scored)
     ranking = scores(strategy, allocatable, used, request, scored).astype(np.float64) * scale
     ranks = snapshot.ranks(slots)

@@ -49,68 +49,27 @@ nodes x members, at worst.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
+from coscheduler.core.attempt import Attempt
+from coscheduler.core.decision import Decision
 from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding, Statement, VolumeAction
+from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
-from coscheduler.core.strategy import Strategy
 from coscheduler.core.trial import Failure, run_trial, runs
 
 __all__ = ["Decision", "member_order", "plan"]
 
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The outcome of one attempt for one group.
-
-    ``bindings`` are assumed in the snapshot already; the runtime binds them
-    and reports a failed one back (``forget``). ``bound`` is how many members
-    were bound before the attempt, ``needed`` how many more were needed to
-    reach ``minMember`` and the role minimums, ``admitted`` whether the group
-    holds them after this decision, ``pending`` the keys (namespace/name) of
-    the members still pending afterwards, and ``unplaced`` why the members left
-    pending by an admitted group did not fit (a failed attempt's ``status``
-    says it for all of its members).
-    """
-
-    group: GroupKey
-    status: Status
-    bindings: tuple[Binding, ...] = ()
-    members: int = 0
-    bound: int = 0
-    needed: int = 0
-    admitted: bool = False
-    pending: tuple[str, ...] = ()
-    unplaced: Status | None = None
-    #: Claims to bind or provision before any binding (see :mod:`~coscheduler.core.volumes`).
-    volume_actions: tuple[VolumeAction, ...] = ()
-    #: The exception that ended the attempt (``InternalError``), for the log's traceback.
-    error: Exception | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status.ok
-
-    @property
-    def why_pending(self) -> Status | None:
-        """Why the members in ``pending`` still wait; None when none does.
-
-        Every pending member of ours gets a reason after an attempt: those of a
-        failed attempt share its status, those left over by an admitted group
-        (beyond ``minMember``, or of a group already running) get ``unplaced``.
-        """
-        if not self.pending:
-            return None
-        return self.unplaced or (None if self.status.ok else self.status)
+#: Most-allocated, every resource weighing 1.
+_DEFAULT = Scoring()
 
 
 def member_order(pod: PodInfo) -> tuple[int, float, str]:
@@ -125,8 +84,7 @@ def plan(
     pending: Sequence[PodInfo],
     bound: Sequence[PodInfo],
     *,
-    strategy: Strategy = Strategy.MOST_ALLOCATED,
-    weights: Mapping[str, float] | None = None,
+    scoring: Scoring = _DEFAULT,
     elapsed: float | None = None,
 ) -> Decision:
     """One attempt for one group (rules 1-6). ``elapsed`` is seconds since its first."""
@@ -144,14 +102,9 @@ def plan(
         return refused(
             Status(Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members))
         )
-
-    asking = [pod for pod in pending if pod.asks.unsupported]
-    if asking:
-        return refused(Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking)))
-    unready = [pod for pod in pending if pod.volume_wait]
-    if unready:
-        waits = messages.volumes_not_ready(unready)
-        return refused(Status(Code.UNSCHEDULABLE, Reason.VOLUME_NOT_READY, waits))
+    waits = _waits(pending)
+    if waits is not None:
+        return refused(waits)
 
     have = Counter(pod.role for pod in [*pending, *bound])
     held = Counter(pod.role for pod in bound)
@@ -164,31 +117,18 @@ def plan(
         role: max(0, minimum - held[role]) for role, minimum in sorted(policy.role_minimums.items())
     }
     needed = max(policy.min_member - len(bound), sum(role_needs.values()), 0)
+    attempt = Attempt(snapshot, group, policy, pending, bound, role_needs, needed, scoring)
     if needed == 0:
-        bound_nodes = [pod.node_name for pod in bound if pod.node_name is not None]
-        home = bound_domain(snapshot, policy.topology_levels, bound_nodes)
-        statement = Statement(snapshot, within=None if home is None else home.nodes)
-        return _elastic(statement, group, pending, len(bound), members, strategy, weights)
+        home = bound_domain(snapshot, policy.topology_levels, attempt.bound_nodes)
+        return _elastic(attempt, Statement(snapshot, within=None if home is None else home.nodes))
 
-    if policy.min_resources:
-        wanted = dict(policy.min_resources)
-        for pod in bound:
-            for resource, amount in pod.requests.items():
-                if resource in wanted:
-                    wanted[resource] = max(0, wanted[resource] - amount)
-        free = snapshot.free_capacity()
-        if any(amount > free.get(resource, 0) for resource, amount in wanted.items()):
-            short = messages.min_resources_exceed(wanted, free)
-            return refused(
-                Status(Code.UNSCHEDULABLE, Reason.MIN_RESOURCES_UNAVAILABLE, short), needed
-            )
-
+    short = _min_resources_short(attempt)
+    if short:
+        return refused(Status(Code.UNSCHEDULABLE, Reason.MIN_RESOURCES_UNAVAILABLE, short), needed)
     if policy.topology_levels:
-        return _in_one_domain(
-            snapshot, group, policy, pending, bound, role_needs, needed, strategy, weights, refused
-        )
+        return _in_one_domain(attempt, refused)
     statement = Statement(snapshot)
-    trial = run_trial(statement, policy, pending, bound, role_needs, needed, strategy, weights)
+    trial = run_trial(statement, attempt)
     placed, rest, failure = trial.placed, trial.rest, trial.failure
     if placed < needed:
         statement.discard()
@@ -209,26 +149,46 @@ def plan(
         return refused(
             Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, message, filter_name), needed
         )
-    return _admit(statement, group, rest, len(bound), placed, members, needed, strategy, weights)
+    return _admit(attempt, statement, rest, placed)
+
+
+def _waits(pending: Sequence[PodInfo]) -> Status | None:
+    """Rules 1b and 1c: a member asks for what is not honoured, or its claims are not ready."""
+    asking = [pod for pod in pending if pod.asks.unsupported]
+    if asking:
+        return Status(Code.WAITING, Reason.UNSUPPORTED_FIELD, messages.unsupported(asking))
+    unready = [pod for pod in pending if pod.volume_wait]
+    if unready:
+        waits = messages.volumes_not_ready(unready)
+        return Status(Code.UNSCHEDULABLE, Reason.VOLUME_NOT_READY, waits)
+    return None
+
+
+def _min_resources_short(attempt: Attempt) -> str:
+    """Rule 4: what ``minResources`` (less what bound members hold) lacks of free room."""
+    policy = attempt.policy
+    if not policy.min_resources:
+        return ""
+    wanted = dict(policy.min_resources)
+    for pod in attempt.bound:
+        for resource, amount in pod.requests.items():
+            if resource in wanted:
+                wanted[resource] = max(0, wanted[resource] - amount)
+    free = attempt.snapshot.free_capacity()
+    if any(amount > free.get(resource, 0) for resource, amount in wanted.items()):
+        return messages.min_resources_exceed(wanted, free)
+    return ""
 
 
 def _admit(
-    statement: Statement,
-    group: GroupKey,
-    rest: list[PodInfo],
-    bound: int,
-    placed: int,
-    members: int,
-    needed: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-    where: str = "",
+    attempt: Attempt, statement: Statement, rest: list[PodInfo], placed: int, where: str = ""
 ) -> Decision:
     """A successful trial: commit it, then place the other members one by one (rule 3)."""
     bindings = statement.commit()
-    extra, left = _place_each(statement, rest, strategy, weights)
+    extra, left = _place_each(statement, rest, attempt.scoring)
+    bound, members = len(attempt.bound), attempt.members
     return Decision(
-        group,
+        attempt.key,
         Status(
             Code.SUCCESS,
             Reason.MIN_MEMBER_SCHEDULED,
@@ -237,48 +197,24 @@ def _admit(
         bindings=bindings + extra,
         members=members,
         bound=bound,
-        needed=needed,
+        needed=attempt.needed,
         admitted=True,
         pending=_keys(left),
-        unplaced=_unplaced(statement.snapshot, group, left),
+        unplaced=_unplaced(statement.snapshot, attempt.key, left),
     )
 
 
-def _in_one_domain(
-    snapshot: Snapshot,
-    group: GroupKey,
-    policy: GroupPolicy,
-    pending: list[PodInfo],
-    bound: Sequence[PodInfo],
-    role_needs: Mapping[str, int],
-    needed: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-    refused: Callable[[Status, int], Decision],
-) -> Decision:
+def _in_one_domain(attempt: Attempt, refused: Callable[[Status, int], Decision]) -> Decision:
     """Rule 5a: the trial inside one domain at a time, narrow levels first."""
-    members = len(pending) + len(bound)
-    bound_nodes = [pod.node_name for pod in bound if pod.node_name is not None]
+    snapshot, group, policy, needed = attempt.snapshot, attempt.key, attempt.policy, attempt.needed
+    bound_nodes = attempt.bound_nodes
     closest: tuple[int, Domain, Failure | None, str] | None = None
     for key in policy.topology_levels:
-        for domain in candidate_domains(snapshot, key, pending[0], needed, bound_nodes):
+        for domain in candidate_domains(snapshot, key, attempt.pending[0], needed, bound_nodes):
             statement = Statement(snapshot, within=domain.nodes)
-            trial = run_trial(
-                statement, policy, pending, bound, role_needs, needed, strategy, weights
-            )
+            trial = run_trial(statement, attempt)
             if trial.placed >= needed:
-                return _admit(
-                    statement,
-                    group,
-                    trial.rest,
-                    len(bound),
-                    trial.placed,
-                    members,
-                    needed,
-                    strategy,
-                    weights,
-                    f" in {domain}",
-                )
+                return _admit(attempt, statement, trial.rest, trial.placed, f" in {domain}")
             statement.discard()
             if closest is None or trial.placed > closest[0]:
                 closest = (trial.placed, domain, trial.failure, trial.note)
@@ -298,17 +234,10 @@ def _in_one_domain(
     )
 
 
-def _elastic(
-    statement: Statement,
-    group: GroupKey,
-    pending: list[PodInfo],
-    bound: int,
-    members: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-) -> Decision:
+def _elastic(attempt: Attempt, statement: Statement) -> Decision:
     """Rule 3: an admitted group's pending members, each on its own."""
-    bindings, left = _place_each(statement, pending, strategy, weights)
+    group, bound, members = attempt.key, len(attempt.bound), attempt.members
+    bindings, left = _place_each(statement, attempt.pending, attempt.scoring)
     unplaced = _unplaced(statement.snapshot, group, left)
     if bindings or unplaced is None:
         return Decision(
@@ -350,10 +279,7 @@ def _unplaced(snapshot: Snapshot, group: GroupKey, left: list[PodInfo]) -> Statu
 
 
 def _place_each(
-    statement: Statement,
-    pods: list[PodInfo],
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
+    statement: Statement, pods: Sequence[PodInfo], scoring: Scoring
 ) -> tuple[tuple[Binding, ...], list[PodInfo]]:
     """Place pods individually (no gang): each kept if it fits."""
     left: list[PodInfo] = []
@@ -362,7 +288,7 @@ def _place_each(
         if run[0].shape in failed_shapes:
             left.extend(run)
             continue
-        count = place_run(statement, run, strategy, weights)
+        count = place_run(statement, run, scoring)
         if count < len(run):
             failed_shapes.add(run[0].shape)
             left.extend(run[count:])

@@ -31,54 +31,32 @@ questions, each pure:
 
 A queue named ``default`` exists without an object (open, no quota, every
 namespace): a cluster with no Queue objects schedules exactly as before.
+The forest itself (policies, parents and children, invalid queues) is
+:class:`~coscheduler.core.queue_tree.QueueTree`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
-from coscheduler.api.pod_topology import LabelSelector
-from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.quantity import format_quantity
 from coscheduler.api.reasons import Reason
 from coscheduler.api.requests import POD_RESOURCE
+from coscheduler.core.queue_tree import (
+    IMPLICIT_DEFAULT,
+    Amounts,
+    QueuePolicy,
+    QueueTree,
+    add_amounts,
+)
 from coscheduler.core.status import Code, Status
 
-__all__ = ["QueuePolicy", "QueueUsage", "Quotas", "add_amounts"]
+__all__ = ["IMPLICIT_DEFAULT", "QueuePolicy", "QueueUsage", "Quotas", "add_amounts"]
 
 #: Resources a share is not measured in unless the queue has a nominal of them.
 _UNSHARED: Final = frozenset({POD_RESOURCE, "ephemeral-storage"})
-
-Amounts = Mapping[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class QueuePolicy:
-    """One queue as the core sees it (amounts in the scheduler's integers)."""
-
-    name: str
-    nominal: Mapping[str, int] = field(default_factory=dict)
-    #: The cap per resource; a resource not here has none.
-    max: Mapping[str, int] = field(default_factory=dict)
-    weight: int = 1
-    open: bool = True
-    parent: str | None = None
-    namespaces: frozenset[str] = frozenset()
-    #: None: no selector; an empty selector selects every namespace.
-    selector: LabelSelector | None = None
-
-    def allows(self, namespace: str, namespace_labels: Mapping[str, str]) -> bool:
-        if self.name == DEFAULT_QUEUE and not self.namespaces and self.selector is None:
-            return True
-        if namespace in self.namespaces:
-            return True
-        return self.selector is not None and self.selector.matches(namespace_labels)
-
-
-#: The queue every group uses unless it names another, present without an object.
-IMPLICIT_DEFAULT: Final = QueuePolicy(DEFAULT_QUEUE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,23 +72,11 @@ class QueueUsage:
     problem: str | None
 
 
-def add_amounts(into: dict[str, int], amounts: Amounts, sign: int = 1) -> None:
-    """Add ``amounts`` (times ``sign``) into ``into``, dropping what comes to zero."""
-    for resource, amount in amounts.items():
-        value = into.get(resource, 0) + sign * amount
-        if value:
-            into[resource] = value
-        else:
-            into.pop(resource, None)
-
-
 class Quotas:
     """Queue policies, usage and demand; the gate, admission and share (module docstring)."""
 
     def __init__(self) -> None:
-        self._queues: dict[str, QueuePolicy] = {}
-        self._children: dict[str, list[str]] = {}
-        self._problems: dict[str, str] = {}
+        self._tree = QueueTree()
         #: Usage charged to each queue directly (leaves; any name a group uses).
         self._usage: dict[str, dict[str, int]] = {}
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
@@ -124,22 +90,21 @@ class Quotas:
 
     def set_queues(self, queues: Iterable[QueuePolicy]) -> None:
         """Replace every defined queue (the implicit default stays unless redefined)."""
-        self._queues = {queue.name: queue for queue in queues}
-        self._rebuild()
+        self._tree.set_queues(queues)
+        self._idle_bases = {}
 
     def upsert_queue(self, queue: QueuePolicy) -> bool:
         """Add or change one queue; True if anything changed."""
-        if self._queues.get(queue.name) == queue:
-            return False
-        self._queues[queue.name] = queue
-        self._rebuild()
-        return True
+        changed = self._tree.upsert_queue(queue)
+        if changed:
+            self._idle_bases = {}
+        return changed
 
     def remove_queue(self, name: str) -> bool:
-        if self._queues.pop(name, None) is None:
-            return False
-        self._rebuild()
-        return True
+        removed = self._tree.remove_queue(name)
+        if removed:
+            self._idle_bases = {}
+        return removed
 
     def set_capacity(self, capacity: Mapping[str, int]) -> None:
         """The allocatable capacity of the cluster's schedulable nodes."""
@@ -160,19 +125,16 @@ class Quotas:
     # -- reading -------------------------------------------------------------
 
     def policy(self, name: str) -> QueuePolicy | None:
-        queue = self._queues.get(name)
-        if queue is None and name == DEFAULT_QUEUE:
-            return IMPLICIT_DEFAULT
-        return queue
+        return self._tree.policy(name)
 
     def names(self) -> list[str]:
         """The defined queues (the implicit default is not one)."""
-        return sorted(self._queues)
+        return self._tree.names()
 
     def usage(self, name: str) -> dict[str, int]:
         """Usage of the queue and every queue below it."""
         total = dict(self._usage.get(name, {}))
-        for child in self._descendants(name):
+        for child in self._tree.descendants(name):
             add_amounts(total, self._usage.get(child, {}))
         return total
 
@@ -207,7 +169,7 @@ class Quotas:
             capacity = self._capacity.get(resource, 0)
             promised = sum(
                 (self.policy(top) or IMPLICIT_DEFAULT).nominal.get(resource, 0)
-                for top in self._tops()
+                for top in self._tree.tops()
             )
             base = capacity - promised if capacity > promised else capacity
             self._idle_bases[resource] = base
@@ -232,7 +194,7 @@ class Quotas:
             if used > queue.nominal.get(r, 0) and r not in _UNSHARED
         }
         caps: dict[str, int] = {}
-        for level in self._chain(name) if name not in self._problems else [name]:
+        for level in self._tree.chain(name) if name not in self._tree.problems else [name]:
             for resource, cap in (self.policy(level) or IMPLICIT_DEFAULT).max.items():
                 caps[resource] = min(cap, caps.get(resource, cap))
         return QueueUsage(
@@ -241,39 +203,18 @@ class Quotas:
             nominal=dict(queue.nominal),
             max=caps,
             share=self._dominant(queue, allocated),
-            problem=self._problems.get(name),
+            problem=self._tree.problems.get(name),
         )
 
     # -- deciding ------------------------------------------------------------
 
     def gate(self, name: str, namespace: str) -> Status | None:
         """Why a group of ``namespace`` may not draw from queue ``name`` now (None: it may)."""
+        closed = self._tree.gate(name)
+        if closed is not None:
+            return closed
         queue = self.policy(name)
-        if queue is None:
-            return Status(
-                Code.WAITING,
-                Reason.QUEUE_NOT_FOUND,
-                f"queue {name} does not exist; create it or name another in spec.queue",
-            )
-        problem = self._problems.get(name)
-        if problem is not None:
-            return Status(Code.WAITING, Reason.QUEUE_INVALID, problem)
-        if self._children.get(name):
-            children = ", ".join(sorted(self._children[name]))
-            return Status(
-                Code.WAITING,
-                Reason.QUEUE_INVALID,
-                f"queue {name} has child queues ({children}); groups draw from a queue "
-                "without children",
-            )
-        for level in self._chain(name):
-            if not (self.policy(level) or IMPLICIT_DEFAULT).open:
-                whose = "" if level == name else f" (parent of queue {name})"
-                return Status(
-                    Code.WAITING,
-                    Reason.QUEUE_CLOSED,
-                    f"queue {level}{whose} is Closed: it admits no new group",
-                )
+        assert queue is not None  # the tree's gate says a missing queue is closed
         if not queue.allows(namespace, self._namespace_labels.get(namespace, {})):
             return Status(
                 Code.WAITING,
@@ -307,7 +248,7 @@ class Quotas:
         need = {r: a for r, a in need.items() if a > 0}
         if not need:
             return None
-        chain = self._chain(name)
+        chain = self._tree.chain(name)
 
         def used_by(level: str) -> dict[str, int]:
             return self._usage_with(level, held, returned)
@@ -324,7 +265,7 @@ class Quotas:
                 break
             parent = self.policy(queue.parent) or IMPLICIT_DEFAULT
             held = dict(used)
-            for sibling in self._children.get(queue.parent, ()):
+            for sibling in self._tree.children.get(queue.parent, ()):
                 if sibling != level:
                     add_amounts(held, self._claim(sibling))
             if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
@@ -361,7 +302,7 @@ class Quotas:
             return None
 
         return self._over_max(
-            name, self._chain(name), need, lambda level: self._usage_with(level, held)
+            name, self._tree.chain(name), need, lambda level: self._usage_with(level, held)
         )
 
     def _usage_with(
@@ -375,7 +316,7 @@ class Quotas:
         if held:
             add_amounts(used, held)  # the leaf's: within every level of its chain
         if returned:
-            subtree = {level, *self._descendants(level)}
+            subtree = {level, *self._tree.descendants(level)}
             for queue, amounts in returned.items():
                 if queue in subtree:
                     add_amounts(used, amounts, -1)
@@ -459,7 +400,7 @@ class Quotas:
             cached: dict[str, list[tuple[str, int]]] = memo[key]  # type: ignore[assignment]
             return cached
         claims: dict[str, list[tuple[str, int]]] = {}
-        for other in self._tops():
+        for other in self._tree.tops():
             if other == top:
                 continue
             for resource, amount in self._guard(other).items():
@@ -491,9 +432,9 @@ class Quotas:
     def _eligible_demand(self, name: str) -> dict[str, int]:
         """Demand of the open leaves at and below ``name``, from namespaces they allow."""
         total: dict[str, int] = {}
-        for leaf in [name, *self._descendants(name)]:
+        for leaf in [name, *self._tree.descendants(name)]:
             queue = self.policy(leaf)
-            if queue is None or self._children.get(leaf) or self.gate_blocked(leaf):
+            if queue is None or self._tree.children.get(leaf) or self.gate_blocked(leaf):
                 continue
             for namespace, amounts in self._demand.get(leaf, {}).items():
                 if queue.allows(namespace, self._namespace_labels.get(namespace, {})):
@@ -502,61 +443,7 @@ class Quotas:
 
     def gate_blocked(self, name: str) -> bool:
         """True when no group may draw from the queue whatever its namespace."""
-        if name in self._problems:
-            return True
-        return any(not (self.policy(level) or IMPLICIT_DEFAULT).open for level in self._chain(name))
-
-    def _chain(self, name: str) -> list[str]:
-        """The queue and its parents, leaf first (valid queues only)."""
-        chain = [name]
-        queue = self.policy(name)
-        while queue is not None and queue.parent is not None and len(chain) <= len(self._queues):
-            chain.append(queue.parent)
-            queue = self.policy(queue.parent)
-        return chain
-
-    def _descendants(self, name: str) -> list[str]:
-        found: list[str] = []
-        stack = list(self._children.get(name, ()))
-        while stack:
-            child = stack.pop()
-            if child in found:
-                continue
-            found.append(child)
-            stack.extend(self._children.get(child, ()))
-        return found
-
-    def _tops(self) -> list[str]:
-        """Queues without a parent, the implicit default included."""
-        tops = [name for name, queue in self._queues.items() if queue.parent is None]
-        if DEFAULT_QUEUE not in self._queues:
-            tops.append(DEFAULT_QUEUE)
-        return tops
-
-    def _rebuild(self) -> None:
-        """Children, and the queues whose parents are missing or form a cycle."""
-        self._idle_bases = {}
-        self._children = {}
-        self._problems = {}
-        for name, queue in self._queues.items():
-            if queue.parent is not None:
-                self._children.setdefault(queue.parent, []).append(name)
-        for name in self._queues:
-            seen = [name]
-            queue = self._queues[name]
-            while queue.parent is not None:
-                if queue.parent in seen:
-                    cycle = " -> ".join([*seen[seen.index(queue.parent) :], queue.parent])
-                    self._problems[name] = f"queue {name}: its parents form a cycle ({cycle})"
-                    break
-                parent = self._queues.get(queue.parent)
-                if parent is None:
-                    self._problems[name] = (
-                        f"queue {name}: its parent queue {queue.parent} does not exist"
-                    )
-                    break
-                seen.append(queue.parent)
-                queue = parent
+        return self._tree.gate_blocked(name)
 
 
 def _amount(resource: str, amount: int) -> str:

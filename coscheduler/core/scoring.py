@@ -21,6 +21,7 @@ Python), so both give bit-identical results for amounts below 2**53.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -29,10 +30,18 @@ from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.resources import ResourceColumns
 from coscheduler.core.strategy import Strategy
 
-__all__ = ["score", "scored_columns", "scores"]
+__all__ = ["Scoring", "score", "scored_columns", "scores"]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """How nodes are ranked: the strategy, and per resource weights (default 1 each)."""
+
+    strategy: Strategy = Strategy.MOST_ALLOCATED
+    weights: Mapping[str, float] | None = None
 
 
 def scored_columns(

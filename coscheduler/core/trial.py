@@ -21,12 +21,12 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.attempt import Attempt
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.domains import candidate_domains
-from coscheduler.core.group import GroupPolicy
 from coscheduler.core.placement import place_run
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.statement import Statement
-from coscheduler.core.strategy import Strategy
 
 __all__ = ["Failure", "Trial", "greedy_trial", "run_trial", "runs"]
 
@@ -50,11 +50,10 @@ class Trial(NamedTuple):
 
 def greedy_trial(
     statement: Statement,
-    pending: list[PodInfo],
+    pending: Sequence[PodInfo],
     role_needs: Mapping[str, int],
     needed: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
+    scoring: Scoring,
 ) -> Trial:
     """Rule 5: place members in order until the needs are met or none is left."""
     needs: dict[str | None, int] = {}
@@ -70,7 +69,7 @@ def greedy_trial(
         if placed == needed or useful == 0 or run[0].shape in failed_shapes:
             rest.extend(run)
             continue
-        count = place_run(statement, run[:useful], strategy, weights)
+        count = place_run(statement, run[:useful], scoring)
         own = min(count, needs.get(role, 0))
         if own:
             needs[role] -= own
@@ -84,19 +83,12 @@ def greedy_trial(
     return Trial(placed, rest, failure)
 
 
-def run_trial(
-    statement: Statement,
-    policy: GroupPolicy,
-    pending: list[PodInfo],
-    bound: Sequence[PodInfo],
-    role_needs: Mapping[str, int],
-    needed: int,
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
-) -> Trial:
+def run_trial(statement: Statement, attempt: Attempt) -> Trial:
     """The trial, with roles kept in their own domains first when the policy says so."""
+    policy, pending, bound = attempt.policy, attempt.pending, attempt.bound
+    role_needs, needed, scoring = attempt.role_needs, attempt.needed, attempt.scoring
     if not policy.role_topology:
-        return greedy_trial(statement, pending, role_needs, needed, strategy, weights)
+        return greedy_trial(statement, pending, role_needs, needed, scoring)
     placed = 0
     rest: list[PodInfo] = []
     for role, levels in sorted(policy.role_topology.items()):
@@ -105,16 +97,14 @@ def run_trial(
         if need == 0 or not members:
             continue
         held = [pod.node_name for pod in bound if pod.role == role and pod.node_name]
-        outcome = _role_in_one_domain(
-            statement, members, role, need, levels, held, strategy, weights
-        )
+        outcome = _role_in_one_domain(statement, members, role, need, levels, held, scoring)
         if outcome.placed < need:
-            return Trial(placed + outcome.placed, pending, outcome.failure, outcome.note)
+            return Trial(placed + outcome.placed, list(pending), outcome.failure, outcome.note)
         placed += outcome.placed
         rest.extend(outcome.rest)
     others = [pod for pod in pending if pod.role not in policy.role_topology]
     free_needs = {r: n for r, n in role_needs.items() if r not in policy.role_topology}
-    tail = greedy_trial(statement, others, free_needs, needed - placed, strategy, weights)
+    tail = greedy_trial(statement, others, free_needs, needed - placed, scoring)
     return Trial(placed + tail.placed, rest + tail.rest, tail.failure, tail.note)
 
 
@@ -125,8 +115,7 @@ def _role_in_one_domain(
     need: int,
     levels: Sequence[str],
     held: Sequence[str],
-    strategy: Strategy,
-    weights: Mapping[str, float] | None,
+    scoring: Scoring,
 ) -> Trial:
     """One role's needed members inside one domain of its levels, or the closest try."""
     snapshot = statement.snapshot
@@ -135,7 +124,7 @@ def _role_in_one_domain(
         for domain in candidate_domains(snapshot, key, members[0], need, held):
             within = domain.nodes if statement.within is None else domain.nodes & statement.within
             child = Statement(snapshot, within=within)
-            trial = greedy_trial(child, members, {role: need}, need, strategy, weights)
+            trial = greedy_trial(child, members, {role: need}, need, scoring)
             if trial.placed >= need:
                 statement.absorb(child)
                 return trial
@@ -152,7 +141,7 @@ def _role_in_one_domain(
     return Trial(0, members, closest.failure, closest.note)
 
 
-def runs(pods: list[PodInfo]) -> list[list[PodInfo]]:
+def runs(pods: Sequence[PodInfo]) -> list[list[PodInfo]]:
     """Consecutive members of one shape and role."""
     runs: list[list[PodInfo]] = []
     for pod in pods:

@@ -184,11 +184,11 @@ class SchedulingLoop:
             self.binds_idle.set()
 
     def _report_queue(self) -> None:
-        for pool, size in self._scheduler.queue.sizes().items():
+        for pool, size in self._scheduler.queue_sizes().items():
             self._metrics.queue_length.labels(pool=pool).set(size)
 
     async def _sleep_until_ready(self) -> None:
-        ready_at = self._scheduler.queue.peek_ready()
+        ready_at = self._scheduler.ready_at()
         timeout = None if ready_at is None else max(0.0, ready_at - self._scheduler.clock())
         # Not asyncio.wait_for: on Python 3.11 it can swallow a cancellation that
         # arrives as the wake-up does, and the loop would run on after shutdown.
@@ -265,7 +265,7 @@ class SchedulingLoop:
             why = await self._volume_binder.prepare(volume_actions)
             if why is not None:
                 # Nothing is bound: the group goes back whole, its volumes given back.
-                self._scheduler.volumes.release(volume_actions)
+                self._scheduler.release_volumes(volume_actions)
                 for binding in bindings:
                     self._scheduler.binding_failed(binding)
                 log.warning("volumes not ready, no member bound", group=str(key), why=why)

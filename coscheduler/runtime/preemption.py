@@ -86,31 +86,31 @@ class Preempter:
 
     @property
     def mode(self) -> Mode:
-        return self._scheduler.preemptions.settings.mode
+        return self._scheduler.preemption_settings.mode
 
     # -- after each decision --------------------------------------------------
 
     def annotate(self, decision: Decision) -> Decision:
-        """Carry out the orders of this decision; the decision as the group should tell it."""
-        preemptions = self._scheduler.preemptions
-        counts = preemptions.take_counts()
+        """Carry out this decision's preemption order; the decision as the group should tell it."""
+        scheduler = self._scheduler
+        counts = scheduler.take_preemption_counts()
         if counts:
             self._metrics.preemption_attempts.inc(counts["attempts"])
             for outcome in ("found", "none"):
                 if counts[outcome]:
                     self._metrics.preemption_plans.labels(outcome=outcome).inc(counts[outcome])
         now = self._scheduler.clock()
-        for key, since in preemptions.take_placed():
+        for key, since in scheduler.take_preemptors_placed():
             self._metrics.preemption_to_placed.observe(max(0.0, now - since))
             self._notes.pop(key, None)
-        for order in preemptions.take_orders():
-            self._take(order)
+        if decision.preemption is not None:
+            self._take(decision.preemption)
         key = decision.group
         if decision.admitted:
             self._notes.pop(key, None)
             self._nominated.pop(key, None)
             return decision
-        hold = preemptions.hold(key)
+        hold = scheduler.hold(key)
         if hold is None and key in self._nominated:
             self._unnominate(key)  # the hold ran out: the pods are nominated nowhere now
         note = (
@@ -254,7 +254,7 @@ class Preempter:
         }
         untouched = {victim.group.key for victim in plan.victims} - touched
         restored = self._fail(key, refused_groups, untouched, plan=plan, evicted=gone)
-        hold_seconds = self._scheduler.preemptions.settings.hold_seconds
+        hold_seconds = self._scheduler.preemption_settings.hold_seconds
         for group, count in restored.items():
             pods = f"{count} pod{'s' if count != 1 else ''}"
             self._tell_group(

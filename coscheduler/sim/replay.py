@@ -4,10 +4,13 @@ A discrete-event loop: the only events are gang arrivals and gang
 completions; between two events nothing changes, so time jumps from one to
 the next (no sleeping, no ticks). At each event time:
 
-1. completions free their pods (reported to the core as ``Succeeded``);
-2. arrivals join the waiting line;
-3. a *sweep* places what fits, in the core's queue order (priority, arrival,
-   name), until nothing waiting fits;
+1. completions free their pods (removed from the core);
+2. arrivals enter the core (their PodGroup and pods);
+3. a *sweep* asks the core for decisions (:meth:`Scheduler.next_decision`)
+   until none is ready, exactly as ``coscheduler run``'s loop does: the
+   core's own queue chooses (priority, creation, name; with queues, the
+   queue with the lowest weighted share first), a group that does not fit
+   backs off until capacity is freed (a completion) or its backoff ends;
 4. the rates (useful and partially held cpu) are sampled for the timeline.
 
 Two policies, both placed by the same core (:class:`Scheduler`, same
@@ -28,23 +31,16 @@ dropped). The replay ends when no event is left; gangs that never started
 are *stuck*, and stuck gangs holding pods are *deadlocked* (nothing that
 could free their resources remains).
 
-With queues (a scenario that defines any), the ``gang`` policy lets the
-core's own queue choose instead: every arrived gang is in it, and the sweep
-asks for decisions until none is ready. That is what ``coscheduler run``
-does: the queue with the lowest weighted share goes first, quota is checked
-for the whole gang, a refused group backs off until capacity is freed (a
-completion) or its backoff ends. The ``baseline`` knows no queues, as a
-default scheduler does not: it shows what the shares are without them.
-Either way, each queue's allocated cpu is sampled after every event time.
+With queues (a scenario that defines any), the ``gang`` policy gives each
+gang its queue: quota is checked for the whole gang, a refused group backs
+off like any other. The ``baseline`` knows no queues, as a default scheduler
+does not: it shows what the shares are without them. Either way, each
+queue's allocated cpu is sampled after every event time.
 
-Without queues the core is driven, not polled: the replay keeps the waiting line itself and
-asks :class:`~coscheduler.sim.index.FitIndex` which group would fit; only
-that group is put in the core's queue and decided, and a group with members
-left over is parked (taken out of the core's queue) until room for one more
-of them appears. This makes the same decisions, in the same order, as the
-core's queue retrying every waiting group on every capacity event (a test
-holds the two to agreement), without the failing attempts: the loop costs
-O(events x shapes) plus the placements, not O(events x waiting gangs).
+The replay reaches the core only through its facade (nodes, queues, groups
+and pods in; decisions out), so what it shows is the queue discipline users
+get. The cost is the core's: every waiting group is tried again after each
+completion (as in production), each failing attempt one planner run.
 
 Bindings stay *assumed* in the core (the snapshot counts assumed and bound
 pods alike, and the core files both as bound members), and a finished gang's
@@ -62,13 +58,11 @@ from dataclasses import dataclass, field
 from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
+from coscheduler.core.decision import Decision
 from coscheduler.core.group import GroupKey, GroupPolicy
-from coscheduler.core.planner import Decision
-from coscheduler.core.queue import QueueOrder, order_of
 from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.strategy import Strategy
-from coscheduler.sim.index import FitIndex
 from coscheduler.sim.model import Gang, Scenario
 
 __all__ = ["GangOutcome", "Policy", "Replay", "ReplayError", "replay"]
@@ -140,19 +134,14 @@ class _Live:
     outcome: GangOutcome
     key: GroupKey
     policy: GroupPolicy
-    order: QueueOrder
-    shape: int
     template: PodInfo
     #: Its queue's place in the per-queue samples (-1: not sampled).
     slot: int = -1
-    in_core: bool = False
     #: Pending pods the core knows, by uid.
     pending: dict[str, PodInfo] = field(default_factory=dict)
     #: Uids of the bound pods, and the nodes they are on.
     bound: list[str] = field(default_factory=list)
     nodes: set[str] = field(default_factory=set)
-    #: Bumped whenever the gang's place in the waiting line changes (stale entries).
-    version: int = 0
 
 
 def _template(gang: Gang) -> PodInfo:
@@ -211,7 +200,7 @@ class _Engine:
         self.scheduler = Scheduler(lambda: self.now, SchedulerSettings(strategy=strategy))
         for node in scenario.nodes:
             self.scheduler.upsert_node(node)
-        #: The core's queue chooses (module docstring): only gangs, with queues defined.
+        #: Gangs draw from their queues (module docstring): only gangs, with queues defined.
         self.queued = policy is Policy.GANG and bool(scenario.queues)
         if self.queued:
             for queue in scenario.queues:
@@ -226,7 +215,6 @@ class _Engine:
         self.queue_used = [0] * len(self.queue_names)
         self.queue_waiting = [0] * len(self.queue_names)
         self.queue_timeline: list[tuple[float, tuple[int, ...], tuple[bool, ...]]] = []
-        self.index = FitIndex(self.scheduler.snapshot)
         self.gangs: list[_Live] = []
         for gang in scenario.gangs:
             template = _template(gang)
@@ -246,18 +234,11 @@ class _Engine:
                         created=gang.arrival,
                         topology_levels=gang.topology_levels if policy is Policy.GANG else (),
                     ),
-                    order=order_of(key, gang.priority, gang.arrival),
-                    shape=self.index.register(template),
                     template=template,
                 )
             )
-        self.index.build()
         self.numbers = {live.key: number for number, live in enumerate(self.gangs)}
-        #: With queues: gangs in the core with members left to place.
-        self.in_line: set[int] = set()
         self.cpu_capacity = scenario.cpu_capacity
-        # Waiting line: per (shape, pods needed), a heap of (order, gang, version).
-        self.waiting: dict[tuple[int, int], list[tuple[QueueOrder, int, int]]] = {}
         self.events: list[tuple[float, int, int]] = [
             (gang.arrival, _ARRIVAL, number) for number, gang in enumerate(scenario.gangs)
         ]
@@ -267,8 +248,6 @@ class _Engine:
         self.useful_integral = 0.0
         self.partial_integral = 0.0
         self.timeline: list[tuple[float, int, int]] = []
-        #: Constrained gangs the core refused since the last event.
-        self.blocked: list[int] = []
 
     def run(self) -> Replay:
         begin = self.events[0][0] if self.events else 0.0
@@ -276,19 +255,13 @@ class _Engine:
         while self.events:
             moment = self.events[0][0]
             self._advance(moment)
-            for number in self.blocked:
-                self._wait(number)
-            self.blocked.clear()
             while self.events and self.events[0][0] == moment:
                 _, kind, number = heapq.heappop(self.events)
                 if kind == _COMPLETION:
                     self._complete(number)
                 else:
                     self._arrive(number)
-            if self.queued:
-                self._sweep_queued()
-            else:
-                self._sweep()
+            self._sweep()
             self.timeline.append((self.now, self.useful, self.partial))
             if self.queue_names:
                 self.queue_timeline.append(
@@ -328,81 +301,23 @@ class _Engine:
         self.partial_integral += self.partial * elapsed
         self.now = moment
 
-    # -- the waiting line ----------------------------------------------------
-
-    def _needed(self, live: _Live) -> int:
-        """Pods that must fit at once for the core to bind any."""
-        if live.outcome.start is None and self.policy is Policy.GANG:
-            return live.policy.min_member - len(live.bound)
-        return 1
+    # -- arriving and placing -----------------------------------------------
 
     def _arrive(self, number: int) -> None:
         live = self.gangs[number]
         if live.slot >= 0:
             self.queue_waiting[live.slot] += 1
-        if self.queued:
-            self._enter_core(live)
-            self.in_line.add(number)
-        else:
-            self._wait(number)
-
-    def _wait(self, number: int) -> None:
-        live = self.gangs[number]
-        live.version += 1
-        line = self.waiting.setdefault((live.shape, self._needed(live)), [])
-        heapq.heappush(line, (live.order, number, live.version))
+        self._enter_core(live)
 
     def _sweep(self) -> None:
-        """Place waiting gangs in queue order while any of them fits."""
-        totals = self.index.totals
-        while True:
-            best: tuple[QueueOrder, int, int] | None = None
-            best_line: list[tuple[QueueOrder, int, int]] | None = None
-            for (shape, needed), line in self.waiting.items():
-                if needed > totals[shape]:
-                    continue
-                while line and line[0][2] != self.gangs[line[0][1]].version:
-                    heapq.heappop(line)
-                if line and (best is None or line[0] < best):
-                    best, best_line = line[0], line
-            if best is None or best_line is None:
-                return
-            heapq.heappop(best_line)
-            self._place(self.gangs[best[1]], best[1])
-            totals = self.index.totals
-
-    def _sweep_queued(self) -> None:
-        """Let the core's queue choose until no group is ready (each refused one backs off).
-
-        Gangs the index says have no room now are parked (out of the core's
-        queue, their demand still counted by their queue): the core would
-        refuse them, and room only shrinks during a sweep.
-        """
-        self._park()
+        """Ask the core for decisions until no group is ready (module docstring)."""
         while (decision := self.scheduler.next_decision()) is not None:
             if decision.bindings:
-                number = self.numbers[decision.group]
-                self._bound(number, decision)
-                if not self.gangs[number].pending:
-                    self.in_line.discard(number)
-                self._park()
-
-    def _park(self) -> None:
-        """Only gangs with room are in the core's queue (see :meth:`_sweep_queued`)."""
-        totals = self.index.totals
-        queue = self.scheduler.queue
-        for number in self.in_line:
-            live = self.gangs[number]
-            if self._needed(live) > totals[live.shape]:
-                queue.remove(live.key)
-            elif live.key not in queue:
-                gang = live.outcome.gang
-                queue.add(live.key, gang.priority, live.policy.created, live.policy.queue)
+                self._bound(self.numbers[decision.group], decision)
 
     # -- placing and finishing -----------------------------------------------
 
     def _enter_core(self, live: _Live) -> None:
-        live.in_core = True
         scheduler = self.scheduler
         scheduler.upsert_group(live.policy)
         gang = live.outcome.gang
@@ -415,33 +330,6 @@ class _Engine:
             live.pending[uid] = pod
             scheduler.upsert_pod(pod)
 
-    def _place(self, live: _Live, number: int) -> None:
-        live.version += 1
-        scheduler = self.scheduler
-        if not live.in_core:
-            self._enter_core(live)
-        else:
-            scheduler.queue.add(live.key, live.policy.priority or 0, live.policy.created)
-        decision = scheduler.next_decision()
-        if live.outcome.gang.constrained and (
-            decision is not None and decision.group == live.key and not decision.bindings
-        ):
-            # The index counts room only: a gang kept in one domain, or apart,
-            # may still not fit. It is tried again at the next event.
-            scheduler.queue.remove(live.key)
-            self.blocked.append(number)
-            return
-        if decision is None or decision.group != live.key or not decision.bindings:
-            raise ReplayError(
-                f"at {self.now:g} s the index said {self._needed(live)} pod(s) of gang "
-                f"{live.key} fit, but the core decided {decision!r}"
-            )
-        if live.pending.keys() - {b.uid for b in decision.bindings}:
-            scheduler.queue.remove(live.key)  # parked: the waiting line is ours
-        self._bound(number, decision)
-        if live.pending:
-            self._wait(number)
-
     def _bound(self, number: int, decision: Decision) -> None:
         """Account for the members the core just bound."""
         live = self.gangs[number]
@@ -451,7 +339,6 @@ class _Engine:
             live.bound.append(binding.uid)
             nodes.add(binding.node)
         live.nodes |= nodes
-        self.index.touch(nodes)
         cpu = live.outcome.gang.cpu * len(decision.bindings)
         if live.slot >= 0:
             self.queue_used[live.slot] += cpu
@@ -473,8 +360,6 @@ class _Engine:
 
     def _complete(self, number: int) -> None:
         live = self.gangs[number]
-        self.in_line.discard(number)
-        live.version += 1  # leaves the waiting line
         live.outcome.finish = self.now
         scheduler = self.scheduler
         for uid in live.pending:
@@ -486,7 +371,6 @@ class _Engine:
         if live.slot >= 0:
             self.queue_used[live.slot] -= live.outcome.gang.cpu * len(live.bound)
         live.bound.clear()
-        self.index.touch(live.nodes)
         live.nodes.clear()
 
 

@@ -76,9 +76,9 @@ class World:
         if decision is not None:
             for binding in decision.bindings:
                 self.in_flight[binding.uid] = binding.node
-        for order in self.scheduler.preemptions.take_orders():
-            if order.evict:
-                self.to_evict.extend(p.uid for p in order.plan.pods if p.uid not in self.to_evict)
+        order = decision.preemption if decision is not None else None
+        if order is not None and order.evict:
+            self.to_evict.extend(p.uid for p in order.plan.pods if p.uid not in self.to_evict)
 
     def bind_one(self, index: int) -> None:
         if not self.in_flight:

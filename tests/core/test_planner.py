@@ -10,6 +10,7 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import Code, Decision, GroupKey, GroupPolicy, Snapshot, Strategy, plan
+from coscheduler.core.scoring import Scoring
 from tests.builders import gang, group, node, pod
 
 
@@ -104,7 +105,10 @@ def test_scenarios(
 def test_least_allocated_spreads() -> None:
     snapshot = snapshot_of([node("a", cpu="4"), node("b", cpu="4")])
     decision = run(
-        snapshot, group("train", 4), gang("train", 4, cpu="1"), strategy=Strategy.LEAST_ALLOCATED
+        snapshot,
+        group("train", 4),
+        gang("train", 4, cpu="1"),
+        scoring=Scoring(Strategy.LEAST_ALLOCATED),
     )
     assert sorted(placed(decision).values()) == ["a", "a", "b", "b"]
     assert list(placed(decision).values()) == ["a", "b", "a", "b"]

@@ -14,7 +14,7 @@ from coscheduler.core import GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import Mode, PreemptionPlan, PreemptionSettings
 from coscheduler.core.queue import ClusterEvent
-from tests.builders import Clock, gang, group, node, pod
+from tests.builders import Clock, decide, gang, group, node, pod, take_orders
 
 URGENT = GroupKey("default", "urgent")
 LOW_1 = GroupKey("default", "low-1")
@@ -40,14 +40,14 @@ def full_cluster(clock: Clock | None = None) -> Scheduler:
 
 
 def planned(scheduler: Scheduler) -> PreemptionPlan:
-    scheduler.next_decision()
-    (order,) = [o for o in scheduler.preemptions.take_orders() if o.evict]
+    decide(scheduler)
+    (order,) = [o for o in take_orders(scheduler) if o.evict]
     return order.plan
 
 
 def drain(scheduler: Scheduler) -> list[Decision]:
     decisions = []
-    while (decision := scheduler.next_decision()) is not None:
+    while (decision := decide(scheduler)) is not None:
         decisions.append(decision)
     return decisions
 
@@ -69,7 +69,7 @@ def test_a_gang_left_short_gets_its_room_back_and_the_next_plan_takes_other_gang
     scheduler.remove_pod(FIRST)
     decisions = drain(scheduler)
     assert not any(d.group == URGENT and d.admitted for d in decisions)
-    (order,) = [o for o in scheduler.preemptions.take_orders() if o.evict]
+    (order,) = [o for o in take_orders(scheduler) if o.evict]
     # Not low-1's last member (spared), nor low-1's freed room: two other gangs whole.
     assert {victim.group.key.name for victim in order.plan.victims} == {"low-2", "low-3"}
     assert all(victim.whole for victim in order.plan.victims)

@@ -13,7 +13,7 @@ from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.core import Code, GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.preemption import Mode, PreemptionSettings, running_groups
 from coscheduler.core.quota import QueuePolicy
-from tests.builders import Clock, gang, group, node, pod
+from tests.builders import Clock, decide, gang, group, node, pod, take_orders
 
 URGENT = GroupKey("default", "urgent")
 LOW = GroupKey("default", "low")
@@ -38,10 +38,10 @@ def full_cluster(mode: Mode = Mode.ON, clock: Clock | None = None) -> Scheduler:
 
 def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_gone() -> None:
     scheduler = full_cluster()
-    decision = scheduler.next_decision()
+    decision = decide(scheduler)
     assert decision is not None
     assert decision.status.code is Code.UNSCHEDULABLE
-    (order,) = scheduler.preemptions.take_orders()
+    (order,) = take_orders(scheduler)
     assert order.evict
     assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
     assert scheduler.preemptions.nominated_node("uid-default-urgent-0") in {"n0", "n1"}
@@ -52,17 +52,17 @@ def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_go
     scheduler.upsert_group(group("filler", 1, priority=50))
     for member in gang("filler", 1, cpu="8", priority=50):
         scheduler.upsert_pod(member)
-    while (decision := scheduler.next_decision()) is not None:
+    while (decision := decide(scheduler)) is not None:
         assert not decision.bindings
     # No second round of evictions for the same room (the filler finds none either).
-    orders = scheduler.preemptions.take_orders()
+    orders = take_orders(scheduler)
     assert [order for order in orders if order.plan.preemptor == URGENT] == []
     assert not any(order.evict for order in orders)
 
     for uid in ("uid-default-low-2", "uid-default-low-3"):
         scheduler.remove_pod(uid)
     decisions = []
-    while (decision := scheduler.next_decision()) is not None:
+    while (decision := decide(scheduler)) is not None:
         decisions.append(decision)
     placed = [d for d in decisions if d.group == URGENT and d.admitted]
     assert placed
@@ -72,8 +72,8 @@ def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_go
 
 def test_dry_run_shows_the_plan_and_holds_nothing() -> None:
     scheduler = full_cluster(Mode.DRY_RUN, Clock(now=900.0 + 42 * 60))
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert not order.evict
     assert order.plan.summary == "would preempt default/low (4 pods, priority 1, running 42 min)"
     assert scheduler.preemptions.hold(URGENT) is None
@@ -82,8 +82,8 @@ def test_dry_run_shows_the_plan_and_holds_nothing() -> None:
 
 def test_off_never_searches() -> None:
     scheduler = full_cluster(Mode.OFF)
-    scheduler.next_decision()
-    assert scheduler.preemptions.take_orders() == []
+    decide(scheduler)
+    assert take_orders(scheduler) == []
 
 
 def test_a_budget_that_forbids_the_victims_eviction_means_no_plan() -> None:
@@ -92,23 +92,23 @@ def test_a_budget_that_forbids_the_victims_eviction_means_no_plan() -> None:
         (LabelRequirement("scheduling.sigs.k8s.io/pod-group", "In", frozenset(["low"])),)
     )
     scheduler.preemptions.upsert_budget(DisruptionBudget("default", "low-pdb", selector, 3))
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert not order.plan.found
     assert not order.evict
 
 
 def test_a_failed_plan_releases_the_room_and_spares_the_refused_group() -> None:
     scheduler = full_cluster()
-    scheduler.next_decision()
-    scheduler.preemptions.take_orders()
+    decide(scheduler)
+    take_orders(scheduler)
     scheduler.preemption_failed(URGENT, [LOW])
     assert scheduler.preemptions.hold(URGENT) is None
     assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
-    decision = scheduler.next_decision()
+    decision = decide(scheduler)
     assert decision is not None
     assert decision.group == URGENT
-    (order,) = scheduler.preemptions.take_orders()
+    (order,) = take_orders(scheduler)
     assert not order.plan.found
 
 
@@ -125,7 +125,7 @@ def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
         for member in gang(name, 1, cpu="4", priority=5):
             scheduler.upsert_pod(member)
     for _ in range(3):  # each time past the floor's memory and every backoff
-        while scheduler.next_decision() is not None:
+        while decide(scheduler) is not None:
             pass
         clock.advance(60)
     # Nothing runs below priority 5: never a search (issue #18: "pays nothing").
@@ -133,7 +133,7 @@ def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
     scheduler.upsert_group(group("higher", 1, priority=6))
     for member in gang("higher", 1, cpu="4", priority=6):
         scheduler.upsert_pod(member)
-    while scheduler.next_decision() is not None:
+    while decide(scheduler) is not None:
         pass
     assert scheduler.preemptions.take_counts()["found"] >= 1
 
@@ -150,8 +150,8 @@ def test_a_gang_whose_podgroup_names_a_lower_priority_than_its_pods_is_still_a_v
     scheduler.upsert_group(group("urgent", 1, priority=5))
     for member in gang("urgent", 1, cpu="4", priority=5):
         scheduler.upsert_pod(member)
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert [victim.group.key for victim in order.plan.victims] == [LOW]
 
 
@@ -160,13 +160,13 @@ def test_a_group_that_has_not_run_its_minimum_time_is_not_a_victim() -> None:
     scheduler = full_cluster(clock=clock)
     protected = dataclasses.replace(group("low", 4, priority=1), min_run_seconds=600)
     scheduler.upsert_group(protected)
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert not order.plan.found
     clock.advance(600)
     scheduler.preemption_failed(URGENT)  # retry now (no victims were spared)
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert order.plan.found
 
 
@@ -187,8 +187,8 @@ def test_priority_preemption_stays_within_the_preemptors_queue() -> None:
     scheduler.upsert_group(dataclasses.replace(group("urgent", 1, priority=100), queue="team-a"))
     for member in gang("urgent", 1, cpu="8", priority=100):
         scheduler.upsert_pod(member)
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert {pod.name for pod in order.plan.pods} == {"mine-0", "mine-1"}
 
 
@@ -218,10 +218,10 @@ def reclaim_cluster(b_nominal_cpu: int) -> Scheduler:
 
 def test_a_queue_under_its_nominal_reclaims_what_another_borrowed_whatever_the_priority() -> None:
     scheduler = reclaim_cluster(b_nominal_cpu=8000)
-    decision = scheduler.next_decision()
+    decision = decide(scheduler)
     assert decision is not None
     assert decision.status.code is Code.UNSCHEDULABLE
-    (order,) = scheduler.preemptions.take_orders()
+    (order,) = take_orders(scheduler)
     assert order.evict
     # One of b's two gangs, whole: b keeps its nominal 8 cpu.
     names = {pod.name for pod in order.plan.pods}
@@ -231,8 +231,8 @@ def test_a_queue_under_its_nominal_reclaims_what_another_borrowed_whatever_the_p
 def test_reclaim_never_pushes_the_lender_below_its_own_nominal() -> None:
     # b is entitled to all 16: it borrowed nothing, so a takes nothing back.
     scheduler = reclaim_cluster(b_nominal_cpu=16000)
-    scheduler.next_decision()
-    orders = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    orders = take_orders(scheduler)
     assert not any(order.evict for order in orders)
 
 
@@ -244,9 +244,9 @@ def test_room_held_for_a_queue_counts_against_its_nominal_when_it_reclaims_again
     scheduler.upsert_group(dataclasses.replace(group("mine2", 2, priority=0), queue="a"))
     for member in gang("mine2", 2, cpu="4", priority=0):
         scheduler.upsert_pod(member)
-    while scheduler.next_decision() is not None:
+    while decide(scheduler) is not None:
         pass
-    evicting = [order for order in scheduler.preemptions.take_orders() if order.evict]
+    evicting = [order for order in take_orders(scheduler) if order.evict]
     assert len(evicting) == 1
     assert len(evicting[0].plan.pods) == 2
 
@@ -256,7 +256,7 @@ def test_a_hold_is_released_when_its_group_waits_for_its_queue_not_for_room() ->
     # "mine" (8 cpu) can never be admitted, so it lets the room go at once.
     scheduler = reclaim_cluster(b_nominal_cpu=0)
     mine = GroupKey("default", "mine")
-    scheduler.next_decision()
+    decide(scheduler)
     assert scheduler.preemptions.hold(mine) is not None
     scheduler.upsert_node(node("n2", cpu="16"))  # room elsewhere, victims still running
     scheduler.upsert_queue(
@@ -265,7 +265,7 @@ def test_a_hold_is_released_when_its_group_waits_for_its_queue_not_for_room() ->
         )
     )
     decisions = []
-    while (decision := scheduler.next_decision()) is not None:
+    while (decision := decide(scheduler)) is not None:
         decisions.append(decision)
     last = [d for d in decisions if d.group == mine][-1]
     assert last.status.reason.name == "QUEUE_MAX_REACHED"
@@ -290,14 +290,14 @@ def test_a_gang_its_queues_max_holds_back_preempts_lower_gangs_of_its_queue_anyw
     scheduler.upsert_group(dataclasses.replace(group("urgent", 2, priority=100), queue="a"))
     for member in gang("urgent", 2, cpu="4", priority=100):
         scheduler.upsert_pod(member)
-    decision = scheduler.next_decision()
+    decision = decide(scheduler)
     assert decision is not None
     assert decision.status.reason.name == "QUEUE_MAX_REACHED"
-    (order,) = scheduler.preemptions.take_orders()
+    (order,) = take_orders(scheduler)
     assert order.evict
     assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1"}
     # While the victims go the room stays held; once gone, urgent is placed.
-    while scheduler.next_decision() is not None:
+    while decide(scheduler) is not None:
         pass
     assert scheduler.preemptions.hold(URGENT) is not None
     # Their ReplicaSet makes the victims again at once; they go one by one, and urgent is
@@ -308,10 +308,10 @@ def test_a_gang_its_queues_max_holds_back_preempts_lower_gangs_of_its_queue_anyw
     decisions = []
     for uid in ("uid-default-low-0", "uid-default-low-1"):
         clock.advance(0.5)
-        while (decision := scheduler.next_decision()) is not None:
+        while (decision := decide(scheduler)) is not None:
             decisions.append(decision)
         scheduler.remove_pod(uid)
-    while (decision := scheduler.next_decision()) is not None:
+    while (decision := decide(scheduler)) is not None:
         decisions.append(decision)
     assert any(d.group == URGENT and d.admitted for d in decisions)
     assert not any(d.bindings for d in decisions if d.group == LOW)
@@ -333,9 +333,9 @@ def test_a_queue_at_its_max_with_only_equals_preempts_nobody() -> None:
     scheduler.upsert_group(dataclasses.replace(group("urgent", 2, priority=100), queue="a"))
     for member in gang("urgent", 2, cpu="4", priority=100):
         scheduler.upsert_pod(member)
-    while scheduler.next_decision() is not None:
+    while decide(scheduler) is not None:
         pass
-    assert not any(order.evict for order in scheduler.preemptions.take_orders())
+    assert not any(order.evict for order in take_orders(scheduler))
 
 
 def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() -> None:
@@ -347,8 +347,8 @@ def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() 
     )
     for name in ("low-a", "low-b"):
         scheduler.preemptions.upsert_budget(DisruptionBudget("default", name, selector, 4))
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert not order.plan.found
     assert order.plan.worth_telling
     assert order.plan.summary.endswith(
@@ -357,19 +357,19 @@ def test_a_victim_under_two_budgets_is_none_since_the_eviction_api_refuses_it() 
     )
     scheduler.preemptions.remove_budget("default/low-b")
     scheduler.preemption_failed(URGENT)  # retried now
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert order.plan.found
 
 
 def test_victims_a_failed_plan_evicted_nothing_of_may_be_chosen_again() -> None:
     scheduler = full_cluster()
-    scheduler.next_decision()
-    scheduler.preemptions.take_orders()
+    decide(scheduler)
+    take_orders(scheduler)
     # The plan stopped before low lost anything (another group's eviction was refused).
     scheduler.preemption_failed(URGENT, [], untouched=[LOW])
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decide(scheduler)
+    (order,) = take_orders(scheduler)
     assert order.plan.found
     assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1", "low-2", "low-3"}
 
@@ -414,13 +414,13 @@ def test_the_kept_bound_is_never_above_a_running_groups_priority(
     for name in dropped & set(policies):
         scheduler.remove_group("default", name)
     running = running_groups(
-        scheduler._pods.values(),
+        scheduler.pods(),
         scheduler.snapshot,
         scheduler.group_of,
         scheduler.policy,
         GroupKey("default", "nobody"),
     )
-    lowest = scheduler._running_priorities.lowest()
+    lowest = scheduler.lowest_running_priority()
     if running:
         assert lowest is not None
         assert lowest <= min(group.priority for group in running)
@@ -442,7 +442,9 @@ def test_reclaim_takes_a_gang_whole_when_it_runs_above_its_minimum() -> None:
     scheduler.upsert_group(dataclasses.replace(group("mine", 2, priority=0), queue="a"))
     for member in gang("mine", 2, cpu="4", priority=0):
         scheduler.upsert_pod(member)
-    scheduler.next_decision()
-    (order,) = scheduler.preemptions.take_orders()
+    decision = scheduler.next_decision()
+    assert decision is not None
+    order = decision.preemption
+    assert order is not None
     assert order.evict
     assert len(order.plan.pods) == 4

@@ -105,7 +105,7 @@ def run_to_quiet(scheduler: Scheduler, clock: Clock, check: bool = True) -> None
 def usage_by_queue(scheduler: Scheduler) -> dict[str, int]:
     """Bound cpu per queue, counted from the members (not from the ledger)."""
     usage: dict[str, int] = {}
-    for key in list(scheduler._members):
+    for key in list(scheduler.groups()):
         queue = scheduler.queue_name(key)
         for member in scheduler.members(key)[1]:
             usage[queue] = usage.get(queue, 0) + member.requests.get("cpu", 0)
@@ -120,7 +120,7 @@ def check_invariants(scheduler: Scheduler) -> None:
         assert queue is not None
         if "cpu" in queue.max:
             assert cpu <= queue.max["cpu"], f"queue {name} over its max"
-    for key in list(scheduler._members):
+    for key in list(scheduler.groups()):
         policy = scheduler.policy(key)
         bound = len(scheduler.members(key)[1])
         if policy is not None:

@@ -17,7 +17,7 @@ from coscheduler.core import (
     SchedulerSettings,
     planner,
 )
-from coscheduler.core import scheduler as scheduler_module
+from coscheduler.core import pipeline as pipeline_module
 from coscheduler.core.snapshot import Snapshot
 from tests.builders import Clock, gang, group, node, pod, pod_object
 
@@ -255,7 +255,7 @@ def test_a_bug_met_deciding_for_one_group_backs_it_off_and_the_others_go_on(
             raise OverflowError("Python int too large to convert to C long")
         return real_plan(snapshot, key, *args, **kwargs)
 
-    monkeypatch.setattr(scheduler_module, "plan", plan_with_a_bug)
+    monkeypatch.setattr(pipeline_module, "plan", plan_with_a_bug)
     scheduler = cluster("4")
     scheduler.upsert_group(group("bad", 2, priority=10))
     scheduler.upsert_group(group("good", 2))

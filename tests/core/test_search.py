@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import Code
+from coscheduler.core.scoring import Scoring
 from coscheduler.core.search import find_packing
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
@@ -30,7 +31,7 @@ def test_greedy_trial_alone_misses_the_packing() -> None:
     snapshot = snapshot_of([node("a", cpu="3"), node("b", cpu="3")])
     statement = Statement(snapshot)
     placed, _, failure, _ = greedy_trial(
-        statement, mixed_gang(), {}, 4, Strategy.MOST_ALLOCATED, None
+        statement, mixed_gang(), {}, 4, Scoring(Strategy.MOST_ALLOCATED, None)
     )
     statement.discard()
     assert placed == 3

@@ -1,9 +1,9 @@
 """The replay on tiny hand-made cases whose answers are known exactly.
 
 Each case says what a person would work out on paper: which gang starts when,
-what is held while waiting, what deadlocks. A last test holds the replay's
-shortcut (its fit index and parked groups) to the core's own queue, driven
-the plain way, on random workloads.
+what is held while waiting, what deadlocks. A last test holds the replay to
+the core's own queue driven the plain way (a loop written here), on random
+workloads.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def test_wait_percentile_is_nearest_rank() -> None:
     assert percentile([5.0], 0.99) == 5.0
 
 
-# -- the shortcut against the core's own queue --------------------------------------
+# -- the replay against the core's own queue, driven the plain way ----------------------
 
 
 def plain_replay(case: Scenario, policy: Policy) -> dict[str, float | None]:

@@ -4,22 +4,17 @@
 finds the smallest sufficient set by simulating the planner's own attempt.
 """
 
+from coscheduler.core.decision import Order, PreemptionPlan
+from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
+from coscheduler.core.preemption.running import RunningPriorities, running_groups
 from coscheduler.core.preemption.search import (
     DEFAULT_BUDGET,
     Admits,
-    PreemptionPlan,
     Preemptor,
     find_plan,
 )
-from coscheduler.core.preemption.tracker import (
-    Mode,
-    Order,
-    Preemptions,
-    PreemptionSettings,
-    RunningPriorities,
-    running_groups,
-)
-from coscheduler.core.preemption.victims import (
+from coscheduler.core.preemption.tracker import Hold, Preemptions
+from coscheduler.core.victims import (
     Cost,
     RunningGroup,
     Victim,
@@ -31,7 +26,9 @@ from coscheduler.core.preemption.victims import (
 __all__ = [
     "DEFAULT_BUDGET",
     "Admits",
+    "Attempted",
     "Cost",
+    "Hold",
     "Mode",
     "Order",
     "PreemptionPlan",

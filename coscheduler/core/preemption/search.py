@@ -1,7 +1,7 @@
 """The victim search: the smallest disruption that lets a whole gang fit.
 
 :func:`find_plan` is given a group that does not fit (the preemptor), the
-groups running now and a :data:`~coscheduler.core.preemption.victims.VictimRule`,
+groups running now and a :data:`~coscheduler.core.victims.VictimRule`,
 and answers with a :class:`PreemptionPlan`: the victims, and where the
 preemptor's members would go once they are gone; or no plan, and why. It
 evicts nothing: each candidate set is *simulated* by taking the victims'
@@ -12,7 +12,7 @@ The snapshot is exactly as before when it returns.
 
 The search, each step one *trial* of the preemptor's gang:
 
-1. The units (:func:`~coscheduler.core.preemption.victims.victim_units`)
+1. The units (:func:`~coscheduler.core.victims.victim_units`)
    that the rule allows and that sit where the preemptor could go, ordered
    by their cost: members above a gang's minimum and lone pods before whole
    gangs (fewest gangs broken), then lowest priority, least running time
@@ -46,9 +46,13 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.decision import PreemptionPlan
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import plan
-from coscheduler.core.preemption.victims import (
+from coscheduler.core.scoring import Scoring
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import Binding
+from coscheduler.core.victims import (
     Cost,
     RunningGroup,
     Victim,
@@ -57,9 +61,6 @@ from coscheduler.core.preemption.victims import (
     plan_cost,
     victim_units,
 )
-from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding
-from coscheduler.core.strategy import Strategy
 
 __all__ = ["DEFAULT_BUDGET", "NEVER", "Admits", "PreemptionPlan", "Preemptor", "find_plan"]
 
@@ -71,6 +72,8 @@ Admits = Callable[[Sequence[Victim]], bool]
 DEFAULT_BUDGET = 40
 #: ``spec.preemptionPolicy`` of a pod that waits rather than evict anyone.
 NEVER = "Never"
+#: Most-allocated, every resource weighing 1.
+_DEFAULT = Scoring()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,49 +91,11 @@ class Preemptor:
         return self.policy.key
 
 
-@dataclass(frozen=True, slots=True)
-class PreemptionPlan:
-    """What to evict so the preemptor fits, or why nothing will be.
-
-    ``nominated`` is where the preemptor's members go once the victims are
-    gone (the planner's bindings in the last trial of exactly these victims).
-    ``exhausted``: the budget ran out, so the plan is sufficient but perhaps
-    not the smallest. ``summary`` says it for people.
-    """
-
-    preemptor: GroupKey
-    victims: tuple[Victim, ...] = ()
-    nominated: tuple[Binding, ...] = ()
-    cost: Cost | None = None
-    trials: int = 0
-    exhausted: bool = False
-    summary: str = ""
-    #: The preemptor's priority.
-    priority: int = 0
-    #: Whether there is anything to tell: False when no running pod could be
-    #: a victim at all (the common case of a full cluster of equals).
-    worth_telling: bool = True
-
-    @property
-    def found(self) -> bool:
-        return bool(self.victims)
-
-    @property
-    def pods(self) -> tuple[PodInfo, ...]:
-        """Every pod to evict, once each."""
-        seen: dict[str, PodInfo] = {}
-        for victim in self.victims:
-            for pod in victim.pods:
-                seen.setdefault(pod.uid, pod)
-        return tuple(seen.values())
-
-
 @dataclass(slots=True)
 class _Search:
     snapshot: Snapshot
     preemptor: Preemptor
-    strategy: Strategy
-    weights: Mapping[str, float] | None
+    scoring: Scoring
     budget: int
     #: Whether the resource sums alone rule these units out (no trial needed).
     hopeless: Callable[[Sequence[Victim]], bool]
@@ -156,8 +121,7 @@ class _Search:
             self.preemptor.policy,
             self.preemptor.pending,
             self.preemptor.bound,
-            strategy=self.strategy,
-            weights=self.weights,
+            scoring=self.scoring,
         )
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
@@ -190,8 +154,7 @@ def find_plan(
     *,
     rule: VictimRule | None = None,
     budget: int = DEFAULT_BUDGET,
-    strategy: Strategy = Strategy.MOST_ALLOCATED,
-    weights: Mapping[str, float] | None = None,
+    scoring: Scoring = _DEFAULT,
     admits: Admits | None = None,
     anywhere: bool = False,
 ) -> PreemptionPlan:
@@ -232,8 +195,7 @@ def find_plan(
     search = _Search(
         snapshot,
         preemptor,
-        strategy,
-        weights,
+        scoring,
         max(1, budget),
         lambda units: bool(room.short(room.plus(free, units))),
         admits,
@@ -241,33 +203,14 @@ def find_plan(
     try:
         best = _greedy(search, candidates)
         if best is None:
-            short = room.short(room.plus(free, candidates))
-            if search.spent:
-                why = f"gave up after {search.trials} trials"
-            elif short:
-                why = f"evicting every pod it may would still leave too little {short}"
-            elif search.refused_by_quota:
-                why = "no set of victims it may preempt brings it within its queue's quota"
-            else:
-                why = "no set of victims lets it fit"
+            why = _why_none(search, room.short(room.plus(free, candidates)))
             return PreemptionPlan(key, trials=search.trials, exhausted=search.spent, summary=why)
         chosen, nominated = _minimise(search, best[0], best[1])
         best_cost = plan_cost(chosen, now)
         if best_cost.gangs_broken >= 2:
-            calm = [unit for unit in candidates if not unit.breaks_gang]
-            calm_room = room.plus(free, calm)
-            for gang in (unit for unit in candidates if unit.breaks_gang):
-                if search.spent:
-                    break
-                if room.short(room.plus(calm_room, [gang])) or not allow(gang, calm):
-                    continue
-                placed = search.fits([*calm, gang])
-                if placed is None:
-                    continue
-                other, other_nominated = _minimise(search, [*calm, gang], placed)
-                cost = plan_cost(other, now)
-                if cost < best_cost:
-                    chosen, nominated, best_cost = other, other_nominated, cost
+            one = _breaking_one_gang(search, candidates, room, free, allow, now, best_cost)
+            if one is not None:
+                chosen, nominated, best_cost = one
         exhausted = search.spent
     finally:
         search.restore()
@@ -282,6 +225,46 @@ def find_plan(
         "would preempt " + _listing(victims, now),
         preemptor.priority,
     )
+
+
+def _why_none(search: _Search, short: str) -> str:
+    """Why no plan was found (``short``: a resource even every victim would leave short)."""
+    if search.spent:
+        return f"gave up after {search.trials} trials"
+    if short:
+        return f"evicting every pod it may would still leave too little {short}"
+    if search.refused_by_quota:
+        return "no set of victims it may preempt brings it within its queue's quota"
+    return "no set of victims lets it fit"
+
+
+def _breaking_one_gang(
+    search: _Search,
+    candidates: Sequence[Victim],
+    room: _Room,
+    free: Mapping[str, int],
+    allow: VictimRule,
+    now: float,
+    best_cost: Cost,
+) -> tuple[list[Victim], tuple[Binding, ...], Cost] | None:
+    """Step 4: plans breaking one gang only, each minimised; the cheapest if any beats
+    ``best_cost``."""
+    best: tuple[list[Victim], tuple[Binding, ...], Cost] | None = None
+    calm = [unit for unit in candidates if not unit.breaks_gang]
+    calm_room = room.plus(free, calm)
+    for gang in (unit for unit in candidates if unit.breaks_gang):
+        if search.spent:
+            break
+        if room.short(room.plus(calm_room, [gang])) or not allow(gang, calm):
+            continue
+        placed = search.fits([*calm, gang])
+        if placed is None:
+            continue
+        other, other_nominated = _minimise(search, [*calm, gang], placed)
+        cost = plan_cost(other, now)
+        if cost < best_cost:
+            best, best_cost = (other, other_nominated, cost), cost
+    return best
 
 
 def _where_it_could_go(snapshot: Snapshot, pending: Sequence[PodInfo]) -> npt.NDArray[np.bool_]:

@@ -18,12 +18,14 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
      (:func:`~coscheduler.core.preemption.search.find_plan`). With a plan
      and ``on``, the preemptor's members are *nominated*: each is assumed
      on its planned node under a placeholder uid (so the room counts as
-     taken, whoever looks), and the runtime gets an order to evict. With
-     ``dry-run`` the runtime gets the plan to show, nothing is held.
+     taken, whoever looks), and the decision carries an order to evict
+     (:class:`~coscheduler.core.decision.Order`). With ``dry-run`` it carries
+     the plan to show, nothing is held.
 
-Cost: collecting the running groups visits every pod (at 20,000 running pods,
-tens of milliseconds). So a group that could only preempt a lower priority
-does not search while nothing runs below it: :class:`RunningPriorities`,
+Cost: collecting the running groups (:func:`~.running.running_groups`) visits
+every pod (at 20,000 running pods, tens of milliseconds). So a group that could
+only preempt a lower priority does not search while nothing runs below it:
+:class:`~.running.RunningPriorities`,
 kept by the scheduler as pods and groups change, bounds every running
 group's priority from below at O(1) (a cluster of equal priorities pays
 nothing); and the lowest priority a search saw is remembered for
@@ -48,62 +50,32 @@ queue's usage for the others), until its recreated members are placed, it
 has no member left, or ``hold_seconds`` pass. The preemptor's own hold is
 released and it spares the gang, so its next plan cannot take that room.
 
-Victims are of strictly lower priority and of the preemptor's own queue
-(pods of other schedulers are in none, so any may be). Taking from another
-queue is reclaim, judged by the rule the caller gives for the preemptor
-(:meth:`~coscheduler.core.quota.Quotas.may_reclaim`: a queue under its
-nominal takes back what others borrowed, whatever their priority, never below
-their own nominal); a reclaiming preemptor searches even at the lowest
-priority.
-
-Disruption budgets (:class:`~coscheduler.api.disruption.DisruptionBudget`)
-are judged for the plan as a whole: a victim is allowed only while every
-budget covering its pods, and the pods of the victims allowed before it,
-still has room, and none of its pods is covered by two budgets (the
-Eviction API refuses those: 500, "more than one PodDisruptionBudget").
+Who may be a victim (priority, queue, reclaim, spared groups, disruption
+budgets) is :func:`~.rules.victim_rule`'s to say.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
-from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
-from coscheduler.core.planner import Decision
+from coscheduler.core.decision import Decision, Order, PreemptionPlan
+from coscheduler.core.group import GroupKey
+from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
+from coscheduler.core.preemption.rules import victim_rule
 from coscheduler.core.preemption.search import (
-    DEFAULT_BUDGET,
-    Admits,
-    PreemptionPlan,
     Preemptor,
     find_plan,
 )
-from coscheduler.core.preemption.victims import (
-    RunningGroup,
-    Victim,
-    VictimRule,
-    lower_priority,
-    running_since,
-)
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
-from coscheduler.core.strategy import Strategy
 
-__all__ = [
-    "Hold",
-    "Mode",
-    "Order",
-    "PreemptionSettings",
-    "Preemptions",
-    "Restore",
-    "RunningPriorities",
-    "running_groups",
-]
+__all__ = ["Hold", "Preemptions", "Restore"]
 
 #: Seconds for which the lowest priority running is taken as known: a group
 #: at or below it is not searched for (collecting every running pod costs
@@ -114,32 +86,6 @@ FLOOR_SECONDS = 5.0
 NOMINATED = "/nominated"
 #: Suffix of the uid the room of a victim's evicted member is held under (restored).
 RESTORED = "/restored"
-
-
-class Mode(enum.StrEnum):
-    """``--preemption``: evict, only say what would be evicted, or neither."""
-
-    ON = "on"
-    DRY_RUN = "dry-run"
-    OFF = "off"
-
-
-@dataclass(frozen=True, slots=True)
-class PreemptionSettings:
-    mode: Mode = Mode.ON
-    #: Trials of the preemptor's gang per search.
-    budget: int = DEFAULT_BUDGET
-    #: The longest the room is held for a preemptor while its victims terminate.
-    hold_seconds: float = 300.0
-
-
-@dataclass(frozen=True, slots=True)
-class Order:
-    """For the runtime: carry out ``plan`` (evict) or only show it (dry-run, or no plan)."""
-
-    plan: PreemptionPlan
-    evict: bool
-    decided: float
 
 
 @dataclass(slots=True)
@@ -190,7 +136,6 @@ class Preemptions:
         #: Pods an order to evict was given for, not yet gone: uid -> (preemptor, since).
         self._doomed: dict[str, tuple[GroupKey, float]] = {}
         self._memory: dict[GroupKey, _Memory] = {}
-        self._orders: list[Order] = []
         self._placed: list[tuple[GroupKey, float]] = []
         #: When the running groups were last collected, and their lowest priority.
         self._floor: tuple[float, int] | None = None
@@ -226,10 +171,6 @@ class Preemptions:
                     return node
         return None
 
-    def take_orders(self) -> list[Order]:
-        orders, self._orders = self._orders, []
-        return orders
-
     def take_counts(self) -> Counter[str]:
         counts, self.counts = self.counts, Counter()
         return counts
@@ -250,28 +191,10 @@ class Preemptions:
                 held.lifted = True
 
     def settle(
-        self,
-        snapshot: Snapshot,
-        decision: Decision,
-        now: float,
-        preemptor: Callable[[], Preemptor | None],
-        running: Callable[[], Iterable[RunningGroup]],
-        *,
-        strategy: Strategy = Strategy.MOST_ALLOCATED,
-        weights: dict[str, float] | None = None,
-        reclaim: Callable[[Preemptor], VictimRule | None] | None = None,
-        admits: Callable[[Preemptor], Admits | None] | None = None,
-        lowest: int | None = None,
-    ) -> None:
-        """After the group's attempt (see the module docstring).
-
-        ``reclaim`` gives, for a preemptor whose queue may take back what other
-        queues borrowed, the rule for victims of those queues (any priority).
-        ``admits`` gives, for a preemptor, whether its queue takes it once
-        given victims are gone (None: no queue accounting). ``lowest``: no
-        running group has a lower priority (:meth:`RunningPriorities.lowest`;
-        None: unknown).
-        """
+        self, snapshot: Snapshot, decision: Decision, now: float, attempted: Attempted
+    ) -> Order | None:
+        """After the group's attempt (see the module docstring); the order to give the
+        runtime with the decision, if there is one (a plan to carry out, or to tell)."""
         key = decision.group
         self._settle_restores(snapshot, key, len(decision.bindings))
         hold = self._holds.pop(key, None)
@@ -279,7 +202,7 @@ class Preemptions:
             if hold is not None:
                 self._placed.append((key, hold.since))
             self._memory.pop(key, None)
-            return
+            return None
         wants_room = _wants_room(decision)
         who: Preemptor | None = None
         if hold is not None and wants_room:
@@ -287,28 +210,20 @@ class Preemptions:
             # victims are gone: not when another of the queue's groups took the quota.
             alive = any(snapshot.node_of(uid) is not None for uid in hold.victims)
             if alive and now - hold.since < self.settings.hold_seconds:
-                who = preemptor()
-                still = admits(who) if admits is not None and who is not None else None
+                who = attempted.preemptor()
+                still = attempted.admits(who) if who is not None else None
                 if still is None or still(hold.plan.victims):
                     self._hold(snapshot, key, hold)
-                    return
+                    return None
         if self.settings.mode is Mode.OFF or not wants_room:
-            return
-        who = who or preemptor()
+            return None
+        who = who or attempted.preemptor()
         if who is None:
-            return
-        reclaiming = reclaim(who) if reclaim is not None else None
-        if reclaiming is None and lowest is not None and who.priority <= lowest:
-            return  # nothing runs below it: a cluster of equals pays nothing
-        floor = self._floor
-        if (
-            reclaiming is None
-            and floor is not None
-            and now - floor[0] < FLOOR_SECONDS
-            and who.priority <= floor[1]
-        ):
-            return  # nothing ran below it a moment ago
-        groups = list(running())
+            return None
+        reclaiming = attempted.reclaim(who)
+        if reclaiming is None and self._nothing_below(who, attempted.lowest, now):
+            return None
+        groups = list(attempted.running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
         memory = self._memory.setdefault(key, _Memory())
         doubly: set[GroupKey] = set()
@@ -317,11 +232,10 @@ class Preemptions:
             who,
             groups,
             now if self.wall_clock is None else self.wall_clock(),
-            rule=self._rule(who, memory.spared, reclaiming, doubly),
+            rule=victim_rule(who, memory.spared, self.budgets.values(), reclaiming, doubly),
             budget=self.settings.budget,
-            strategy=strategy,
-            weights=weights,
-            admits=admits(who) if admits is not None else None,
+            scoring=attempted.scoring,
+            admits=attempted.admits(who),
             anywhere=_waits_for_quota(decision),
         )
         if not plan.found and doubly:
@@ -335,11 +249,12 @@ class Preemptions:
         self.counts["attempts"] += 1
         self.counts["found" if plan.found else "none"] += 1
         evict = plan.found and self.settings.mode is Mode.ON
+        order = None
         if plan.summary != memory.last_summary or evict:
-            self._orders.append(Order(plan, evict, now))
+            order = Order(plan, evict, now)
             memory.last_summary = plan.summary
         if not evict:
-            return
+            return order
         pending = {pod.uid: pod for pod in who.pending}
         placeholders = tuple(
             (dataclasses.replace(pending[b.uid], uid=b.uid + NOMINATED), b.node)
@@ -350,6 +265,15 @@ class Preemptions:
         victims = frozenset(pod.uid for pod in plan.pods)
         self._doomed.update(dict.fromkeys(victims, (key, now)))
         self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
+        return order
+
+    def _nothing_below(self, who: Preemptor, lowest: int | None, now: float) -> bool:
+        """No running group is below the preemptor's priority, as far as is known cheaply:
+        a cluster of equals pays nothing, nor does a burst of equals a moment later."""
+        if lowest is not None and who.priority <= lowest:
+            return True
+        floor = self._floor
+        return floor is not None and now - floor[0] < FLOOR_SECONDS and who.priority <= floor[1]
 
     # -- what the runtime reports ----------------------------------------------
 
@@ -485,35 +409,6 @@ class Preemptions:
         else:
             del self._restores[key]
 
-    def _rule(
-        self,
-        who: Preemptor,
-        spared: set[GroupKey],
-        reclaiming: VictimRule | None = None,
-        doubly: set[GroupKey] | None = None,
-    ) -> VictimRule:
-        """Who may be a victim of ``who``; ``doubly`` collects the groups it would take
-        but for a pod under two budgets (so the plan can say why)."""
-        by_priority = lower_priority(who.priority)
-        budgets = list(self.budgets.values())
-
-        def rule(victim: Victim, chosen: Sequence[Victim]) -> bool:
-            if victim.group.key in spared:
-                return False
-            if victim.group.queue in (None, who.queue):
-                allowed = by_priority(victim, chosen)
-            else:  # another queue's: only reclaim takes from it, whatever the priority
-                allowed = reclaiming is not None and reclaiming(victim, chosen)
-            if not allowed or not budgets:
-                return allowed
-            if _under_two_budgets(budgets, victim):
-                if doubly is not None:
-                    doubly.add(victim.group.key)
-                return False
-            return _within_budgets(budgets, victim, chosen)
-
-        return rule
-
 
 #: Failures that evictions may cure: room in the cluster, or in the group's queue.
 _ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
@@ -534,137 +429,3 @@ def _wants_room(decision: Decision) -> bool:
 
 def _waits_for_quota(decision: Decision) -> bool:
     return _failed_for(decision) in _QUOTA
-
-
-def _under_two_budgets(budgets: Sequence[DisruptionBudget], victim: Victim) -> bool:
-    """A pod of the victim is covered by more than one budget: the Eviction API answers
-    500 "This pod has more than one PodDisruptionBudget, which the eviction subresource
-    does not support." (1.35), whatever the budgets allow."""
-    covering = Counter(
-        pod.uid
-        for budget in budgets
-        for pod in victim.pods
-        if budget.covers(pod.namespace, pod.labels)
-    )
-    return any(count > 1 for count in covering.values())
-
-
-def _within_budgets(
-    budgets: Sequence[DisruptionBudget], victim: Victim, chosen: Sequence[Victim]
-) -> bool:
-    """Every budget covering the victim's pods still has room after them and ``chosen``'s."""
-    for budget in budgets:
-        mine = {p.uid for p in victim.pods if budget.covers(p.namespace, p.labels)}
-        if not mine:
-            continue
-        taken = {p.uid for c in chosen for p in c.pods if budget.covers(p.namespace, p.labels)}
-        if len(mine | taken) > budget.allowed:
-            return False
-    return True
-
-
-class RunningPriorities:
-    """A lower bound of the priority of every group running, kept as pods and groups change.
-
-    A running group's priority is its policy's, or else its highest running
-    member's (a lone pod's or another scheduler's pod's: its own), so it is
-    never below the least of its running members' priorities and its policy's.
-    The bound is that least over every pod on a node (not finished) and every
-    policy that names a priority, kept as counts by priority: reading it costs
-    the number of distinct priorities, not of pods. It may be lower than the
-    truth (a waiting group's policy counts, so do the pods of the preemptor
-    and pods being deleted), never higher: a skip it allows is always right.
-    """
-
-    def __init__(self) -> None:
-        self._counts: Counter[int] = Counter()
-        self._of: dict[str | GroupKey, int] = {}
-
-    def pod(self, pod: PodInfo) -> None:
-        """A pod was added or changed."""
-        on_node = pod.node_name is not None and not pod.terminal
-        self._set(pod.uid, pod.priority if on_node else None)
-
-    def remove_pod(self, uid: str) -> None:
-        self._set(uid, None)
-
-    def group(self, key: GroupKey, priority: int | None) -> None:
-        """A group's policy was added or changed (``priority``: its own, if it names one)."""
-        self._set(key, priority)
-
-    def remove_group(self, key: GroupKey) -> None:
-        self._set(key, None)
-
-    def lowest(self) -> int | None:
-        """The bound; None when nothing runs and no policy names a priority."""
-        return min(self._counts, default=None)
-
-    def _set(self, who: str | GroupKey, priority: int | None) -> None:
-        before = self._of.pop(who, None)
-        if before is not None:
-            self._counts[before] -= 1
-            if not self._counts[before]:
-                del self._counts[before]
-        if priority is not None:
-            self._of[who] = priority
-            self._counts[priority] += 1
-
-
-def running_groups(
-    pods: Iterable[PodInfo],
-    snapshot: Snapshot,
-    group_of: Callable[[str], GroupKey | None],
-    policy_of: Callable[[GroupKey], GroupPolicy | None],
-    preemptor: GroupKey,
-    queue_of: Callable[[GroupKey], str] | None = None,
-    going: Callable[[str], bool] | None = None,
-) -> list[RunningGroup]:
-    """Every pod running on a node now, in its group (others' pods and lone pods one by one).
-
-    Pods being deleted or already ordered evicted (``going``) are no victims:
-    they are going anyway. A group with a binding in flight is no victim at
-    all: its unit would miss the member on its way, which would then land
-    alone in a gang evicted whole.
-    """
-    members: dict[GroupKey, list[PodInfo]] = {}
-    ours: set[GroupKey] = set()
-    arriving: set[GroupKey] = set()
-    node_of, assumed = snapshot.node_of, snapshot.is_assumed
-    for pod in pods:
-        if pod.node_name is None and not assumed(pod.uid):
-            continue
-        key = group_of(pod.uid)
-        if key is None:
-            key = GroupKey(pod.namespace, pod.name, KIND_POD)  # another scheduler's pod
-        else:
-            ours.add(key)
-        if assumed(pod.uid):
-            arriving.add(key)
-            continue
-        # Counting on a node (so not terminal), and not on its way out.
-        if pod.deleting or node_of(pod.uid) is None or (going is not None and going(pod.uid)):
-            continue
-        if key != preemptor:
-            members.setdefault(key, []).append(pod)
-    result = []
-    for key, running in members.items():
-        if key in arriving:
-            continue
-        policy = None if key.kind == KIND_POD else policy_of(key)
-        top = max(pod.priority for pod in running)
-        queue = queue_of(key) if queue_of is not None and key in ours else None
-        if policy is None:
-            gang = key.kind != KIND_POD
-            minimum = len(running) if gang else 1
-            result.append(RunningGroup(key, tuple(running), minimum, top, gang, None, queue))
-            continue
-        priority = top if policy.priority is None else policy.priority
-        protected = None
-        if policy.min_run_seconds:
-            starts = sorted(running_since(pod) for pod in running)
-            whole_since = starts[min(policy.min_member, len(starts)) - 1]
-            protected = whole_since + policy.min_run_seconds
-        result.append(
-            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected, queue)
-        )
-    return result

@@ -29,19 +29,18 @@ def read_budget(raw: Mapping[str, Any], complaints: Complaints) -> DisruptionBud
 
 class BudgetInformer:
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
-        self._preemptions = scheduler.preemptions
+        self._scheduler = scheduler
         self._complaints = complaints
 
     def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
-        self._preemptions.budgets.clear()
-        for raw in objects:
-            self.upsert(raw)
+        read = (read_budget(raw, self._complaints) for raw in objects)
+        self._scheduler.replace_budgets(budget for budget in read if budget is not None)
 
     def upsert(self, raw: Mapping[str, Any]) -> None:
         budget = read_budget(raw, self._complaints)
         if budget is not None:
-            self._preemptions.upsert_budget(budget)
+            self._scheduler.upsert_budget(budget)
 
     def remove(self, raw: Mapping[str, Any]) -> None:
         fields = meta(raw)
-        self._preemptions.remove_budget(f"{fields.get('namespace')}/{fields.get('name')}")
+        self._scheduler.remove_budget(f"{fields.get('namespace')}/{fields.get('name')}")

@@ -1,0 +1,83 @@
+"""The facade's read-only views: what the runtime and the simulator may read of the core.
+
+Callers outside the core read these, never the scheduler's ``snapshot``,
+``queue``, ``quotas``, ``volumes`` or ``preemptions`` (those attributes stay
+public only until the runtime's last callers move here). :class:`Views` is
+a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from coscheduler.api.node import NodeInfo
+from coscheduler.core.group import GroupKey
+from coscheduler.core.preemption import Hold, Preemptions, PreemptionSettings
+from coscheduler.core.queue import ClusterEvent, GroupQueue
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import VolumeAction
+from coscheduler.core.volumes import VolumeIndex
+
+__all__ = ["Views"]
+
+
+class Views:
+    """Read-only views (and the queue's nudge for a group changed outside the core)."""
+
+    snapshot: Snapshot
+    queue: GroupQueue
+    volumes: VolumeIndex
+    preemptions: Preemptions
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self.snapshot.node(name)
+
+    def node_names(self) -> list[str]:
+        """Every node known, by name."""
+        return [node.name for node in self.snapshot.nodes()]
+
+    def namespaces(self) -> list[str]:
+        """Every namespace whose labels are known."""
+        return list(self.snapshot.topology.namespace_labels)
+
+    def nodes_with_attach_limits(self) -> list[str]:
+        """The nodes a CSINode gave volume limits for."""
+        return list(self.snapshot.attach_limits)
+
+    def queue_sizes(self) -> dict[str, int]:
+        """Groups per pool of the queue (active, backoff, unschedulable)."""
+        return self.queue.sizes()
+
+    def queued(self) -> int:
+        """Groups in the queue, any pool."""
+        return len(self.queue)
+
+    def ready_at(self) -> float | None:
+        """When the next backed-off or waiting group is ready again (for a timer)."""
+        return self.queue.peek_ready()
+
+    def group_changed(self, key: GroupKey) -> None:
+        """Something about the group changed outside the core (say, why it cannot be read):
+        its members are tried again at once."""
+        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+
+    @property
+    def preemption_settings(self) -> PreemptionSettings:
+        return self.preemptions.settings
+
+    def hold(self, key: GroupKey) -> Hold | None:
+        """The room held for a preemptor while its victims go, if any."""
+        return self.preemptions.hold(key)
+
+    def take_preemption_counts(self) -> Counter[str]:
+        """Searches, and plans found or not, since the last call (for metrics)."""
+        return self.preemptions.take_counts()
+
+    def take_preemptors_placed(self) -> list[tuple[GroupKey, float]]:
+        """Preemptors placed since the last call, with when their plan was made."""
+        return self.preemptions.take_placed()
+
+    def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
+        """Give back the volumes a decision reserved (its bindings were not carried out)."""
+        self.volumes.release(actions)
