@@ -255,39 +255,28 @@ def _parse_claims(reader: FieldReader, spec: Mapping[str, Any], pod: str) -> tup
     return tuple(claims)
 
 
-def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
-    if not isinstance(raw, Mapping):
-        raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
-    meta_raw = raw.get("metadata")
-    meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
-    namespace = meta.get("namespace") or "default"
-    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
-    reader = FieldReader(partial(PodParseError, f"{namespace}/{name}"))
-    if not isinstance(meta_raw, Mapping):
-        raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
-    namespace = reader.text(namespace, "metadata.namespace")
-    name = reader.text(meta.get("name"), "metadata.name")
-    if not name:
-        raise reader.fail("metadata.name is missing")
-    uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
-    labels = reader.strings(meta.get("labels"), "metadata.labels")
-    owner_uid: str | None = None
-    owner_name: str | None = None
-    owner_kind: str | None = None
+def _controller_owner(
+    reader: FieldReader, meta: Mapping[str, Any]
+) -> tuple[str | None, str | None, str | None]:
+    """The uid, name and kind of the pod's controlling owner, if it has one."""
     for index, item in enumerate(
         reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
     ):
         owner = reader.mapping(item, f"metadata.ownerReferences[{index}]")
         if owner.get("controller") is True:
-            owner_uid = reader.text(owner.get("uid"), f"metadata.ownerReferences[{index}].uid")
-            owner_name = reader.text(owner.get("name"), f"metadata.ownerReferences[{index}].name")
-            owner_kind = reader.text(owner.get("kind"), f"metadata.ownerReferences[{index}].kind")
-            break
+            where = f"metadata.ownerReferences[{index}]"
+            return (
+                reader.text(owner.get("uid"), f"{where}.uid"),
+                reader.text(owner.get("name"), f"{where}.name"),
+                reader.text(owner.get("kind"), f"{where}.kind"),
+            )
+    return None, None, None
 
-    spec = reader.mapping(raw.get("spec"), "spec")
-    status = reader.mapping(raw.get("status"), "status")
 
-    containers = reader.items(spec.get("containers"), "spec.containers")
+def _pod_requests(
+    reader: FieldReader, spec: Mapping[str, Any], containers: list[Any]
+) -> dict[str, int]:
+    """The pod's effective requests (containers, init containers, sidecars, overhead)."""
     container_amounts = []
     for index, item in enumerate(containers):
         where = f"spec.containers[{index}]"
@@ -305,6 +294,30 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     for resource, amount in requests.items():
         if amount > MAX_AMOUNT:  # each within bounds, the containers' sum is not
             raise reader.fail(f"the requests of {resource!r} add up to {amount}, which {TOO_LARGE}")
+    return requests
+
+
+def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
+    if not isinstance(raw, Mapping):
+        raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
+    meta_raw = raw.get("metadata")
+    meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
+    namespace = meta.get("namespace") or "default"
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    reader = FieldReader(partial(PodParseError, f"{namespace}/{name}"))
+    if not isinstance(meta_raw, Mapping):
+        raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
+    namespace = reader.text(namespace, "metadata.namespace")
+    name = reader.text(meta.get("name"), "metadata.name")
+    if not name:
+        raise reader.fail("metadata.name is missing")
+    uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
+    labels = reader.strings(meta.get("labels"), "metadata.labels")
+    owner_uid, owner_name, owner_kind = _controller_owner(reader, meta)
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
+    containers = reader.items(spec.get("containers"), "spec.containers")
+    requests = _pod_requests(reader, spec, containers)
 
     node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
     affinity = _parse_affinity(reader, spec)
