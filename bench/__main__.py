@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
         "also queues (throughput without and with queues, interleaved), fairness and "
         "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs), "
         "preemption (high gangs into a cluster full of low ones, --rounds times), "
-        "preemption-overhead (ours with preemption off and on, interleaved)",
+        "preemption-overhead (ours with preemption off and on, interleaved), "
+        "before-after (ours from $COSCHEDULER_BASELINE and ours, interleaved)",
     )
     run.add_argument(
         "--rounds",

@@ -10,6 +10,7 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 | native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
 | ours-workload | native's ``Workload`` (coscheduler reading it) | ``spec.workloadRef`` |
 | ours-preemption-off | as ours (``coscheduler run --preemption=off``) | as ours |
+| ours-baseline | as ours, run from the checkout in ``$COSCHEDULER_BASELINE`` | as ours |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
@@ -18,7 +19,9 @@ so no group object is written for it.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -427,6 +430,42 @@ class OursPreemptionOff(Ours):
         )
 
 
+class OursBaseline(Ours):
+    """Ours from another checkout (``COSCHEDULER_BASELINE``: its root), run by this
+    interpreter: before/after a change side by side in one run (issue #27). Its
+    dependencies must be installed here."""
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-baseline",
+            "coscheduler run from the checkout in $COSCHEDULER_BASELINE",
+            gangs=True,
+        )
+
+    @staticmethod
+    def source() -> Path:
+        root = os.environ.get("COSCHEDULER_BASELINE")
+        if not root or not (Path(root) / "coscheduler" / "cli.py").is_file():
+            raise RuntimeError("ours-baseline: set COSCHEDULER_BASELINE to a checkout's root")
+        return Path(root).resolve()
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        (command,) = super().argv(ctx)
+        launch = (
+            f"import sys; sys.path.insert(0, {str(self.source())!r}); "
+            "sys.argv[0] = 'coscheduler'; from coscheduler.cli import main; main()"
+        )
+        return [[sys.executable, "-c", launch, *command[2:]]]
+
+    def versions(self) -> str:
+        head = subprocess.run(
+            ["git", "-C", str(self.source()), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=False,
+        ).stdout.strip()  # fmt: skip
+        return f"coscheduler at {head or self.source()} (Python {sys.version.split()[0]})"
+
+
 class Ceiling(Peer):
     def __init__(self) -> None:
         super().__init__(
@@ -455,9 +494,10 @@ PEERS = {
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
     "ours-preemption-off": OursPreemptionOff,
+    "ours-baseline": OursBaseline,
 }
 #: The peers of every suite by default (the variants of ours are asked for by name).
-ALL_PEERS = tuple(name for name in PEERS if name not in ("ours-workload", "ours-preemption-off"))
+ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-"))
 
 
 def make_peer(name: str) -> Peer:

@@ -130,6 +130,20 @@ def build_suite(
         for round_ in range(rounds):
             for workload in overhead:
                 add([workload], regimes, on_off if round_ % 2 == 0 else on_off[::-1])
+    if name == "before-after":
+        # Issue #27: ours from another checkout ($COSCHEDULER_BASELINE) and ours, on
+        # throughput (gangs of 8 and 64) and contention, interleaved round by round, which
+        # goes first alternating; --peers is not read (the pair is the suite).
+        pods, nodes = (10_000, 1_000) if big else (2_048, 100)
+        baseline_first = ["ours-baseline", "ours"]
+        compared: list[wl.Workload] = [
+            *(wl.throughput(pods, size, nodes) for size in (8, 64)),
+            wl.contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0),
+        ]
+        for round_ in range(rounds):
+            for workload in compared:
+                order = baseline_first if round_ % 2 == 0 else baseline_first[::-1]
+                add([workload], regimes, order)
     if name in ("fairness", "fairness-late", "fairness-equal"):
         # fairness-late: team-b's whole backlog is submitted before team-a's; fairness-equal:
         # both backlogs 3x the cluster (first come would split it evenly).
