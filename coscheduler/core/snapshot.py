@@ -17,6 +17,13 @@ nothing for them while no placed pod carries a required anti-affinity term.
 :meth:`Snapshot.diagnose` explains a refusal as a
 :class:`~coscheduler.core.diagnosis.Diagnosis`.
 
+The class is cut by responsibility: the arrays and indexes are declared in
+:mod:`~coscheduler.core.snapshot_state`, the planner's read-only queries live
+in :mod:`~coscheduler.core.snapshot_queries`, ``diagnose`` in
+:mod:`~coscheduler.core.snapshot_diagnosis`; this module builds the snapshot,
+keeps it current and answers the plain readings (a node, its pods, totals).
+Inherited methods cost nothing more per call than methods defined here.
+
 Every update is O(1) (amortised; O(resources) NumPy scalars) or O(log n):
 node added, changed or removed; pod added, bound, finished or deleted;
 ``assume`` (a planned binding counts at once) and ``forget`` (a binding that
@@ -35,68 +42,61 @@ Invariants:
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.node import NodeInfo
-from coscheduler.api.pod import HostPort, PodInfo
-from coscheduler.core.diagnosis import Diagnosis
-from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
+from coscheduler.api.pod import PodInfo
+from coscheduler.core.filters import ports
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
-from coscheduler.core.preferences import DomainTally, RunPreferences
 from coscheduler.core.resources import ResourceColumns
-from coscheduler.core.topology import RunRules, TopologyIndex
+from coscheduler.core.snapshot_diagnosis import SnapshotDiagnosis
+from coscheduler.core.snapshot_state import Placed, Vector
+from coscheduler.core.topology import TopologyIndex
 
 __all__ = ["Snapshot"]
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-_Vector = tuple[tuple[int, ...], IntArray]
 
 
-@dataclass(slots=True)
-class _Placed:
-    pod: PodInfo
-    node: str
-    vector: _Vector
-    assumed: bool
+class Snapshot(SnapshotDiagnosis):
+    """Nodes and allocations, with vector queries for the planner.
 
-
-class Snapshot:
-    """Nodes and allocations, with vector queries for the planner."""
+    Built and changed here; the planner's queries are inherited from
+    :class:`~coscheduler.core.snapshot_queries.SnapshotQueries` and ``diagnose``
+    from :class:`~coscheduler.core.snapshot_diagnosis.SnapshotDiagnosis`.
+    """
 
     def __init__(self, capacity: int = 64) -> None:
+        # The attributes are declared, typed and described in SnapshotState.
         self.columns = ResourceColumns()
         capacity = max(capacity, 1)
         width = len(self.columns)
-        self._alloc: IntArray = np.zeros((capacity, width), dtype=np.int64)
-        self._used: IntArray = np.zeros((capacity, width), dtype=np.int64)
-        self._live: BoolArray = np.zeros(capacity, dtype=np.bool_)
-        #: Live and not cordoned: the nodes that take new pods.
-        self._open: BoolArray = np.zeros(capacity, dtype=np.bool_)
+        self._alloc = np.zeros((capacity, width), dtype=np.int64)
+        self._used = np.zeros((capacity, width), dtype=np.int64)
+        self._live = np.zeros(capacity, dtype=np.bool_)
+        self._open = np.zeros(capacity, dtype=np.bool_)
         self._taint_class = np.zeros(capacity, dtype=np.int64)
         self._label_class = np.zeros(capacity, dtype=np.int64)
-        self._rank: IntArray = np.zeros(capacity, dtype=np.int64)
+        self._rank = np.zeros(capacity, dtype=np.int64)
         self._rank_stale = False
-        self._nodes: list[NodeInfo | None] = []
-        self._slots: dict[str, int] = {}
-        self._free_slots: list[int] = []
+        self._nodes = []
+        self._slots = {}
+        self._free_slots = []
         self._taint_classes = NodeClasses()
         self._label_classes = NodeClasses()
         self._taint_verdicts = ClassVerdicts(self._taint_classes)
         self._label_verdicts = ClassVerdicts(self._label_classes)
-        self._pods: dict[str, _Placed] = {}
-        self._on_node: dict[str, set[str]] = {}
-        self._ports: dict[str, ports.PortSet] = {}
-        self._vectors: dict[tuple[tuple[str, int], ...], _Vector] = {}
+        self._pods = {}
+        self._on_node = {}
+        self._ports = {}
+        self._vectors = {}
         self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
-        #: CSINode limits: node -> CSI driver -> volumes it can have attached.
-        self.attach_limits: dict[str, Mapping[str, int]] = {}
+        self.attach_limits = {}
 
     # -- reading -----------------------------------------------------------
 
@@ -261,7 +261,7 @@ class Snapshot:
         vector = self._vector(batch[0].requests)
         slot = self._slots.get(node)
         for pod in batch:
-            self._pods[pod.uid] = _Placed(pod, node, vector, assumed=True)
+            self._pods[pod.uid] = Placed(pod, node, vector, assumed=True)
             self._on_node.setdefault(node, set()).add(pod.uid)
             self.topology.add(pod, node)
         if slot is not None:
@@ -277,273 +277,15 @@ class Snapshot:
         self._unplace(uid)
         return True
 
-    # -- queries for the planner -------------------------------------------
-
-    def request(self, pod: PodInfo) -> dict[int, int]:
-        """The pod's requests by column."""
-        columns, amounts = self._vector(pod.requests)
-        return dict(zip(columns, amounts.tolist(), strict=True))
-
-    def static_mask(self, pod: PodInfo) -> BoolArray:
-        """Per slot: live, and filters 1-3 accept the pod."""
-        mask = self._live[: len(self._nodes)].copy()
-        if not mask.any():
-            return mask
-        mask &= self._tolerated(pod)
-        return self._match_labels(pod, mask)
-
-    def _tolerated(self, pod: PodInfo) -> BoolArray:
-        """Per slot: filters 1-2 (cordon, taints) accept the pod."""
-        size = len(self._nodes)
-        return self._taint_verdicts.mask(
-            pod.tolerations,
-            lambda node: unschedulable.check(pod, node) is None and taints.check(pod, node) is None,
-        )[self._taint_class[:size]]
-
-    def _match_labels(self, pod: PodInfo, mask: BoolArray) -> BoolArray:
-        """``mask`` narrowed to the slots filter 3 (node selector, affinity) accepts."""
-        size = len(mask)
-        if affinity.selects_all(pod):
-            return mask
-        if affinity.uses_node_name(pod):
-            for slot in np.flatnonzero(mask).tolist():
-                node = self._nodes[slot]
-                mask[slot] = node is not None and affinity.matches(pod, node.labels, node.name)
-            return mask
-        mask &= self._label_verdicts.mask(
-            affinity.verdict_key(pod), lambda node: affinity.matches(pod, node.labels, node.name)
-        )[self._label_class[:size]]
-        return mask
-
-    def feasible(self, pod: PodInfo) -> BoolArray:
-        """Per slot: filters 1-7 accept the pod now."""
-        mask = self.fits(pod)
-        rules = self.rules(pod)
-        if rules is not None:
-            mask &= rules.mask
-        return mask
-
-    def rules(self, pod: PodInfo) -> RunRules | None:
-        """Filters 6-7 for the pod now (None when neither applies)."""
-        size = len(self._nodes)
-        if not pod.topology and not self.topology.has_anti_terms:
-            return None
-        live = self._live[:size]
-        counted = []
-        for constraint in pod.topology.spread:
-            nodes = live & self._tolerated(pod) if constraint.honor_node_taints else live.copy()
-            if constraint.honor_node_affinity:
-                nodes = self._match_labels(pod, nodes)
-            counted.append(nodes)
-        return self.topology.rules(pod, size, counted)
-
-    def preferences(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> RunPreferences | None:
-        """What the pod prefers, scored at ``slots`` (None when it prefers nothing)."""
-        wanted = pod.preferences
-        if not wanted:
-            return None
-        size = len(self._nodes)
-        nodes = np.zeros(len(slots), dtype=np.float64)
-        for index, slot in enumerate(slots.tolist() if wanted.nodes else ()):
-            node = self._nodes[slot]
-            if node is not None:
-                nodes[index] = sum(
-                    weight
-                    for weight, term in wanted.nodes
-                    if affinity.term_matches(term, node.labels, node.name)
-                )
-        namespaces = self.topology.namespace_labels
-        pods = []
-        for sign, terms in ((1.0, wanted.affinity), (-1.0, wanted.anti_affinity)):
-            for weight, term in terms:
-                domains, counts = self.topology.selected_counts(term, term.topology_key, size)
-                mine = term.selects(pod.namespace, pod.labels, namespaces)
-                pods.append(DomainTally(domains[slots], counts, sign * weight, mine))
-        spread = []
-        for constraint in wanted.spread:
-            domains, counts = self.topology.spread_counts(pod, constraint, size)
-            spread.append(DomainTally(domains[slots], counts, -1.0, constraint.selects(pod.labels)))
-        return RunPreferences(nodes, pods, spread)
-
-    def fits(self, pod: PodInfo) -> BoolArray:
-        """Per slot: filters 1-5 accept the pod now."""
-        mask = self.static_mask(pod)
-        size = len(mask)
-        if pod.host_ports:
-            self._refuse_ports(mask, pod.host_ports)
-        columns, amounts = self._vector(pod.requests)
-        for column, amount in zip(columns, amounts.tolist(), strict=True):
-            if amount > 0:
-                mask &= (self._alloc[:size, column] - self._used[:size, column]) >= amount
-        if pod.volume_attach and self.attach_limits:
-            slots = np.flatnonzero(mask)
-            room = self.attach_room(pod, slots)
-            if room is not None:
-                mask[slots[room <= 0]] = False
-        return mask
-
-    def attach_room(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> IntArray | None:
-        """How many pods like this one each slot can still attach the volumes of (None: no limit).
-
-        As kube-scheduler's NodeVolumeLimits: per CSI driver the node publishes
-        a count for, the distinct volumes attached by the pods on it (bound or
-        assumed) plus the pod's volumes not attached there yet stay within it.
-        """
-        if not pod.volume_attach or not self.attach_limits:
-            return None
-        room = np.full(len(slots), np.iinfo(np.int64).max, dtype=np.int64)
-        for index, slot in enumerate(slots.tolist()):
-            node = self._nodes[slot]
-            limits = None if node is None else self.attach_limits.get(node.name)
-            if not limits:
-                continue
-            attached: dict[str, set[str]] = {}
-            for uid in self._on_node.get(node.name, ()) if node else ():
-                for driver, volume in self._pods[uid].pod.volume_attach:
-                    attached.setdefault(driver, set()).add(volume)
-            for driver, limit in limits.items():
-                new = [
-                    v
-                    for d, v in pod.volume_attach
-                    if d == driver and v not in attached.get(driver, set())
-                ]
-                if new:
-                    left = max(0, limit - len(attached.get(driver, ())))
-                    room[index] = min(room[index], left // len(new))
-        return room
-
-    def room(self, pod: PodInfo, slots: npt.NDArray[np.intp]) -> IntArray:
-        """How many pods of this one's shape each of ``slots`` has free room for."""
-        columns, amounts = self._vector(pod.requests)
-        wanted = [(c, a) for c, a in zip(columns, amounts.tolist(), strict=True) if a > 0]
-        free = (
-            self._alloc[slots][:, [c for c, _ in wanted]]
-            - self._used[slots][:, [c for c, _ in wanted]]
-        )
-        room: IntArray = (free // np.array([a for _, a in wanted], dtype=np.int64)).min(axis=1)
-        attach = self.attach_room(pod, slots)
-        if attach is not None:
-            room = np.minimum(room, attach)
-        return np.minimum(room, 1) if pod.host_ports else room
-
-    def rows(self, slots: npt.NDArray[np.intp]) -> tuple[IntArray, IntArray]:
-        """Allocatable and allocated rows of these slots (copies)."""
-        return self._alloc[slots], self._used[slots]
-
-    def ranks(self, slots: npt.NDArray[np.intp]) -> IntArray:
-        """Each slot's position in node-name order (the tie-break)."""
-        if self._rank_stale:
-            for position, name in enumerate(sorted(self._slots)):
-                self._rank[self._slots[name]] = position
-            self._rank_stale = False
-        return self._rank[slots]
-
-    def name_of(self, slot: int) -> str:
-        node = self._nodes[slot]
-        assert node is not None
-        return node.name
-
-    def diagnose(self, pod: PodInfo) -> Diagnosis:
-        """Why each node refuses the pod now, by the first failing filter."""
-        size = len(self._nodes)
-        remaining = self._live[:size].copy()
-        reasons: Counter[str] = Counter()
-        by_filter: Counter[str] = Counter()
-        for class_id in np.unique(self._taint_class[:size][remaining]).tolist():
-            sample = self._taint_classes.samples[class_id]
-            assert sample is not None
-            for name, check in (
-                (unschedulable.NAME, unschedulable.check),
-                (taints.NAME, taints.check),
-            ):
-                reason = check(pod, sample)
-                if reason is not None:
-                    refused = remaining & (self._taint_class[:size] == class_id)
-                    count = int(refused.sum())
-                    reasons[reason] += count
-                    by_filter[name] += count
-                    remaining &= ~refused
-                    break
-        label_filters = [(affinity.NAME, affinity.REASON, self.static_mask(pod))]
-        if pod.volume_affinity:
-            own = dataclasses.replace(pod, volume_affinity=())
-            label_filters.insert(0, (affinity.NAME, affinity.REASON, self.static_mask(own)))
-            label_filters[1] = (affinity.VOLUME_NAME, affinity.VOLUME_REASON, label_filters[1][2])
-        for name, reason, matching in label_filters:
-            refused = remaining & ~matching
-            if refused.any():
-                reasons[reason] += int(refused.sum())
-                by_filter[name] += int(refused.sum())
-                remaining &= matching
-        if pod.host_ports:
-            free = remaining.copy()
-            self._refuse_ports(free, pod.host_ports)
-            refused = remaining & ~free
-            if refused.any():
-                reasons[ports.REASON] += int(refused.sum())
-                by_filter[ports.NAME] += int(refused.sum())
-                remaining = free
-        columns, amounts = self._vector(pod.requests)
-        short = np.zeros(size, dtype=np.bool_)
-        for column, amount in zip(columns, amounts.tolist(), strict=True):
-            if amount <= 0:
-                continue
-            lacking = remaining & (
-                (self._alloc[:size, column] - self._used[:size, column]) < amount
-            )
-            if lacking.any():
-                reasons[fit.reason(self.columns.name(column))] += int(lacking.sum())
-                short |= lacking
-        if short.any():
-            by_filter[fit.NAME] += int(short.sum())
-            remaining &= ~short
-        if pod.volume_attach and self.attach_limits:
-            slots = np.flatnonzero(remaining)
-            room = self.attach_room(pod, slots)
-            if room is not None and (room <= 0).any():
-                full = slots[room <= 0]
-                reasons[affinity.ATTACH_REASON] += len(full)
-                by_filter[affinity.ATTACH_NAME] += len(full)
-                remaining[full] = False
-        rules = self.rules(pod)
-        for name, reason, refused_here in rules.refusals if rules is not None else ():
-            refused = remaining & refused_here
-            if refused.any():
-                reasons[reason] += int(refused.sum())
-                by_filter[name] += int(refused.sum())
-                remaining &= ~refused
-        return Diagnosis(
-            nodes=len(self._slots),
-            available=int(remaining.sum()),
-            reasons=dict(reasons),
-            by_filter=dict(by_filter),
-        )
-
     # -- internals ---------------------------------------------------------
 
-    def _refuse_ports(self, mask: BoolArray, wanted: tuple[HostPort, ...]) -> None:
-        for name, used in self._ports.items():
-            slot = self._slots.get(name)
-            if slot is not None and mask[slot] and used.conflicts(wanted):
-                mask[slot] = False
-
-    def _vector(self, requests: Mapping[str, int]) -> _Vector:
-        key = tuple(sorted(requests.items()))
-        vector = self._vectors.get(key)
-        if vector is None:
-            self._ensure_columns(requests)
-            columns = tuple(self.columns.column(name) for name, _ in key)
-            vector = (columns, np.array([amount for _, amount in key], dtype=np.int64))
-            self._vectors[key] = vector
-        return vector
-
-    def _count(self, slot: int, vector: _Vector, times: int) -> None:
+    def _count(self, slot: int, vector: Vector, times: int) -> None:
         columns, amounts = vector
         self._used[slot, list(columns)] += amounts * times
 
     def _place(self, pod: PodInfo, node: str, *, assumed: bool, times: int) -> None:
         vector = self._vector(pod.requests)
-        self._pods[pod.uid] = _Placed(pod, node, vector, assumed)
+        self._pods[pod.uid] = Placed(pod, node, vector, assumed)
         self._on_node.setdefault(node, set()).add(pod.uid)
         self.topology.add(pod, node)
         slot = self._slots.get(node)
@@ -570,7 +312,7 @@ class Snapshot:
                 if not used:
                     del self._ports[placed.node]
 
-    def _refresh(self, placed: _Placed, pod: PodInfo) -> None:
+    def _refresh(self, placed: Placed, pod: PodInfo) -> None:
         """The same placement, a newer copy of the pod (its labels may have changed)."""
         if placed.pod.labels != pod.labels or placed.pod.deleting != pod.deleting:
             self.topology.remove(placed.pod, placed.node)
@@ -596,11 +338,3 @@ class Snapshot:
     def _release_classes(self, slot: int) -> None:
         self._taint_classes.release(int(self._taint_class[slot]))
         self._label_classes.release(int(self._label_class[slot]))
-
-    def _ensure_columns(self, names: Iterable[str]) -> None:
-        if self.columns.ensure(names):
-            extra = len(self.columns) - self._alloc.shape[1]
-            if extra > 0:
-                pad = ((0, 0), (0, extra))
-                self._alloc = np.pad(self._alloc, pad)
-                self._used = np.pad(self._used, pad)
