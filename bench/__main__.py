@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "fairness-equal",
         "preemption",
         "preemption-overhead",
+        "before-after",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
