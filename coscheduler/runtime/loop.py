@@ -127,8 +127,11 @@ class SchedulingLoop:
         wake: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
+        on_decided: Callable[[], None] = lambda: None,
     ) -> None:
         self._scheduler = scheduler
+        #: Called with each decision that binds (the start-up line's first decision).
+        self._on_decided = on_decided
         self._groups = groups
         self._owners = owners
         self._binder = binder
@@ -207,6 +210,7 @@ class SchedulingLoop:
         result = "scheduled" if decision.bindings else status.code.value.lower()
         self._metrics.scheduling_attempts.labels(result=result).inc()
         if decision.bindings:
+            self._on_decided()
             task = asyncio.create_task(self._bind(key, decision.bindings, decision.volume_actions))
             self._binds.add(task)
             self.binds_idle.clear()
