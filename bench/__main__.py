@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         "also queues (throughput without and with queues, interleaved), fairness and "
         "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs), "
         "preemption (high gangs into a cluster full of low ones, --rounds times), "
-        "preemption-overhead (ours with preemption off and on, interleaved)",
+        "preemption-overhead (ours with preemption off and on, interleaved), "
+        "startup (exec to first Binding with a backlog, per phase; --peers ours@REV,ours "
+        "for before/after, interleaved, --rounds times)",
     )
     run.add_argument(
         "--rounds",
@@ -41,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--peers",
         default=",".join(ALL_PEERS),
-        help=f"comma-separated, from {','.join(PEERS)} (default: {','.join(ALL_PEERS)})",
+        help=f"comma-separated, from {','.join(PEERS)}, or ours@REV (ours at a git revision) "
+        f"(default: {','.join(ALL_PEERS)})",
     )
     run.add_argument(
         "--regimes",
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
-        if peer not in PEERS:
+        if peer not in PEERS and not peer.startswith("ours@"):
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
@@ -160,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         "fairness-equal",
         "preemption",
         "preemption-overhead",
+        "startup",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
