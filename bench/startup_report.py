@@ -20,6 +20,8 @@ from typing import Any
 
 Json = dict[str, Any]
 PHASES = ("imports", "client", "leading", "listed", "first_decision", "first_binding")
+#: Spans between two phases' ends: less noisy than the ends, which carry the imports' noise.
+SPANS = (("lists", "client", "listed"), ("decision to binding", "first_decision", "first_binding"))
 
 
 def _median(values: list[float]) -> str:
@@ -41,8 +43,12 @@ def table(trials: list[Json]) -> str:
             peers.append(t["peer"])
     lines = [
         "| gangs of | peer | runs | first binding after exec, s | ratio | pods/s from start "
-        "| " + " | ".join(PHASES) + " | slowest lists |",
-        "|---|---|---|---|---|---|" + "---|" * len(PHASES) + "---|",
+        "| "
+        + " | ".join(PHASES)
+        + " | "
+        + " | ".join(name for name, _, _ in SPANS)
+        + " | slowest lists |",
+        "|---|---|---|---|---|---|" + "---|" * (len(PHASES) + len(SPANS)) + "---|",
     ]
     for size in sorted({size for size, _ in by}):
         base = [f["first_bind_after_start_s"] for f in by.get((size, peers[0]), [])]
@@ -58,6 +64,10 @@ def table(trials: list[Json]) -> str:
             )
             lines_ = [f.get("startup") or {} for f in runs]
             phases = [_median([s[p] for s in lines_ if p in s]) for p in PHASES]
+            phases += [
+                _median([s[end] - s[begin] for s in lines_ if begin in s and end in s])
+                for _, begin, end in SPANS
+            ]
             lists: dict[str, list[float]] = defaultdict(list)
             for s in lines_:
                 for kind, at in (s.get("lists") or {}).items():
