@@ -4,11 +4,7 @@ The stream of a kind, as its consumer sees it:
 
 1. ``Listed(objects)``: every object that exists now (paged list). The
    consumer replaces what it knew of this kind with it: an object it held that
-   is not listed was deleted while we were not watching. The first list asks
-   ``resourceVersion=0``, as client-go's reflector does: the API server answers
-   from its watch cache, not from etcd, which at start-up with a backlog is
-   most of the list's time (issue #28); the watch then brings anything newer.
-   A list again after 410 (rule 4) is a consistent read from etcd.
+   is not listed was deleted while we were not watching.
 2. ``Event(type, object)`` for each ADDED, MODIFIED or DELETED, in order.
 3. After a server-side timeout or a dropped connection, the watch resumes
    from the last resourceVersion seen (bookmarks keep it fresh), so nothing is
@@ -101,7 +97,7 @@ class Watch:
             try:
                 if must_list:
                     try:
-                        objects = await self._list(from_cache=not listed)
+                        objects = await self._list()
                     except NotFound:
                         if not self.missing_ok:
                             raise
@@ -140,22 +136,15 @@ class Watch:
     def _selectors(self) -> dict[str, str | int | bool | None]:
         return {"fieldSelector": self.field_selector, "labelSelector": self.label_selector}
 
-    async def _list(self, *, from_cache: bool = False) -> list[dict[str, Any]]:
+    async def _list(self) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
         continue_token: str | None = None
         while True:
-            # The continue token carries the version of the first page: none beside it.
-            version = "0" if from_cache and continue_token is None else None
             page = await self.client.call(
                 "GET",
                 self.path,
                 query=query_params(
-                    {
-                        **self._selectors(),
-                        "limit": self.page_size,
-                        "continue": continue_token,
-                        "resourceVersion": version,
-                    }
+                    {**self._selectors(), "limit": self.page_size, "continue": continue_token}
                 ),
             )
             objects.extend(page.get("items") or ())
