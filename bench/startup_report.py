@@ -2,7 +2,7 @@
 
     python -m bench.startup_report bench/results/startup/*.json
 
-Per gang size and peer: the median over rounds (min-max beside it) of the runner's
+Per node count, gang size and peer: the median over rounds (min-max beside it) of the runner's
 ``first_bind_after_start_s`` and pods/s from start; then the median end of each phase of
 ours' ``started`` line (seconds since its process began) and of each kind's list. The
 last column is the ratio to the first peer of the table (``--peers ours@REV,ours``:
@@ -33,27 +33,29 @@ def _median(values: list[float]) -> str:
 
 
 def table(trials: list[Json]) -> str:
-    by: dict[tuple[int, str], list[Json]] = defaultdict(list)
+    by: dict[tuple[int, int, str], list[Json]] = defaultdict(list)
     peers: list[str] = []
     for t in trials:
         if t.get("workload") != "startup" or not t.get("ok"):
             continue
-        by[(int(t["params"]["gang_size"]), t["peer"])].append(t["figures"])
+        params = t["params"]
+        by[(int(params["nodes"]), int(params["gang_size"]), t["peer"])].append(t["figures"])
         if t["peer"] not in peers:
             peers.append(t["peer"])
     lines = [
-        "| gangs of | peer | runs | first binding after exec, s | ratio | pods/s from start "
+        "| nodes | gangs of | peer | runs | first binding after exec, s | ratio "
+        "| pods/s from start "
         "| "
         + " | ".join(PHASES)
         + " | "
         + " | ".join(name for name, _, _ in SPANS)
         + " | slowest lists |",
-        "|---|---|---|---|---|---|" + "---|" * (len(PHASES) + len(SPANS)) + "---|",
+        "|---|---|---|---|---|---|---|" + "---|" * (len(PHASES) + len(SPANS)) + "---|",
     ]
-    for size in sorted({size for size, _ in by}):
-        base = [f["first_bind_after_start_s"] for f in by.get((size, peers[0]), [])]
+    for nodes, size in sorted({(nodes, size) for nodes, size, _ in by}):
+        base = [f["first_bind_after_start_s"] for f in by.get((nodes, size, peers[0]), [])]
         for peer in peers:
-            runs = by.get((size, peer), [])
+            runs = by.get((nodes, size, peer), [])
             if not runs:
                 continue
             first = [f["first_bind_after_start_s"] for f in runs]
@@ -75,7 +77,7 @@ def table(trials: list[Json]) -> str:
             slowest = sorted(lists, key=lambda k: -statistics.median(lists[k]))[:3]
             lists_text = ", ".join(f"{k} {statistics.median(lists[k]):.2f}" for k in slowest)
             lines.append(
-                f"| {size} | {peer} | {len(runs)} | {_median(first)} | {ratio} | "
+                f"| {nodes} | {size} | {peer} | {len(runs)} | {_median(first)} | {ratio} | "
                 f"{_median([f['pods_per_s_from_start'] for f in runs])} | "
                 + " | ".join(phases)
                 + f" | {lists_text or '-'} |"
