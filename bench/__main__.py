@@ -28,7 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         "fairness-late (the heavy tenant's backlog first), fairness-equal (equal backlogs), "
         "preemption (high gangs into a cluster full of low ones, --rounds times), "
         "preemption-overhead (ours with preemption off and on, interleaved), "
-        "before-after (ours from $COSCHEDULER_BASELINE and ours, interleaved)",
+        "startup (exec to first Binding with a backlog, per phase; --peers ours@REV,ours "
+        "for before/after, interleaved, --rounds times), "
+        "before-after (throughput of gangs of 8 and 64, and contention; --peers ours@REV,ours, "
+        "interleaved, --rounds times)",
     )
     run.add_argument(
         "--rounds",
@@ -42,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--peers",
         default=",".join(ALL_PEERS),
-        help=f"comma-separated, from {','.join(PEERS)} (default: {','.join(ALL_PEERS)})",
+        help=f"comma-separated, from {','.join(PEERS)}, or ours@REV (ours at a git revision) "
+        f"(default: {','.join(ALL_PEERS)})",
     )
     run.add_argument(
         "--regimes",
@@ -142,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
-        if peer not in PEERS:
+        if peer not in PEERS and not peer.startswith("ours@"):
             parser.error(f"unknown peer {peer!r}")
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
@@ -161,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "fairness-equal",
         "preemption",
         "preemption-overhead",
+        "startup",
         "before-after",
     }
     if not names or not set(names) <= known:

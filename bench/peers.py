@@ -10,7 +10,6 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 | native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
 | ours-workload | native's ``Workload`` (coscheduler reading it) | ``spec.workloadRef`` |
 | ours-preemption-off | as ours (``coscheduler run --preemption=off``) | as ours |
-| ours-baseline | as ours, run from the checkout in ``$COSCHEDULER_BASELINE`` | as ours |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
@@ -19,7 +18,6 @@ so no group object is written for it.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -108,6 +106,8 @@ class PeerContext:
     profile_dir: Path | None = None
     audit_log: Path | None = None
     label: str = "trial"
+    #: Ours' log level when set (the startup suite reads ours' ``started`` line, at info).
+    log_level: str | None = None
     capacity_scheduling: bool = False
     """The reference runs its CapacityScheduling plugin beside Coscheduling."""
 
@@ -144,6 +144,10 @@ class Peer:
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         raise NotImplementedError
 
+    def env(self) -> dict[str, str] | None:
+        """Environment variables of its processes beside the runner's own."""
+        return None
+
     def start(self, ctx: PeerContext) -> list[Process]:
         """Start the peer's processes; the first one is the scheduler (its CPU is measured)."""
         ctx.work_dir.mkdir(parents=True, exist_ok=True)
@@ -151,8 +155,9 @@ class Peer:
         for index, argv in enumerate(self.argv(ctx)):
             label = self.name if index == 0 else f"{self.name}-{Path(argv[0]).name}"
             process = Process.start(
-                label, argv, log=ctx.log_dir / f"{label}.log", die_with_parent=True
-            )
+                label, argv, log=ctx.log_dir / f"{label}.log", env=self.env(),
+                die_with_parent=True,
+            )  # fmt: skip
             self.processes.append(process)
         return self.processes
 
@@ -261,18 +266,22 @@ class Ours(Peer):
             objects.append(("/apis/scheduling.sigs.k8s.io/v1alpha1/queues", body))
         return objects
 
+    def command(self) -> list[str]:
+        """How ``coscheduler`` is started (before ``run``)."""
+        return [sys.executable, str(Path(sys.executable).parent / "coscheduler")]
+
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         self.metrics_port = free_port()
-        script = Path(sys.executable).parent / "coscheduler"
+        level = ctx.log_level or ("info" if ctx.profile_dir is not None else "warning")
         return [[
-            sys.executable, str(script), "run",
+            *self.command(), "run",
             "--kubeconfig", str(ctx.kubeconfig),
             "--no-leader-elect",
             "--scheduler-name", self.scheduler_name,
             "--qps", str(ctx.qps), "--burst", str(ctx.burst),
             "--metrics-address", "127.0.0.1", "--metrics-port", str(self.metrics_port),
             # A profiled trial keeps an info log beside the profile, to time the phases.
-            "--log-level", "info" if ctx.profile_dir is not None else "warning",
+            "--log-level", level,
             *self.flags,
         ]]  # fmt: skip
 
@@ -430,40 +439,52 @@ class OursPreemptionOff(Ours):
         )
 
 
-class OursBaseline(Ours):
-    """Ours from another checkout (``COSCHEDULER_BASELINE``: its root), run by this
-    interpreter: before/after a change side by side in one run (issue #27). Its
-    dependencies must be installed here."""
+class OursAt(Ours):
+    """Ours at another git revision (``ours@REV``): before and after a change, in one run.
 
-    def __init__(self) -> None:
-        Peer.__init__(
-            self,
-            "ours-baseline",
-            "coscheduler run from the checkout in $COSCHEDULER_BASELINE",
-            gangs=True,
-        )
+    The revision's ``coscheduler`` package is exported (``git archive``) into the cache,
+    once per commit, and run with this venv's interpreter and dependencies. Same
+    ``schedulerName`` as ours (``bench-ours``): the workload is the same.
+    """
 
-    @staticmethod
-    def source() -> Path:
-        root = os.environ.get("COSCHEDULER_BASELINE")
-        if not root or not (Path(root) / "coscheduler" / "cli.py").is_file():
-            raise RuntimeError("ours-baseline: set COSCHEDULER_BASELINE to a checkout's root")
-        return Path(root).resolve()
+    def __init__(self, revision: str) -> None:
+        super().__init__()
+        self.name = f"ours@{revision}"
+        self.description = f"coscheduler run at {revision}"
+        self.revision = revision
+        self._tree: Path | None = None
 
-    def argv(self, ctx: PeerContext) -> list[list[str]]:
-        (command,) = super().argv(ctx)
-        launch = (
-            f"import sys; sys.path.insert(0, {str(self.source())!r}); "
-            "sys.argv[0] = 'coscheduler'; from coscheduler.cli import main; main()"
-        )
-        return [[sys.executable, "-c", launch, *command[2:]]]
+    @property
+    def scheduler_name(self) -> str:
+        return "bench-ours"
+
+    def tree(self) -> Path:
+        if self._tree is None:
+            repo = Path(__file__).resolve().parents[1]
+            sha = subprocess.run(
+                ["git", "rev-parse", "--verify", f"{self.revision}^{{commit}}"],
+                cwd=repo, check=True, capture_output=True, text=True,
+            ).stdout.strip()  # fmt: skip
+            tree = Path.home() / ".cache" / "coscheduler" / "ours-at" / sha
+            if not (tree / "coscheduler" / "cli.py").is_file():
+                tree.mkdir(parents=True, exist_ok=True)
+                archive = subprocess.run(
+                    ["git", "archive", sha, "coscheduler"], cwd=repo, check=True,
+                    capture_output=True,
+                ).stdout  # fmt: skip
+                subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+            self._tree = tree
+        return self._tree
+
+    def command(self) -> list[str]:
+        # -P: not the working directory first on sys.path (it may be this checkout).
+        return [sys.executable, "-P", "-c", "from coscheduler.cli import main; main()"]
+
+    def env(self) -> dict[str, str] | None:
+        return {"PYTHONPATH": str(self.tree())}
 
     def versions(self) -> str:
-        head = subprocess.run(
-            ["git", "-C", str(self.source()), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, check=False,
-        ).stdout.strip()  # fmt: skip
-        return f"coscheduler at {head or self.source()} (Python {sys.version.split()[0]})"
+        return f"{super().versions()} at {self.revision}"
 
 
 class Ceiling(Peer):
@@ -494,13 +515,14 @@ PEERS = {
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
     "ours-preemption-off": OursPreemptionOff,
-    "ours-baseline": OursBaseline,
 }
 #: The peers of every suite by default (the variants of ours are asked for by name).
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-"))
 
 
 def make_peer(name: str) -> Peer:
+    if name.startswith("ours@"):
+        return OursAt(name.removeprefix("ours@"))
     try:
         return PEERS[name]()
     except KeyError:

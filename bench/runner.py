@@ -131,19 +131,27 @@ def build_suite(
             for workload in overhead:
                 add([workload], regimes, on_off if round_ % 2 == 0 else on_off[::-1])
     if name == "before-after":
-        # Issue #27: ours from another checkout ($COSCHEDULER_BASELINE) and ours, on
+        # Issue #27: ours at another revision and ours (--peers ours@REV,ours) on
         # throughput (gangs of 8 and 64) and contention, interleaved round by round, which
-        # goes first alternating; --peers is not read (the pair is the suite).
+        # goes first alternating.
         pods, nodes = (10_000, 1_000) if big else (2_048, 100)
-        baseline_first = ["ours-baseline", "ours"]
         compared: list[wl.Workload] = [
             *(wl.throughput(pods, size, nodes) for size in (8, 64)),
             wl.contention(100 if big else 20, 8, (4, 8, 16, 32), 2.5, 2, 15.0),
         ]
         for round_ in range(rounds):
             for workload in compared:
-                order = baseline_first if round_ % 2 == 0 else baseline_first[::-1]
-                add([workload], regimes, order)
+                add([workload], regimes, peers if round_ % 2 == 0 else peers[::-1])
+    if name == "startup":
+        # Issue #28: exec to first Binding with the backlog there first; 2,048 pods of 1 cpu,
+        # 1,000 nodes (small: 100). Rounds interleaved, the peers' order alternating, so
+        # that before/after (--peers ours@REV,ours) meet the same machine noise.
+        nodes = 1_000 if big else 100
+        for round_ in range(rounds):
+            for size in sizes:
+                if size <= 2_048:
+                    add([wl.startup(2_048, size, nodes)], regimes,
+                        peers if round_ % 2 == 0 else peers[::-1])  # fmt: skip
     if name in ("fairness", "fairness-late", "fairness-equal"):
         # fairness-late: team-b's whole backlog is submitted before team-a's; fairness-equal:
         # both backlogs 3x the cluster (first come would split it evenly).
@@ -307,6 +315,7 @@ def _run_one(
             audit_log=cluster.logs_dir / "audit.log",
             qps=spec.regime.qps, burst=spec.regime.burst, log_dir=trial_dir / "logs",
             profile_dir=profile_dir,
+            log_level="info" if workload.kind == "startup" else None,
             label=f"{index:03d}-{workload.kind}-{workload.params.get('gang_size', '')}-"
                   f"{workload.nodes.count}n-{spec.regime.name}",
         )  # fmt: skip

@@ -25,10 +25,12 @@ the same empty cluster and no peer's leftovers weigh on the next.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import time
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
+from pathlib import Path
 from typing import Any, ClassVar
 
 from bench import analysis, fairness, submit
@@ -182,6 +184,44 @@ class OverheadThroughput(Throughput):
     """Throughput as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
 
     kind: ClassVar[str] = "overhead-throughput"
+
+
+@dataclass
+class StartupThroughput(Throughput):
+    """Throughput read for its start: exec to first Binding, and ours' phases (issue #28).
+
+    The backlog exists before the peer starts (as :class:`Throughput`). The runner's own
+    watch gives ``first_bind_after_start_s`` (from the exec); ours' ``started`` log line
+    (:mod:`coscheduler.runtime.startup`, seconds since its process began) gives the phases.
+    """
+
+    kind: ClassVar[str] = "startup"
+
+    async def drive(self, run: TrialRun) -> Json:
+        figures = await super().drive(run)
+        if run.peer.processes:
+            line = started_line(Path(run.peer.processes[0].record.log))
+            if line is not None:
+                figures["startup"] = line
+        return figures
+
+
+def started_line(log: Path) -> Json | None:
+    """Ours' ``started`` line (JSON logs), without the logger's own fields; None if absent."""
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return None
+    for raw in text.splitlines():
+        if not raw.startswith("{") or '"started"' not in raw:
+            continue
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if entry.get("event") == "started":
+            return {k: v for k, v in entry.items() if k not in ("event", "level", "timestamp")}
+    return None
 
 
 @dataclass
@@ -412,6 +452,12 @@ def throughput(pods: int, gang_size: int, nodes: int, *, timeout: float = 900) -
         shape, gangs, timeout,
         {"pods": count * gang_size, "gang_size": gang_size, "nodes": nodes},
     )  # fmt: skip
+
+
+def startup(pods: int, gang_size: int, nodes: int) -> StartupThroughput:
+    """:func:`throughput`, read for its start (its own kind, tabled by ``bench.startup_report``)."""
+    base = throughput(pods, gang_size, nodes)
+    return StartupThroughput(base.label, base.nodes, base.gangs, base.timeout_seconds, base.params)
 
 
 def scale(pods: int, gang_size: int, nodes: int) -> Scale:

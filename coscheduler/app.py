@@ -50,6 +50,7 @@ from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
+from coscheduler.runtime.startup import Startup
 from coscheduler.runtime.volume_binder import VolumeBinder
 
 __all__ = ["run"]
@@ -70,8 +71,13 @@ class _Health:
         return self.synced or not self.leading
 
 
-async def run(settings: Settings) -> None:
-    """Run until cancelled, or until the Lease is lost (then raise)."""
+async def run(settings: Settings, startup: Startup | None = None) -> None:
+    """Run until cancelled, or until the Lease is lost (then raise).
+
+    ``startup`` collects the phases of start-up and logs them at the first
+    Binding (:mod:`coscheduler.runtime.startup`); the CLI makes it first thing.
+    """
+    startup = startup or Startup()
     client = await KubeClient.connect(
         kubeconfig=settings.kubeconfig,
         qps=settings.client.qps,
@@ -79,6 +85,7 @@ async def run(settings: Settings) -> None:
         timeout_seconds=settings.client.request_timeout_seconds,
         max_connections=settings.client.bind_concurrency + 16,
     )
+    startup.mark("client")
     metrics = Metrics()
     health = _Health()
     server = HealthServer(metrics, alive=health.alive, ready=health.ready)
@@ -97,10 +104,10 @@ async def run(settings: Settings) -> None:
             elector = LeaderElector(
                 client.sibling(), settings.leader_election, on_change=on_leading
             )
-            await elector.run(lambda: _lead(settings, client, metrics, health))
+            await elector.run(lambda: _lead(settings, client, metrics, health, startup))
         else:
             on_leading(True)
-            await _lead(settings, client, metrics, health)
+            await _lead(settings, client, metrics, health, startup)
     finally:
         await server.stop()
         await client.close()
@@ -124,7 +131,11 @@ def _scheduler(settings: Settings) -> Scheduler:
     return scheduler
 
 
-async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health: _Health) -> None:
+async def _lead(
+    settings: Settings, client: KubeClient, metrics: Metrics, health: _Health, startup: Startup
+) -> None:
+    if settings.leader_election.enabled:
+        startup.mark("leading")
     scheduler = _scheduler(settings)
     binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
     wake = asyncio.Event()  # anything that may make a group placeable wakes the loop
@@ -156,7 +167,7 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         scheduler=scheduler,
         groups=informers.groups,
         owners=informers.owners,
-        binder=Binder(client, concurrency=settings.client.bind_concurrency),
+        binder=Binder(client, concurrency=settings.client.bind_concurrency, on_bound=startup.bound),
         volume_binder=VolumeBinder(
             client,
             bound=scheduler.volumes.bound,
@@ -166,14 +177,22 @@ async def _lead(settings: Settings, client: KubeClient, metrics: Metrics, health
         binds_idle=binds_idle,
         wake=wake,
         preempter=preempter,
+        on_decided=startup.decided,
     )
     writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter)
     queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
     job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
     async with asyncio.TaskGroup() as tasks:
         health.tasks += await ingest.start(
-            client, KINDS, informers, settings, tasks=tasks, wake=wake.set
+            client,
+            KINDS,
+            informers,
+            settings,
+            tasks=tasks,
+            wake=wake.set,
+            on_listed=startup.listed,
         )
+        startup.mark("listed")
         for name, coroutine in {
             "scheduling-loop": loop.run(),
             "status-writer": writer.run(),

@@ -99,8 +99,11 @@ def run(**values: Any) -> None:
     from coscheduler.app import run as run_operator
     from coscheduler.runtime.leader import LeadershipLostError
     from coscheduler.runtime.logging import configure_logging
+    from coscheduler.runtime.startup import Startup
 
     configure_logging(settings.log_level, settings.log_format)
+    startup = Startup()
+    startup.mark("imports")
 
     async def main_task() -> None:
         task = asyncio.current_task()
@@ -108,7 +111,7 @@ def run(**values: Any) -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, task.cancel)
-        await run_operator(settings)
+        await run_operator(settings, startup)
 
     try:
         asyncio.run(main_task())

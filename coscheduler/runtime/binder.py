@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -61,9 +61,16 @@ class Binder:
     """Creates Bindings with at most ``concurrency`` requests in flight."""
 
     def __init__(
-        self, client: KubeClient, *, concurrency: int, retry_seconds: float = BIND_RETRY_SECONDS
+        self,
+        client: KubeClient,
+        *,
+        concurrency: int,
+        retry_seconds: float = BIND_RETRY_SECONDS,
+        on_bound: Callable[[], None] = lambda: None,
     ) -> None:
         self._client = client
+        #: Called as each Binding is answered 201 (the start-up line's first binding).
+        self._on_bound = on_bound
         self._slots = asyncio.Semaphore(concurrency)
         self._retry_seconds = retry_seconds
         #: Bindings sent again because an earlier attempt's outcome was unknown.
@@ -112,6 +119,7 @@ class Binder:
                     )
                     await asyncio.sleep(delay)
                     continue
+                self._on_bound()
                 return BindResult(binding, BindOutcome.BOUND)
 
     async def _bound_here(self, binding: Binding) -> bool:

@@ -39,8 +39,13 @@ async def start(
     *,
     tasks: asyncio.TaskGroup,
     wake: Callable[[], None],
+    on_listed: Callable[[str], None] = lambda _kind: None,
 ) -> list[asyncio.Task[None]]:
-    """Steps 1-3; the watch tasks, running in ``tasks``."""
+    """Steps 1-3; the watch tasks, running in ``tasks``.
+
+    ``on_listed(kind name)`` is called as each kind's first list is applied
+    (the start-up line, :mod:`coscheduler.runtime.startup`).
+    """
     paths = await asyncio.gather(*(kind.where(client, settings) for kind in kinds))
     chosen = [(kind, path) for kind, path in zip(kinds, paths, strict=True) if path is not None]
     started: list[asyncio.Task[None]] = []
@@ -57,7 +62,7 @@ async def start(
                 stop_if_forbidden=kind.if_forbidden is not None,
             )
             listed.append(asyncio.Event())
-            feed = _feed(kind, watch, kind.informer(informers), listed[-1], wake)
+            feed = _feed(kind, watch, kind.informer(informers), listed[-1], wake, on_listed)
             started.append(tasks.create_task(feed, name=f"watch-{kind.name}"))
         await asyncio.gather(*(event.wait() for event in listed))
     log.info("cluster listed", kinds=[kind.name for kind, _ in chosen])
@@ -70,6 +75,7 @@ async def _feed(
     informer: Informer,
     listed: asyncio.Event,
     wake: Callable[[], None],
+    on_listed: Callable[[str], None],
 ) -> None:
     try:
         async for item in watch:
@@ -77,6 +83,8 @@ async def _feed(
                 if not item.served:
                     log.error(kind.if_missing, path=watch.path)
                 informer.replace(item.objects)
+                if not listed.is_set():
+                    on_listed(kind.name)
                 listed.set()
             elif item.type == "DELETED":
                 informer.remove(item.object)
@@ -85,6 +93,7 @@ async def _feed(
             wake()
     except StopWatching:
         log.error(kind.if_forbidden, path=watch.path)
+        on_listed(kind.name)
         listed.set()
         # Not read, for the life of the process: the task stays (health counts it running).
         await asyncio.Event().wait()

@@ -1,0 +1,78 @@
+"""The start-up line (issue #28): one ``started`` log line with the end of each phase.
+
+The whole operator (:func:`coscheduler.app.run`) against the scripted API
+server: one node, one pending pod of ours; the line is written when its
+Binding is answered. Only the fields and their order are checked, never a
+duration: timing is the benchmark's (``python -m bench run --suite startup``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from structlog.testing import capture_logs
+
+from coscheduler import app
+from coscheduler.runtime.informers.registry import KINDS
+from coscheduler.runtime.settings import Settings
+from coscheduler.runtime.startup import Startup, process_age
+from tests.builders import node_object, pod_object
+from tests.runtime.apiserver import FakeApiServer, Reply, WatchStream, object_list
+
+
+class _Watched(Startup):
+    """A start-up that says when its line is written."""
+
+    def __init__(self) -> None:
+        super().__init__(age=0.0)
+        self.written = asyncio.Event()
+
+    def bound(self) -> None:
+        super().bound()
+        self.written.set()
+
+
+def _serve_one_pod(apiserver: FakeApiServer) -> None:
+    # Every list answers empty (discovery too: no optional API served), then the ones that matter.
+    apiserver.on("GET", "/api*", object_list([], resource_version="1"))
+    apiserver.on("GET", "/api/v1/nodes", object_list([node_object("n1")], resource_version="1"))
+    apiserver.on("GET", "/api/v1/pods", object_list([pod_object("p1")], resource_version="1"))
+    apiserver.on("WATCH", "/api*", WatchStream([], then="hang"))
+    apiserver.on("POST", "/api/v1/namespaces/*/pods/*/binding", Reply(201, {}))
+    apiserver.on("POST", "/api/v1/namespaces/*/events", Reply(201, {}))
+
+
+async def test_the_started_line_gives_each_phase_in_order(
+    apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    _serve_one_pod(apiserver)
+    settings = Settings(
+        kubeconfig=str(apiserver.write_kubeconfig(tmp_path)),
+        scheduler_name="coscheduler",
+        leader_election={"enabled": False},
+        serving={"address": "127.0.0.1", "port": 0},
+    )
+    startup = _Watched()
+    startup.mark("imports")
+    with capture_logs() as logs:
+        task = asyncio.create_task(app.run(settings, startup))
+        async with asyncio.timeout(5):
+            await startup.written.wait()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    [line] = [entry for entry in logs if entry["event"] == "started"]
+    assert line["origin"] == "process"
+    phases = ["imports", "client", "listed", "first_decision", "first_binding"]
+    assert [line[phase] for phase in phases] == sorted(line[phase] for phase in phases)
+    assert "leading" not in line  # no leader election
+    read = {kind.name for kind in KINDS} - {"queues", "workloads", "podgroups.scheduling.x-k8s.io"}
+    assert set(line["lists"]) == read
+    assert all(line["client"] <= at <= line["listed"] for at in line["lists"].values())
+
+
+def test_the_process_age_is_read_from_the_kernel() -> None:
+    age = process_age()
+    assert age is not None
+    assert 0.0 < age < 24 * 3600
+    assert Startup().origin == "process"
