@@ -176,7 +176,7 @@ class Scheduler(Views):
         if pod is not None:
             key = membership.group_of(uid)
             self._file(pod, None, None)
-            if in_flight and key is not None and held is not None:
+            if in_flight and key is not None and held is not None:  # held: it was assumed
                 self._keep_room_if_short(key, pod, held)
             membership.release_claims(pod)
         if held is not None:

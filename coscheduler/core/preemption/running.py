@@ -87,14 +87,15 @@ def running_groups(
     arriving: set[GroupKey] = set()
     node_of, assumed = snapshot.node_of, snapshot.is_assumed
     for pod in pods:
-        if pod.node_name is None and not assumed(pod.uid):
+        in_flight = assumed(pod.uid)
+        if pod.node_name is None and not in_flight:
             continue
         key = group_of(pod.uid)
         if key is None:
             key = GroupKey(pod.namespace, pod.name, KIND_POD)  # another scheduler's pod
         else:
             ours.add(key)
-        if assumed(pod.uid):
+        if in_flight:
             arriving.add(key)
             continue
         # Counting on a node (so not terminal), and not on its way out.

@@ -156,7 +156,7 @@ class Preemptions:
 
     def doomed(self, uid: str) -> bool:
         """True from the order to evict the pod until it is gone or its eviction failed:
-        its gang cannot count on it (see "Going members" in the module docstring)."""
+        its gang cannot count on it (rule 2b of :mod:`~coscheduler.core.membership`)."""
         return uid in self._doomed
 
     def restored(self, key: GroupKey) -> Restore | None:
@@ -346,8 +346,7 @@ class Preemptions:
             restore = self._restores[key] = Restore(now, ())
         held = (dataclasses.replace(pod, uid=pod.uid + RESTORED), node)
         restore.placeholders = (*restore.placeholders, held)
-        if node in snapshot and snapshot.node_of(held[0].uid) is None:
-            snapshot.assume(held[0], node)
+        self._hold_again(snapshot, restore)
 
     def gone(self, uid: str) -> None:
         """A pod was deleted: an order to evict it is done."""
