@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from bench.build import PeerBinaries
+from e2e import versions as e2e_versions
 from e2e.processes import Process, free_port
 
 Json = dict[str, Any]
@@ -43,8 +44,6 @@ NATIVE_POD_GROUP = "workers"
 
 REFERENCE_PERMIT_WAIT_SECONDS = 10
 """From scheduler-plugins' own example configuration (manifests/coscheduling)."""
-
-NATIVE_GATES = "GenericWorkload=true,GangScheduling=true"
 
 
 @dataclass(frozen=True)
@@ -405,7 +404,8 @@ class Native(WorkloadGangs):
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
         return [
             [str(ctx.binaries.control_plane.kube_scheduler), f"--config={config}",
-             f"--feature-gates={NATIVE_GATES}", *self.serving_flags(ctx), "--v=1"]
+             f"--feature-gates={e2e_versions.native_gang_feature_gates()}",
+             *self.serving_flags(ctx), "--v=1"]
         ]  # fmt: skip
 
     def versions(self) -> str:

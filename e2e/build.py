@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,7 +228,17 @@ def _build_kubernetes(go: _GoRunner, out: Path) -> None:
     info = json.loads(go.last_output)
     upstream = Path(info["GoMod"]).read_text()
     go.require_go_version(_go_directive(upstream))
-    (go.work / "go.mod").write_text(kubernetes_wrapper_gomod(upstream, version))
+    staging = versions.staging_version(version)
+    substitutes = {
+        module: _newest_served_patch(go, module, staging)
+        for module in staging_modules(upstream)
+        if not _served(go, module, staging)
+    }
+    for module, served in substitutes.items():
+        go.report(
+            f"kubernetes: {module} {staging} is not served; using {served} (no binary imports it)"
+        )
+    (go.work / "go.mod").write_text(kubernetes_wrapper_gomod(upstream, version, substitutes))
     commands = [f"k8s.io/kubernetes/cmd/{binary}" for binary in KUBERNETES.binaries]
     imports = "\n".join(f'\t_ "{package}"' for package in commands)
     (go.work / "tools.go").write_text(
@@ -321,17 +331,27 @@ def helm_ldflags(version: str, gomod: str) -> list[str]:
     return flags
 
 
-def kubernetes_wrapper_gomod(upstream_gomod: str, version: str) -> str:
-    """Write the go.mod of a module that builds ``k8s.io/kubernetes`` at ``version``.
-
-    Every ``k8s.io/X => ./staging/src/k8s.io/X`` replace of the upstream go.mod
-    becomes ``k8s.io/X => k8s.io/X <staging version>``; the ``go`` and
-    ``godebug`` directives are copied so the binaries behave as upstream's do.
-    """
-    staging = versions.staging_version(version)
+def staging_modules(upstream_gomod: str) -> list[str]:
+    """The ``k8s.io/X`` modules the upstream go.mod replaces with ``./staging/...``."""
     modules = re.findall(r"^\s*(k8s\.io/[\w.\-/]+)\s+=>\s+\./staging/", upstream_gomod, re.M)
     if not modules:
         raise BuildError("found no staging replace lines in the go.mod of k8s.io/kubernetes")
+    return sorted(set(modules))
+
+
+def kubernetes_wrapper_gomod(
+    upstream_gomod: str, version: str, substitutes: Mapping[str, str] | None = None
+) -> str:
+    """Write the go.mod of a module that builds ``k8s.io/kubernetes`` at ``version``.
+
+    Every ``k8s.io/X => ./staging/src/k8s.io/X`` replace of the upstream go.mod
+    becomes ``k8s.io/X => k8s.io/X <staging version>`` (or the version
+    ``substitutes`` gives for a module the proxy lacks); the ``go`` and
+    ``godebug`` directives are copied so the binaries behave as upstream's do.
+    """
+    staging = versions.staging_version(version)
+    chosen = dict(substitutes or {})
+    modules = staging_modules(upstream_gomod)
     lines = [
         "module coscheduler.local/kubernetes-build",
         "",
@@ -341,11 +361,32 @@ def kubernetes_wrapper_gomod(upstream_gomod: str, version: str) -> str:
         f"require k8s.io/kubernetes {version}",
         "",
         "replace (",
-        *(f"\t{module} => {module} {staging}" for module in sorted(set(modules))),
+        *(f"\t{module} => {module} {chosen.get(module, staging)}" for module in modules),
         ")",
         "",
     ]
     return "\n".join(lines)
+
+
+def _served(go: _GoRunner, module: str, version: str) -> bool:
+    """Whether the module proxy serves ``module@version`` (a download that reports no error)."""
+    result = subprocess.run(
+        [go.go, "mod", "download", "-json", f"{module}@{version}"],
+        cwd=go.work, env=go.environment(), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return result.returncode == 0 and '"Error"' not in result.stdout
+
+
+def _newest_served_patch(go: _GoRunner, module: str, staging: str) -> str:
+    """The newest earlier patch of the same minor that the proxy serves, else a BuildError."""
+    major_minor, _, patch = staging.rpartition(".")
+    for earlier in range(int(patch) - 1, -1, -1):
+        candidate = f"{major_minor}.{earlier}"
+        if _served(go, module, candidate):
+            return candidate
+    raise BuildError(
+        f"the module proxy serves no {module} of {major_minor}.x at or below {staging}"
+    )
 
 
 def _go_directive(gomod: str) -> str:

@@ -38,15 +38,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2e import build, kwok_stages, nodes, pki
+from e2e import build, kwok_stages, nodes, pki, versions
 from e2e.api import ApiClient, write_kubeconfig
 from e2e.processes import Process, ProcessRecord, StartupError, free_port, wait_until
 
 SERVICE_CIDR = "10.0.0.0/24"
 FIRST_SERVICE_IP = "10.0.0.1"
 STATE_FILE = "state.json"
-GANG_FEATURE_GATES = "GenericWorkload=true,GangScheduling=true"
-GANG_RUNTIME_CONFIG = "scheduling.k8s.io/v1alpha1=true"
 
 Reporter = Callable[[str], None]
 
@@ -60,7 +58,8 @@ class ClusterOptions:
     """Choices that change how the control plane is started."""
 
     gang_api: bool = False
-    """Enable Kubernetes 1.35's native gang API (Workload, GangScheduling) on the API server."""
+    """Enable Kubernetes' own gang API of the running release (``versions.native_gang_*``)
+    on the API server and the controller manager (whose Job controller makes Workloads)."""
 
     job_duration_seconds: float = 1.0
     """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
@@ -342,7 +341,9 @@ class Cluster:
             watch=[etcd, apiserver],
         )
         write_kubeconfig(self.kubeconfig, port=ports["apiserver"], pki=material)
-        manager = launch("kube-controller-manager", _manager_args(binaries, self.state, material))
+        manager = launch(
+            "kube-controller-manager", _manager_args(binaries, self.state, material, options)
+        )
         wait_until(
             lambda: (
                 self.api.get_or_none("/api/v1/namespaces/default/serviceaccounts/default")
@@ -419,7 +420,10 @@ def _apiserver_args(
         "--v=1",
     ]
     if options.gang_api:
-        args += [f"--feature-gates={GANG_FEATURE_GATES}", f"--runtime-config={GANG_RUNTIME_CONFIG}"]
+        args += [
+            f"--feature-gates={versions.native_gang_feature_gates()}",
+            f"--runtime-config={versions.native_gang_runtime_config()}",
+        ]
     if options.audit_policy:
         policy = Path(state.state_dir) / "audit-policy.yaml"
         policy.write_text(options.audit_policy)
@@ -432,8 +436,11 @@ def _apiserver_args(
     return args
 
 
-def _manager_args(binaries: build.Binaries, state: ClusterState, material: pki.Pki) -> list[str]:
+def _manager_args(
+    binaries: build.Binaries, state: ClusterState, material: pki.Pki, options: ClusterOptions
+) -> list[str]:
     kubeconfig = state.kubeconfig
+    gates = [f"--feature-gates={versions.native_gang_feature_gates()}"] if options.gang_api else []
     return [
         str(binaries.kube_controller_manager),
         f"--kubeconfig={kubeconfig}",
@@ -450,6 +457,7 @@ def _manager_args(binaries: build.Binaries, state: ClusterState, material: pki.P
         "--kube-api-burst=400",
         "--profiling=false",
         "--v=1",
+        *gates,
     ]
 
 
