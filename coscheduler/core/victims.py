@@ -3,7 +3,9 @@
 The gang is the unit both ways. A running PodGroup offers its members above
 ``minMember`` one by one (evicting them breaks nothing), and otherwise only
 itself whole: it is never left below ``minMember`` with members running. A
-lone pod, or a pod of another scheduler, is a unit of one.
+member above ``minMember`` is one only if its role stays at its minimum
+too, so a role (a CompositePodGroup's child PodGroup) is never left short
+either. A lone pod, or a pod of another scheduler, is a unit of one.
 
 Who may be a victim at all is a :data:`VictimRule`, supplied by the caller:
 priority preemption inside one queue (or a cluster without queues) allows
@@ -16,6 +18,7 @@ unit it refuses beside fewer victims, it refuses beside more.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -55,11 +58,31 @@ class RunningGroup:
     protected_until: float | None = None
     #: The queue it draws from; None for pods of other schedulers (in no queue).
     queue: str | None = None
+    #: Each role's minimum, as ``(role, minimum)``: no surplus unit takes a role below it.
+    role_minimums: tuple[tuple[str, int], ...] = ()
 
     @property
     def surplus(self) -> int:
         """Members above ``minMember``: each may go without breaking the gang."""
-        return max(0, len(self.pods) - self.min_member) if self.gang else 0
+        return len(self.above_minimums(self.pods))
+
+    def above_minimums(self, ordered: Sequence[PodInfo]) -> list[PodInfo]:
+        """The first members of ``ordered`` that may go together leaving the gang and
+        every role at its minimum."""
+        if not self.gang:
+            return []
+        allowed = len(self.pods) - self.min_member
+        spare = Counter(pod.role for pod in self.pods)
+        for role, minimum in self.role_minimums:
+            spare[role] -= minimum
+        chosen: list[PodInfo] = []
+        for pod in ordered:
+            if len(chosen) >= allowed:
+                break
+            if spare[pod.role] > 0:
+                spare[pod.role] -= 1
+                chosen.append(pod)
+        return chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +175,8 @@ def victim_units(group: RunningGroup, useful: Callable[[PodInfo], bool]) -> list
         group.pods,
         key=lambda pod: (not useful(pod), pod.priority, -running_since(pod), pod.name),
     )
-    units = [Victim(group, (pod,), whole=False) for pod in ordered[: group.surplus] if useful(pod)]
+    units = [
+        Victim(group, (pod,), whole=False) for pod in group.above_minimums(ordered) if useful(pod)
+    ]
     units.append(whole)
     return units

@@ -121,7 +121,10 @@ def running_groups(
             starts = sorted(running_since(pod) for pod in running)
             whole_since = starts[min(policy.min_member, len(starts)) - 1]
             protected = whole_since + policy.min_run_seconds
+        roles = tuple(sorted(policy.role_minimums.items()))
         result.append(
-            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected, queue)
+            RunningGroup(
+                key, tuple(running), policy.min_member, priority, True, protected, queue, roles
+            )
         )
     return result
