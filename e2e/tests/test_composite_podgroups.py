@@ -1,0 +1,276 @@
+"""CompositePodGroup (scheduling.k8s.io/v1alpha3, Kubernetes 1.37): several gangs placed together.
+
+A JobSet-like job: a leader PodGroup and a workers PodGroup, each a gang of
+its own, children of one CompositePodGroup whose ``gang`` policy asks for
+both at once. coscheduler places every child whole in the same decision, or
+none of them; the composite's ``CompositePodGroupInitiallyScheduled`` and
+each child's ``PodGroupInitiallyScheduled`` condition say where it stands.
+
+The session's API server serves ``v1beta1`` and ``v1alpha3`` with the
+``CompositePodGroup`` gate (``ClusterOptions(gang_api=True)``, the default);
+on a release that does not serve ``compositepodgroups`` the tests are skipped.
+Every object is created with strict field validation, so a field name the
+server does not know fails the test instead of being dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from functools import partial
+
+import pytest
+
+from e2e import workloads as w
+from e2e.api import Json
+from e2e.controlplane import Cluster
+from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import bound, condition, pod_names, pod_scheduled, show
+from e2e.waiting import wait_for
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
+        reason="the session's cluster was started without the native gang API",
+    ),
+]
+
+COMPOSITES = "/apis/scheduling.k8s.io/v1alpha3/namespaces/{ns}/compositepodgroups"
+PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
+STRICT = "?fieldValidation=Strict"
+
+
+@pytest.fixture(autouse=True)
+def _served(cluster: Cluster) -> None:
+    if cluster.api.get_or_none("/apis/scheduling.k8s.io/v1alpha3") is None:
+        pytest.skip("this release does not serve scheduling.k8s.io/v1alpha3")
+
+
+def create_composite(
+    cluster: Cluster, namespace: str, name: str, min_group_count: int, **spec: object
+) -> Json:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "workloadRef": {"workloadName": name, "templateName": name},
+            "schedulingPolicy": {"gang": {"minGroupCount": min_group_count}},
+            **spec,
+        },
+    }
+    return cluster.api.create(COMPOSITES.format(ns=namespace) + STRICT, body)
+
+
+def create_child(cluster: Cluster, namespace: str, name: str, min_count: int, parent: str) -> Json:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {
+            "parentCompositePodGroupName": parent,
+            "workloadRef": {"workloadName": parent, "templateName": name},
+            "schedulingPolicy": {"gang": {"minCount": min_count}},
+        },
+    }
+    return cluster.api.create(PODGROUPS.format(ns=namespace) + STRICT, body)
+
+
+def create_members(
+    cluster: Cluster, namespace: str, group: str, count: int, *, pool: str, cpu: str
+) -> list[str]:
+    names = [f"{group}-{i}" for i in range(count)]
+    for name in names:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": group}},
+            "spec": {
+                "schedulerName": "coscheduler",
+                "schedulingGroup": {"podGroupName": group},
+                "nodeSelector": {w.POOL_LABEL: pool},
+                "terminationGracePeriodSeconds": 0,
+                "containers": [
+                    {
+                        "name": "work",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+        created = cluster.api.create(f"/api/v1/namespaces/{namespace}/pods{STRICT}", body)
+        assert created["spec"].get("schedulingGroup"), "the API server kept spec.schedulingGroup"
+    return names
+
+
+def bound_names(cluster: Cluster, namespace: str) -> list[str]:
+    return pod_names(bound(cluster, namespace))
+
+
+def wait_condition(
+    cluster: Cluster, path: str, kind: str, check: Callable[[Json], bool], what: str
+) -> Json:
+    item = wait_for(
+        partial(cluster.api.get, path),
+        lambda got: check(condition(got, kind)),
+        describe=what,
+    )
+    return condition(item, kind)
+
+
+def composite_path(namespace: str, name: str) -> str:
+    return f"{COMPOSITES.format(ns=namespace)}/{name}"
+
+
+def child_path(namespace: str, name: str) -> str:
+    return f"{PODGROUPS.format(ns=namespace)}/{name}"
+
+
+def wait_pod_reason(cluster: Cluster, namespace: str, name: str, reason: str) -> Json:
+    pod = wait_for(
+        partial(cluster.api.get, f"/api/v1/namespaces/{namespace}/pods/{name}"),
+        lambda p: pod_scheduled(p).get("reason") == reason,
+        describe=f"pod {name}: PodScheduled=False, {reason}",
+    )
+    return pod_scheduled(pod)
+
+
+def test_leader_and_workers_are_placed_together(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="4")
+    start_scheduler()
+    create_composite(cluster, namespace, "job", 2, disruptionMode={"all": {}})
+    create_child(cluster, namespace, "leader", 1, "job")
+    create_child(cluster, namespace, "workers", 3, "job")
+    leader = create_members(cluster, namespace, "leader", 1, pool=pool, cpu="1")
+    # The leader's own gang is complete, but the composite is not: it waits.
+    said = wait_pod_reason(cluster, namespace, leader[0], "NotEnoughMembers")
+    assert "CompositePodGroup" in said["message"] or "job" in said["message"]
+    assert bound_names(cluster, namespace) == [], "the leader waits for its workers"
+
+    workers = create_members(cluster, namespace, "workers", 3, pool=pool, cpu="2")
+    wait_for(
+        lambda: bound_names(cluster, namespace),
+        lambda placed: placed == sorted(leader + workers),
+        describe="the leader and the three workers bound",
+    )
+    placed = wait_condition(
+        cluster,
+        composite_path(namespace, "job"),
+        "CompositePodGroupInitiallyScheduled",
+        lambda c: c.get("status") == "True",
+        "the composite's CompositePodGroupInitiallyScheduled=True",
+    )
+    assert placed["reason"] == "Scheduled"
+    for child in ("leader", "workers"):
+        wait_condition(
+            cluster,
+            child_path(namespace, child),
+            "PodGroupInitiallyScheduled",
+            lambda c: c.get("status") == "True",
+            f"PodGroup {child}: PodGroupInitiallyScheduled=True",
+        )
+    show(cluster, namespace, "get", "pods", "-o", "wide")
+    show(cluster, namespace, "describe", "compositepodgroup", "job")
+
+
+def test_a_composite_that_cannot_fit_waits_whole(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="4")  # the leader and two workers would fit; the whole composite does not
+    start_scheduler()
+    create_composite(cluster, namespace, "job", 2)
+    create_child(cluster, namespace, "leader", 1, "job")
+    create_child(cluster, namespace, "workers", 3, "job")
+    names = create_members(cluster, namespace, "leader", 1, pool=pool, cpu="1")
+    names += create_members(cluster, namespace, "workers", 3, pool=pool, cpu="1500m")
+
+    failing = wait_condition(
+        cluster,
+        composite_path(namespace, "job"),
+        "CompositePodGroupInitiallyScheduled",
+        lambda c: c.get("status") == "False",
+        "the composite's CompositePodGroupInitiallyScheduled=False",
+    )
+    assert failing["reason"] == "Unschedulable"
+    assert "Insufficient cpu" in failing["message"]
+    for child in ("leader", "workers"):
+        said = wait_condition(
+            cluster,
+            child_path(namespace, child),
+            "PodGroupInitiallyScheduled",
+            lambda c: c.get("status") == "False",
+            f"PodGroup {child}: PodGroupInitiallyScheduled=False",
+        )
+        assert said["reason"] == "Unschedulable"
+    assert bound_names(cluster, namespace) == [], "no child placed while the whole cannot fit"
+    show(cluster, namespace, "describe", "compositepodgroup", "job")
+
+    add_nodes(1, cpu="4")
+    wait_for(
+        lambda: bound_names(cluster, namespace),
+        lambda placed: placed == sorted(names),
+        describe="every child bound once a node is added",
+    )
+
+
+def test_a_child_naming_a_missing_composite_waits_for_it(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="4")
+    start_scheduler()
+    create_child(cluster, namespace, "leader", 1, "nowhere")
+    names = create_members(cluster, namespace, "leader", 1, pool=pool, cpu="1")
+    said = wait_pod_reason(cluster, namespace, names[0], "GroupNotFound")
+    assert f"CompositePodGroup {namespace}/nowhere" in said["message"]
+    assert bound_names(cluster, namespace) == []
+
+    create_composite(cluster, namespace, "nowhere", 1)
+    wait_for(
+        lambda: bound_names(cluster, namespace),
+        lambda placed: placed == names,
+        describe="the child bound once its composite exists",
+    )
+
+
+def test_fewer_groups_than_children_is_refused_naming_the_field(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="4")
+    start_scheduler()
+    create_composite(cluster, namespace, "job", 1)
+    create_child(cluster, namespace, "a", 1, "job")
+    create_child(cluster, namespace, "b", 1, "job")
+    names = create_members(cluster, namespace, "a", 1, pool=pool, cpu="1")
+    names += create_members(cluster, namespace, "b", 1, pool=pool, cpu="1")
+    said = wait_pod_reason(cluster, namespace, names[0], "UnsupportedField")
+    assert "spec.schedulingPolicy.gang.minGroupCount" in said["message"]
+    refused = wait_condition(
+        cluster,
+        composite_path(namespace, "job"),
+        "CompositePodGroupInitiallyScheduled",
+        lambda c: c.get("status") == "False",
+        "the composite's CompositePodGroupInitiallyScheduled=False",
+    )
+    assert refused["reason"] == "Invalid"
+    assert "minGroupCount" in refused["message"]
+    assert bound_names(cluster, namespace) == []
