@@ -51,11 +51,14 @@ from coscheduler.api.podgroup import (
     Role,
 )
 from coscheduler.api.queue import QUEUE_LABEL
+from coscheduler.api.reasons import Reason
 
 __all__ = [
     "API",
     "CONDITION_INITIALLY_SCHEDULED",
+    "REASON_INVALID",
     "ChildGroup",
+    "CompositeGang",
     "Composed",
     "CompositePodGroup",
     "Refused",
@@ -174,6 +177,11 @@ class CompositePodGroup(ObjectMetadata):
     def gang(self) -> bool:
         return self.min_group_count is not None
 
+    @property
+    def apart(self) -> bool:
+        """A ``basic`` composite asking nothing more: each child is a gang of its own."""
+        return self.min_group_count is None and basic_refusal(self) is None
+
     def describe(self) -> str:
         return f"{KIND} {self.key}"
 
@@ -225,6 +233,15 @@ def read_composite(raw: Mapping[str, Any]) -> CompositePodGroup:
             (c.type, c.status, c.reason or "", c.message or "") for c in wire.status.conditions
         ),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class CompositeGang:
+    """A composite as its gang's object carries it: the record, and why it waits as it is."""
+
+    record: CompositePodGroup
+    #: The reason and message its pods wait with, when it cannot be placed as it is.
+    waits: tuple[Reason, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
