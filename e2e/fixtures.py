@@ -161,6 +161,8 @@ GROUP_COLLECTIONS = (
     ("scheduling.sigs.k8s.io/v1alpha1", "podgroups"),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"),
     ("scheduling.k8s.io/v1alpha1", "workloads"),
+    ("scheduling.k8s.io/v1beta1", "podgroups"),
+    ("scheduling.k8s.io/v1alpha2", "podgroups"),
 )
 """(apiVersion, plural) of the kinds that give a gang its minMember (one not served: skipped)."""
 

@@ -15,6 +15,8 @@ become one status write, not dozens. Per dirty group, one round:
    a new reason for being unschedulable). A native Workload's gangs have no
    status to write (their adapter's stored form never changes): they get
    the events alone, on the Workload, each naming its podGroup and replica.
+   Kubernetes' own PodGroup gets its conditions in upstream's words (its
+   adapter's ``conclude``) and a ``Scheduled`` event when it is placed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import structlog
 
 from coscheduler.api.adapters import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase
+from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.status import Transition, derive
@@ -39,6 +42,19 @@ from coscheduler.runtime.reporter import Reporter
 __all__ = ["ChangedGroups", "StatusWriter"]
 
 log = structlog.get_logger(__name__)
+
+_PLACED = frozenset({PodGroupPhase.SCHEDULED, PodGroupPhase.RUNNING, PodGroupPhase.FINISHED})
+
+
+def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> list[Transition]:
+    """Kubernetes' own PodGroup tells its placement as kube-scheduler does: a
+    ``Scheduled`` event (our phase names mean nothing on that kind)."""
+    told = []
+    for transition in transitions:
+        if transition.reason in _PLACED and before not in _PLACED:
+            transition = Transition("Normal", Reason.SCHEDULED, transition.message)
+        told.append(transition)
+    return told
 
 
 class StatusWriter:
@@ -116,6 +132,9 @@ class StatusWriter:
             now=utc_now(whole_seconds=True),
             domain=self._domain(group, key),
         )
+        status = adapter.conclude(status)
+        if group.native is not None:
+            transitions = _in_upstream_words(group.status.phase, transitions)
         body = adapter.render_status(status, members)
         stored = adapter.stored_form(body)
         if stored == group.stored:

@@ -5,7 +5,9 @@ The gang is the unit both ways. A running PodGroup offers its members above
 itself whole: it is never left below ``minMember`` with members running. A
 member above ``minMember`` is one only if its role stays at its minimum
 too, so a role (a CompositePodGroup's child PodGroup) is never left short
-either. A lone pod, or a pod of another scheduler, is a unit of one.
+either. A group that asks to be disrupted only whole (``disruptionMode:
+all``) offers itself whole alone. A lone pod, or a pod of another
+scheduler, is a unit of one.
 
 Who may be a victim at all is a :data:`VictimRule`, supplied by the caller:
 priority preemption inside one queue (or a cluster without queues) allows
@@ -58,6 +60,9 @@ class RunningGroup:
     protected_until: float | None = None
     #: The queue it draws from; None for pods of other schedulers (in no queue).
     queue: str | None = None
+    #: Evicted only whole (a native PodGroup's ``disruptionMode: all``): no
+    #: member above ``minMember`` goes alone.
+    whole_only: bool = False
     #: Each role's minimum, as ``(role, minimum)``: no surplus unit takes a role below it.
     role_minimums: tuple[tuple[str, int], ...] = ()
 
@@ -69,7 +74,7 @@ class RunningGroup:
     def above_minimums(self, ordered: Sequence[PodInfo]) -> list[PodInfo]:
         """The first members of ``ordered`` that may go together leaving the gang and
         every role at its minimum."""
-        if not self.gang:
+        if not self.gang or self.whole_only:
             return []
         allowed = len(self.pods) - self.min_member
         spare = Counter(pod.role for pod in self.pods)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, sigs
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native, sigs
 from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
@@ -48,6 +48,8 @@ def podgroups(adapter: GroupAdapter) -> Served:
         api = adapter.api
         if adapter is sigs.ADAPTER:
             return api.collection_path
+        if isinstance(adapter, native.NativeAdapter):
+            return await _native_podgroups(client, adapter)
         if await _lists(client, api.discovery_path, api.plural):
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             return api.collection_path
@@ -55,6 +57,30 @@ def podgroups(adapter: GroupAdapter) -> Served:
         return None
 
     return served
+
+
+async def _native_podgroups(client: KubeClient, adapter: native.NativeAdapter) -> str | None:
+    """Kubernetes' own PodGroups are read in one version: the newest served.
+
+    Its shape changes between versions (1.36's v1alpha2, 1.37's v1beta1), so
+    the newest this release reads is taken and the others are left alone.
+    """
+    for candidate in native.ADAPTERS:
+        api = candidate.api
+        if await _lists(client, api.discovery_path, api.plural):
+            if candidate is adapter:
+                log.info(
+                    "Kubernetes' PodGroup API served; its groups are scheduled too", api=str(api)
+                )
+                return api.collection_path
+            return None  # a newer version is read
+    if adapter is native.ADAPTERS[-1]:
+        log.info(
+            "Kubernetes' PodGroup API not served; pods' spec.schedulingGroup names a group "
+            "that waits",
+            versions=[candidate.api.api_version for candidate in native.ADAPTERS],
+        )
+    return None
 
 
 async def served_podgroup_apis(client: KubeClient) -> list[GroupAdapter]:

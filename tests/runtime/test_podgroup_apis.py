@@ -28,7 +28,9 @@ async def test_without_the_x_k8s_io_api_only_ours_is_read(
 ) -> None:
     # Nothing scripted: the fake answers 404, as a server without the CRD does.
     assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
-    assert [r.path for r in apiserver.requests] == [DISCOVERY]
+    # Only discovery is asked: scheduler-plugins' group, then each version of Kubernetes' own.
+    native_versions = [f"/apis/scheduling.k8s.io/{v}" for v in ("v1beta1", "v1alpha2")]
+    assert [r.path for r in apiserver.requests] == [DISCOVERY, *native_versions * 2]
 
 
 async def test_with_the_x_k8s_io_api_served_both_are_read(

@@ -124,7 +124,15 @@ def running_groups(
         roles = tuple(sorted(policy.role_minimums.items()))
         result.append(
             RunningGroup(
-                key, tuple(running), policy.min_member, priority, True, protected, queue, roles
+                key,
+                tuple(running),
+                policy.min_member,
+                priority,
+                True,
+                protected,
+                queue,
+                whole_only=policy.evict_whole,
+                role_minimums=roles,
             )
         )
     return result
