@@ -161,6 +161,12 @@ class Informed:
     def remove_workload(self, raw: Raw) -> None:
         self.informers.workloads.remove(raw)
 
+    def upsert_composite(self, raw: Raw) -> tuple[str, str] | None:
+        return self.informers.composites.upsert(raw)
+
+    def remove_composite(self, raw: Raw) -> None:
+        self.informers.composites.remove(raw)
+
     def replace_queues(self, objects: Iterable[Raw]) -> None:
         self.informers.queues.replace(objects)
 

@@ -153,6 +153,10 @@ class PodInfo:
     #: ``spec.schedulingGroup.podGroupName``: the native PodGroup (``scheduling.k8s.io``)
     #: the pod belongs to, if any.
     scheduling_group: str | None = None
+    #: The CompositePodGroup whose gang the pod's native PodGroup is a child of:
+    #: set by the runtime (:mod:`coscheduler.runtime.informers.composites`), with
+    #: ``role`` the child's name; never parsed.
+    composite: str | None = None
 
     @property
     def key(self) -> str:

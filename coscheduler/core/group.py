@@ -26,6 +26,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
 
 __all__ = [
+    "KIND_COMPOSITE",
     "KIND_NATIVE_POD_GROUP",
     "KIND_POD",
     "KIND_POD_GROUP",
@@ -41,6 +42,9 @@ KIND_POD: Final = "Pod"
 KIND_WORKLOAD: Final = "Workload"
 #: The kind of Kubernetes' own PodGroup (``scheduling.k8s.io``, 1.36 and later).
 KIND_NATIVE_POD_GROUP: Final = "PodGroup.scheduling.k8s.io"
+#: The kind of a CompositePodGroup's gang (``scheduling.k8s.io``, 1.37): its
+#: child PodGroups are its roles.
+KIND_COMPOSITE: Final = "CompositePodGroup.scheduling.k8s.io"
 
 
 class GroupKey(NamedTuple):
@@ -64,18 +68,23 @@ class GroupKey(NamedTuple):
             return WorkloadRef.from_gang_name(self.name).describe(self.namespace)
         if self.kind == KIND_NATIVE_POD_GROUP:
             return f"PodGroup {self} (scheduling.k8s.io)"
+        if self.kind == KIND_COMPOSITE:
+            return f"CompositePodGroup {self}"
         return f"{'pod' if self.lone else 'group'} {self}"
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> GroupKey:
         """The key of the group the pod belongs to (its own key when it has none).
 
-        A group label wins (it was written for us); then ``spec.schedulingGroup``
+        A group label wins (it was written for us); then the composite gang
+        the runtime put its native PodGroup in; then ``spec.schedulingGroup``
         (1.36 and later) or ``spec.workloadRef`` (1.35); then the group its
         owner gives it (:mod:`~coscheduler.core.owners`).
         """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
+        if pod.composite is not None:
+            return cls(pod.namespace, pod.composite, KIND_COMPOSITE)
         if pod.scheduling_group is not None:
             return cls(pod.namespace, pod.scheduling_group, KIND_NATIVE_POD_GROUP)
         if pod.workload is not None:

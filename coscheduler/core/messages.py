@@ -19,7 +19,12 @@ from collections.abc import Mapping, Sequence
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.diagnosis import Diagnosis
-from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import (
+    KIND_COMPOSITE,
+    KIND_NATIVE_POD_GROUP,
+    KIND_WORKLOAD,
+    GroupKey,
+)
 from coscheduler.core.resources import format_amounts
 
 __all__ = [
@@ -104,6 +109,11 @@ def group_not_found(group: GroupKey, pods: int) -> str:
         return f"{group.title} is not known (no such Workload, or no such podGroup in it); {count}"
     if group.kind == KIND_NATIVE_POD_GROUP:
         return f"{group.title} does not exist (or its API is not served); {count}"
+    if group.kind == KIND_COMPOSITE:
+        return (
+            f"{group.title}, the parent their PodGroups name, does not exist (or its API, "
+            f"scheduling.k8s.io/v1alpha3, is not served); {count}"
+        )
     return f"PodGroup {group} does not exist; {count}"
 
 

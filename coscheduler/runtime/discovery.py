@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
+from coscheduler.api import composite as composite_api
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native, sigs
 from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, VERSION
@@ -126,6 +127,20 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
 async def workloads(client: KubeClient) -> str | None:
     api = await workload_api_served(client)
     return None if api is None else api.collection_path
+
+
+async def composites(client: KubeClient) -> str | None:
+    """Kubernetes' CompositePodGroup (1.37, ``v1alpha3``), when discovery lists it.
+
+    Without it a PodGroup naming a parent composite waits for it
+    (``GroupNotFound``, the message naming the composite).
+    """
+    api = composite_api.API
+    if await _lists(client, api.discovery_path, api.plural):
+        log.info("CompositePodGroup API served; its gangs are scheduled too", api=str(api))
+        return api.collection_path
+    log.info("CompositePodGroup API not served", api=str(api))
+    return None
 
 
 async def queues(client: KubeClient) -> str | None:

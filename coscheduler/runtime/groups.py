@@ -27,12 +27,19 @@ import structlog
 
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, StatusAdapter
 from coscheduler.api.adapters.native import disruption_condition
+from coscheduler.api.composite import ChildGroup
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
-from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey, GroupPolicy
+from coscheduler.core.group import (
+    KIND_COMPOSITE,
+    KIND_NATIVE_POD_GROUP,
+    KIND_WORKLOAD,
+    GroupKey,
+    GroupPolicy,
+)
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -46,6 +53,13 @@ log = structlog.get_logger(__name__)
 class _OwnerHook(Protocol):
     def group_moved(self, key: GroupKey) -> None:
         """A PodGroup of this name appeared or went (the Job named like it may need one)."""
+
+
+class _ChildHook(Protocol):
+    def child(
+        self, namespace: str, name: str, parent: str | None, child: ChildGroup | None
+    ) -> None:
+        """A native PodGroup as stored (None: gone): the CompositePodGroup it names, if any."""
 
 
 class Groups:
@@ -77,6 +91,8 @@ class Groups:
         self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
         #: Why each PodGroup that exists but cannot be read was refused, by API.
         self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
+        #: Told of each native PodGroup's parent (:mod:`~.informers.composites`), once built.
+        self.composites: _ChildHook | None = None
         #: Native groups whose members name two schedulers or more, and which.
         self._mixed: dict[GroupKey, tuple[str, ...]] = {}
 
@@ -188,6 +204,10 @@ class Groups:
         self.podgroups[key] = group
         if spec_changed or previous is None or previous.api != group.api:
             self._scheduler.upsert_group(self.policy(group, key))
+        native = group.native
+        if native is not None and self.composites is not None:
+            child = ChildGroup(key.name, native.min_count, native.topology_key)
+            self.composites.child(key.namespace, key.name, native.parent, child)
         if previous is None:
             self._owners.group_moved(key)
         if notify:
@@ -211,6 +231,8 @@ class Groups:
             self.verdicts.pop(key, None)
             self._scheduler.remove_group(key.namespace, key.name, key.kind)
             self._owners.group_moved(key)
+            if key.kind == KIND_NATIVE_POD_GROUP and self.composites is not None:
+                self.composites.child(key.namespace, key.name, None, None)
         elif self.podgroups.get(key) is not winner:
             # The winner is gone and the other API's group of that name takes over.
             self.podgroups[key] = winner
@@ -226,9 +248,11 @@ class Groups:
         return None
 
     def add_gang(self, key: GroupKey, gang: GroupObject) -> None:
-        """A native Workload's gang, made on its first pod of ours."""
+        """A native Workload's gang, made on its first pod of ours; a CompositePodGroup's."""
         self.podgroups[key] = gang
         self._scheduler.upsert_group(self.policy(gang, key))
+        if key.kind == KIND_COMPOSITE:
+            self._changed(key)
 
     def drop_gang(self, key: GroupKey) -> None:
         if self.podgroups.pop(key, None) is not None:
@@ -239,7 +263,7 @@ class Groups:
         """The group lost members to a preemption: Kubernetes' own PodGroup says so
         in its ``DisruptionTarget`` condition (upstream's words; ours tell it by events)."""
         group = self.podgroups.get(key)
-        if group is None or group.native is None:
+        if group is None or (group.native is None and group.composite is None):
             return
         condition = disruption_condition(message, utc_now(whole_seconds=True))
         kept = [c for c in group.status.conditions if c.type != condition.type]
@@ -250,7 +274,7 @@ class Groups:
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
         group = self.podgroups.get(key)
-        if group is not None and key.kind == KIND_WORKLOAD:
+        if group is not None and key.kind in (KIND_WORKLOAD, KIND_COMPOSITE):
             self.podgroups[key] = group.with_status(status, stored)
         elif group is not None:
             # Not a change to report: the writer itself concluded it.
@@ -291,6 +315,7 @@ class Groups:
         if priority is None and spec.priority_class_name is not None:
             priority = self.priority_classes.get(spec.priority_class_name)
         created = group.creation_timestamp
+        composite = group.composite
         return GroupPolicy(
             namespace=key.namespace,
             name=key.name,
@@ -305,9 +330,11 @@ class Groups:
             topology_levels=spec.topology.levels() if spec.topology else (),
             role_topology=spec.role_topology(),
             min_run_seconds=self._min_run_seconds(group),
-            evict_whole=group.native is not None and group.native.disruption_all,
-            preempts=group.native is None or not group.native.never_preempts,
-            refused=self._refused(group, key),
+            evict_whole=(group.native is not None and group.native.disruption_all)
+            or (composite is not None and composite.record.disrupt_all),
+            preempts=(group.native is None or not group.native.never_preempts)
+            and (composite is None or not composite.record.preempt_never),
+            refused=self._refused(group, key) or (composite.waits if composite else None),
         )
 
     def _refused(self, group: GroupObject, key: GroupKey) -> tuple[Reason, str] | None:

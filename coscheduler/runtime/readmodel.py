@@ -87,6 +87,7 @@ class ReadModel:
     def __init__(self, scheduler: Scheduler, informers: Informers) -> None:
         self._scheduler = scheduler
         self._groups = informers.groups
+        self._composites = informers.composites.composites
         self._queues = informers.queues
         self._owners = informers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
@@ -103,12 +104,18 @@ class ReadModel:
         return self._groups.podgroups.get(key)
 
     def members(self, key: GroupKey) -> list[PodInfo]:
-        """Every pod that names the group, whatever its phase or scheduler."""
-        return self._groups.group_pods(key)
+        """Every pod that names the group, whatever its phase or scheduler (a child
+        of a composite's gang: its own pods among the composite's)."""
+        whole = self._composites.whole_of(key)
+        if whole is None:
+            return self._groups.group_pods(key)
+        return [pod for pod in self._groups.group_pods(whole) if pod.role == key.name]
 
     def verdict(self, key: GroupKey) -> Status | None:
-        """The core's status of the group's latest failed attempt, if it is failing."""
-        return self._groups.verdicts.get(key)
+        """The core's status of the group's latest failed attempt, if it is failing (a
+        child of a composite's gang: the composite's)."""
+        whole = self._composites.whole_of(key)
+        return self._groups.verdicts.get(key if whole is None else whole)
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)

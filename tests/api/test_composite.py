@@ -1,4 +1,4 @@
-"""Reading a CompositePodGroup (scheduling.k8s.io/v1alpha3), and composing its children into one gang."""
+"""Reading a CompositePodGroup (v1alpha3); composing its children into one gang."""
 
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def test_every_field_is_read() -> None:
     }
     read = read_composite(raw)
     assert read.key == "ns/job"
-    assert read.min_group_count == 2 and read.gang
+    assert read.min_group_count == 2
+    assert read.gang
     assert read.topology_key == "topology.kubernetes.io/zone"
     assert read.disrupt_all
     assert read.parent is None
@@ -75,12 +76,14 @@ def test_defaults() -> None:
     read = read_composite(
         composite(schedulingPolicy={"basic": {}}, parentCompositePodGroupName="top")
     )
-    assert read.min_group_count is None and not read.gang
+    assert read.min_group_count is None
+    assert not read.gang
     assert not read.disrupt_all  # single is the default
     assert read.parent == "top"
     assert read.queue == "default"
     assert read.topology_key is None
-    assert read.priority is None and not read.preempt_never
+    assert read.priority is None
+    assert not read.preempt_never
 
 
 @pytest.mark.parametrize(
@@ -136,7 +139,8 @@ def test_a_gang_composite_is_one_gang_whose_roles_are_its_children() -> None:
     assert spec.min_member == 5
     assert spec.role_minimums() == {"leader": 1, "workers": 4}
     assert spec.role_topology() == {"workers": ("rack",)}
-    assert spec.topology is not None and spec.topology.levels() == ("zone",)
+    assert spec.topology is not None
+    assert spec.topology.levels() == ("zone",)
     assert (spec.priority, spec.priority_class_name) == (7, "p")
 
 
@@ -149,7 +153,8 @@ def test_a_basic_child_needs_one_pod() -> None:
 def test_too_few_children_wait() -> None:
     result = compose(read_composite(composite()), [LEADER])
     assert isinstance(result, Waiting)
-    assert "minGroupCount 2" in result.message and "1 exist" in result.message
+    assert "minGroupCount 2" in result.message
+    assert "1 exist" in result.message
 
 
 def test_fewer_than_all_children_is_refused_with_the_field_named() -> None:
@@ -164,12 +169,14 @@ def test_nesting_is_refused() -> None:
     result = compose(
         read_composite(composite(parentCompositePodGroupName="top")), [LEADER, WORKERS]
     )
-    assert isinstance(result, Refused) and result.field == "spec.parentCompositePodGroupName"
+    assert isinstance(result, Refused)
+    assert result.field == "spec.parentCompositePodGroupName"
 
 
 def test_a_long_child_name_is_refused() -> None:
     result = compose(read_composite(composite()), [LEADER, ChildGroup("w" * 64, 1)])
-    assert isinstance(result, Refused) and "63" in result.why
+    assert isinstance(result, Refused)
+    assert "63" in result.why
 
 
 def test_basic_composite_with_topology_is_refused() -> None:
@@ -183,7 +190,8 @@ def test_basic_composite_with_topology_is_refused() -> None:
             )
         )
     )
-    assert refused is not None and refused.field == "spec.schedulingConstraints.topology"
+    assert refused is not None
+    assert refused.field == "spec.schedulingConstraints.topology"
     assert isinstance(compose(basic, [LEADER]), Refused)
 
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from coscheduler.api.native_podgroup import NativePodGroup
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
+
+if TYPE_CHECKING:
+    # The composite's module reads its API's name from here.
+    from coscheduler.api.composite import CompositeGang
 
 __all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
@@ -125,6 +129,9 @@ class GroupObject(ObjectMetadata):
     #: Kubernetes' own PodGroup as read, with what our spec has no field for
     #: (disruption mode, preemption policy, its Workload and parent); None for others.
     native: NativePodGroup | None = None
+    #: A CompositePodGroup's gang: the composite as read, and why it waits as it
+    #: is (:mod:`coscheduler.api.composite`); None for others.
+    composite: CompositeGang | None = None
 
     @property
     def api(self) -> GroupApi:

@@ -65,7 +65,10 @@ class CompositeAdapter(NativeAdapter):
             return concluded
         # A composite refused as it is: kube-scheduler's word for a layout it cannot honour.
         invalid = placement.model_copy(
-            update={"reason": REASON_INVALID, "message": placement.message.removeprefix(refused)}
+            update={
+                "reason": REASON_INVALID,
+                "message": (placement.message or "").removeprefix(refused),
+            }
         )
         kept = [c for c in concluded.conditions if c.type != CONDITION_INITIALLY_SCHEDULED]
         return concluded.model_copy(update={"conditions": [*kept, invalid]})
@@ -90,12 +93,9 @@ def composite_object(
     if isinstance(outcome, Composed):
         spec, waits = outcome.spec, None
     else:
-        reason = Reason.UNSUPPORTED_FIELD if isinstance(outcome, Refused) else Reason.GROUP_NOT_FOUND
-        message = (
-            f"{composite.describe()}: {outcome.message}"
-            if isinstance(outcome, Refused)
-            else outcome.message
-        )
+        refused = isinstance(outcome, Refused)
+        reason = Reason.UNSUPPORTED_FIELD if refused else Reason.GROUP_NOT_FOUND
+        message = f"{composite.describe()}: {outcome.message}" if refused else outcome.message
         # A spec the core can hold; the refusal keeps the gang from being placed.
         spec = PodGroupSpec(
             min_member=1,

@@ -12,7 +12,7 @@ It learns the children from the native PodGroups as they are stored
 (:meth:`child`, called by the native PodGroup's informer) and the
 composites from :class:`CompositeInformer`; either changing makes the
 composite's group again and moves the pods of the children it touches
-(:meth:`PodInformer.regroup`). The composite's group object carries its
+(:meth:`PodInformer.refeed`). The composite's group object carries its
 status in upstream's words (:class:`~coscheduler.api.adapters.composite.CompositeAdapter`);
 each child's status is derived from its own pods and the composite's
 verdict (:meth:`whole_of`, asked by the read model), and every change of
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import structlog
 
@@ -44,10 +44,6 @@ log = structlog.get_logger(__name__)
 Name = tuple[str, str]
 
 
-class _Regroup(Protocol):
-    def regroup(self, pods: Iterable[PodInfo]) -> None: ...
-
-
 class Composites:
     """Readable composites, which native PodGroup is whose child, and the pods of each child."""
 
@@ -62,14 +58,12 @@ class Composites:
         self._pods: dict[Name, set[str]] = {}
         self._pod_child: dict[str, Name] = {}
         self._groups: Groups | None = None
-        self._regroup: _Regroup | None = None
-        self._pod: Callable[[str], PodInfo | None] = lambda _uid: None
+        self._refeed: Callable[[Iterable[str]], None] = lambda _uids: None
 
-    def attach(
-        self, groups: Groups, regroup: _Regroup, pod: Callable[[str], PodInfo | None]
-    ) -> None:
-        """The store, the pod informer and the core's pods (made after this resolver)."""
-        self._groups, self._regroup, self._pod = groups, regroup, pod
+    def attach(self, groups: Groups, refeed: Callable[[Iterable[str]], None]) -> None:
+        """The store, and the pod informer's way to feed pods in again (both made after)."""
+        self._groups, self._refeed = groups, refeed
+        groups.composites = self
 
     # -- pods --------------------------------------------------------------------
 
@@ -138,7 +132,9 @@ class Composites:
 
     # -- children and composites -------------------------------------------------------
 
-    def child(self, namespace: str, name: str, parent: str | None, child: ChildGroup | None) -> None:
+    def child(
+        self, namespace: str, name: str, parent: str | None, child: ChildGroup | None
+    ) -> None:
         """A native PodGroup as stored (``child`` None: gone or unreadable): whose child it is."""
         where = (namespace, name)
         before = self._parent_of.get(where)
@@ -197,10 +193,9 @@ class Composites:
 
     def _move(self, child: Name) -> None:
         """The pods of a child whose composite changed are resolved again."""
-        if self._regroup is None:
-            return
-        pods = [pod for uid in self._pods.get(child, ()) if (pod := self._pod(uid)) is not None]
-        self._regroup.regroup(pods)
+        uids = list(self._pods.get(child, ()))
+        if uids:
+            self._refeed(uids)
 
 
 class CompositeInformer(KeyedInformer[Name]):
@@ -211,7 +206,7 @@ class CompositeInformer(KeyedInformer[Name]):
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
-        self._composites = composites
+        self.composites = composites
         self._complaints = complaints
         self._namespaces = namespaces
 
@@ -234,14 +229,14 @@ class CompositeInformer(KeyedInformer[Name]):
             self.forget(where)
             return None
         status = raw.get("status")
-        self._composites.upsert(composite, status if isinstance(status, Mapping) else {})
+        self.composites.upsert(composite, status if isinstance(status, Mapping) else {})
         return where
 
     def known(self) -> Iterable[Name]:
-        return list(self._composites.composites)
+        return list(self.composites.composites)
 
     def forget(self, key: Name) -> None:
-        self._composites.remove(key)
+        self.composites.remove(key)
 
     def key_of(self, raw: Mapping[str, Any]) -> Name:
         fields = meta(raw)

@@ -3,7 +3,9 @@
 Each pod is read once into a :class:`~coscheduler.api.pod.PodInfo` and fed
 to the core as it should see it, by asking the resolvers in this order:
 
-0. its ``spec.schedulingGroup`` (Kubernetes' own PodGroup): that group, as is;
+0. its ``spec.schedulingGroup`` (Kubernetes' own PodGroup): that group, or
+   the gang of the CompositePodGroup the group is a child of
+   (:class:`~.composites.Composites`);
 1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
    lone pod (``basic``), or a wait;
 2. else its controlling Job (:class:`~.jobs.JobOwners`): the group named
@@ -30,6 +32,7 @@ from coscheduler.api.quantity import QuantityError
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.informers.composites import Composites
 from coscheduler.runtime.informers.jobs import JobOwners
 from coscheduler.runtime.informers.workloads import WorkloadGangs
 
@@ -59,11 +62,13 @@ class PodInformer(KeyedInformer[str]):
         gangs: WorkloadGangs,
         complaints: UnreadablePods,
         namespaces: frozenset[str] = frozenset(),
+        composites: Composites | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._groups = groups
         self._owners = owners
         self._gangs = gangs
+        self._composites = composites or Composites()
         self._complaints = complaints
         self._namespaces = namespaces
         self._uids: set[str] = set()
@@ -84,10 +89,12 @@ class PodInformer(KeyedInformer[str]):
         self._uids.add(pod.uid)
         self._owners.index(pod, self._scheduler.pod(pod.uid))
         self._gangs.track(pod)
+        self._composites.track(pod)
         return self._feed(pod).uid
 
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
+        pod = self._composites.resolve(pod)
         if pod.workload is None and pod.scheduling_group is None:
             pod = self._owners.assign(pod)
         self._scheduler.upsert_pod(pod)
@@ -132,6 +139,7 @@ class PodInformer(KeyedInformer[str]):
         self._uids.discard(key)
         self._scheduler.remove_pod(key)
         self._gangs.untrack(key)
+        self._composites.untrack(key)
         emptied = self._groups.remove_member(key)
         if emptied is not None:
             self._gangs.drop(emptied)
@@ -143,7 +151,7 @@ class PodInformer(KeyedInformer[str]):
     # -- asked by the resolvers' informers ---------------------------------------
 
     def refeed(self, uids: Iterable[str]) -> None:
-        """A Job's answer changed: its pods' groups follow."""
+        """A Job's answer, or a native PodGroup's composite, changed: its pods' groups follow."""
         for uid in uids:
             pod = self._scheduler.pod(uid)
             if pod is not None:

@@ -25,6 +25,7 @@ from coscheduler.runtime import discovery
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Informer
 from coscheduler.runtime.informers.budgets import BudgetInformer
+from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
@@ -56,6 +57,7 @@ class Informers:
     queues: QueueInformer
     budgets: BudgetInformer
     workloads: WorkloadInformer
+    composites: CompositeInformer
     podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
 
     @classmethod
@@ -72,10 +74,11 @@ class Informers:
     ) -> Informers:
         """In dependency order: resolvers and stores first, then the informers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
+        composites = Composites()
         groups = Groups(
             scheduler,
             complaints=complaints,
-            changed=group_changed,
+            changed=composites.fan_out(group_changed),
             owners=owners,
             adapters=adapters,
         )
@@ -87,7 +90,9 @@ class Informers:
             gangs=gangs,
             complaints=complaints,
             namespaces=namespaces,
+            composites=composites,
         )
+        composites.attach(groups, pods.refeed)
         return cls(
             groups=groups,
             owners=owners,
@@ -101,6 +106,7 @@ class Informers:
             queues=QueueInformer(scheduler, complaints, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
+            composites=CompositeInformer(composites, complaints, namespaces=namespaces),
             podgroups={
                 adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
                 for adapter in adapters
@@ -229,5 +235,14 @@ KINDS: tuple[Kind, ...] = (
         served=discovery.workloads,
         if_forbidden="Workload API served but not readable by this ServiceAccount: pods "
         f"naming a Workload wait; {_RBAC}",
+    ),
+    Kind(
+        "compositepodgroups",
+        lambda informers: informers.composites,
+        served=discovery.composites,
+        if_forbidden="CompositePodGroup API served but not readable by this ServiceAccount: "
+        f"pods of PodGroups naming one wait; {_RBAC}",
+        if_missing="the CompositePodGroup API is no longer served: pods of PodGroups naming "
+        "one wait",
     ),
 )
