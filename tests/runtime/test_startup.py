@@ -66,7 +66,7 @@ async def test_the_started_line_gives_each_phase_in_order(
     phases = ["imports", "client", "listed", "first_decision", "first_binding"]
     assert [line[phase] for phase in phases] == sorted(line[phase] for phase in phases)
     assert "leading" not in line  # no leader election
-    not_served = {"queues", "workloads", "podgroups.scheduling.x-k8s.io"}
+    not_served = {"queues", "workloads", "compositepodgroups", "podgroups.scheduling.x-k8s.io"}
     read = {kind.name for kind in KINDS if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
     assert set(line["lists"]) == read
