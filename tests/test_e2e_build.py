@@ -8,6 +8,7 @@ proxy lacks replaced by an earlier patch) and its native gang gates.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -120,3 +121,10 @@ def test_each_release_turns_on_the_gang_api_it_has() -> None:
     assert versions.native_gang_runtime_config("v1.37.2") == (
         "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true"
     )
+
+
+def test_make_test_runs_the_version_sensitive_tests_on_the_oldest_supported_release() -> None:
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    oldest = re.search(r"^OLDEST_KUBERNETES := (\S+)$", makefile, re.M)
+    assert oldest, "the Makefile names the oldest release CI tests"
+    assert versions.choose_kubernetes(oldest.group(1)) == versions.SUPPORTED_KUBERNETES[0]
