@@ -156,17 +156,21 @@ def create_job(
     annotations: dict[str, str] | None = None,
     completions: int | None = None,
     priority_class: str | None = None,
+    scheduling: Json | None = None,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running.
 
     ``annotations`` go on the Job itself (a gang annotation, say), not on its pods;
-    ``completions`` defaults to ``parallelism``.
+    ``completions`` defaults to ``parallelism``; ``scheduling`` is the Job's own
+    ``spec.scheduling`` (1.37, ``WorkloadWithJob``: ``{"schedulingPolicy": {"gang": {}}}``).
     """
-    controller = {
+    controller: Json = {
         "parallelism": parallelism,
         "completions": parallelism if completions is None else completions,
         "backoffLimit": 0,
     }
+    if scheduling is not None:
+        controller["scheduling"] = scheduling
     spec = _pod_spec(pool=pool, cpu=cpu, restart="Never")
     if priority_class:
         spec["priorityClassName"] = priority_class
