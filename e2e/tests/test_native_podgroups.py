@@ -409,3 +409,34 @@ def test_bad_input_waits_with_a_reason_and_never_stops_the_loop(
     )
     assert "Traceback" not in scheduler.log()
     show(cluster, namespace, "get", "pods")
+
+
+def test_a_plain_job_gets_a_basic_group_its_pods_placed_one_by_one(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """Without spec.scheduling the Job controller makes a basic PodGroup: no gang, each pod
+    placed as room allows (two of three here), and the group says it was placed."""
+    add_nodes(1, cpu="2")
+    start_scheduler()
+    w.create_job(
+        cluster.api, namespace, "plain", parallelism=3, pool=pool, cpu="1", run_seconds=600
+    )
+    pods = wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda found: len(found) == 3 and sum(bool(p["spec"].get("nodeName")) for p in found) == 2,
+        describe="two of the Job's three pods bound",
+    )
+    group_name = pods[0]["spec"]["schedulingGroup"]["podGroupName"]
+    assert native_group(cluster, namespace, group_name)["spec"]["schedulingPolicy"] == {"basic": {}}
+    wait_condition(
+        cluster,
+        namespace,
+        group_name,
+        INITIALLY_SCHEDULED,
+        lambda c: c.get("status") == "True",
+        "True",
+    )
