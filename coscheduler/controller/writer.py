@@ -122,7 +122,10 @@ class StatusWriter:
             return
         members = self._view.members(key)
         adapter = group.adapter
-        if adapter.shared and not any(m.scheduler_name == self._scheduler_name for m in members):
+        ours = any(m.scheduler_name == self._scheduler_name for m in members)
+        # A native group whose members are all gone (evicted whole by us) may
+        # still have a condition to tell; its status reads back unchanged otherwise.
+        if adapter.shared and not ours and (members or group.native is None):
             return  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,

@@ -110,6 +110,12 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
         log.info("Workload API served; its gangs are scheduled too", api=str(api))
         if refused:
             log.info("Workload API also served in versions not read", versions=refused)
+    elif refused and any(version in refused for version in native_versions()):
+        log.info(
+            "Workload API served in a later version: its gangs are PodGroups, read as such; "
+            "1.35's spec.workloadRef is not read",
+            versions=refused,
+        )
     elif refused:
         log.error(
             "Workload API served only in versions this release does not read: pods naming "
@@ -122,6 +128,11 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
             api=str(workload_api.API),
         )
     return api
+
+
+def native_versions() -> tuple[str, ...]:
+    """The versions of Kubernetes' own PodGroup this release reads."""
+    return tuple(adapter.version for adapter in native.ADAPTERS)
 
 
 async def workloads(client: KubeClient) -> str | None:

@@ -91,5 +91,17 @@ async def test_a_later_version_alone_is_refused_not_misread(
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha2", resource_list("workloads", "podgroups"))
     assert await workload_api_served(kube) is None
     said = capsys.readouterr()
-    assert "only in versions this release does not read" in said.out + said.err
+    # Its gangs are PodGroups from 1.36: read as such (not an error).
+    assert "its gangs are PodGroups, read as such" in said.out + said.err
     assert "v1alpha2" in said.out + said.err
+
+
+async def test_a_workload_version_no_release_reads_is_an_error(
+    apiserver: FakeApiServer, kube: KubeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v2"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v2", resource_list("workloads"))
+    assert await workload_api_served(kube) is None
+    said = capsys.readouterr()
+    assert "only in versions this release does not read" in said.out + said.err
