@@ -38,7 +38,7 @@ import structlog
 
 from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
-from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
@@ -82,6 +82,8 @@ def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> s
         return _workload_pod_message(key, waiting_for) or why.message
     if key.kind == KIND_NATIVE_POD_GROUP:
         return _native_pod_message(key, waiting_for, unreadable) or why.message
+    if key.kind == KIND_COMPOSITE:
+        return _composite_pod_message(key, waiting_for) or why.message
     if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
         return (
             f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
@@ -110,6 +112,21 @@ def _workload_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
         return (
             f"{key.title} is not known: create the Workload with that podGroup, or correct "
             "the pod's spec.workloadRef"
+        )
+    return None
+
+
+def _composite_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
+    """:func:`_pod_message` for a member of a CompositePodGroup's gang (None: the planner's)."""
+    if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
+        return (
+            f"waiting for more members or child PodGroups of {key.title}: see kubectl "
+            f"describe compositepodgroup {key.name} -n {key.namespace}"
+        )
+    if waiting_for is Reason.GROUP_NOT_FOUND:
+        return (
+            f"{key.title}, the parent the pod's PodGroup names, does not exist: create it, "
+            "or correct the PodGroup's spec.parentCompositePodGroupName"
         )
     return None
 

@@ -30,6 +30,8 @@ from e2e.waiting import wait_for
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.version_sensitive,
+    pytest.mark.kubernetes("1.37", reason="CompositePodGroup (v1alpha3) is served from 1.37"),
     pytest.mark.skipif(
         os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
         reason="the session's cluster was started without the native gang API",
@@ -37,7 +39,7 @@ pytestmark = [
 ]
 
 COMPOSITES = "/apis/scheduling.k8s.io/v1alpha3/namespaces/{ns}/compositepodgroups"
-PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups"
+PODGROUPS = w.NATIVE_PODGROUPS
 STRICT = "?fieldValidation=Strict"
 
 
@@ -64,17 +66,15 @@ def create_composite(
 
 
 def create_child(cluster: Cluster, namespace: str, name: str, min_count: int, parent: str) -> Json:
-    body = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {
-            "parentCompositePodGroupName": parent,
-            "workloadRef": {"workloadName": parent, "templateName": name},
-            "schedulingPolicy": {"gang": {"minCount": min_count}},
-        },
-    }
-    return cluster.api.create(PODGROUPS.format(ns=namespace) + STRICT, body)
+    """A native PodGroup naming ``parent`` (the API server wants its workloadRef with it)."""
+    return w.create_native_podgroup(
+        cluster.api,
+        namespace,
+        name,
+        min_count,
+        parentCompositePodGroupName=parent,
+        workloadRef={"workloadName": parent, "templateName": name},
+    )
 
 
 def create_members(
@@ -82,26 +82,10 @@ def create_members(
 ) -> list[str]:
     names = [f"{group}-{i}" for i in range(count)]
     for name in names:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "labels": {"app": group}},
-            "spec": {
-                "schedulerName": "coscheduler",
-                "schedulingGroup": {"podGroupName": group},
-                "nodeSelector": {w.POOL_LABEL: pool},
-                "terminationGracePeriodSeconds": 0,
-                "containers": [
-                    {
-                        "name": "work",
-                        "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}},
-                    }
-                ],
-            },
-        }
-        created = cluster.api.create(f"/api/v1/namespaces/{namespace}/pods{STRICT}", body)
-        assert created["spec"].get("schedulingGroup"), "the API server kept spec.schedulingGroup"
+        created = w.create_native_member(
+            cluster.api, namespace, name, group=group, pool=pool, cpu=cpu
+        )
+        assert created["spec"]["schedulingGroup"] == {"podGroupName": group}
     return names
 
 

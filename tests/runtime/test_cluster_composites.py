@@ -131,7 +131,7 @@ def test_too_few_children_wait_and_more_than_min_group_count_is_refused() -> Non
     state.upsert_podgroup(child("leader", 1), BETA)
     state.replace_pods(members("leader", 1))
     [waiting] = decisions(state)
-    assert waiting.status.reason is Reason.GROUP_NOT_FOUND
+    assert waiting.status.reason is Reason.NOT_ENOUGH_MEMBERS
     assert "minGroupCount 2" in waiting.status.message
 
     state.upsert_composite(composite_object(min_group_count=1))

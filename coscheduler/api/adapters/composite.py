@@ -94,7 +94,7 @@ def composite_object(
         spec, waits = outcome.spec, None
     else:
         refused = isinstance(outcome, Refused)
-        reason = Reason.UNSUPPORTED_FIELD if refused else Reason.GROUP_NOT_FOUND
+        reason = Reason.UNSUPPORTED_FIELD if refused else Reason.NOT_ENOUGH_MEMBERS
         message = f"{composite.describe()}: {outcome.message}" if refused else outcome.message
         # A spec the core can hold; the refusal keeps the gang from being placed.
         spec = PodGroupSpec(
