@@ -123,9 +123,10 @@ class StatusWriter:
         members = self._view.members(key)
         adapter = group.adapter
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
-        # A native group whose members are all gone (evicted whole by us) may
-        # still have a condition to tell; its status reads back unchanged otherwise.
-        if adapter.shared and not ours and (members or group.native is None):
+        # A native group (or composite) whose members are all gone (evicted whole
+        # by us) may still have a condition to tell; its status reads back unchanged otherwise.
+        upstream = group.native is not None or group.composite is not None
+        if adapter.shared and not ours and (members or not upstream):
             return  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
@@ -136,7 +137,7 @@ class StatusWriter:
             domain=self._domain(group, key),
         )
         status = adapter.conclude(status)
-        if group.native is not None:
+        if upstream:
             transitions = _in_upstream_words(group.status.phase, transitions)
         body = adapter.render_status(status, members)
         stored = adapter.stored_form(body)

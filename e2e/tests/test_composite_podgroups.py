@@ -258,3 +258,86 @@ def test_fewer_groups_than_children_is_refused_naming_the_field(
     assert refused["reason"] == "Invalid"
     assert "minGroupCount" in refused["message"]
     assert bound_names(cluster, namespace) == []
+
+
+def test_disruption_mode_all_evicts_the_composite_as_one_unit(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 1), (high, 100)):
+        cluster.api.create(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    try:
+        add_nodes(1, cpu="6")
+        start_scheduler()
+        # The second worker is above its PodGroup's minCount: evicting it alone
+        # would make room, but disruptionMode all says the composite goes whole.
+        create_composite(
+            cluster, namespace, "job", 2, disruptionMode={"all": {}}, priorityClassName=low
+        )
+        create_child(cluster, namespace, "leader", 1, "job")
+        create_child(cluster, namespace, "workers", 1, "job")
+        running = [
+            *members_of(cluster, namespace, "leader", 1, pool=pool, priority_class=low),
+            *members_of(cluster, namespace, "workers", 2, pool=pool, priority_class=low),
+        ]
+        wait_for(
+            lambda: bound_names(cluster, namespace),
+            lambda placed: placed == sorted(running),
+            describe="the composite running",
+        )
+        w.create_native_podgroup(cluster.api, namespace, "urgent", 1, priorityClassName=high)
+        members_of(cluster, namespace, "urgent", 1, pool=pool, priority_class=high)
+        wait_for(
+            lambda: bound_names(cluster, namespace),
+            lambda placed: placed == ["urgent-0"],
+            describe="the urgent gang bound, the composite evicted whole",
+        )
+        target = wait_condition(
+            cluster,
+            composite_path(namespace, "job"),
+            "DisruptionTarget",
+            lambda c: c.get("status") == "True",
+            "the composite's DisruptionTarget=True",
+        )
+        assert target["reason"] == "PreemptionByScheduler"
+        for child in ("leader", "workers"):
+            wait_condition(
+                cluster,
+                child_path(namespace, child),
+                "DisruptionTarget",
+                lambda c: c.get("status") == "True",
+                f"PodGroup {child}: DisruptionTarget=True",
+            )
+        show(cluster, namespace, "describe", "compositepodgroup", "job")
+    finally:
+        for name in (low, high):
+            cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
+def members_of(
+    cluster: Cluster, namespace: str, group: str, count: int, *, pool: str, priority_class: str
+) -> list[str]:
+    names = [f"{group}-{i}" for i in range(count)]
+    for name in names:
+        w.create_native_member(
+            cluster.api,
+            namespace,
+            name,
+            group=group,
+            pool=pool,
+            cpu="2",
+            priority_class=priority_class,
+        )
+    return names

@@ -130,6 +130,17 @@ class Composites:
 
         return tell
 
+    def preempted(self, key: GroupKey, message: str) -> None:
+        """The group lost members to a preemption: a composite's children say so too."""
+        if self._groups is None:
+            return
+        self._groups.preempted(key, message)
+        if key.kind == KIND_COMPOSITE:
+            for child in self._children.get((key.namespace, key.name), {}):
+                self._groups.preempted(
+                    GroupKey(key.namespace, child, KIND_NATIVE_POD_GROUP), message
+                )
+
     # -- children and composites -------------------------------------------------------
 
     def child(
