@@ -76,16 +76,20 @@ def volumes_not_ready(pods: Sequence[PodInfo]) -> str:
 
 
 def not_enough_members(
-    existing: int, minimum: int, roles: Mapping[str, tuple[int, int]] | None = None
+    existing: int,
+    minimum: int,
+    roles: Mapping[str, tuple[int, int]] | None = None,
+    role_word: str = "role",
 ) -> str:
-    """``3/4 members exist``, then each short role: ``role worker: 1/2 members exist``."""
+    """``3/4 members exist``, then each short role: ``role worker: 1/2 members exist``
+    (a composite's roles are its child PodGroups: ``role_word`` names them so)."""
     parts = []
     if existing < minimum:
         parts.append(f"{existing}/{minimum} members exist")
     for role in sorted(roles or {}):
         have, need = (roles or {})[role]
         if have < need:
-            parts.append(f"role {role}: {have}/{need} members exist")
+            parts.append(f"{role_word} {role}: {have}/{need} members exist")
     return "; ".join(parts)
 
 

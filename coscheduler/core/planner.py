@@ -59,7 +59,7 @@ from coscheduler.core import messages
 from coscheduler.core.attempt import Attempt
 from coscheduler.core.decision import Decision
 from coscheduler.core.domains import Domain, bound_domain, candidate_domains
-from coscheduler.core.group import GroupKey, GroupPolicy
+from coscheduler.core.group import KIND_COMPOSITE, GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.search import find_packing
@@ -115,7 +115,8 @@ def plan(
     held = Counter(pod.role for pod in bound)
     roles = {role: (have[role], minimum) for role, minimum in policy.role_minimums.items()}
     if members < policy.min_member or any(h < m for h, m in roles.values()):
-        missing = messages.not_enough_members(members, policy.min_member, roles)
+        word = "PodGroup" if group.kind == KIND_COMPOSITE else "role"
+        missing = messages.not_enough_members(members, policy.min_member, roles, word)
         return refused(Status(Code.WAITING, Reason.NOT_ENOUGH_MEMBERS, missing))
 
     role_needs = {

@@ -184,18 +184,19 @@ def test_a_composite_that_cannot_fit_waits_whole(
         cluster,
         composite_path(namespace, "job"),
         "CompositePodGroupInitiallyScheduled",
-        lambda c: c.get("status") == "False",
-        "the composite's CompositePodGroupInitiallyScheduled=False",
+        # While its pods are created it waits for members first: then for room.
+        lambda c: c.get("status") == "False" and "Insufficient cpu" in c.get("message", ""),
+        "the composite's CompositePodGroupInitiallyScheduled=False for room",
     )
     assert failing["reason"] == "Unschedulable"
-    assert "Insufficient cpu" in failing["message"]
+    assert failing["message"].startswith("NotEnoughResources: ")
     for child in ("leader", "workers"):
         said = wait_condition(
             cluster,
             child_path(namespace, child),
             "PodGroupInitiallyScheduled",
-            lambda c: c.get("status") == "False",
-            f"PodGroup {child}: PodGroupInitiallyScheduled=False",
+            lambda c: c.get("status") == "False" and "Insufficient cpu" in c.get("message", ""),
+            f"PodGroup {child}: PodGroupInitiallyScheduled=False for room",
         )
         assert said["reason"] == "Unschedulable"
     assert bound_names(cluster, namespace) == [], "no child placed while the whole cannot fit"

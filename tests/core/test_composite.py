@@ -84,6 +84,7 @@ def test_a_missing_child_member_holds_every_child() -> None:
     decision = plan(snapshot_of("8"), KEY, policy, pending, [])
     assert decision.bindings == ()
     assert decision.status.reason is Reason.NOT_ENOUGH_MEMBERS
+    assert "PodGroup workers: 2/3 members exist" in decision.status.message
 
 
 def test_the_composite_topology_keeps_every_child_in_one_domain() -> None:
