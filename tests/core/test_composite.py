@@ -18,10 +18,11 @@ from coscheduler.api.composite import ChildGroup, Composed, compose, read_compos
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import GroupKey, GroupPolicy, Snapshot, plan
+from coscheduler.core.group import KIND_COMPOSITE
 from coscheduler.core.victims import RunningGroup, victim_units
 from tests.builders import node, pod
 
-KEY = GroupKey("default", "job", "CompositePodGroup")
+KEY = GroupKey("default", "job", KIND_COMPOSITE)
 
 
 def composite_policy(children: Sequence[ChildGroup], topology: str | None = None) -> GroupPolicy:
