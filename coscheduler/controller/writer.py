@@ -48,12 +48,14 @@ _PLACED = frozenset({PodGroupPhase.SCHEDULED, PodGroupPhase.RUNNING, PodGroupPha
 
 def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> list[Transition]:
     """Kubernetes' own PodGroup tells its placement as kube-scheduler does: a
-    ``Scheduled`` event (our phase names mean nothing on that kind)."""
+    ``Scheduled`` event once placed, ``FailedScheduling`` and warnings; our
+    phase names mean nothing on that kind, so its other moves are not told."""
     told = []
     for transition in transitions:
         if transition.reason in _PLACED and before not in _PLACED:
-            transition = Transition("Normal", Reason.SCHEDULED, transition.message)
-        told.append(transition)
+            told.append(Transition("Normal", Reason.SCHEDULED, transition.message))
+        elif transition.kind == "Warning":
+            told.append(transition)
     return told
 
 

@@ -250,8 +250,16 @@ def test_disruption_mode_all_is_preempted_as_one_unit(
             lambda placed: placed == ["urgent-0"],
             describe="the urgent gang bound",
         )
-        left = [p["metadata"]["name"] for p in w.list_pods(cluster.api, namespace)]
-        assert not [name for name in left if name.startswith("victim")], "evicted whole"
+        # Evicted whole: every member goes (they were bare pods: nobody recreates them).
+        wait_for(
+            lambda: [
+                p["metadata"]["name"]
+                for p in w.list_pods(cluster.api, namespace)
+                if p["metadata"]["name"].startswith("victim")
+            ],
+            lambda left: left == [],
+            describe="the three victims gone",
+        )
         target = wait_condition(
             cluster,
             namespace,
