@@ -211,3 +211,43 @@ def test_composed_gang_needs_every_child_whole(children: list[tuple[int, str | N
     assert minimums == {group.name: group.min_count for group in groups}
     # Every child's minimum, and nothing beyond them, makes the gang.
     assert result.spec.min_member == sum(minimums.values())
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+_FIELDS = st.sampled_from(
+    [
+        "schedulingPolicy",
+        "schedulingConstraints",
+        "disruptionMode",
+        "priority",
+        "priorityClassName",
+        "preemptionPolicy",
+        "parentCompositePodGroupName",
+        "workloadRef",
+    ]
+)
+
+
+@given(st.dictionaries(_FIELDS, _JSON, max_size=4), st.one_of(st.none(), _JSON))
+def test_any_spec_is_read_or_refused_with_a_value_error(
+    fields: dict[str, Any], status: object
+) -> None:
+    """Property: whatever the fields hold, reading returns a record or raises ValueError."""
+    raw = composite(**fields)
+    if status is not None:
+        raw["status"] = status
+    try:
+        read = read_composite(raw)
+    except ValueError as error:
+        refused = str(error)
+    else:
+        refused = ""
+    if refused:
+        return  # refused, with a message
+    assert (read.min_group_count is None) == ("gang" not in raw["spec"]["schedulingPolicy"])
