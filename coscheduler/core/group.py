@@ -124,6 +124,9 @@ class GroupPolicy:
     #: A victim only whole, never one member above ``min_member`` at a time
     #: (a native PodGroup's ``disruptionMode: all``).
     evict_whole: bool = False
+    #: Each role may also be a victim whole on its own, the others running on
+    #: (a CompositePodGroup's ``disruptionMode: single``: its children apart).
+    roles_apart: bool = False
     #: May evict lower priorities to be placed (False: ``preemptionPolicy: Never``).
     preempts: bool = True
     #: Why the group may not be placed as it is (a field not honoured yet, members

@@ -65,6 +65,8 @@ class RunningGroup:
     whole_only: bool = False
     #: Each role's minimum, as ``(role, minimum)``: no surplus unit takes a role below it.
     role_minimums: tuple[tuple[str, int], ...] = ()
+    #: Each role is also a unit whole (a composite's children disrupted apart).
+    roles_apart: bool = False
 
     @property
     def surplus(self) -> int:
@@ -92,16 +94,18 @@ class RunningGroup:
 
 @dataclass(frozen=True, slots=True)
 class Victim:
-    """A unit of eviction: one member above the minimum, or a group whole."""
+    """A unit of eviction: one member above the minimum, one role whole, or a group whole."""
 
     group: RunningGroup
     pods: tuple[PodInfo, ...]
     whole: bool
+    #: The role this unit takes whole (``whole`` is then False: its siblings run on).
+    role: str | None = None
 
     @property
     def breaks_gang(self) -> bool:
-        """Evicting it stops a running gang (a lone pod is no gang)."""
-        return self.whole and self.group.gang
+        """Evicting it stops a running gang, or one role's (a lone pod is no gang)."""
+        return (self.whole or self.role is not None) and self.group.gang
 
     def running_seconds(self, now: float) -> float:
         """Running time lost: the sum over its pods of how long each has run."""
@@ -120,6 +124,11 @@ class Victim:
         if self.whole:
             return (
                 f"pod {self.group.key} (priority {self.group.priority}, running {minutes:.0f} min)"
+            )
+        if self.role is not None:
+            return (
+                f"{self.role} of {self.group.key} ({pods}, priority {self.group.priority}, "
+                f"running {minutes:.0f} min)"
             )
         return f"{pods} of {self.group.key} above its minMember"
 
@@ -162,7 +171,8 @@ def plan_cost(victims: Iterable[Victim], now: float) -> Cost:
 
 
 def victim_units(group: RunningGroup, useful: Callable[[PodInfo], bool]) -> list[Victim]:
-    """The group's units: members above its minimum one by one, then itself whole.
+    """The group's units: members above its minimum one by one, each role whole when
+    its roles may go apart, then itself whole.
 
     ``useful`` says whether a pod sits where the preemptor could go; a group
     none of whose pods is useful offers nothing. Useful members, then the
@@ -174,8 +184,6 @@ def victim_units(group: RunningGroup, useful: Callable[[PodInfo], bool]) -> list
     if not group.gang:
         return [Victim(group, (pod,), whole=True) for pod in group.pods]
     whole = Victim(group, group.pods, whole=True)
-    if not group.surplus:
-        return [whole]
     ordered = sorted(
         group.pods,
         key=lambda pod: (not useful(pod), pod.priority, -running_since(pod), pod.name),
@@ -183,5 +191,10 @@ def victim_units(group: RunningGroup, useful: Callable[[PodInfo], bool]) -> list
     units = [
         Victim(group, (pod,), whole=False) for pod in group.above_minimums(ordered) if useful(pod)
     ]
+    if group.roles_apart and not group.whole_only:
+        for role, _ in group.role_minimums:
+            pods = tuple(pod for pod in group.pods if pod.role == role)
+            if any(useful(pod) for pod in pods):
+                units.append(Victim(group, pods, whole=False, role=role))
     units.append(whole)
     return units

@@ -332,6 +332,7 @@ class Groups:
             min_run_seconds=self._min_run_seconds(group),
             evict_whole=(group.native is not None and group.native.disruption_all)
             or (composite is not None and composite.record.disrupt_all),
+            roles_apart=composite is not None and not composite.record.disrupt_all,
             preempts=(group.native is None or not group.native.never_preempts)
             and (composite is None or not composite.record.preempt_never),
             refused=self._refused(group, key) or (composite.waits if composite else None),

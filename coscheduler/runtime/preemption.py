@@ -39,7 +39,7 @@ import structlog
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import rfc3339
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import Mode, Order, PreemptionPlan
 from coscheduler.core.scheduler import Scheduler
@@ -218,13 +218,20 @@ class Preempter:
             count = sum(1 for pod in victim.pods if pod.uid in gone)
             if not (victim.group.gang and count):
                 continue
-            if not victim.whole:
+            key = victim.group.key
+            if victim.role is not None and key.kind == KIND_COMPOSITE:
+                # A composite's child evicted apart: the child PodGroup is told, its
+                # siblings run on.
+                key = GroupKey(key.namespace, victim.role, KIND_NATIVE_POD_GROUP)
+            if victim.role is not None:
+                part = "the whole gang" if count == len(victim.pods) else "of the gang"
+            elif not victim.whole:
                 part = "above its minMember"
             elif count == len(victim.pods):
                 part = "the whole gang"
             else:
                 part = "of the gang; the others' eviction was refused"
-            slot = (victim.group.key, part)
+            slot = (key, part)
             lost[slot] = lost.get(slot, 0) + count
         self._metrics.preemption_evicted_groups.inc(len({group for group, _ in lost}))
         for (group, part), count in lost.items():

@@ -327,6 +327,61 @@ def test_disruption_mode_all_evicts_the_composite_as_one_unit(
             cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
+def test_disruption_mode_single_evicts_one_child_whole_its_sibling_runs_on(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    low, high = f"{namespace}-low", f"{namespace}-high"
+    for name, value in ((low, 1), (high, 100)):
+        cluster.api.create(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+            },
+        )
+    try:
+        add_nodes(1, cpu="6")
+        start_scheduler()
+        # single (the default): the workers' PodGroup whole makes the room, the
+        # leader runs on; no worker goes alone (minCount 2).
+        create_composite(cluster, namespace, "job", 2, priorityClassName=low)
+        create_child(cluster, namespace, "leader", 1, "job")
+        create_child(cluster, namespace, "workers", 2, "job")
+        leader = members_of(cluster, namespace, "leader", 1, pool=pool, priority_class=low)
+        workers = members_of(cluster, namespace, "workers", 2, pool=pool, priority_class=low)
+        wait_for(
+            lambda: bound_names(cluster, namespace),
+            lambda placed: placed == sorted(leader + workers),
+            describe="the composite running",
+        )
+        w.create_native_podgroup(cluster.api, namespace, "urgent", 2, priorityClassName=high)
+        urgent = members_of(cluster, namespace, "urgent", 2, pool=pool, priority_class=high)
+        wait_for(
+            lambda: bound_names(cluster, namespace),
+            lambda placed: placed == sorted(leader + urgent),
+            describe="the urgent gang bound in the workers' room, the leader still running",
+        )
+        wait_condition(
+            cluster,
+            child_path(namespace, "workers"),
+            "DisruptionTarget",
+            lambda c: c.get("status") == "True",
+            "PodGroup workers: DisruptionTarget=True",
+        )
+        leader_group = cluster.api.get(child_path(namespace, "leader"))
+        assert condition(leader_group, "DisruptionTarget") == {}, "the leader was not disrupted"
+        show(cluster, namespace, "describe", "podgroups.scheduling.k8s.io", "workers")
+    finally:
+        for name in (low, high):
+            cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
+
+
 def members_of(
     cluster: Cluster, namespace: str, group: str, count: int, *, pool: str, priority_class: str
 ) -> list[str]:

@@ -19,6 +19,8 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import GroupKey, GroupPolicy, Snapshot, plan
 from coscheduler.core.group import KIND_COMPOSITE
+from coscheduler.core.preemption import Preemptor, find_plan
+from coscheduler.core.preemption.search import _without_covered
 from coscheduler.core.victims import RunningGroup, victim_units
 from tests.builders import node, pod
 
@@ -157,3 +159,78 @@ def test_no_set_of_surplus_victims_breaks_a_role(counts: list[tuple[int, int]], 
     left = Counter(pod_.role for pod_ in pods if pod_.uid not in gone)
     assert all(left[role] >= minimum for role, minimum in roles)
     assert sum(left.values()) >= min_member
+
+
+def composite_running(
+    *, roles_apart: bool, whole_only: bool = False
+) -> tuple[RunningGroup, Snapshot]:
+    """A running composite: leader (1 pod on n0), workers (2 pods, minCount 2, on n1)."""
+    pods = (
+        pod("leader-0", cpu="4", role="leader", node="n0", priority=1),
+        pod("workers-0", cpu="4", role="workers", node="n1", priority=1),
+        pod("workers-1", cpu="4", role="workers", node="n1", priority=1),
+    )
+    group = RunningGroup(
+        KEY,
+        pods,
+        3,
+        1,
+        role_minimums=(("leader", 1), ("workers", 2)),
+        roles_apart=roles_apart,
+        whole_only=whole_only,
+    )
+    snapshot = snapshot_of("4", "8")
+    for member in pods:
+        snapshot.update_pod(member)
+    return group, snapshot
+
+
+def urgent(cpu: str) -> Preemptor:
+    policy = GroupPolicy(namespace="default", name="urgent", min_member=1, priority=100)
+    return Preemptor(policy, [pod("urgent-0", cpu=cpu, priority=100)], [], 100)
+
+
+def test_single_evicts_one_child_whole_and_its_siblings_run_on() -> None:
+    group, snapshot = composite_running(roles_apart=True)
+    found = find_plan(snapshot, urgent("8"), [group], 0.0)
+    assert {member.name for member in found.pods} == {"workers-0", "workers-1"}
+    assert "workers of default/job" in found.summary
+
+
+def test_all_evicts_the_composite_whole() -> None:
+    group, snapshot = composite_running(roles_apart=False, whole_only=True)
+    found = find_plan(snapshot, urgent("8"), [group], 0.0)
+    assert {member.name for member in found.pods} == {"leader-0", "workers-0", "workers-1"}
+
+
+@given(
+    counts=st.lists(st.tuples(st.integers(1, 3), st.integers(0, 2)), min_size=1, max_size=4),
+    picks=st.lists(st.booleans(), min_size=12, max_size=12),
+    apart=st.booleans(),
+)
+def test_no_chosen_set_of_units_leaves_a_child_partly_bound(
+    counts: list[tuple[int, int]], picks: list[bool], apart: bool
+) -> None:
+    """Property: any set of the composite's units, as the search keeps them, leaves every
+    child at its minimum or gone whole."""
+    pods = [
+        pod_
+        for i, (minimum, more) in enumerate(counts)
+        for pod_ in running(f"c{i}", minimum + more)
+    ]
+    roles = tuple((f"c{i}", minimum) for i, (minimum, _) in enumerate(counts))
+    group = RunningGroup(
+        KEY,
+        tuple(pods),
+        sum(minimum for _, minimum in roles),
+        0,
+        role_minimums=roles,
+        roles_apart=apart,
+    )
+    units = victim_units(group, lambda pod_: True)
+    chosen = [unit for unit, pick in zip(units, picks, strict=False) if pick]
+    gone = {pod_.uid for unit in _without_covered(chosen) for pod_ in unit.pods}
+    left = Counter(pod_.role for pod_ in pods if pod_.uid not in gone)
+    assert all(left[role] in (0, *range(minimum, 99)) for role, minimum in roles)
+    if not apart:
+        assert all(left[role] >= minimum for role, minimum in roles) or not left

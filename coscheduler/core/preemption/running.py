@@ -133,6 +133,7 @@ def running_groups(
                 queue,
                 whole_only=policy.evict_whole,
                 role_minimums=roles,
+                roles_apart=policy.roles_apart,
             )
         )
     return result

@@ -419,9 +419,18 @@ def _minimise(
 
 
 def _without_covered(chosen: Sequence[Victim]) -> list[Victim]:
-    """Drop members above the minimum whose gang is chosen whole anyway."""
+    """Drop members above the minimum (and roles) whose gang, or role, is chosen whole anyway."""
     whole = {unit.group.key for unit in chosen if unit.whole and unit.group.gang}
-    return [unit for unit in chosen if unit.whole or unit.group.key not in whole]
+    roles = {(unit.group.key, unit.role) for unit in chosen if unit.role is not None}
+    return [
+        unit
+        for unit in chosen
+        if unit.whole
+        or (
+            unit.group.key not in whole
+            and (unit.role is not None or (unit.group.key, unit.pods[0].role) not in roles)
+        )
+    ]
 
 
 def _listing(victims: Sequence[Victim], now: float) -> str:
@@ -433,13 +442,13 @@ def _listing(victims: Sequence[Victim], now: float) -> str:
 
 def _merged(victims: Sequence[Victim]) -> list[Victim]:
     """Members above one gang's minimum told together (``2 pods of ns/etl above ...``)."""
-    merged: dict[tuple[GroupKey, bool], Victim] = {}
+    merged: dict[tuple[GroupKey, bool, str | None], Victim] = {}
     for victim in victims:
-        slot = (victim.group.key, victim.whole)
+        slot = (victim.group.key, victim.whole, victim.role)
         before = merged.get(slot)
         merged[slot] = (
             victim
             if before is None
-            else Victim(victim.group, before.pods + victim.pods, victim.whole)
+            else Victim(victim.group, before.pods + victim.pods, victim.whole, victim.role)
         )
     return list(merged.values())
