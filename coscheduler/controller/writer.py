@@ -9,8 +9,9 @@ become one status write, not dozens. Per dirty group, one round:
 2. renders it in the group's own API shape (its adapter's) and writes it
    with a merge patch of ``/status`` only if that differs from what the API
    server holds (as last seen or written); a group of a shared API
-   (``scheduling.x-k8s.io``) none of whose members is ours is left to the
-   scheduler its members name;
+   (``scheduling.x-k8s.io``, Volcano's, T9k's) none of whose members is ours
+   is left to the scheduler its members name (one with no members yet is
+   written when we run under its API's own scheduler name);
 3. records an Event on the PodGroup for each transition (phase changes,
    a new reason for being unschedulable). A native Workload's gangs have no
    status to write (their adapter's stored form never changes): they get
@@ -106,8 +107,13 @@ class StatusWriter:
             return
         members = self._view.members(key)
         adapter = group.adapter
-        if adapter.shared and not any(m.scheduler_name == self._scheduler_name for m in members):
-            return  # another scheduler's group, in an API we share with it
+        # Another scheduler's group, in an API we share with it, is left to it; but
+        # a group with no pods yet is ours when we stand in for the API's own
+        # scheduler (its operators wait for the status before they make the pods).
+        standing_in = not members and group.api.home_scheduler == self._scheduler_name
+        ours = any(m.scheduler_name == self._scheduler_name for m in members)
+        if adapter.shared and not ours and not standing_in:
+            return
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,

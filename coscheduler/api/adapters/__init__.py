@@ -14,9 +14,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from coscheduler.api.adapters import sigs, xk8s
+from coscheduler.api.adapters import sigs, t9k, volcano, xk8s
 from coscheduler.api.adapters.base import GroupAdapter, GroupApi, GroupObject, StatusAdapter
 
 __all__ = ["ADAPTERS", "GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
-ADAPTERS: Final[tuple[GroupAdapter, ...]] = (sigs.ADAPTER, xk8s.ADAPTER)
+ADAPTERS: Final[tuple[GroupAdapter, ...]] = (
+    sigs.ADAPTER,
+    xk8s.ADAPTER,
+    volcano.ADAPTER,
+    t9k.ADAPTER,
+)

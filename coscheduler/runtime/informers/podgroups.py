@@ -1,4 +1,4 @@
-"""PodGroups, one informer per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``).
+"""PodGroups, one informer per API read (ours, ``scheduling.x-k8s.io``, Volcano's, T9k's).
 
 Each object is read through its API's adapter into one
 :class:`~coscheduler.api.adapters.GroupObject` and kept in
@@ -95,7 +95,10 @@ class PodGroupInformer:
             )
             self._groups.refuse(adapter, key, message)
             return None
-        self._groups.store(adapter, key, group, spec_changed=True)
+        # A CRD without a /status subresource (Volcano's) counts a status write
+        # as a new generation: only what the group's policy reads is a change.
+        changed = known is None or _policy_inputs(known) != _policy_inputs(group)
+        self._groups.store(adapter, key, group, spec_changed=changed)
         return key
 
     def remove(self, raw: Mapping[str, Any]) -> None:
@@ -111,6 +114,11 @@ def _read(adapter: GroupAdapter, wire: Mapping[str, Any], known: GroupObject) ->
     if not status.conditions and known.status.conditions:
         status = status.model_copy(update={"conditions": known.status.conditions})
     return status
+
+
+def _policy_inputs(group: GroupObject) -> tuple[object, ...]:
+    """What the core's policy of a group is made from."""
+    return (group.spec, group.uid, group.creation_timestamp, group.metadata.get("annotations"))
 
 
 def _same_generation(known: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
