@@ -110,7 +110,11 @@ class T9kSpec(_Wire):
         try:
             return PodGroupSpec.model_validate(wire)
         except ValidationError as error:
-            lines = validation.problems(error, with_input=False)
+            # The one check on the whole spec is on its roles (unique names).
+            lines = [
+                line.replace("(top level)", "roles")
+                for line in validation.problems(error, with_input=False)
+            ]
             raise ValueError("; ".join(f"spec.{line}" for line in lines)) from error
 
 
