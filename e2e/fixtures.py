@@ -160,9 +160,15 @@ def node_factory(cluster: Cluster) -> Iterator[NodeFactory]:
 GROUP_COLLECTIONS = (
     ("scheduling.sigs.k8s.io/v1alpha1", "podgroups"),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    ("scheduling.volcano.sh/v1beta1", "podgroups"),
+    ("scheduler.tensorstack.dev/v1beta1", "podgroups"),
     ("scheduling.k8s.io/v1alpha1", "workloads"),
 )
 """(apiVersion, plural) of the kinds that give a gang its minMember (one not served: skipped)."""
+
+
+OUR_SCHEDULER_NAMES = ("coscheduler", "volcano", "t9k-scheduler")
+"""The names tests run coscheduler under (another's, to stand in for it): their gangs are ours."""
 
 
 class GangCheck:
@@ -229,7 +235,7 @@ def whole_gangs(request: pytest.FixtureRequest) -> Iterator[None]:
     check = GangCheck(
         running.api,
         burst_seconds=float(kwargs.get("seconds", gangs.DEFAULT_BURST_SECONDS)),
-        scheduler_names=tuple(kwargs.get("scheduler_names", ("coscheduler",))),
+        scheduler_names=tuple(kwargs.get("scheduler_names", OUR_SCHEDULER_NAMES)),
     )
     request.node.stash[GANG_CHECK] = check
     yield
