@@ -1,0 +1,36 @@
+"""runtime/informers/podgroups.py: a new generation that changes only the status is no new spec.
+
+Volcano's CRD has no ``/status`` subresource, so every status write (ours
+included) bumps ``metadata.generation``; the group's policy must not be given
+to the core again for it (each time would retry the group at once).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from coscheduler.api.adapters import volcano
+from coscheduler.core.scheduler import Scheduler
+from tests.builders import podgroup_object
+from tests.informed import Informed
+
+API_VERSION = "scheduling.volcano.sh/v1beta1"
+
+
+def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = Informed(Scheduler(lambda: 0.0))
+    given: list[str] = []
+    real = state.scheduler.upsert_group
+    monkeypatch.setattr(
+        state.scheduler, "upsert_group", lambda policy: (given.append(policy.name), real(policy))
+    )
+    state.upsert_podgroup(podgroup_object("train", 2, api_version=API_VERSION), volcano.ADAPTER)
+    written = podgroup_object(
+        "train", 2, api_version=API_VERSION, generation=2, status={"phase": "Inqueue"}
+    )
+    state.upsert_podgroup(written, volcano.ADAPTER)
+    assert given == ["train"]
+
+    changed = podgroup_object("train", 3, api_version=API_VERSION, generation=3)
+    state.upsert_podgroup(changed, volcano.ADAPTER)
+    assert given == ["train", "train"]
