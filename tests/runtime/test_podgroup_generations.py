@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from coscheduler.api.adapters import volcano
+from coscheduler.core.group import GroupPolicy
 from coscheduler.core.scheduler import Scheduler
 from tests.builders import podgroup_object
 from tests.informed import Informed
@@ -21,9 +22,12 @@ def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.Monkey
     state = Informed(Scheduler(lambda: 0.0))
     given: list[str] = []
     real = state.scheduler.upsert_group
-    monkeypatch.setattr(
-        state.scheduler, "upsert_group", lambda policy: (given.append(policy.name), real(policy))
-    )
+
+    def upsert_group(policy: GroupPolicy) -> None:
+        given.append(policy.name)
+        real(policy)
+
+    monkeypatch.setattr(state.scheduler, "upsert_group", upsert_group)
     state.upsert_podgroup(podgroup_object("train", 2, api_version=API_VERSION), volcano.ADAPTER)
     written = podgroup_object(
         "train", 2, api_version=API_VERSION, generation=2, status={"phase": "Inqueue"}
