@@ -96,8 +96,12 @@ class PodGroupInformer:
             self._groups.refuse(adapter, key, message)
             return None
         # A CRD without a /status subresource (Volcano's) counts a status write
-        # as a new generation: only what the group's policy reads is a change.
+        # as a new generation: only what the group's policy reads is a change,
+        # and a status the server holds as we last knew it keeps ours in full
+        # (read back through a poorer shape, it would lose what it cannot hold).
         changed = known is None or _policy_inputs(known) != _policy_inputs(group)
+        if known is not None and group.stored is not None and group.stored == known.stored:
+            group = group.with_status(known.status, known.stored)
         self._groups.store(adapter, key, group, spec_changed=changed)
         return key
 
