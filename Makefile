@@ -12,7 +12,8 @@ PY_SOURCES := coscheduler tests e2e bench
 help:
 	@echo "make demo     a sandbox cluster with coscheduler placing real gangs (left running)"
 	@echo "make demo-down  stop the sandbox"
-	@echo "make test     lint, type-check, and run every test (builds the local control plane on first use)"
+	@echo "make test     lint, type-check, run every test on Kubernetes 1.37, the version-sensitive ones on 1.35"
+	@echo "              (builds both local control planes on first use)"
 	@echo "make unit     lint and run the unit and property tests only (not the slow wheel test)"
 	@echo "make lint     ruff, mypy --strict and import-linter"
 	@echo "make clean    remove the virtualenv and caches of this checkout"
@@ -34,10 +35,15 @@ lint: $(STAMP)
 unit: lint
 	$(BIN)/pytest tests -m "not slow"
 
+# Kubernetes releases `make test` runs on (e2e/versions.py): every test on the
+# newest (the default), the version-sensitive ones on the oldest supported.
+OLDEST_KUBERNETES := 1.35
+
 # The local control plane is built from Go modules the first time (minutes,
-# with progress), then taken from ~/.cache/coscheduler.
+# with progress), then taken from ~/.cache/coscheduler: both releases the tests use.
 cluster-build: $(STAMP)
 	$(BIN)/python -m e2e.cluster build
+	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/python -m e2e.cluster build
 
 # A few nodes, a few gangs, every peer of the benchmark (about 3 minutes
 # once built): keeps the runner working. Full suites run by hand (bench/README.md).
@@ -46,6 +52,7 @@ bench-smoke: $(STAMP)
 
 test: lint cluster-build
 	$(BIN)/pytest
+	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/pytest -m version_sensitive e2e/tests
 	$(MAKE) bench-smoke
 
 demo: $(STAMP)

@@ -162,6 +162,7 @@ async def _lead(
         reporter=reporter,
         group_ref=partial(group_ref, scheduler, informers.groups),
         wake=wake.set,
+        preempted=informers.groups.preempted,
     )
     loop = SchedulingLoop(
         scheduler=scheduler,

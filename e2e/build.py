@@ -229,11 +229,9 @@ def _build_kubernetes(go: _GoRunner, out: Path) -> None:
     upstream = Path(info["GoMod"]).read_text()
     go.require_go_version(_go_directive(upstream))
     staging = versions.staging_version(version)
-    substitutes = {
-        module: _newest_served_patch(go, module, staging)
-        for module in staging_modules(upstream)
-        if not _served(go, module, staging)
-    }
+    substitutes = unserved_substitutes(
+        staging_modules(upstream), staging, lambda module, at: _served(go, module, at)
+    )
     for module, served in substitutes.items():
         go.report(
             f"kubernetes: {module} {staging} is not served; using {served} (no binary imports it)"
@@ -377,16 +375,27 @@ def _served(go: _GoRunner, module: str, version: str) -> bool:
     return result.returncode == 0 and '"Error"' not in result.stdout
 
 
-def _newest_served_patch(go: _GoRunner, module: str, staging: str) -> str:
-    """The newest earlier patch of the same minor that the proxy serves, else a BuildError."""
+def unserved_substitutes(
+    modules: Sequence[str], staging: str, served: Callable[[str, str], bool]
+) -> dict[str, str]:
+    """For each module not served at ``staging``, the newest earlier patch of its minor that is.
+
+    ``served(module, version)`` asks the module proxy. A module served at no
+    patch of the minor up to ``staging`` is a BuildError naming it.
+    """
     major_minor, _, patch = staging.rpartition(".")
-    for earlier in range(int(patch) - 1, -1, -1):
-        candidate = f"{major_minor}.{earlier}"
-        if _served(go, module, candidate):
-            return candidate
-    raise BuildError(
-        f"the module proxy serves no {module} of {major_minor}.x at or below {staging}"
-    )
+    chosen: dict[str, str] = {}
+    for module in modules:
+        if served(module, staging):
+            continue
+        earlier = (f"{major_minor}.{p}" for p in range(int(patch) - 1, -1, -1))
+        found = next((candidate for candidate in earlier if served(module, candidate)), None)
+        if found is None:
+            raise BuildError(
+                f"the module proxy serves no {module} of {major_minor}.x at or below {staging}"
+            )
+        chosen[module] = found
+    return chosen
 
 
 def _go_directive(gomod: str) -> str:

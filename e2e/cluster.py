@@ -1,7 +1,8 @@
 """Command line of the local control plane: ``python -m e2e.cluster COMMAND``.
 
 Commands:
-  build                 build (or find cached) etcd, kube-*, kubectl and kwok
+  build                 build (or find cached) etcd, kube-*, kubectl, kwok and helm
+                        (Kubernetes: the release $COSCHEDULER_KUBERNETES names, else the newest)
   up [options]          start a detached cluster with N fake nodes; prints the kubeconfig path
   down                  stop it (only the processes it recorded)
   status                say whether it runs, where, and with which nodes
@@ -75,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--gang-api",
         action="store_true",
-        help="enable Kubernetes' native gang API (GenericWorkload, GangScheduling, v1alpha1)",
+        help="enable the release's native gang API (its gates and scheduling.k8s.io versions)",
     )
     up.add_argument(
         "--job-duration",

@@ -163,6 +163,8 @@ GROUP_COLLECTIONS = (
     ("scheduling.volcano.sh/v1beta1", "podgroups"),
     ("scheduler.tensorstack.dev/v1beta1", "podgroups"),
     ("scheduling.k8s.io/v1alpha1", "workloads"),
+    ("scheduling.k8s.io/v1beta1", "podgroups"),
+    ("scheduling.k8s.io/v1alpha2", "podgroups"),
 )
 """(apiVersion, plural) of the kinds that give a gang its minMember (one not served: skipped)."""
 

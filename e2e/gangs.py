@@ -33,8 +33,10 @@ namespace (a T9k role's or Volcano task's minimums raise ``minMember`` to
 their sum); an unlabelled pod whose
 controlling owner is a Job joins the group named after the Job when one is
 known (coscheduler makes it for a Job that asks for a gang); a pod with
-``spec.workloadRef`` joins that podGroup of the native Workload. ``minMember``
-comes from the PodGroup and Workload objects (:func:`min_members`). Only pods
+``spec.workloadRef`` joins that podGroup of the native Workload; a pod with
+``spec.schedulingGroup`` joins that native PodGroup (keyed ``native:<name>``,
+apart from a label's group of the same name). ``minMember`` comes from the
+PodGroup and Workload objects (:func:`min_members`). Only pods
 of the given scheduler names count; a group whose ``minMember`` is unknown is
 not judged.
 """
@@ -65,6 +67,9 @@ PODGROUP_API_VERSIONS = (
     "scheduler.tensorstack.dev/v1beta1",
 )
 WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha1"
+#: Kubernetes' own PodGroup (1.36: v1alpha2, 1.37: v1beta1).
+NATIVE_PODGROUP_API_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
+NATIVE_PREFIX = "native:"
 DEFAULT_BURST_SECONDS = 10.0
 
 
@@ -135,6 +140,10 @@ def min_members(objects: Iterable[Json]) -> dict[GangKey, int]:
             found[(namespace, name)] = max(
                 _positive(spec.get("minMember"), default=1), _floor_of_roles(spec)
             )
+        elif version in NATIVE_PODGROUP_API_VERSIONS:
+            gang = _mapping(_mapping(spec.get("schedulingPolicy")).get("gang"))
+            if gang:  # basic: its members are placed one by one, no gang to judge
+                found[(namespace, NATIVE_PREFIX + name)] = _positive(gang.get("minCount"))
         elif version == WORKLOAD_API_VERSION:
             for group in spec.get("podGroups") or []:
                 gang = _mapping(_mapping(_mapping(group).get("policy")).get("gang"))
@@ -177,6 +186,9 @@ def gang_of(
         value = annotations.get(annotation)
         if isinstance(value, str) and value:
             return (namespace, value)
+    native = _mapping(_mapping(pod.get("spec")).get("schedulingGroup")).get("podGroupName")
+    if isinstance(native, str) and native:
+        return (namespace, NATIVE_PREFIX + native)
     ref = _mapping(_mapping(pod.get("spec")).get("workloadRef"))
     if ref.get("name") and ref.get("podGroup"):
         base = f"{ref['name']}/{ref['podGroup']}"
@@ -217,7 +229,9 @@ def slim(pod: Json) -> Json:
             k: annotations[k] for k in GROUP_ANNOTATIONS if k in annotations
         }
     kept_spec = {
-        key: spec[key] for key in ("nodeName", "schedulerName", "workloadRef") if key in spec
+        key: spec[key]
+        for key in ("nodeName", "schedulerName", "workloadRef", "schedulingGroup")
+        if key in spec
     }
     return {"metadata": kept_meta, "spec": kept_spec}
 

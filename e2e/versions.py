@@ -114,3 +114,16 @@ def native_gang_api_versions(kubernetes: str = KUBERNETES) -> tuple[str, ...]:
 def native_gang_runtime_config(kubernetes: str = KUBERNETES) -> str:
     """kube-apiserver's ``--runtime-config`` serving those versions (none is on by default)."""
     return ",".join(f"scheduling.k8s.io/{v}=true" for v in native_gang_api_versions(kubernetes))
+
+
+def release_mismatch(wanted: tuple[str, ...], kubernetes: str = KUBERNETES) -> str | None:
+    """Why a test for the releases ``wanted`` (``"1.35"`` or ``"v1.35.4"``) cannot run, or None.
+
+    The ``kubernetes`` marker of e2e's tests (e2e/tests/conftest.py) skips with this reason.
+    """
+    if not wanted:
+        raise ValueError("name at least one release: @pytest.mark.kubernetes('1.35')")
+    if kubernetes in {choose_kubernetes(release) for release in wanted}:
+        return None
+    names = " or ".join(choose_kubernetes(release) for release in wanted)
+    return f"needs Kubernetes {names}; this session runs {kubernetes} ({KUBERNETES_ENV} chooses)"

@@ -14,6 +14,8 @@ from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
 __all__ = [
     "POOL_LABEL",
     "create_job",
+    "create_native_member",
+    "create_native_podgroup",
     "create_pod",
     "create_podgroup",
     "create_replicaset",
@@ -37,6 +39,9 @@ XK8S_PODGROUPS = f"/apis/{XK8S_API_VERSION}/namespaces/{{ns}}/podgroups"
 #: Kubernetes' own gang API (1.35, behind the GenericWorkload gate).
 WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha1"
 WORKLOADS = f"/apis/{WORKLOAD_API_VERSION}/namespaces/{{ns}}/workloads"
+#: Kubernetes' own PodGroup (1.37, GenericWorkload): `kubectl get podgroup` resolves to it.
+NATIVE_API_VERSION = "scheduling.k8s.io/v1beta1"
+NATIVE_PODGROUPS = f"/apis/{NATIVE_API_VERSION}/namespaces/{{ns}}/podgroups"
 
 
 def _pod_spec(
@@ -151,17 +156,21 @@ def create_job(
     annotations: dict[str, str] | None = None,
     completions: int | None = None,
     priority_class: str | None = None,
+    scheduling: Json | None = None,
 ) -> Json:
     """A Job whose pods KWOK completes ``run_seconds`` after they start running.
 
     ``annotations`` go on the Job itself (a gang annotation, say), not on its pods;
-    ``completions`` defaults to ``parallelism``.
+    ``completions`` defaults to ``parallelism``; ``scheduling`` is the Job's own
+    ``spec.scheduling`` (1.37, ``WorkloadWithJob``: ``{"schedulingPolicy": {"gang": {}}}``).
     """
-    controller = {
+    controller: Json = {
         "parallelism": parallelism,
         "completions": parallelism if completions is None else completions,
         "backoffLimit": 0,
     }
+    if scheduling is not None:
+        controller["scheduling"] = scheduling
     spec = _pod_spec(pool=pool, cpu=cpu, restart="Never")
     if priority_class:
         spec["priorityClassName"] = priority_class
@@ -285,4 +294,44 @@ def create_workload_pod(
     if replica_key is not None:
         ref["podGroupReplicaKey"] = replica_key
     body["spec"]["workloadRef"] = ref
+    return api.create(f"/api/v1/namespaces/{namespace}/pods?fieldValidation=Strict", body)
+
+
+def create_native_podgroup(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    min_count: int | None,
+    *,
+    labels: dict[str, str] | None = None,
+    **spec: Any,
+) -> Json:
+    """Kubernetes' own PodGroup: a gang of ``min_count`` (None: basic); more spec fields as
+    given on the wire. Strictly validated: a field the server does not know fails."""
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    body = {
+        "apiVersion": NATIVE_API_VERSION,
+        "kind": "PodGroup",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {"schedulingPolicy": policy, **spec},
+    }
+    return api.create(f"{NATIVE_PODGROUPS.format(ns=namespace)}?fieldValidation=Strict", body)
+
+
+def create_native_member(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    *,
+    group: str,
+    pool: str,
+    cpu: str,
+    scheduler: str = "coscheduler",
+    priority_class: str | None = None,
+) -> Json:
+    """A pod naming a native PodGroup in ``spec.schedulingGroup.podGroupName``."""
+    body = pod(name, pool=pool, cpu=cpu, scheduler=scheduler)
+    body["spec"]["schedulingGroup"] = {"podGroupName": group}
+    if priority_class:
+        body["spec"]["priorityClassName"] = priority_class
     return api.create(f"/api/v1/namespaces/{namespace}/pods?fieldValidation=Strict", body)

@@ -271,6 +271,44 @@ def workload_object(
     }
 
 
+def native_podgroup_object(
+    name: str,
+    min_count: int | None,
+    *,
+    namespace: str = "default",
+    version: str = "v1beta1",
+    uid: str | None = None,
+    generation: int = 1,
+    labels: Mapping[str, str] | None = None,
+    status: Mapping[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A raw Kubernetes PodGroup (``scheduling.k8s.io``): gang of ``min_count`` (None: basic);
+    more spec fields as keyword arguments, spelled as on the wire."""
+    policy = {"basic": {}} if min_count is None else {"gang": {"minCount": min_count}}
+    raw: dict[str, Any] = {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid or f"uid-npg-{name}",
+            "generation": generation,
+            "creationTimestamp": "2026-11-23T10:00:00Z",
+            "labels": dict(labels or {}),
+        },
+        "spec": {"schedulingPolicy": policy, **spec},
+    }
+    if status is not None:
+        raw["status"] = dict(status)
+    return raw
+
+
+def scheduling_group(pod_group: str) -> dict[str, Any]:
+    """A pod's ``spec`` fragment naming a native PodGroup (give it as ``spec_extra``)."""
+    return {"schedulingGroup": {"podGroupName": pod_group}}
+
+
 def workload_ref(workload: str, pod_group: str, replica_key: str | None = None) -> dict[str, Any]:
     """A pod's ``spec`` fragment naming a Workload's gang (give it as ``spec_extra``)."""
     ref = {"name": workload, "podGroup": pod_group}

@@ -224,3 +224,28 @@ def test_slim_keeps_what_the_checker_reads() -> None:
     assert partial_gangs(trace, KNOWN, end=100) == partial_gangs(
         [PodEvent(1, "ADDED", full)], KNOWN, end=100
     )
+
+
+def test_a_native_podgroup_s_members_are_judged_apart_from_a_label_s_group() -> None:
+    known = min_members(
+        [
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "metadata": {"namespace": NS, "name": "g"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+            },
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "metadata": {"namespace": NS, "name": "solo"},
+                "spec": {"schedulingPolicy": {"basic": {}}},
+            },
+        ]
+    )
+    assert known == {(NS, "native:g"): 2}
+    member = pod("a", group=None)
+    member["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    assert gang_of(member, known) == (NS, "native:g")
+    assert slim(member)["spec"]["schedulingGroup"] == {"podGroupName": "g"}
+    events = [PodEvent(1, "MODIFIED", {**member, "spec": {**member["spec"], "nodeName": "n1"}})]
+    [violation] = partial_gangs(events, known, end=100)
+    assert violation.gang == (NS, "native:g")

@@ -61,8 +61,4 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
                 unsupported.append(f"spec.volumes[{index}].{source}")
     if _items(spec.get("resourceClaims")):
         unsupported.append("spec.resourceClaims")
-    if spec.get("schedulingGroup") is not None:
-        # Kubernetes 1.36's gang membership (Workload API v1alpha2, not read):
-        # placed alone, such a pod would break its gang.
-        unsupported.append("spec.schedulingGroup")
     return Asks(tuple(unsupported))

@@ -43,7 +43,7 @@ from coscheduler.api.pod_topology import (
 )
 from coscheduler.api.quantity import MAX_AMOUNT, ResourceAmounts
 from coscheduler.api.requests import effective_requests
-from coscheduler.api.workload_ref import WorkloadRef, read_workload_ref
+from coscheduler.api.workload_ref import WorkloadRef, read_scheduling_group, read_workload_ref
 
 __all__ = [
     "TERMINAL_PHASES",
@@ -156,6 +156,9 @@ class PodInfo:
     preemption_policy: str = "PreemptLowerPriority"
     #: ``spec.workloadRef``: the native Workload gang the pod belongs to, if any.
     workload: WorkloadRef | None = None
+    #: ``spec.schedulingGroup.podGroupName``: the native PodGroup (``scheduling.k8s.io``)
+    #: the pod belongs to, if any.
+    scheduling_group: str | None = None
 
     @property
     def key(self) -> str:
@@ -387,4 +390,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
             spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
         ),
         workload=read_workload_ref(reader, spec),
+        scheduling_group=read_scheduling_group(reader, spec),
     )

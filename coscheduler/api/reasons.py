@@ -66,6 +66,9 @@ class Reason(StrEnum):
     #: idle capacity it would borrow is held for queues under their nominal
     #: whose groups wait for it.
     QUEUE_CANNOT_BORROW = "QueueCannotBorrow"
+    #: The members of one group name different schedulers (``spec.schedulerName``):
+    #: none can place it whole, so ours wait until they agree.
+    SCHEDULER_CONFLICT = "SchedulerConflict"
     #: On a pod's ``PodScheduled=False`` condition: more room would let it be
     #: placed (kube-scheduler's word, which the cluster-autoscaler acts on).
     #: Pods that wait for something room cannot give (members, their group)

@@ -1,4 +1,5 @@
-"""A pod's reference to the gang of a native ``Workload`` (Kubernetes 1.35, ``spec.workloadRef``).
+"""A pod's reference to a native gang: a ``Workload``'s (Kubernetes 1.35, ``spec.workloadRef``)
+or a ``PodGroup``'s (1.36 and later, ``spec.schedulingGroup``).
 
 ``spec.workloadRef`` names a Workload in the pod's namespace, one of its
 ``podGroups`` and, optionally, a replica key: each (Workload, podGroup,
@@ -17,7 +18,7 @@ from typing import Any
 
 from coscheduler.api.fields import FieldReader
 
-__all__ = ["WorkloadRef", "read_workload_ref"]
+__all__ = ["WorkloadRef", "read_scheduling_group", "read_workload_ref"]
 
 _SEPARATOR = "/"  # cannot occur in any of the three: each is a DNS name or label
 
@@ -64,3 +65,18 @@ def read_workload_ref(reader: FieldReader, spec: Mapping[str, Any]) -> WorkloadR
     if not name or not pod_group:
         raise reader.fail("spec.workloadRef needs both name and podGroup")
     return WorkloadRef(name, pod_group, replica)
+
+
+def read_scheduling_group(reader: FieldReader, spec: Mapping[str, Any]) -> str | None:
+    """``spec.schedulingGroup.podGroupName`` (Kubernetes 1.36 and later): the native
+    PodGroup, in the pod's namespace, the pod belongs to; None without one."""
+    raw = spec.get("schedulingGroup")
+    if raw is None:
+        return None
+    group = reader.mapping(raw, "spec.schedulingGroup")
+    name = reader.text(group.get("podGroupName"), "spec.schedulingGroup.podGroupName")
+    if not name or _SEPARATOR in name:
+        raise reader.fail(
+            f"spec.schedulingGroup.podGroupName = {name!r} is not the name of a PodGroup"
+        )
+    return name

@@ -16,6 +16,8 @@ become one status write, not dozens. Per dirty group, one round:
    a new reason for being unschedulable). A native Workload's gangs have no
    status to write (their adapter's stored form never changes): they get
    the events alone, on the Workload, each naming its podGroup and replica.
+   Kubernetes' own PodGroup gets its conditions in upstream's words (its
+   adapter's ``conclude``) and a ``Scheduled`` event when it is placed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import structlog
 
 from coscheduler.api.adapters import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase
+from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.status import Transition, derive
@@ -40,6 +43,21 @@ from coscheduler.runtime.reporter import Reporter
 __all__ = ["ChangedGroups", "StatusWriter"]
 
 log = structlog.get_logger(__name__)
+
+_PLACED = frozenset({PodGroupPhase.SCHEDULED, PodGroupPhase.RUNNING, PodGroupPhase.FINISHED})
+
+
+def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> list[Transition]:
+    """Kubernetes' own PodGroup tells its placement as kube-scheduler does: a
+    ``Scheduled`` event once placed, ``FailedScheduling`` and warnings; our
+    phase names mean nothing on that kind, so its other moves are not told."""
+    told = []
+    for transition in transitions:
+        if transition.reason in _PLACED and before not in _PLACED:
+            told.append(Transition("Normal", Reason.SCHEDULED, transition.message))
+        elif transition.kind == "Warning":
+            told.append(transition)
+    return told
 
 
 class StatusWriter:
@@ -107,13 +125,16 @@ class StatusWriter:
             return
         members = self._view.members(key)
         adapter = group.adapter
-        # Another scheduler's group, in an API we share with it, is left to it; but
-        # a group with no pods yet is ours when we stand in for the API's own
-        # scheduler (its operators wait for the status before they make the pods).
-        standing_in = not members and group.api.home_scheduler == self._scheduler_name
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
-        if adapter.shared and not ours and not standing_in:
-            return
+        # A shared API's group none of whose members is ours is left to its own
+        # scheduler, but not one with no members: a native group whose members
+        # are all gone (evicted whole by us) may still have a condition to tell,
+        # and a group with no pods yet is ours when we stand in for the API's own
+        # scheduler (operators in Volcano mode make the pods once it is Inqueue).
+        standing_in = group.api.home_scheduler == self._scheduler_name
+        memberless_ours = not members and (group.native is not None or standing_in)
+        if adapter.shared and not ours and not memberless_ours:
+            return  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
@@ -122,6 +143,9 @@ class StatusWriter:
             now=utc_now(whole_seconds=True),
             domain=self._domain(group, key),
         )
+        status = adapter.conclude(status)
+        if group.native is not None:
+            transitions = _in_upstream_words(group.status.phase, transitions)
         body = adapter.render_status(status, members)
         stored = adapter.stored_form(body)
         if stored == group.stored:

@@ -5,9 +5,12 @@ pod without a group, :meth:`GroupPolicy.lone`); the core never reads the
 pydantic model, so the two can evolve apart. A lone pod is a gang of one: it
 goes through the same queue and planner as any group.
 
-A key's kind keeps apart groups that may share a name: a PodGroup, a lone
-pod, and a gang of a native Workload (whose name is ``workload/podGroup``,
-plus ``/replicaKey`` when the pods give one; ``/`` is in no PodGroup name).
+A key's kind keeps apart groups that may share a name: a PodGroup (ours, or
+another project's of the same shape), a lone pod, Kubernetes' own PodGroup
+(``scheduling.k8s.io``, which a pod names by ``spec.schedulingGroup``, never
+by label), and a gang of a native 1.35 Workload (whose name is
+``workload/podGroup``, plus ``/replicaKey`` when the pods give one; ``/`` is
+in no PodGroup name).
 """
 
 from __future__ import annotations
@@ -19,15 +22,25 @@ from typing import Final, NamedTuple
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.queue import pod_queue_name
+from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
 
-__all__ = ["KIND_POD", "KIND_POD_GROUP", "KIND_WORKLOAD", "GroupKey", "GroupPolicy"]
+__all__ = [
+    "KIND_NATIVE_POD_GROUP",
+    "KIND_POD",
+    "KIND_POD_GROUP",
+    "KIND_WORKLOAD",
+    "GroupKey",
+    "GroupPolicy",
+]
 
 KIND_POD_GROUP: Final = "PodGroup"
 #: The kind of a lone pod's key: the pod is its own gang of one.
 KIND_POD: Final = "Pod"
 #: The kind of a native Workload's gang (one per podGroup and replica key).
 KIND_WORKLOAD: Final = "Workload"
+#: The kind of Kubernetes' own PodGroup (``scheduling.k8s.io``, 1.36 and later).
+KIND_NATIVE_POD_GROUP: Final = "PodGroup.scheduling.k8s.io"
 
 
 class GroupKey(NamedTuple):
@@ -49,17 +62,22 @@ class GroupKey(NamedTuple):
         """How messages name the group: ``group ns/g``, ``pod ns/p``, or a Workload's gang."""
         if self.kind == KIND_WORKLOAD:
             return WorkloadRef.from_gang_name(self.name).describe(self.namespace)
+        if self.kind == KIND_NATIVE_POD_GROUP:
+            return f"PodGroup {self} (scheduling.k8s.io)"
         return f"{'pod' if self.lone else 'group'} {self}"
 
     @classmethod
     def of_pod(cls, pod: PodInfo) -> GroupKey:
         """The key of the group the pod belongs to (its own key when it has none).
 
-        A group label wins (it was written for us); then ``spec.workloadRef``;
-        then the group its owner gives it (:mod:`~coscheduler.core.owners`).
+        A group label wins (it was written for us); then ``spec.schedulingGroup``
+        (1.36 and later) or ``spec.workloadRef`` (1.35); then the group its
+        owner gives it (:mod:`~coscheduler.core.owners`).
         """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
+        if pod.scheduling_group is not None:
+            return cls(pod.namespace, pod.scheduling_group, KIND_NATIVE_POD_GROUP)
         if pod.workload is not None:
             return cls(pod.namespace, pod.workload.gang_name, KIND_WORKLOAD)
         if pod.owner_group is not None:
@@ -94,6 +112,14 @@ class GroupPolicy:
     #: Not preempted before it has run this long (the PodGroup's
     #: ``scheduling.sigs.k8s.io/min-run-seconds`` annotation).
     min_run_seconds: float | None = None
+    #: A victim only whole, never one member above ``min_member`` at a time
+    #: (a native PodGroup's ``disruptionMode: all``).
+    evict_whole: bool = False
+    #: May evict lower priorities to be placed (False: ``preemptionPolicy: Never``).
+    preempts: bool = True
+    #: Why the group may not be placed as it is (a field not honoured yet, members
+    #: under two schedulers), with the reason: it waits, saying so.
+    refused: tuple[Reason, str] | None = None
 
     @property
     def key(self) -> GroupKey:

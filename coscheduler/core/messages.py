@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.diagnosis import Diagnosis
-from coscheduler.core.group import KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
 from coscheduler.core.resources import format_amounts
 
 __all__ = [
@@ -102,6 +102,8 @@ def group_not_found(group: GroupKey, pods: int) -> str:
     count = f"{pods} pod{'s' if pods != 1 else ''} name it"
     if group.kind == KIND_WORKLOAD:
         return f"{group.title} is not known (no such Workload, or no such podGroup in it); {count}"
+    if group.kind == KIND_NATIVE_POD_GROUP:
+        return f"{group.title} does not exist (or its API is not served); {count}"
     return f"PodGroup {group} does not exist; {count}"
 
 

@@ -5,6 +5,8 @@ the snapshot, and returns a :class:`Decision`. It follows these rules, in
 order; the first that ends the attempt decides:
 
 1. A pod naming a PodGroup that does not exist waits: ``GroupNotFound``.
+1a. A group whose policy refuses it as it is (a field not honoured yet,
+   members under two schedulers) waits with the policy's reason.
 1b. A pending member that asks for a field coscheduler does not honour yet
    (:mod:`~coscheduler.api.asks`) is never placed against it: the group
    waits, ``UnsupportedField``, the message naming the pod and the field.
@@ -102,6 +104,9 @@ def plan(
         return refused(
             Status(Code.WAITING, Reason.GROUP_NOT_FOUND, messages.group_not_found(group, members))
         )
+    if policy.refused is not None:
+        reason, why = policy.refused
+        return refused(Status(Code.WAITING, reason, why))
     waits = _waits(pending)
     if waits is not None:
         return refused(waits)

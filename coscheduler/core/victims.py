@@ -3,6 +3,8 @@
 The gang is the unit both ways. A running PodGroup offers its members above
 ``minMember`` one by one (evicting them breaks nothing), and otherwise only
 itself whole: it is never left below ``minMember`` with members running. A
+group that asks to be disrupted only whole (``disruptionMode: all``) offers
+itself whole alone. A
 lone pod, or a pod of another scheduler, is a unit of one.
 
 Who may be a victim at all is a :data:`VictimRule`, supplied by the caller:
@@ -55,11 +57,16 @@ class RunningGroup:
     protected_until: float | None = None
     #: The queue it draws from; None for pods of other schedulers (in no queue).
     queue: str | None = None
+    #: Evicted only whole (a native PodGroup's ``disruptionMode: all``): no
+    #: member above ``minMember`` goes alone.
+    whole_only: bool = False
 
     @property
     def surplus(self) -> int:
         """Members above ``minMember``: each may go without breaking the gang."""
-        return max(0, len(self.pods) - self.min_member) if self.gang else 0
+        if not self.gang or self.whole_only:
+            return 0
+        return max(0, len(self.pods) - self.min_member)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, sigs
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native, sigs
 from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
@@ -48,6 +48,8 @@ def podgroups(adapter: GroupAdapter) -> Served:
         api = adapter.api
         if adapter is sigs.ADAPTER:
             return api.collection_path
+        if isinstance(adapter, native.NativeAdapter):
+            return await _native_podgroups(client, adapter)
         if await _lists(client, api.discovery_path, api.plural):
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             return api.collection_path
@@ -55,6 +57,30 @@ def podgroups(adapter: GroupAdapter) -> Served:
         return None
 
     return served
+
+
+async def _native_podgroups(client: KubeClient, adapter: native.NativeAdapter) -> str | None:
+    """Kubernetes' own PodGroups are read in one version: the newest served.
+
+    Its shape changes between versions (1.36's v1alpha2, 1.37's v1beta1), so
+    the newest this release reads is taken and the others are left alone.
+    """
+    for candidate in native.ADAPTERS:
+        api = candidate.api
+        if await _lists(client, api.discovery_path, api.plural):
+            if candidate is adapter:
+                log.info(
+                    "Kubernetes' PodGroup API served; its groups are scheduled too", api=str(api)
+                )
+                return api.collection_path
+            return None  # a newer version is read
+    if adapter is native.ADAPTERS[-1]:
+        log.info(
+            "Kubernetes' PodGroup API not served; pods' spec.schedulingGroup names a group "
+            "that waits",
+            versions=[candidate.api.api_version for candidate in native.ADAPTERS],
+        )
+    return None
 
 
 async def served_podgroup_apis(client: KubeClient) -> list[GroupAdapter]:
@@ -83,6 +109,12 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
         log.info("Workload API served; its gangs are scheduled too", api=str(api))
         if refused:
             log.info("Workload API also served in versions not read", versions=refused)
+    elif refused and any(version in refused for version in native_versions()):
+        log.info(
+            "Workload API served in a later version: its gangs are PodGroups, read as such; "
+            "1.35's spec.workloadRef is not read",
+            versions=refused,
+        )
     elif refused:
         log.error(
             "Workload API served only in versions this release does not read: pods naming "
@@ -95,6 +127,11 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
             api=str(workload_api.API),
         )
     return api
+
+
+def native_versions() -> tuple[str, ...]:
+    """The versions of Kubernetes' own PodGroup this release reads."""
+    return tuple(adapter.version for adapter in native.ADAPTERS)
 
 
 async def workloads(client: KubeClient) -> str | None:

@@ -26,10 +26,13 @@ from typing import Protocol
 import structlog
 
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, StatusAdapter
+from coscheduler.api.adapters.native import disruption_condition
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus
-from coscheduler.core.group import KIND_WORKLOAD, GroupKey, GroupPolicy
+from coscheduler.api.reasons import Reason
+from coscheduler.api.timestamps import utc_now
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey, GroupPolicy
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -74,6 +77,8 @@ class Groups:
         self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
         #: Why each PodGroup that exists but cannot be read was refused, by API.
         self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
+        #: Native groups whose members name two schedulers or more, and which.
+        self._mixed: dict[GroupKey, tuple[str, ...]] = {}
 
     # -- reading ---------------------------------------------------------------
 
@@ -113,6 +118,7 @@ class Groups:
             return
         self._members.setdefault(key, {})[pod.uid] = pod
         self._member_of[pod.uid] = key
+        self._check_schedulers(key)
         self._changed(key)
 
     def remove_member(self, uid: str) -> GroupKey | None:
@@ -128,8 +134,34 @@ class Groups:
             if not members:
                 del self._members[key]
                 emptied = key if key.kind == KIND_WORKLOAD else None
+        self._check_schedulers(key)
         self._changed(key)
         return emptied
+
+    def _check_schedulers(self, key: GroupKey) -> None:
+        """A native group's members under two schedulers: neither may place it whole.
+
+        kube-scheduler places its own members of such a group and refuses the
+        group (it checks that every member names one scheduler); ours wait,
+        saying so, until the members agree.
+        """
+        if key.kind != KIND_NATIVE_POD_GROUP:
+            return
+        names = tuple(
+            sorted(
+                {p.scheduler_name for p in self._members.get(key, {}).values() if not p.terminal}
+            )
+        )
+        mixed = names if len(names) > 1 else ()
+        if mixed == self._mixed.get(key, ()):
+            return
+        if mixed:
+            self._mixed[key] = mixed
+        else:
+            self._mixed.pop(key, None)
+        group = self.podgroups.get(key)
+        if group is not None:
+            self._scheduler.upsert_group(self.policy(group, key))
 
     # -- PodGroup objects -----------------------------------------------------
 
@@ -177,7 +209,7 @@ class Groups:
         if winner is None:
             self.podgroups.pop(key, None)
             self.verdicts.pop(key, None)
-            self._scheduler.remove_group(key.namespace, key.name)
+            self._scheduler.remove_group(key.namespace, key.name, key.kind)
             self._owners.group_moved(key)
         elif self.podgroups.get(key) is not winner:
             # The winner is gone and the other API's group of that name takes over.
@@ -202,6 +234,18 @@ class Groups:
         if self.podgroups.pop(key, None) is not None:
             self.verdicts.pop(key, None)
             self._scheduler.remove_group(key.namespace, key.name, key.kind)
+
+    def preempted(self, key: GroupKey, message: str) -> None:
+        """The group lost members to a preemption: Kubernetes' own PodGroup says so
+        in its ``DisruptionTarget`` condition (upstream's words; ours tell it by events)."""
+        group = self.podgroups.get(key)
+        if group is None or group.native is None:
+            return
+        condition = disruption_condition(message, utc_now(whole_seconds=True))
+        kept = [c for c in group.status.conditions if c.type != condition.type]
+        status = group.status.model_copy(update={"conditions": [*kept, condition]})
+        self.podgroups[key] = group.with_status(status, group.stored)
+        self._changed(key)
 
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
@@ -261,7 +305,28 @@ class Groups:
             topology_levels=spec.topology.levels() if spec.topology else (),
             role_topology=spec.role_topology(),
             min_run_seconds=self._min_run_seconds(group),
+            evict_whole=group.native is not None and group.native.disruption_all,
+            preempts=group.native is None or not group.native.never_preempts,
+            refused=self._refused(group, key),
         )
+
+    def _refused(self, group: GroupObject, key: GroupKey) -> tuple[Reason, str] | None:
+        """Why a native group may not be placed as it is, if it may not."""
+        if group.native is not None and group.native.resource_claims:
+            return (
+                Reason.UNSUPPORTED_FIELD,
+                f"{key.title} asks for spec.resourceClaims: coscheduler does not honour "
+                "PodGroup-level claims yet, so the group is not placed",
+            )
+        mixed = self._mixed.get(key)
+        if mixed:
+            return (
+                Reason.SCHEDULER_CONFLICT,
+                f"the members of {key.title} name different schedulers "
+                f"({', '.join(mixed)}): no scheduler can place the group whole; give every "
+                "member the same spec.schedulerName",
+            )
+        return None
 
     def _min_run_seconds(self, group: GroupObject) -> float | None:
         """The group's ``min-run-seconds`` annotation; a bad value is reported and ignored."""

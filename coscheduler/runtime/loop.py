@@ -38,7 +38,7 @@ import structlog
 
 from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
-from coscheduler.core.group import KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
@@ -80,6 +80,8 @@ def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> s
     waiting_for = why.cause or why.reason
     if key.kind == KIND_WORKLOAD:
         return _workload_pod_message(key, waiting_for) or why.message
+    if key.kind == KIND_NATIVE_POD_GROUP:
+        return _native_pod_message(key, waiting_for, unreadable) or why.message
     if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
         return (
             f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
@@ -108,6 +110,23 @@ def _workload_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
         return (
             f"{key.title} is not known: create the Workload with that podGroup, or correct "
             "the pod's spec.workloadRef"
+        )
+    return None
+
+
+def _native_pod_message(key: GroupKey, waiting_for: Reason, unreadable: str | None) -> str | None:
+    """:func:`_pod_message` for a member of a native PodGroup (None: the planner's)."""
+    if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
+        return (
+            f"waiting for more members of {key.title}: see kubectl describe "
+            f"podgroups.scheduling.k8s.io {key.name} -n {key.namespace}"
+        )
+    if waiting_for is Reason.GROUP_NOT_FOUND:
+        if unreadable is not None:
+            return f"{key.title} cannot be read, so it is treated as missing: {unreadable}"
+        return (
+            f"{key.title} does not exist: create it, or correct the pod's "
+            "spec.schedulingGroup.podGroupName"
         )
     return None
 

@@ -67,8 +67,11 @@ class Preempter:
         reporter: Reporter,
         group_ref: Callable[[GroupKey], ObjectRef | None],
         wake: Callable[[], None],
+        preempted: Callable[[GroupKey, str], None] = lambda _key, _message: None,
     ) -> None:
         self._scheduler = scheduler
+        #: Told each group that lost members to a preemption (its status says so).
+        self._preempted = preempted
         self._client = client
         self._reporter = reporter
         self._reporting = reporter.client
@@ -227,6 +230,7 @@ class Preempter:
         for (group, part), count in lost.items():
             what = f"{count} pod{'s' if count != 1 else ''} ({part})"
             self._tell_group(group, "Warning", Reason.PREEMPTED, f"{what} {message}")
+            self._preempted(group, f"{what} {message}")
 
     def _spare_refused(
         self,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from coscheduler.runtime.kube import KubeClient
+from e2e import versions
 from e2e import workloads as w
 from e2e.controlplane import Cluster
 from e2e.fixtures import (
@@ -58,6 +59,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         check = item.stash.get(GANG_CHECK, None)
         if check is not None:
             check.test_ended()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``@pytest.mark.kubernetes("1.35", reason=...)``: skipped on any other release, saying so."""
+    for item in items:
+        marker = item.get_closest_marker("kubernetes")
+        if marker is None:
+            continue
+        mismatch = versions.release_mismatch(marker.args)
+        if mismatch is not None:
+            why = marker.kwargs.get("reason")
+            item.add_marker(pytest.mark.skip(reason=f"{mismatch}: {why}" if why else mismatch))
 
 
 def _install_crd(cluster: Cluster, path: Path, name: str, collection: str) -> str:

@@ -527,6 +527,7 @@ def service_monitor_kind(cluster: Cluster) -> Iterator[None]:
         cluster.api.delete(f"{CRDS}/{name}")
 
 
+@pytest.mark.version_sensitive
 @pytest.mark.usefixtures("podgroup_crd", "service_monitor_kind")
 @pytest.mark.parametrize("values", [None, NON_DEFAULT], ids=["defaults", "non-default"])
 def test_rendering_passes_server_side_dry_run(
@@ -539,6 +540,7 @@ def test_rendering_passes_server_side_dry_run(
     assert all(line.endswith("(server dry run)") for line in applied), result.stdout
 
 
+@pytest.mark.version_sensitive
 @pytest.mark.usefixtures("podgroup_crd")
 def test_helm_install_and_uninstall(helm: Helm, cluster: Cluster, namespace: str) -> None:
     release = "inst"

@@ -266,6 +266,7 @@ subjects:
     )
 
 
+@pytest.mark.version_sensitive
 def test_kubectl_reports_the_pinned_version(cluster: Cluster) -> None:
     versions = json.loads(cluster.kubectl("version", "-o", "json").stdout)
 

@@ -21,7 +21,7 @@ from e2e.scheduler import StartScheduler
 from e2e.tests.helpers import bound, podgroup_path, show
 from e2e.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 GANG = "scheduling.sigs.k8s.io/gang"
 

@@ -19,7 +19,7 @@ from e2e.scheduler import StartScheduler
 from e2e.tests.helpers import condition, on_nodes, pods, wait_bound, wait_group
 from e2e.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 # -- reading the cluster ------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from e2e.scheduler import StartScheduler
 from e2e.tests.helpers import PROMPT_EVENTS, pod_scheduled, wait_not_scheduled, wait_pod_bound
 from e2e.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 SELECTED = "volume.kubernetes.io/selected-node"
 

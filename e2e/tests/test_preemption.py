@@ -27,7 +27,7 @@ from e2e.tests import manifests as m
 from e2e.tests.helpers import condition, podgroup
 from e2e.waiting import DEFAULT_TIMEOUT_SECONDS, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 LOW = ("low-1", "low-2", "low-3", "low-4")
 

@@ -23,7 +23,7 @@ from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
 from e2e.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 #: Rounds of the scenario per run: the race it guards against showed in 3 of 5.

@@ -14,13 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from e2e import versions
 from e2e import workloads as w
 from e2e.api import write_token_kubeconfig
 from e2e.controlplane import Cluster
 from e2e.scheduler import SchedulerProcess
 from e2e.waiting import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
+
+WORKLOAD_V1ALPHA1 = "v1alpha1" in versions.native_gang_api_versions()
+"""1.35's Workload and spec.workloadRef are served (gone since 1.36)."""
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 SYSTEM = "coscheduler-system"
@@ -30,8 +34,8 @@ SYSTEM = "coscheduler-system"
 def service_account_kubeconfig(
     cluster: Cluster, podgroup_crd: str, xk8s_crd: str, tmp_path: Path
 ) -> Path:
-    """The ServiceAccount's own token; both PodGroup APIs and Kubernetes' Workload API are
-    served, so all three are exercised."""
+    """The ServiceAccount's own token; both PodGroup APIs and (on 1.35) Kubernetes' Workload
+    API are served, so each is exercised."""
     cluster.apply(MANIFESTS / "namespace.yaml")
     cluster.apply(MANIFESTS / "rbac.yaml")
     token = cluster.api.create(
@@ -107,21 +111,26 @@ def test_coscheduler_works_with_exactly_its_service_account(
             run_seconds=600,
             annotations={"scheduling.sigs.k8s.io/gang": "true"},
         )
-        w.create_workload(cluster.api, namespace, "rbac-w", {"workers": {"gang": {"minCount": 2}}})
-        for index in range(2):
-            w.create_workload_pod(
-                cluster.api,
-                namespace,
-                f"rbac-w-{index}",
-                workload="rbac-w",
-                pod_group="workers",
-                pool=pool,
-                cpu="1",
+        gangs = 3
+        if WORKLOAD_V1ALPHA1:
+            gangs += 1
+            w.create_workload(
+                cluster.api, namespace, "rbac-w", {"workers": {"gang": {"minCount": 2}}}
             )
+            for index in range(2):
+                w.create_workload_pod(
+                    cluster.api,
+                    namespace,
+                    f"rbac-w-{index}",
+                    workload="rbac-w",
+                    pod_group="workers",
+                    pool=pool,
+                    cpu="1",
+                )
         wait_for(
             lambda: w.list_pods(cluster.api, namespace),
-            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 8,
-            describe="the four gangs bound under the ServiceAccount",
+            lambda pods: sum(1 for p in pods if p["spec"].get("nodeName")) == 2 * gangs,
+            describe=f"the {gangs} gangs bound under the ServiceAccount",
         )
         paths = (f"{w.PODGROUPS}/rbac", f"{w.XK8S_PODGROUPS}/rbac-x", f"{w.PODGROUPS}/rbac-job")
         for path in paths:
@@ -138,11 +147,12 @@ def test_coscheduler_works_with_exactly_its_service_account(
         )
         events = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]
         assert any(e["reason"] == "Scheduled" for e in events)
-        wait_for(
-            lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"],
-            lambda items: any(e["involvedObject"]["kind"] == "Workload" for e in items),
-            describe="an event on the Workload under the ServiceAccount",
-        )
+        if WORKLOAD_V1ALPHA1:
+            wait_for(
+                lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"],
+                lambda items: any(e["involvedObject"]["kind"] == "Workload" for e in items),
+                describe="an event on the Workload under the ServiceAccount",
+            )
         queue_events = (
             f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={queue}"
         )
@@ -152,8 +162,9 @@ def test_coscheduler_works_with_exactly_its_service_account(
             describe=f"an event on the cluster-scoped queue {queue}",
         )
         # Preemption under the ServiceAccount: budgets read, victims evicted, nomination
-        # written. 6 cpu in the default queue: rbac-x, rbac-job and rbac-w (2 cpu each, same
-        # queue) must go; rbac is in another queue, so priority does not reach it.
+        # written. 6 cpu in the default queue: rbac-x, rbac-job (and rbac-w on 1.35; 2 cpu
+        # each, same queue) must make room; rbac is in another queue, so priority does not
+        # reach it.
         w.create_podgroup(cluster.api, namespace, "rbac-urgent", 1, priority=100)
         w.create_replicaset(
             cluster.api,

@@ -29,7 +29,7 @@ from e2e.waiting import wait_for
 
 # The first test's setup may build the operator from cold (3 min 20 s measured on a
 # busy 2-core machine): more than the suite's 300 s per test allows.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive, pytest.mark.timeout(900)]
 
 SCHEDULER_NAME = "coscheduler"
 OPERATOR_TIMEOUT_SECONDS = 60.0

@@ -6,6 +6,7 @@ created with strict field validation, so a field name the server does not
 know fails the test instead of being dropped. A Workload has no status in
 1.35: the verdict is in events on the Workload and the pods' PodScheduled
 condition. Tests print ``kubectl`` output (``pytest -s``); the README quotes it.
+They run on 1.35 only (``@pytest.mark.kubernetes``): 1.36 replaced this API.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from e2e import build
+from e2e import build, versions
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
@@ -31,13 +32,15 @@ from e2e.waiting import wait_for
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.version_sensitive,
+    pytest.mark.kubernetes(
+        "1.35", reason="the v1alpha1 Workload and spec.workloadRef are gone since 1.36"
+    ),
     pytest.mark.skipif(
         os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
         reason="the session's cluster was started without the Workload API",
     ),
 ]
-
-GANG_GATES = "GenericWorkload=true,GangScheduling=true"
 
 
 def gang(min_count: int) -> Json:
@@ -301,7 +304,7 @@ def test_a_pod_naming_a_workload_not_yet_created_waits_for_it(
 
 @pytest.fixture
 def kube_scheduler(cluster: Cluster, tmp_path: Path) -> Iterator[Process]:
-    """kube-scheduler 1.35.4 with its own gang plugin on, as the default scheduler."""
+    """kube-scheduler 1.35 with its own gang plugin on, as the default scheduler."""
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -316,7 +319,7 @@ def kube_scheduler(cluster: Cluster, tmp_path: Path) -> Iterator[Process]:
         [
             str(build.binaries().kube_scheduler),
             f"--config={path}",
-            f"--feature-gates={GANG_GATES}",
+            f"--feature-gates={versions.native_gang_feature_gates()}",
             f"--secure-port={free_port()}",
             "--bind-address=127.0.0.1",
             f"--cert-dir={tmp_path / 'serving'}",

@@ -19,7 +19,7 @@ from e2e.scheduler import StartScheduler
 from e2e.tests import helpers as h
 from e2e.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
+pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive, pytest.mark.usefixtures("xk8s_crd")]
 
 UPSTREAM_PHASES = {"Pending", "Scheduling", "Running", "Finished", "Failed", "Unknown"}
 UPSTREAM_STATUS_FIELDS = {

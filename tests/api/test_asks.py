@@ -88,8 +88,8 @@ CASES = [
     ),
     pytest.param(
         {"schedulingGroup": {"podGroupName": "train-workers"}},
-        Asks(unsupported=("spec.schedulingGroup",)),
-        id="kubernetes-1-36-gang-membership",
+        NO_ASKS,
+        id="native-podgroup-membership-is-honoured",
     ),
 ]
 

@@ -13,6 +13,7 @@ Properties over random clusters (hypothesis):
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,6 +110,27 @@ def test_members_above_the_minimum_go_before_any_gang_is_broken() -> None:
     assert len(found.pods) == 2
     assert {member.name[:-2] for member in found.pods} == {"elastic"}
     assert "2 pods of default/elastic above its minMember" in found.summary
+
+
+def test_a_group_disrupted_only_whole_goes_whole_or_not_at_all() -> None:
+    # disruptionMode all: the two members above its minimum may not go alone.
+    elastic = gang("elastic", ["n0", "n0", "n1", "n1"], min_member=2, priority=1)
+    whole_only = RunningGroup(elastic.key, elastic.pods, 2, 1, whole_only=True)
+    snapshot = cluster(2, "8", whole_only)
+    found = find_plan(snapshot, preemptor(2), [whole_only], NOW)
+    assert found.cost is not None
+    assert found.cost.gangs_broken == 1
+    assert evicted(found) == {f"elastic-{i}" for i in range(4)}
+
+
+def test_a_group_whose_preemption_policy_is_never_waits() -> None:
+    low = gang("low", ["n0", "n0"], min_member=2, priority=1)
+    snapshot = cluster(1, "8", low)
+    never = preemptor(2)
+    never = Preemptor(dataclasses.replace(never.policy, preempts=False), never.pending, [], 100)
+    found = find_plan(snapshot, never, [low], NOW)
+    assert not found.found
+    assert "preemptionPolicy is Never" in found.summary
 
 
 def test_equal_priority_is_never_a_victim_and_no_plan_evicts_nothing() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coscheduler.api.adapters import ADAPTERS, sigs, t9k, volcano, workload, xk8s
+from coscheduler.api.adapters import sigs, t9k, volcano, workload, xk8s
 from coscheduler.runtime.discovery import served_podgroup_apis, workload_api_served
 from coscheduler.runtime.kube import KubeClient
 from tests.runtime.apiserver import FakeApiServer, Reply
@@ -28,8 +28,11 @@ async def test_without_the_x_k8s_io_api_only_ours_is_read(
 ) -> None:
     # Nothing scripted: the fake answers 404, as a server without the CRD does.
     assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
-    others = [a.api.discovery_path for a in ADAPTERS[1:]]
-    assert [r.path for r in apiserver.requests] == [DISCOVERY, *others[1:]]
+    # Only discovery is asked: scheduler-plugins' group, Volcano's, T9k's, then each
+    # version of Kubernetes' own.
+    others = [volcano.API.discovery_path, t9k.API.discovery_path]
+    native_versions = [f"/apis/scheduling.k8s.io/{v}" for v in ("v1beta1", "v1alpha2")]
+    assert [r.path for r in apiserver.requests] == [DISCOVERY, *others, *native_versions * 2]
 
 
 async def test_with_the_x_k8s_io_api_served_both_are_read(
@@ -99,5 +102,17 @@ async def test_a_later_version_alone_is_refused_not_misread(
     apiserver.on("GET", f"{WORKLOAD_GROUP}/v1alpha2", resource_list("workloads", "podgroups"))
     assert await workload_api_served(kube) is None
     said = capsys.readouterr()
-    assert "only in versions this release does not read" in said.out + said.err
+    # Its gangs are PodGroups from 1.36: read as such (not an error).
+    assert "its gangs are PodGroups, read as such" in said.out + said.err
     assert "v1alpha2" in said.out + said.err
+
+
+async def test_a_workload_version_no_release_reads_is_an_error(
+    apiserver: FakeApiServer, kube: KubeClient, capsys: pytest.CaptureFixture[str]
+) -> None:
+    apiserver.on("GET", WORKLOAD_GROUP, scheduling_group("v1", "v2"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v1", resource_list("priorityclasses"))
+    apiserver.on("GET", f"{WORKLOAD_GROUP}/v2", resource_list("workloads"))
+    assert await workload_api_served(kube) is None
+    said = capsys.readouterr()
+    assert "only in versions this release does not read" in said.out + said.err

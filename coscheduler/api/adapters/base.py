@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from coscheduler.api.native_podgroup import NativePodGroup
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
 
@@ -88,6 +89,12 @@ class StatusAdapter(Protocol):
         changes."""
         ...
 
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        """Our derived status with what this API adds to it (Kubernetes' own
+        PodGroup: its placement condition, kept among the others); as it is
+        for most."""
+        ...
+
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         """``status`` in this API's wire shape: the body of a merge patch of ``/status``."""
         ...
@@ -121,6 +128,9 @@ class GroupObject(ObjectMetadata):
     status: PodGroupStatus
     stored: object
     within: str = ""
+    #: Kubernetes' own PodGroup as read, with what our spec has no field for
+    #: (disruption mode, preemption policy, its Workload and parent); None for others.
+    native: NativePodGroup | None = None
 
     @property
     def api(self) -> GroupApi:

@@ -217,6 +217,9 @@ class T9kAdapter:
         except ValidationError:
             return None
 
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        return status
+
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         # T9k counts its pods by phase (ours counts bound and unbound apart).
         phases = Counter(pod.phase for pod in members)

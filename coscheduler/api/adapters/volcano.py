@@ -264,6 +264,9 @@ class VolcanoAdapter:
         except ValidationError:
             return None
 
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        return status
+
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         del members  # Volcano's status names no owners
         # Every field is given: a merge patch keeps what it does not name.

@@ -177,6 +177,9 @@ class WorkloadAdapter:
         del wire
         return _NOTHING_STORED
 
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        return status
+
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         del status, members
         return {}

@@ -195,6 +195,9 @@ class XK8sAdapter:
         except ValidationError:
             return None
 
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        return status
+
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         # Every field is given, a null removing it: a merge patch keeps what it does not name.
         start = status.schedule_start_time

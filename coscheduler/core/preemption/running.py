@@ -122,6 +122,15 @@ def running_groups(
             whole_since = starts[min(policy.min_member, len(starts)) - 1]
             protected = whole_since + policy.min_run_seconds
         result.append(
-            RunningGroup(key, tuple(running), policy.min_member, priority, True, protected, queue)
+            RunningGroup(
+                key,
+                tuple(running),
+                policy.min_member,
+                priority,
+                True,
+                protected,
+                queue,
+                whole_only=policy.evict_whole,
+            )
         )
     return result

@@ -1,4 +1,5 @@
-"""PodGroups, one informer per API read (ours, ``scheduling.x-k8s.io``, Volcano's, T9k's).
+"""PodGroups, one informer per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
+Volcano's, T9k's, and Kubernetes' own ``scheduling.k8s.io``, whose groups are keyed apart).
 
 Each object is read through its API's adapter into one
 :class:`~coscheduler.api.adapters.GroupObject` and kept in
@@ -19,8 +20,9 @@ from pydantic import ValidationError
 
 from coscheduler.api import validation
 from coscheduler.api.adapters import GroupAdapter, GroupObject
+from coscheduler.api.native_podgroup import GROUP as NATIVE_GROUP
 from coscheduler.api.podgroup import PodGroupStatus
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupKey
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Complaints, InvalidObject, meta
 
@@ -29,9 +31,14 @@ __all__ = ["PodGroupInformer"]
 log = structlog.get_logger(__name__)
 
 
-def group_key(raw: Mapping[str, Any]) -> GroupKey:
+def group_key(raw: Mapping[str, Any], kind: str = KIND_POD_GROUP) -> GroupKey:
     fields = meta(raw)
-    return GroupKey(str(fields.get("namespace", "")), str(fields.get("name", "")))
+    return GroupKey(str(fields.get("namespace", "")), str(fields.get("name", "")), kind)
+
+
+def key_kind(adapter: GroupAdapter) -> str:
+    """Kubernetes' own PodGroups are a kind of key apart: pods name them by a field, not a label."""
+    return KIND_NATIVE_POD_GROUP if adapter.api.group == NATIVE_GROUP else KIND_POD_GROUP
 
 
 class PodGroupInformer:
@@ -46,6 +53,7 @@ class PodGroupInformer:
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.adapter = adapter
+        self._kind = key_kind(adapter)
         self._groups = groups
         self._complaints = complaints
         self._namespaces = namespaces
@@ -56,12 +64,12 @@ class PodGroupInformer:
         seen: set[GroupKey] = set()
         for raw in objects:
             self.upsert(raw)
-            seen.add(group_key(raw))
+            seen.add(group_key(raw, self._kind))
         for key in known - seen:
             self._groups.remove(self.adapter, key)
 
     def upsert(self, raw: Mapping[str, Any]) -> GroupKey | None:
-        adapter, key = self.adapter, group_key(raw)
+        adapter, key = self.adapter, group_key(raw, self._kind)
         if self._namespaces and key.namespace not in self._namespaces:
             # Another instance may own it: never write its status or events.
             return None
@@ -106,7 +114,7 @@ class PodGroupInformer:
         return key
 
     def remove(self, raw: Mapping[str, Any]) -> None:
-        self._groups.remove(self.adapter, group_key(raw))
+        self._groups.remove(self.adapter, group_key(raw, self._kind))
 
 
 def _read(adapter: GroupAdapter, wire: Mapping[str, Any], known: GroupObject) -> PodGroupStatus:

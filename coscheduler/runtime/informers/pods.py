@@ -3,6 +3,7 @@
 Each pod is read once into a :class:`~coscheduler.api.pod.PodInfo` and fed
 to the core as it should see it, by asking the resolvers in this order:
 
+0. its ``spec.schedulingGroup`` (Kubernetes' own PodGroup): that group, as is;
 1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
    lone pod (``basic``), or a wait;
 2. else its controlling Job (:class:`~.jobs.JobOwners`): the group named
@@ -87,7 +88,7 @@ class PodInformer(KeyedInformer[str]):
 
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
-        if pod.workload is None:
+        if pod.workload is None and pod.scheduling_group is None:
             pod = self._owners.assign(pod)
         self._scheduler.upsert_pod(pod)
         self._groups.index_member(pod)

@@ -16,7 +16,7 @@ import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi
+from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native
 from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption import Mode as PreemptionMode
@@ -157,13 +157,21 @@ _RBAC = "apply manifests/rbac.yaml"
 def _podgroups(adapter: GroupAdapter) -> Kind:
     # Ours must be readable; an upgrade that kept an older ClusterRole may miss another.
     forbidden = "PodGroup API served but not readable by this ServiceAccount: its groups wait"
+    if isinstance(adapter, native.NativeAdapter):
+        missing = "Kubernetes' PodGroup API is no longer served: pods naming one wait"
+    else:
+        missing = (
+            "the PodGroup CRD is not installed: pods that name a group will wait; "
+            "install it with kubectl apply -f crds/podgroups.yaml"
+        )
     return Kind(
-        f"podgroups.{adapter.api.group}",
+        f"podgroups.{adapter.api.group}/{adapter.api.version}"
+        if isinstance(adapter, native.NativeAdapter)
+        else f"podgroups.{adapter.api.group}",
         lambda informers: informers.podgroups[adapter.api],
         served=discovery.podgroups(adapter),
         if_forbidden=None if adapter is ADAPTERS[0] else f"{forbidden}; {_RBAC}",
-        if_missing="the PodGroup CRD is not installed: pods that name a group will wait; "
-        "install it with kubectl apply -f crds/podgroups.yaml",
+        if_missing=missing,
     )
 
 

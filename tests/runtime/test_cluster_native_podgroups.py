@@ -1,0 +1,172 @@
+"""The informers with Kubernetes' own PodGroups, fed by hand: the real core decides.
+
+A pod joins with ``spec.schedulingGroup.podGroupName``; the group's policy
+comes from the native PodGroup (``minCount``, topology, priority, disruption
+mode, preemption policy); bad input waits with a reason, never a crash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coscheduler.api.adapters import native
+from coscheduler.api.reasons import Reason
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
+from coscheduler.core.planner import Decision
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.informers.base import InvalidObject
+from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
+from tests.informed import Informed
+
+BETA = native.ADAPTERS[0]
+
+
+def make_state() -> tuple[Informed, list[InvalidObject]]:
+    invalid: list[InvalidObject] = []
+    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
+
+
+def member(name: str, group: str = "train", **pod: Any) -> dict[str, Any]:
+    return pod_object(name, spec_extra=scheduling_group(group), **pod)
+
+
+def decisions(state: Informed) -> list[Decision]:
+    made = []
+    while (decision := state.scheduler.next_decision()) is not None:
+        made.append(decision)
+    return made
+
+
+def key(name: str = "train") -> GroupKey:
+    return GroupKey("default", name, KIND_NATIVE_POD_GROUP)
+
+
+def test_a_gang_waits_for_its_podgroup_then_is_placed_whole() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.replace_pods([member(f"w-{i}") for i in range(4)])
+
+    [waiting] = decisions(state)
+    assert waiting.status.reason is Reason.GROUP_NOT_FOUND
+    assert "PodGroup default/train (scheduling.k8s.io) does not exist" in waiting.status.message
+
+    assert state.upsert_podgroup(native_podgroup_object("train", 4), BETA) == key()
+    [placed] = decisions(state)
+    assert placed.group == key()
+    assert len(placed.bindings) == 4
+    assert state.podgroups[key()].spec.min_member == 4
+
+
+def test_a_gang_that_does_not_fit_places_none() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.upsert_podgroup(native_podgroup_object("train", 4), BETA)
+    state.replace_pods([member(f"w-{i}") for i in range(4)])
+    [refused] = decisions(state)
+    assert refused.status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert not refused.bindings
+
+
+def test_basic_places_members_one_by_one() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.upsert_podgroup(native_podgroup_object("train", None), BETA)
+    state.replace_pods([member(f"w-{i}") for i in range(4)])
+    placed = [binding for decision in decisions(state) for binding in decision.bindings]
+    assert len(placed) == 3  # as many as fit; the fourth waits
+
+
+def test_the_topology_key_keeps_the_gang_in_one_domain() -> None:
+    state, _ = make_state()
+    state.replace_nodes(
+        [node_object(f"a{i}", cpu="1", labels={"rack": "a"}) for i in range(2)]
+        + [node_object(f"b{i}", cpu="1", labels={"rack": "b"}) for i in range(3)]
+    )
+    raw = native_podgroup_object("train", 3, schedulingConstraints={"topology": [{"key": "rack"}]})
+    state.upsert_podgroup(raw, BETA)
+    state.replace_pods([member(f"w-{i}") for i in range(3)])
+    [placed] = decisions(state)
+    assert sorted(binding.node for binding in placed.bindings) == ["b0", "b1", "b2"]
+
+
+def test_a_podgroup_of_ours_and_a_native_one_of_the_same_name_are_two_groups() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.upsert_podgroup(native_podgroup_object("train", 2), BETA)
+    state.replace_pods([member("w-0"), member("w-1"), pod_object("ours-0", group="train")])
+    made = decisions(state)
+    native_decision = next(d for d in made if d.group == key())
+    assert len(native_decision.bindings) == 2
+    ours = next(d for d in made if d.group == GroupKey("default", "train"))
+    assert ours.status.reason is Reason.GROUP_NOT_FOUND
+
+
+def test_resource_claims_are_refused_with_the_field_named() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object("n0")])
+    state.upsert_podgroup(native_podgroup_object("train", 1, resourceClaims=[{"name": "g"}]), BETA)
+    state.replace_pods([member("w-0")])
+    [refused] = decisions(state)
+    assert refused.status.reason is Reason.UNSUPPORTED_FIELD
+    assert "spec.resourceClaims" in refused.status.message
+
+
+def test_members_under_two_schedulers_wait_with_a_clear_reason() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object("n0")])
+    state.upsert_podgroup(native_podgroup_object("train", 2), BETA)
+    state.replace_pods([member("w-0"), member("w-1", scheduler="default-scheduler")])
+    [refused] = decisions(state)
+    assert refused.status.reason is Reason.SCHEDULER_CONFLICT
+    assert "coscheduler, default-scheduler" in refused.status.message
+    # The stray member goes: the group is ours alone again.
+    state.remove_pod(member("w-1", scheduler="default-scheduler"))
+    state.upsert_pod(member("w-2"))
+    [placed] = decisions(state)
+    assert len(placed.bindings) == 2
+
+
+def test_an_unreadable_podgroup_is_reported_and_its_pods_wait() -> None:
+    state, invalid = make_state()
+    state.replace_nodes([node_object("n0")])
+    bad = native_podgroup_object("train", 1)
+    bad["spec"]["schedulingPolicy"] = {"gang": {"minCount": -1}}
+    assert state.upsert_podgroup(bad, BETA) is None
+    [complaint] = invalid
+    assert (complaint.kind, complaint.api_version) == ("PodGroup", "scheduling.k8s.io/v1beta1")
+    state.replace_pods([member("w-0")])
+    [waiting] = decisions(state)
+    assert waiting.status.reason is Reason.GROUP_NOT_FOUND
+    assert state.unreadable_group(key()) is not None
+
+
+def test_the_policy_carries_priority_disruption_and_preemption() -> None:
+    state, _ = make_state()
+    state.replace_priority_classes(
+        [{"metadata": {"name": "high", "uid": "pc-high"}, "value": 1000}]
+    )
+    raw = native_podgroup_object(
+        "train",
+        2,
+        priorityClassName="high",
+        disruptionMode={"all": {}},
+        preemptionPolicy="Never",
+        labels={"scheduling.sigs.k8s.io/queue": "research"},
+    )
+    state.upsert_podgroup(raw, BETA)
+    policy = state.scheduler.policy(key())
+    assert policy is not None
+    assert (policy.priority, policy.evict_whole, policy.preempts) == (1000, True, False)
+    assert policy.queue == "research"
+
+
+def test_a_podgroup_deleted_makes_its_pods_wait_again() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object("n0", cpu="1")])
+    raw = native_podgroup_object("train", 2)
+    state.upsert_podgroup(raw, BETA)
+    state.replace_pods([member("w-0"), member("w-1")])
+    state.remove_podgroup(raw, BETA)
+    assert state.scheduler.policy(key()) is None
+    [waiting] = decisions(state)
+    assert waiting.status.reason is Reason.GROUP_NOT_FOUND
