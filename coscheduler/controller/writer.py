@@ -28,7 +28,7 @@ from collections import Counter
 import structlog
 
 from coscheduler.api.adapters import GroupObject
-from coscheduler.api.podgroup import PodGroupPhase
+from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
@@ -54,7 +54,9 @@ def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> 
     told = []
     for transition in transitions:
         if transition.reason in _PLACED and before not in _PLACED:
-            told.append(Transition("Normal", Reason.SCHEDULED, transition.message))
+            told.append(
+                Transition("Normal", Reason.SCHEDULED, transition.counts or transition.message)
+            )
         elif transition.kind == "Warning":
             told.append(transition)
     return told
@@ -153,7 +155,7 @@ class StatusWriter:
                 return
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
-            self._view.record_status(key, status, stored)
+            self._view.record_status(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
             return
         path = group.api.status_path(key.namespace, key.name)
@@ -175,8 +177,27 @@ class StatusWriter:
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
-        self._view.record_status(key, status, stored)
+        self._view.record_status(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
+
+    def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
+        """``status`` with the conditions the group gained while it was being written.
+
+        The preempter adds ``DisruptionTarget`` to the stored group at any time;
+        recorded over by a status derived before it came, it would be lost.
+        """
+        now = self._view.group(key)
+        if now is None or now is before:
+            return status
+        gained = [
+            condition
+            for condition in now.status.conditions
+            if before.status.condition(condition.type) is None
+            and status.condition(condition.type) is None
+        ]
+        if not gained:
+            return status
+        return status.model_copy(update={"conditions": [*status.conditions, *gained]})
 
     def _record(self, group: GroupObject, transitions: list[Transition]) -> None:
         ref = ObjectRef(

@@ -27,6 +27,7 @@ from coscheduler.runtime.informers.base import Informer
 from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
+from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
 from coscheduler.runtime.informers.podgroups import PodGroupInformer
 from coscheduler.runtime.informers.pods import PodInformer, UnreadablePods
@@ -56,6 +57,7 @@ class Informers:
     queues: QueueInformer
     budgets: BudgetInformer
     workloads: WorkloadInformer
+    native_workloads: NativeWorkloadInformer
     podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
 
     @classmethod
@@ -79,6 +81,7 @@ class Informers:
             owners=owners,
             adapters=adapters,
         )
+        owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
         pods = PodInformer(
             scheduler,
@@ -101,6 +104,7 @@ class Informers:
             queues=QueueInformer(scheduler, complaints, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
+            native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
             podgroups={
                 adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
                 for adapter in adapters
@@ -229,5 +233,12 @@ KINDS: tuple[Kind, ...] = (
         served=discovery.workloads,
         if_forbidden="Workload API served but not readable by this ServiceAccount: pods "
         f"naming a Workload wait; {_RBAC}",
+    ),
+    Kind(
+        "workloads.scheduling.k8s.io/native",
+        lambda informers: informers.native_workloads,
+        served=discovery.native_workloads,
+        if_forbidden="Workload API served but not readable by this ServiceAccount: a native "
+        f"PodGroup does not take its Workload's queue label; {_RBAC}",
     ),
 )
