@@ -79,10 +79,10 @@ class ClusterOptions:
     """An audit Policy (YAML); when set, kube-apiserver logs what it selects, as JSON lines,
     to ``<state dir>/logs/audit.log`` (the benchmarks count one client's requests so)."""
 
-
     def __post_init__(self) -> None:
         if self.job_workloads and not self.gang_api:
             raise ValueError("job_workloads needs gang_api: the Job's Workload is of that API")
+
 
 @dataclass
 class ClusterState:
