@@ -79,6 +79,11 @@ def _parser() -> argparse.ArgumentParser:
         help="enable the release's native gang API (its gates and scheduling.k8s.io versions)",
     )
     up.add_argument(
+        "--job-workloads",
+        action="store_true",
+        help="with --gang-api (1.36 on): the Job controller makes each Job a native gang",
+    )
+    up.add_argument(
         "--job-duration",
         type=float,
         default=1.0,
@@ -147,7 +152,11 @@ def cmd_up(args: argparse.Namespace, state_dir: Path) -> int:
         for text in args.taint:
             nodes.Taint.parse(text)
         build.ensure_built()
-        options = ClusterOptions(gang_api=args.gang_api, job_duration_seconds=args.job_duration)
+        options = ClusterOptions(
+            gang_api=args.gang_api,
+            job_workloads=args.job_workloads,
+            job_duration_seconds=args.job_duration,
+        )
         cluster = Cluster.start(state_dir, options, detached=True, report=_say)
         try:
             if args.nodes:

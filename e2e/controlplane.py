@@ -59,7 +59,11 @@ class ClusterOptions:
 
     gang_api: bool = False
     """Enable Kubernetes' own gang API of the running release (``versions.native_gang_*``)
-    on the API server and the controller manager (whose Job controller makes Workloads)."""
+    on the API server and the controller manager."""
+
+    job_workloads: bool = False
+    """With ``gang_api``, from 1.36 on: the Job controller gives each Job a Workload and a
+    PodGroup of Kubernetes' own, and its pods ``spec.schedulingGroup`` (``WorkloadWithJob``)."""
 
     job_duration_seconds: float = 1.0
     """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
@@ -74,6 +78,10 @@ class ClusterOptions:
     audit_policy: str | None = None
     """An audit Policy (YAML); when set, kube-apiserver logs what it selects, as JSON lines,
     to ``<state dir>/logs/audit.log`` (the benchmarks count one client's requests so)."""
+
+    def __post_init__(self) -> None:
+        if self.job_workloads and not self.gang_api:
+            raise ValueError("job_workloads needs gang_api: the Job's Workload is of that API")
 
 
 @dataclass
@@ -395,6 +403,10 @@ def _etcd_args(binary: Path, state: ClusterState) -> list[str]:
     ]
 
 
+def _gang_gates(options: ClusterOptions) -> str:
+    return versions.native_gang_feature_gates(job_workloads=options.job_workloads)
+
+
 def _apiserver_args(
     binaries: build.Binaries, state: ClusterState, material: pki.Pki, options: ClusterOptions
 ) -> list[str]:
@@ -421,7 +433,7 @@ def _apiserver_args(
     ]
     if options.gang_api:
         args += [
-            f"--feature-gates={versions.native_gang_feature_gates()}",
+            f"--feature-gates={_gang_gates(options)}",
             f"--runtime-config={versions.native_gang_runtime_config()}",
         ]
     if options.audit_policy:
@@ -440,7 +452,7 @@ def _manager_args(
     binaries: build.Binaries, state: ClusterState, material: pki.Pki, options: ClusterOptions
 ) -> list[str]:
     kubeconfig = state.kubeconfig
-    gates = [f"--feature-gates={versions.native_gang_feature_gates()}"] if options.gang_api else []
+    gates = [f"--feature-gates={_gang_gates(options)}"] if options.gang_api else []
     return [
         str(binaries.kube_controller_manager),
         f"--kubeconfig={kubeconfig}",

@@ -4,14 +4,19 @@
 
 1. builds the local control plane the first time (minutes, with progress),
    else takes it from the cache;
-2. starts the sandbox (or reuses the running one) with 5 general nodes of
-   8 cpu and 2 GPU nodes (4 ``nvidia.com/gpu`` each, tainted);
+2. starts the sandbox (or reuses the running one) with Kubernetes' own gang
+   API on (``ClusterOptions(gang_api=True)``), 5 general nodes of 8 cpu and
+   2 GPU nodes (4 ``nvidia.com/gpu`` each, tainted);
 3. installs the PodGroup and Queue CRDs and starts ``coscheduler run`` in the
    background (its log in ``.e2e/logs/coscheduler.log``);
 4. applies examples from ``manifests/examples/`` in namespace ``demo``: the
-   seed gang, a GPU gang and two contending Jobs of which only one fits;
-5. shows ``kubectl get podgroups,pods -o wide`` as they change, then
-   ``kubectl describe podgroup`` of a waiting gang and of a running one;
+   seed gang, a GPU gang, two contending Jobs of which only one fits, and a
+   gang made with Kubernetes' own PodGroup (``native-gang.yaml``);
+5. shows ``kubectl get pg,podgroups.scheduling.k8s.io,pods -o wide`` as they
+   change (``pg`` is ours: the plural ``podgroups`` names Kubernetes' own
+   kind on a cluster serving it), then ``kubectl describe pg`` of a waiting
+   gang and of a running one, and ``kubectl describe podgroup`` of the
+   native gang (the status coscheduler writes there);
 5b. adds 3 nodes and applies ``teams.yaml`` (two teams' Queues and their
    Jobs), then shows ``kubectl get queues`` and ``kubectl describe queue``;
 6. leaves everything running and says how to explore and how to stop.
@@ -41,6 +46,15 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "manifests" / "examples"
 NAMESPACE = "demo"
 SHOWN = ("seed-gang.yaml", "gpu-gang.yaml", "contention-pair.yaml")
+#: Applied where Kubernetes' own PodGroup v1beta1 is served (1.37 with the gang API).
+NATIVE_EXAMPLE = "native-gang.yaml"
+#: Ours are ``pg`` (or ``podgroups.scheduling.sigs.k8s.io``): on a cluster serving
+#: Kubernetes' own PodGroup, ``podgroup`` names that kind.
+OURS = "pg"
+NATIVE = "podgroups.scheduling.k8s.io"
+NATIVE_GANG = "native-train"
+#: The condition coscheduler writes on Kubernetes' own PodGroup once it is placed.
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 
 
 def _say(message: str) -> None:
@@ -50,13 +64,17 @@ def _say(message: str) -> None:
 def _sandbox(state_dir: Path) -> Cluster:
     cluster = Cluster.attach(state_dir)
     if cluster is not None and cluster.is_running():
-        _say(f"reusing the running sandbox at {cluster.server}")
-        return cluster
+        if cluster.state.options.get("gang_api"):
+            _say(f"reusing the running sandbox at {cluster.server}")
+            return cluster
+        _say("the running sandbox lacks Kubernetes' own gang API: starting it again")
     if cluster is not None:
+        _stop_scheduler(state_dir)
         cluster.stop()
     _say("building (first time only) and starting the sandbox control plane")
     build.ensure_built()
-    cluster = Cluster.start(state_dir, ClusterOptions(), detached=True,
+    # The gang API of the release (scheduling.k8s.io PodGroups) for native-gang.yaml.
+    cluster = Cluster.start(state_dir, ClusterOptions(gang_api=True), detached=True,
                             report=lambda m: print(f"    {m}", flush=True))  # fmt: skip
     general = [nodes.NodeSpec(name=f"general-{i}", cpu="8", memory="32Gi") for i in range(5)]
     gpu = [
@@ -109,14 +127,25 @@ def _kubectl(cluster: Cluster, *args: str) -> str:
     return cluster.kubectl(*args, check=False).stdout
 
 
+def _native_served(cluster: Cluster) -> bool:
+    return cluster.api.get_or_none(f"/apis/{NATIVE.split('.', 1)[1]}/v1beta1") is not None
+
+
 def _show(cluster: Cluster, title: str) -> None:
-    print(f"\n--- {title}: kubectl get podgroups,pods -n {NAMESPACE} -o wide", flush=True)
-    print(_kubectl(cluster, "get", "podgroups,pods", "-n", NAMESPACE, "-o", "wide"), flush=True)
+    kinds = f"{OURS},{NATIVE},pods" if _native_served(cluster) else f"{OURS},pods"
+    print(f"\n--- {title}: kubectl get {kinds} -n {NAMESPACE} -o wide", flush=True)
+    print(_kubectl(cluster, "get", kinds, "-n", NAMESPACE, "-o", "wide"), flush=True)
 
 
 def _phase(cluster: Cluster, group: str) -> str:
-    return _kubectl(cluster, "get", "podgroup", group, "-n", NAMESPACE,
+    return _kubectl(cluster, "get", OURS, group, "-n", NAMESPACE,
                     "-o", "jsonpath={.status.phase}").strip()  # fmt: skip
+
+
+def _native_placed(cluster: Cluster, group: str) -> bool:
+    jsonpath = f"jsonpath={{.status.conditions[?(@.type=='{INITIALLY_SCHEDULED}')].status}}"
+    status = _kubectl(cluster, "get", NATIVE, group, "-n", NAMESPACE, "-o", jsonpath)
+    return status.strip() == "True"
 
 
 def up(state_dir: Path, *, watch_seconds: float) -> int:
@@ -135,11 +164,13 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
     process = _scheduler(cluster, state_dir)
     print(f"    pid {process.pid}, log {process.log_path}")
 
-    _say(f"applying examples in namespace {NAMESPACE}: {', '.join(SHOWN)}")
+    native = _native_served(cluster)
+    shown = (*SHOWN, NATIVE_EXAMPLE) if native else SHOWN
+    _say(f"applying examples in namespace {NAMESPACE}: {', '.join(shown)}")
     _kubectl(cluster, "create", "namespace", NAMESPACE)
     wait_for(lambda: _kubectl(cluster, "get", "serviceaccount", "default", "-n", NAMESPACE),
              describe="the demo namespace's default ServiceAccount")  # fmt: skip
-    for name in SHOWN:
+    for name in shown:
         print(f"\n$ kubectl apply -n {NAMESPACE} -f manifests/examples/{name}")
         print(_kubectl(cluster, "apply", "-n", NAMESPACE, "-f", str(EXAMPLES / name)), end="")
         if name == "seed-gang.yaml":
@@ -156,6 +187,7 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
         settled = (
             phases["seed"] == "Running" and phases["llm"] == "Running"
             and sorted([phases["contender-a"], phases["contender-b"]]) == ["Pending", "Running"]
+            and (not native or _native_placed(cluster, NATIVE_GANG))
         )  # fmt: skip
         if time.monotonic() - shown_at > 5 or settled:
             _show(cluster, f"after {watch_seconds - (deadline - time.monotonic()):.0f}s")
@@ -168,16 +200,22 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
         (g for g in ("contender-a", "contender-b") if _phase(cluster, g) == "Pending"),
         "contender-b",
     )
-    _say(f"a waiting gang: kubectl describe podgroup {waiting} -n {NAMESPACE}")
-    print(_kubectl(cluster, "describe", "podgroup", waiting, "-n", NAMESPACE))
-    _say(f"a running gang: kubectl describe podgroup seed -n {NAMESPACE}")
-    print(_kubectl(cluster, "describe", "podgroup", "seed", "-n", NAMESPACE))
+    _say(f"a waiting gang: kubectl describe {OURS} {waiting} -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", OURS, waiting, "-n", NAMESPACE))
+    _say(f"a running gang: kubectl describe {OURS} seed -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", OURS, "seed", "-n", NAMESPACE))
+    if native:
+        _say(
+            f"Kubernetes' own PodGroup, placed by coscheduler: "
+            f"kubectl describe podgroup {NATIVE_GANG} -n {NAMESPACE}"
+        )
+        print(_kubectl(cluster, "describe", "podgroup", NATIVE_GANG, "-n", NAMESPACE))
 
     _teams(cluster)
 
     _say("the sandbox stays up; explore it")
     print(
-        f"""    python -m e2e.cluster kubectl get podgroups -A        (any kubectl command)
+        f"""    python -m e2e.cluster kubectl get pg,podgroups -A   (any kubectl; pg is ours)
     python -m e2e.cluster kubectl apply -n {NAMESPACE} -f manifests/examples/roles-gang.yaml
     python -m e2e.cluster nodes add --count 2 --cpu 8 --memory 32Gi
     curl -s http://127.0.0.1:{process.port}/metrics | grep ^coscheduler_
@@ -222,8 +260,8 @@ def _teams(cluster: Cluster) -> None:
     print(_kubectl(cluster, "get", "queues"))
     _say("kubectl describe queue team-b")
     print(_kubectl(cluster, "describe", "queue", "team-b"))
-    _say(f"the gang the queue holds back: kubectl describe podgroup {waiting} -n {NAMESPACE}")
-    print(_kubectl(cluster, "describe", "podgroup", waiting, "-n", NAMESPACE))
+    _say(f"the gang the queue holds back: kubectl describe {OURS} {waiting} -n {NAMESPACE}")
+    print(_kubectl(cluster, "describe", OURS, waiting, "-n", NAMESPACE))
 
 
 def down(state_dir: Path) -> int:

@@ -13,8 +13,10 @@ session, also on failure or Ctrl-C. If any test failed, the components' logs
 are copied to ``.e2e/test-logs/`` before the temporary directory is removed.
 
 Environment:
-- The API server serves the native gang API (``Workload``, ``spec.workloadRef``),
-  which coscheduler reads; ``COSCHEDULER_E2E_GANG_API=0`` starts it without.
+- The API server serves the native gang API of its release (1.35: ``Workload``,
+  ``spec.workloadRef``; 1.36 on: ``PodGroup``, ``spec.schedulingGroup``);
+  ``COSCHEDULER_E2E_GANG_API=0`` starts it without. ``COSCHEDULER_E2E_JOB_WORKLOADS=1``
+  (1.36 on) also has the Job controller make every Job a native gang (``WorkloadWithJob``).
 - ``COSCHEDULER_E2E_KEEP=1`` keeps the cluster's state directory (logs, certs).
 
 Every test that uses the cluster is held to the gang invariant (``whole_gangs``,
@@ -58,7 +60,10 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         build.ensure_built()
     interrupt_on_sigterm()  # a CI runner's SIGTERM then unwinds through the finalisers below
-    options = ClusterOptions(gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") != "0")
+    options = ClusterOptions(
+        gang_api=os.environ.get("COSCHEDULER_E2E_GANG_API") != "0",
+        job_workloads=os.environ.get("COSCHEDULER_E2E_JOB_WORKLOADS") == "1",
+    )
     state_dir = Path(tempfile.mkdtemp(prefix="coscheduler-e2e-"))
     failed = True
     try:
@@ -160,11 +165,17 @@ def node_factory(cluster: Cluster) -> Iterator[NodeFactory]:
 GROUP_COLLECTIONS = (
     ("scheduling.sigs.k8s.io/v1alpha1", "podgroups"),
     ("scheduling.x-k8s.io/v1alpha1", "podgroups"),
+    ("scheduling.volcano.sh/v1beta1", "podgroups"),
+    ("scheduler.tensorstack.dev/v1beta1", "podgroups"),
     ("scheduling.k8s.io/v1alpha1", "workloads"),
     ("scheduling.k8s.io/v1beta1", "podgroups"),
     ("scheduling.k8s.io/v1alpha2", "podgroups"),
 )
 """(apiVersion, plural) of the kinds that give a gang its minMember (one not served: skipped)."""
+
+
+OUR_SCHEDULER_NAMES = ("coscheduler", "volcano", "t9k-scheduler")
+"""The names tests run coscheduler under (another's, to stand in for it): their gangs are ours."""
 
 
 class GangCheck:
@@ -231,7 +242,7 @@ def whole_gangs(request: pytest.FixtureRequest) -> Iterator[None]:
     check = GangCheck(
         running.api,
         burst_seconds=float(kwargs.get("seconds", gangs.DEFAULT_BURST_SECONDS)),
-        scheduler_names=tuple(kwargs.get("scheduler_names", ("coscheduler",))),
+        scheduler_names=tuple(kwargs.get("scheduler_names", OUR_SCHEDULER_NAMES)),
     )
     request.node.stash[GANG_CHECK] = check
     yield

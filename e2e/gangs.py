@@ -28,7 +28,9 @@ a member bound alone, or a replacement bound into a gang whose other members
 then go (issue #26), was.
 
 Membership: the group label of coscheduler (``scheduling.sigs.k8s.io/pod-group``)
-or of the legacy APIs, in the pod's namespace; an unlabelled pod whose
+or of the legacy APIs, T9k's label or Volcano's annotation, in the pod's
+namespace (a T9k role's or Volcano task's minimums raise ``minMember`` to
+their sum); an unlabelled pod whose
 controlling owner is a Job joins the group named after the Job when one is
 known (coscheduler makes it for a Job that asks for a gang); a pod with
 ``spec.workloadRef`` joins that podGroup of the native Workload; a pod with
@@ -53,9 +55,17 @@ GROUP_LABELS: tuple[str, ...] = (
     "scheduling.sigs.k8s.io/pod-group",
     "pod-group.scheduling.sigs.k8s.io",
     "scheduling.x-k8s.io/pod-group",
+    "scheduler.tensorstack.dev/group-name",
 )
 """Labels that name a pod's PodGroup, coscheduler's first (the order it reads them)."""
-PODGROUP_API_VERSIONS = ("scheduling.sigs.k8s.io/v1alpha1", "scheduling.x-k8s.io/v1alpha1")
+GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+"""Volcano's pod annotations that name its group, read after the labels."""
+PODGROUP_API_VERSIONS = (
+    "scheduling.sigs.k8s.io/v1alpha1",
+    "scheduling.x-k8s.io/v1alpha1",
+    "scheduling.volcano.sh/v1beta1",
+    "scheduler.tensorstack.dev/v1beta1",
+)
 WORKLOAD_API_VERSION = "scheduling.k8s.io/v1alpha1"
 #: Kubernetes' own PodGroup (1.36: v1alpha2, 1.37: v1beta1).
 NATIVE_PODGROUP_API_VERSIONS = ("scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2")
@@ -127,7 +137,9 @@ def min_members(objects: Iterable[Json]) -> dict[GangKey, int]:
         spec = _mapping(obj.get("spec"))
         version = obj.get("apiVersion")
         if version in PODGROUP_API_VERSIONS:
-            found[(namespace, name)] = _positive(spec.get("minMember"), default=1)
+            found[(namespace, name)] = max(
+                _positive(spec.get("minMember"), default=1), _floor_of_roles(spec)
+            )
         elif version in NATIVE_PODGROUP_API_VERSIONS:
             gang = _mapping(_mapping(spec.get("schedulingPolicy")).get("gang"))
             if gang:  # basic: its members are placed one by one, no gang to judge
@@ -139,6 +151,13 @@ def min_members(objects: Iterable[Json]) -> dict[GangKey, int]:
                 if gang and isinstance(group_name, str):
                     found[(namespace, f"{name}/{group_name}")] = _positive(gang.get("minCount"))
     return found
+
+
+def _floor_of_roles(spec: Mapping[str, Any]) -> int:
+    """The roles' (T9k) or tasks' (Volcano) minimums together: a pod has one."""
+    minimums = [_mapping(role).get("minMember") for role in spec.get("roles") or []]
+    minimums += list(_mapping(spec.get("minTaskMember")).values())
+    return sum(_positive(value, default=0) for value in minimums)
 
 
 def _positive(value: object, default: int = 1) -> int:
@@ -160,6 +179,11 @@ def gang_of(
     labels = _mapping(meta.get("labels"))
     for label in group_labels:
         value = labels.get(label)
+        if isinstance(value, str) and value:
+            return (namespace, value)
+    annotations = _mapping(meta.get("annotations"))
+    for annotation in GROUP_ANNOTATIONS:
+        value = annotations.get(annotation)
         if isinstance(value, str) and value:
             return (namespace, value)
     native = _mapping(_mapping(pod.get("spec")).get("schedulingGroup")).get("podGroupName")
@@ -199,6 +223,11 @@ def slim(pod: Json) -> Json:
         for key in ("name", "namespace", "uid", "labels", "ownerReferences", "deletionTimestamp")
         if key in meta
     }
+    annotations = _mapping(meta.get("annotations"))
+    if any(key in annotations for key in GROUP_ANNOTATIONS):
+        kept_meta["annotations"] = {
+            k: annotations[k] for k in GROUP_ANNOTATIONS if k in annotations
+        }
     kept_spec = {
         key: spec[key]
         for key in ("nodeName", "schedulerName", "workloadRef", "schedulingGroup")

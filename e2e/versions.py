@@ -80,24 +80,32 @@ def minor(kubernetes: str = KUBERNETES) -> int:
     return int(kubernetes.removeprefix("v").split(".")[1])
 
 
-def native_gang_feature_gates(kubernetes: str = KUBERNETES) -> str:
+def native_gang_feature_gates(kubernetes: str = KUBERNETES, *, job_workloads: bool = False) -> str:
     """The ``--feature-gates`` that turn on Kubernetes' own gang API in a release.
 
     1.35: the Workload API and its GangScheduling plugin (both alpha). 1.36
     splits the gang out of the Workload into PodGroups (``v1alpha2``) and adds
-    topology-aware scheduling and the Job controller's Workloads. 1.37: the
-    API is beta (``GangScheduling`` merged into ``GenericWorkload``, still off
-    by default) and CompositePodGroup and per-group preemption policy arrive.
+    topology-aware scheduling. 1.37: the API is beta (``GangScheduling``
+    merged into ``GenericWorkload``, still off by default) and CompositePodGroup
+    and per-group preemption policy arrive.
+
+    ``job_workloads`` adds ``WorkloadWithJob`` (1.36 on): the Job controller
+    then gives every Job without an owner a Workload and a PodGroup and its
+    pods ``spec.schedulingGroup``, which makes every Job a native gang; so it
+    is a choice of its own, not part of the gang API.
     """
     release = minor(kubernetes)
     if release <= 35:
+        if job_workloads:
+            raise ValueError(f"the Job controller of {kubernetes} makes no Workloads (1.36 on)")
         gates = ["GenericWorkload", "GangScheduling"]
     elif release == 36:
-        gates = ["GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling",
-                 "WorkloadWithJob"]  # fmt: skip
+        gates = ["GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling"]
     else:
         gates = ["GenericWorkload", "TopologyAwareWorkloadScheduling", "CompositePodGroup",
-                 "WorkloadWithJob", "PodGroupPreemptionPolicy"]  # fmt: skip
+                 "PodGroupPreemptionPolicy"]  # fmt: skip
+    if job_workloads:
+        gates.append("WorkloadWithJob")
     return ",".join(f"{gate}=true" for gate in gates)
 
 

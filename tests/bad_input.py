@@ -456,6 +456,47 @@ def xk8s_podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
     )
 
 
+def volcano_podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
+    """Volcano's PodGroups (``scheduling.volcano.sh/v1beta1``): tasks, queue, topology."""
+    base = _podgroup_base(namespace, "scheduling.volcano.sh/v1beta1")
+    base["spec"] = {"minMember": 2}
+    task_minimums = st.dictionaries(names().filter(lambda n: isinstance(n, str)), counts())
+    return _mutated(
+        base,
+        {
+            "metadata.name": names(),
+            "spec": _or_missing(_anything()),
+            "spec.minMember": _or_missing(counts()),
+            "spec.minTaskMember": st.one_of(task_minimums, _anything()),
+            "spec.minResources": _resource_lists(),
+            "spec.priorityClassName": _or_missing(_anything()),
+            "spec.queue": _or_missing(names()),
+            "spec.networkTopology": _or_missing(_anything()),
+            "spec.subGroupPolicy": _or_missing(_anything()),
+            "status": _anything(),
+        },
+    )
+
+
+def t9k_podgroups(namespace: str | None = None) -> st.SearchStrategy[Sample]:
+    """T9k's PodGroups (``scheduler.tensorstack.dev/v1beta1``): roles, priority 0-100."""
+    base = _podgroup_base(namespace, "scheduler.tensorstack.dev/v1beta1")
+    base["spec"] = {"minMember": 2}
+    return _mutated(
+        base,
+        {
+            "metadata.name": names(),
+            "spec": _or_missing(_anything()),
+            "spec.minMember": _or_missing(counts()),
+            "spec.roles": _role_lists(),
+            "spec.priority": _or_missing(st.one_of(counts(), _anything())),
+            "spec.queue": _or_missing(names()),
+            "spec.topologyPolicy": _or_missing(_anything()),
+            "status": _anything(),
+        },
+    )
+
+
 # -- pods -----------------------------------------------------------------------
 
 

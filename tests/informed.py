@@ -167,6 +167,12 @@ class Informed:
     def remove_composite(self, raw: Raw) -> None:
         self.informers.composites.remove(raw)
 
+    def upsert_native_workload(self, raw: Raw) -> tuple[str, str] | None:
+        return self.informers.native_workloads.upsert(raw)
+
+    def remove_native_workload(self, raw: Raw) -> None:
+        self.informers.native_workloads.remove(raw)
+
     def replace_queues(self, objects: Iterable[Raw]) -> None:
         self.informers.queues.replace(objects)
 

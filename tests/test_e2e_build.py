@@ -116,6 +116,13 @@ def test_each_release_turns_on_the_gang_api_it_has() -> None:
     assert "GangScheduling=true" in versions.native_gang_feature_gates("v1.36.3")
     assert "GangScheduling" not in versions.native_gang_feature_gates("v1.37.2")
     assert "CompositePodGroup=true" in versions.native_gang_feature_gates("v1.37.2")
+    # The Job controller's Workloads make every Job a native gang: only when asked.
+    assert "WorkloadWithJob" not in versions.native_gang_feature_gates("v1.37.2")
+    assert "WorkloadWithJob=true" in versions.native_gang_feature_gates(
+        "v1.36.3", job_workloads=True
+    )
+    with pytest.raises(ValueError, match=r"1\.36 on"):
+        versions.native_gang_feature_gates("v1.35.4", job_workloads=True)
     assert versions.native_gang_runtime_config("v1.35.4") == "scheduling.k8s.io/v1alpha1=true"
     assert versions.native_gang_runtime_config("v1.36.3") == "scheduling.k8s.io/v1alpha2=true"
     assert versions.native_gang_runtime_config("v1.37.2") == (

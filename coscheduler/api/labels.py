@@ -3,7 +3,8 @@
 A pod joins the group named by its ``scheduling.sigs.k8s.io/pod-group`` label,
 in its own namespace. Users migrating from the scheduler-plugins coscheduler
 (either of its generations) keep their labels: the aliases are read too, the
-canonical key first.
+canonical key first. So do users of Volcano and T9k: Volcano's group
+annotations and task, T9k's group and role labels are read after ours.
 """
 
 from __future__ import annotations
@@ -24,11 +25,18 @@ POD_GROUP_LABEL_ALIASES: Final = (
     "pod-group.scheduling.sigs.k8s.io",
     "scheduling.x-k8s.io/pod-group",
 )
+#: T9k's label naming a pod's group (``scheduler.tensorstack.dev``).
+T9K_GROUP_LABEL: Final = "scheduler.tensorstack.dev/group-name"
 #: Every key read for the group name, canonical first.
-POD_GROUP_LABELS: Final = (POD_GROUP_LABEL, *POD_GROUP_LABEL_ALIASES)
+POD_GROUP_LABELS: Final = (POD_GROUP_LABEL, *POD_GROUP_LABEL_ALIASES, T9K_GROUP_LABEL)
+#: Volcano names a pod's group in an annotation, not a label; read after the labels.
+POD_GROUP_ANNOTATIONS: Final = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 
 #: The label naming a pod's role within its group (see ``spec.roles``).
 ROLE_LABEL: Final = f"{GROUP}/role"
+#: T9k's role label; Volcano's task (an annotation, or a label), read in this order after ours.
+T9K_ROLE_LABEL: Final = "scheduler.tensorstack.dev/role"
+VOLCANO_TASK_KEY: Final = "volcano.sh/task-spec"
 
 #: PodGroup annotation: seconds the group must have run (whole) before it may
 #: be preempted. An annotation, not a spec field, so that every PodGroup API
@@ -39,19 +47,25 @@ MIN_RUN_SECONDS_ANNOTATION: Final = f"{GROUP}/min-run-seconds"
 DEFAULT_SCHEDULER_NAME: Final = "coscheduler"
 
 
-def pod_group_name(labels: Mapping[str, str] | None) -> str | None:
+def _first(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> str | None:
+    if not values:
+        return None
+    return next((values[key] for key in keys if values.get(key)), None)
+
+
+def pod_group_name(
+    labels: Mapping[str, str] | None, annotations: Mapping[str, str] | None = None
+) -> str | None:
     """The name of the pod's PodGroup, or None for a pod that is a gang of one."""
-    if not labels:
-        return None
-    for key in POD_GROUP_LABELS:
-        name = labels.get(key)
-        if name:
-            return name
-    return None
+    return _first(labels, POD_GROUP_LABELS) or _first(annotations, POD_GROUP_ANNOTATIONS)
 
 
-def pod_role(labels: Mapping[str, str] | None) -> str | None:
+def pod_role(
+    labels: Mapping[str, str] | None, annotations: Mapping[str, str] | None = None
+) -> str | None:
     """The pod's role within its group, or None when it has none."""
-    if not labels:
-        return None
-    return labels.get(ROLE_LABEL) or None
+    return (
+        _first(labels, (ROLE_LABEL, T9K_ROLE_LABEL))
+        or _first(annotations, (VOLCANO_TASK_KEY,))
+        or _first(labels, (VOLCANO_TASK_KEY,))
+    )

@@ -87,6 +87,9 @@ class GangOwner:
     scheduler_name: str = ""
     #: Being deleted: its PodGroup goes with it, none is made.
     deleting: bool = False
+    #: The most pods it runs at once: ``spec.parallelism``, capped by the completions
+    #: left; None when its sizes cannot be read.
+    most_pods: int | None = None
 
     @property
     def key(self) -> str:
@@ -109,6 +112,7 @@ class GangOwner:
         spec = _mapping(raw.get("spec"))
         template = _mapping(_mapping(spec.get("template")).get("spec"))
         scheduler = template.get("schedulerName")
+        sizes = _job_sizes(spec, raw, None)
         owner = cls(
             kind="Job",
             namespace=namespace,
@@ -116,6 +120,7 @@ class GangOwner:
             uid=uid,
             scheduler_name=scheduler if isinstance(scheduler, str) and scheduler else "",
             deleting=meta.get("deletionTimestamp") is not None,
+            most_pods=_most_pods(*sizes[:3]) if sizes[3] is None else None,
         )
         annotations = _mapping(meta.get("annotations"))
         value = annotations.get(GANG_ANNOTATION)
@@ -233,6 +238,13 @@ def _job_sizes(
     if isinstance(succeeded, bool) or not isinstance(succeeded, int):
         succeeded = 0
     return (parallelism if parallelism is not None else 1), completions, succeeded, problem
+
+
+def _most_pods(parallelism: int, completions: int | None, succeeded: int) -> int:
+    """How many pods a Job runs at once: its parallelism, but no more than it has left to do."""
+    if completions is None:
+        return max(0, parallelism)
+    return max(0, min(parallelism, completions - succeeded))
 
 
 def _mapping(value: object) -> Mapping[str, Any]:

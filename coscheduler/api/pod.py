@@ -23,7 +23,12 @@ from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.fields import TOO_LARGE, FieldReader, ObjectParseError
-from coscheduler.api.labels import pod_group_name, pod_role
+from coscheduler.api.labels import (
+    POD_GROUP_ANNOTATIONS,
+    VOLCANO_TASK_KEY,
+    pod_group_name,
+    pod_role,
+)
 from coscheduler.api.node_selector import (
     NodeSelectorTerm,
     parse_node_selector,
@@ -52,6 +57,7 @@ __all__ = [
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
+MEMBERSHIP_ANNOTATIONS: Final = (*POD_GROUP_ANNOTATIONS, VOLCANO_TASK_KEY)
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 
 
@@ -304,6 +310,17 @@ def _pod_requests(
     return requests
 
 
+def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
+    """The pod annotations that name its group or task in Volcano's API."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {
+        key: reader.text(raw[key], f"metadata.annotations.{key}")
+        for key in MEMBERSHIP_ANNOTATIONS
+        if key in raw
+    }
+
+
 def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     if not isinstance(raw, Mapping):
         raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
@@ -320,6 +337,8 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         raise reader.fail("metadata.name is missing")
     uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
     labels = reader.strings(meta.get("labels"), "metadata.labels")
+    # Only the few keys that name a group or a task: other annotations may hold anything.
+    annotations = _membership_annotations(reader, meta.get("annotations"))
     owner_uid, owner_name, owner_kind = _controller_owner(reader, meta)
     spec = reader.mapping(raw.get("spec"), "spec")
     status = reader.mapping(raw.get("status"), "status")
@@ -345,8 +364,8 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         name=name,
         uid=uid,
         labels=labels,
-        group=pod_group_name(labels),
-        role=pod_role(labels),
+        group=pod_group_name(labels, annotations),
+        role=pod_role(labels, annotations),
         scheduler_name=reader.text(
             spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"
         ),

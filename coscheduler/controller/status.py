@@ -70,6 +70,8 @@ class Transition:
     kind: str  # "Normal" or "Warning"
     reason: str  # a Reason, or the new phase's name
     message: str
+    #: A phase change's counts alone, without our phase names (for upstream's kinds).
+    counts: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,14 +291,16 @@ def _transitions(
         kind = (
             "Warning" if status.phase in (PodGroupPhase.FAILED, PodGroupPhase.UNKNOWN) else "Normal"
         )
+        counts = (
+            f"{status.scheduled} scheduled, {status.running} running, "
+            f"{status.succeeded} succeeded, {status.failed} failed (minMember {min_member})"
+        )
         transitions.append(
             Transition(
                 kind,
                 status.phase.value,
-                f"phase {previous.phase.value} -> {status.phase.value}: "
-                f"{status.scheduled} scheduled, {status.running} running, "
-                f"{status.succeeded} succeeded, {status.failed} failed "
-                f"(minMember {min_member})",
+                f"phase {previous.phase.value} -> {status.phase.value}: {counts}",
+                counts,
             )
         )
     before = previous.condition(ConditionType.UNSCHEDULABLE)

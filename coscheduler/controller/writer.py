@@ -9,8 +9,9 @@ become one status write, not dozens. Per dirty group, one round:
 2. renders it in the group's own API shape (its adapter's) and writes it
    with a merge patch of ``/status`` only if that differs from what the API
    server holds (as last seen or written); a group of a shared API
-   (``scheduling.x-k8s.io``) none of whose members is ours is left to the
-   scheduler its members name;
+   (``scheduling.x-k8s.io``, Volcano's, T9k's) none of whose members is ours
+   is left to the scheduler its members name (one with no members yet is
+   written when we run under its API's own scheduler name);
 3. records an Event on the PodGroup for each transition (phase changes,
    a new reason for being unschedulable). A native Workload's gangs have no
    status to write (their adapter's stored form never changes): they get
@@ -27,7 +28,7 @@ from collections import Counter
 import structlog
 
 from coscheduler.api.adapters import GroupObject
-from coscheduler.api.podgroup import PodGroupPhase
+from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
@@ -53,7 +54,9 @@ def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> 
     told = []
     for transition in transitions:
         if transition.reason in _PLACED and before not in _PLACED:
-            told.append(Transition("Normal", Reason.SCHEDULED, transition.message))
+            told.append(
+                Transition("Normal", Reason.SCHEDULED, transition.counts or transition.message)
+            )
         elif transition.kind == "Warning":
             told.append(transition)
     return told
@@ -125,10 +128,15 @@ class StatusWriter:
         members = self._view.members(key)
         adapter = group.adapter
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
-        # A native group (or composite) whose members are all gone (evicted whole
-        # by us) may still have a condition to tell; its status reads back unchanged otherwise.
+        # A shared API's group none of whose members is ours is left to its own
+        # scheduler, but not one with no members: a native group or composite whose
+        # members are all gone (evicted whole by us) may still have a condition to
+        # tell, and a group with no pods yet is ours when we stand in for the API's
+        # own scheduler (operators in Volcano mode make the pods once it is Inqueue).
         upstream = group.native is not None or group.composite is not None
-        if adapter.shared and not ours and (members or not upstream):
+        standing_in = group.api.home_scheduler == self._scheduler_name
+        memberless_ours = not members and (upstream or standing_in)
+        if adapter.shared and not ours and not memberless_ours:
             return  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
@@ -148,7 +156,7 @@ class StatusWriter:
                 return
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
-            self._view.record_status(key, status, stored)
+            self._view.record_status(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
             return
         path = group.api.status_path(key.namespace, key.name)
@@ -170,8 +178,27 @@ class StatusWriter:
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
-        self._view.record_status(key, status, stored)
+        self._view.record_status(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
+
+    def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
+        """``status`` with the conditions the group gained while it was being written.
+
+        The preempter adds ``DisruptionTarget`` to the stored group at any time;
+        recorded over by a status derived before it came, it would be lost.
+        """
+        now = self._view.group(key)
+        if now is None or now is before:
+            return status
+        gained = [
+            condition
+            for condition in now.status.conditions
+            if before.status.condition(condition.type) is None
+            and status.condition(condition.type) is None
+        ]
+        if not gained:
+            return status
+        return status.model_copy(update={"conditions": [*status.conditions, *gained]})
 
     def _record(self, group: GroupObject, transitions: list[Transition]) -> None:
         ref = ObjectRef(

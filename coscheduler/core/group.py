@@ -132,6 +132,9 @@ class GroupPolicy:
     #: Why the group may not be placed as it is (a field not honoured yet, members
     #: under two schedulers), with the reason: it waits, saying so.
     refused: tuple[Reason, str] | None = None
+    #: What creates the members (``Job ns/name``) and the most pods it runs at
+    #: once, when known: a gang larger than that never gathers, and is told so.
+    creator: tuple[str, int] | None = None
 
     @property
     def key(self) -> GroupKey:

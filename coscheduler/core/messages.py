@@ -28,6 +28,7 @@ from coscheduler.core.group import (
 from coscheduler.core.resources import format_amounts
 
 __all__ = [
+    "creator_too_small",
     "group_not_found",
     "min_resources_exceed",
     "not_enough_members",
@@ -136,4 +137,14 @@ def unsupported(pods: Sequence[PodInfo]) -> str:
     return (
         f"pod {first.key} asks for {', '.join(first.asks.unsupported)}: coscheduler does not "
         "honour this yet, so the pod is not placed, nor its gang (see the README's pod fields)"
+    )
+
+
+def creator_too_small(existing: int, minimum: int, creator: str, most: int) -> str:
+    """A gang its creator can never fill: ``3/4 members exist, and Job ns/train runs ...``."""
+    return (
+        f"{existing}/{minimum} members exist, and {creator} runs at most {most} "
+        f"pod{'s' if most != 1 else ''} at once (its parallelism, capped by the completions "
+        f"left): the gang of {minimum} can never gather; lower minCount to {most} or raise "
+        "the Job's parallelism"
     )

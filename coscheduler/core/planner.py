@@ -13,7 +13,9 @@ order; the first that ends the attempt decides:
 1c. A pending member whose claims are not ready (:mod:`~coscheduler.core.volumes`)
    holds its group: ``VolumeNotReady``, retried when volumes change.
 2. Members must exist: at least ``minMember`` pending + bound, and per role at
-   least its minimum; otherwise the group waits: ``NotEnoughMembers``.
+   least its minimum; otherwise the group waits: ``NotEnoughMembers``, the
+   message saying so when what creates the members (``GroupPolicy.creator``,
+   a Job) runs fewer pods at once than the minimum.
 3. A group already *admitted* (``minMember`` and every role's minimum bound)
    places its pending members one by one, each on its own (inside the
    narrowest domain holding the bound ones, for a group with
@@ -110,6 +112,11 @@ def plan(
     waits = _waits(pending)
     if waits is not None:
         return refused(waits)
+    if policy.creator is not None and members < policy.min_member:
+        creator, most = policy.creator
+        if most < policy.min_member:
+            short = messages.creator_too_small(members, policy.min_member, creator, most)
+            return refused(Status(Code.WAITING, Reason.NOT_ENOUGH_MEMBERS, short))
 
     have = Counter(pod.role for pod in [*pending, *bound])
     held = Counter(pod.role for pod in bound)

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 
 from coscheduler.api import composite as composite_api
+from coscheduler.api import native_workload
 from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native, sigs
 from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.labels import GROUP, VERSION
@@ -19,7 +20,14 @@ from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
 from coscheduler.runtime.errors import NotFound
 from coscheduler.runtime.kube import KubeClient
 
-__all__ = ["podgroups", "queues", "served_podgroup_apis", "workload_api_served", "workloads"]
+__all__ = [
+    "native_workloads",
+    "podgroups",
+    "queues",
+    "served_podgroup_apis",
+    "workload_api_served",
+    "workloads",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +89,18 @@ async def _native_podgroups(client: KubeClient, adapter: native.NativeAdapter) -
             "that waits",
             versions=[candidate.api.api_version for candidate in native.ADAPTERS],
         )
+    return None
+
+
+async def native_workloads(client: KubeClient) -> str | None:
+    """Kubernetes' own Workloads in the version its PodGroups are read in (1.36 and later):
+    a native PodGroup takes its queue and its controller from the Workload it names."""
+    for candidate in native.ADAPTERS:
+        api = candidate.api
+        if await _lists(client, api.discovery_path, api.plural):
+            if await _lists(client, api.discovery_path, native_workload.PLURAL):
+                return f"/apis/{api.group}/{api.version}/{native_workload.PLURAL}"
+            return None
     return None
 
 

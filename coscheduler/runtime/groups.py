@@ -20,6 +20,7 @@ given to the core. Whenever a group's members, object or verdict change,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
@@ -29,8 +30,10 @@ from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObje
 from coscheduler.api.adapters.native import disruption_condition
 from coscheduler.api.composite import ChildGroup
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
+from coscheduler.api.native_workload import NativeWorkload
+from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
-from coscheduler.api.podgroup import PodGroupStatus
+from coscheduler.api.podgroup import DEFAULT_QUEUE, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.core.group import (
@@ -53,6 +56,12 @@ log = structlog.get_logger(__name__)
 class _OwnerHook(Protocol):
     def group_moved(self, key: GroupKey) -> None:
         """A PodGroup of this name appeared or went (the Job named like it may need one)."""
+
+    def job(self, uid: str) -> GangOwner | None:
+        """The Job of that uid, if known."""
+
+    def job_named(self, namespace: str, name: str) -> GangOwner | None:
+        """The Job of that name, if known."""
 
 
 class _ChildHook(Protocol):
@@ -95,6 +104,11 @@ class Groups:
         self.composites: _ChildHook | None = None
         #: Native groups whose members name two schedulers or more, and which.
         self._mixed: dict[GroupKey, tuple[str, ...]] = {}
+        #: Kubernetes' own Workloads (1.36 and later) by namespace and name: their
+        #: queue label and controller, for the native PodGroups that name them.
+        self._workloads: dict[tuple[str, str], NativeWorkload] = {}
+        #: Each native gang's creator as its policy last had it.
+        self._creators: dict[GroupKey, tuple[str, int] | None] = {}
 
     # -- reading ---------------------------------------------------------------
 
@@ -135,6 +149,7 @@ class Groups:
         self._members.setdefault(key, {})[pod.uid] = pod
         self._member_of[pod.uid] = key
         self._check_schedulers(key)
+        self._check_creator(key)
         self._changed(key)
 
     def remove_member(self, uid: str) -> GroupKey | None:
@@ -191,6 +206,7 @@ class Groups:
         notify: bool = True,
     ) -> None:
         """A readable PodGroup of one API, as read; the key's group if its API wins."""
+        group = self._with_workload_queue(group)
         self._unreadable.get(adapter.api, {}).pop(key, None)
         self._objects.setdefault(adapter.api, {})[key] = group
         winner = self._winner(key)
@@ -229,6 +245,7 @@ class Groups:
         if winner is None:
             self.podgroups.pop(key, None)
             self.verdicts.pop(key, None)
+            self._creators.pop(key, None)
             self._scheduler.remove_group(key.namespace, key.name, key.kind)
             self._owners.group_moved(key)
             if key.kind == KIND_NATIVE_POD_GROUP and self.composites is not None:
@@ -246,6 +263,95 @@ class Groups:
             if group is not None:
                 return group
         return None
+
+    # -- Kubernetes' own Workloads and the Jobs that make native groups' members -------
+
+    def set_workload(self, namespace: str, name: str, workload: NativeWorkload | None) -> None:
+        """A native Workload as read (None: gone); the PodGroups naming it follow."""
+        where = (namespace, name)
+        if workload is None:
+            if self._workloads.pop(where, None) is None:
+                return
+        elif self._workloads.get(where) == workload:
+            return
+        else:
+            self._workloads[where] = workload
+        for adapter, key, group in self._native_objects():
+            ref = group.native.workload_ref if group.native is not None else None
+            if key.namespace == namespace and ref is not None and ref.workload == name:
+                self.store(adapter, key, group, spec_changed=True)
+
+    def job_resized(self, job: GangOwner) -> None:
+        """A Job came, went or runs another number of pods at once: the native
+        groups it makes members for follow (their policy's ``creator``)."""
+        for key, group in list(self.podgroups.items()):
+            if key.kind != KIND_NATIVE_POD_GROUP or key.namespace != job.namespace:
+                continue
+            if group.native is not None and group.native.min_count is not None:
+                self._scheduler.upsert_group(self.policy(group, key))
+
+    def _check_creator(self, key: GroupKey) -> None:
+        """A member came: the Job that makes a native gang's members may now be known."""
+        group = self.podgroups.get(key) if key.kind == KIND_NATIVE_POD_GROUP else None
+        if group is None:
+            return
+        before = self._creators.get(key)
+        if self._creator(group, key) != before:
+            self._scheduler.upsert_group(self.policy(group, key))
+
+    def _native_objects(self) -> list[tuple[StatusAdapter, GroupKey, GroupObject]]:
+        return [
+            (group.adapter, key, group)
+            for objects in self._objects.values()
+            for key, group in list(objects.items())
+            if group.native is not None
+        ]
+
+    def _with_workload_queue(self, group: GroupObject) -> GroupObject:
+        """A native PodGroup without a queue label takes its Workload's (the PodGroup's wins)."""
+        native = group.native
+        if native is None or native.queue is not None:
+            return group
+        workload = (
+            self._workloads.get((group.namespace, native.workload_ref.workload))
+            if native.workload_ref is not None
+            else None
+        )
+        queue = workload.queue if workload is not None and workload.queue else DEFAULT_QUEUE
+        if group.spec.queue == queue:
+            return group
+        return dataclasses.replace(group, spec=group.spec.model_copy(update={"queue": queue}))
+
+    def _creator(self, group: GroupObject, key: GroupKey) -> tuple[str, int] | None:
+        """The Job that makes a native gang's members, and the most pods it runs at once.
+
+        Its Workload's ``spec.controllerRef``, else the PodGroup's controlling
+        owner, else its members' controlling owner (a PodGroup of the user's,
+        the Job's pod template naming it).
+        """
+        native = group.native
+        if native is None or native.min_count is None:
+            return None
+        job = None
+        if native.workload_ref is not None:
+            workload = self._workloads.get((key.namespace, native.workload_ref.workload))
+            controller = workload.controller if workload is not None else None
+            if controller is not None and controller.is_job:
+                job = self._owners.job_named(key.namespace, controller.name)
+        uid = _controlling_job(group.metadata)
+        if job is None and uid is not None:
+            job = self._owners.job(uid)
+        if job is None:
+            owners = {
+                p.owner_uid for p in self._members.get(key, {}).values() if p.owner_kind == "Job"
+            }
+            if len(owners) == 1:
+                job = self._owners.job(owners.pop() or "")
+        creator = (
+            None if job is None or job.most_pods is None else (f"Job {job.key}", job.most_pods)
+        )
+        self._creators[key] = creator
+        return creator
 
     def add_gang(self, key: GroupKey, gang: GroupObject) -> None:
         """A native Workload's gang, made on its first pod of ours; a CompositePodGroup's."""
@@ -321,6 +427,7 @@ class Groups:
             name=key.name,
             kind=key.kind,
             min_member=spec.min_member,
+            creator=self._creator(group, key),
             role_minimums=spec.role_minimums(),
             min_resources=spec.min_resource_amounts(),
             priority=priority,
@@ -391,3 +498,13 @@ def _shadowed(key: GroupKey, *, ignored: GroupApi, used: GroupApi) -> None:
         ignored=str(ignored),
         used=str(used),
     )
+
+
+def _controlling_job(metadata: Mapping[str, object]) -> str | None:
+    """The uid of the Job that controls an object, if a Job does."""
+    refs = metadata.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller") and ref.get("kind") == "Job":
+            uid = ref.get("uid")
+            return uid if isinstance(uid, str) else None
+    return None

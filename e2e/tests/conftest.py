@@ -33,6 +33,8 @@ __all__ = [
     "podgroup_crd",
     "pool",
     "start_scheduler",
+    "t9k_crd",
+    "volcano_crd",
     "whole_gangs",
     "xk8s_crd",
 ]
@@ -44,6 +46,8 @@ XK8S_CRD = REPO / "crds" / "xk8s-podgroups.yaml"
 QUEUE_CRD = REPO / "crds" / "queues.yaml"
 QUEUE_CRD_NAME = "queues.scheduling.sigs.k8s.io"
 XK8S_CRD_NAME = "podgroups.scheduling.x-k8s.io"
+VOLCANO_CRD = REPO / "crds" / "volcano-podgroups.yaml"
+T9K_CRD = REPO / "crds" / "t9k-podgroups.yaml"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -107,6 +111,28 @@ def xk8s_crd(cluster: Cluster, podgroup_crd: str) -> str:
     """
     return _install_crd(
         cluster, XK8S_CRD, XK8S_CRD_NAME, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"
+    )
+
+
+@pytest.fixture(scope="session")
+def volcano_crd(cluster: Cluster, podgroup_crd: str) -> str:
+    """Volcano's PodGroup API (our copy of its CRD); a scheduler started after this reads it."""
+    return _install_crd(
+        cluster,
+        VOLCANO_CRD,
+        "podgroups.scheduling.volcano.sh",
+        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    )
+
+
+@pytest.fixture(scope="session")
+def t9k_crd(cluster: Cluster, podgroup_crd: str) -> str:
+    """T9k's PodGroup API (our CRD, from its API reference); read by a scheduler started after."""
+    return _install_crd(
+        cluster,
+        T9K_CRD,
+        "podgroups.scheduler.tensorstack.dev",
+        "/apis/scheduler.tensorstack.dev/v1beta1/podgroups",
     )
 
 

@@ -7,6 +7,7 @@ examples run side by side on the shared test cluster.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +81,7 @@ def test_every_example_is_tested() -> None:
         "contention-pair.yaml",
         "priority.yaml",
         "teams.yaml",
+        "native-gang.yaml",
     }
     assert {p.name for p in EXAMPLES.glob("*.yaml")} == tested
 
@@ -250,3 +252,33 @@ def test_teams_share_through_queues_and_the_capped_one_waits_whole(
     finally:
         for queue in ("team-a", "team-b"):
             cluster.api.delete(f"{path}/{queue}")
+
+
+@pytest.mark.version_sensitive
+@pytest.mark.kubernetes("1.37", reason="Kubernetes' own PodGroup v1beta1 is served from 1.37")
+@pytest.mark.skipif(
+    os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
+    reason="the session's cluster was started without the gang API",
+)
+def test_native_gang_is_placed_whole_and_its_podgroup_says_so(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: AddNodes,
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(1, cpu="8")
+    start_scheduler()
+    apply_example(cluster, namespace, "native-gang.yaml", pool)
+    path = f"{w.NATIVE_PODGROUPS.format(ns=namespace)}/native-train"
+
+    def placed(group: Json) -> bool:
+        conditions = (group.get("status") or {}).get("conditions") or []
+        return any(
+            c["type"] == "PodGroupInitiallyScheduled" and c["status"] == "True" for c in conditions
+        )
+
+    wait_for(lambda: cluster.api.get(path), placed, describe="native-train placed")
+    pods = w.list_pods(cluster.api, namespace, "job-name=native-train")
+    assert len(pods) == 3
+    assert all(p["spec"].get("nodeName") for p in pods)

@@ -88,8 +88,9 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
         describe="PodGroup train Unschedulable for want of room",
     )
     assert bound(cluster, namespace) == [], "no member placed while the gang cannot fit"
-    show(cluster, namespace, "get", "podgroup")
-    show(cluster, namespace, "describe", "podgroup", "train")
+    # `pg`: where Kubernetes serves its own PodGroup (1.36 on), `podgroup` names that one.
+    show(cluster, namespace, "get", "pg")
+    show(cluster, namespace, "describe", "pg", "train")
 
     add_nodes(2, cpu="4")  # now every pod has a node
     wait_for(
@@ -100,7 +101,7 @@ def test_an_annotated_job_is_placed_whole_waits_whole_and_its_group_goes_with_it
     assert len(bound(cluster, namespace)) == 4
     assert job_events(cluster, namespace, "train", "PodGroupCreated")
     show(cluster, namespace, "get", "podgroup,job,pods", "-o", "wide")
-    show(cluster, namespace, "describe", "podgroup", "train")
+    show(cluster, namespace, "describe", "pg", "train")
 
     # The garbage collector deletes the PodGroup with its Job. As kubectl deletes it:
     # in the background (a bare DELETE of a batch/v1 Job orphans what it owns).

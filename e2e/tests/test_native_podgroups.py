@@ -448,3 +448,52 @@ def test_a_plain_job_gets_a_basic_group_its_pods_placed_one_by_one(
         lambda c: c.get("status") == "True",
         "True",
     )
+
+
+def test_a_podgroup_without_a_queue_label_draws_from_its_workload_s_queue(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """The Workload's ``scheduling.sigs.k8s.io/queue`` label is the queue of a PodGroup
+    that names it and has none: a queue capped below the gang holds it whole."""
+    queue = f"capped-{namespace}"[:63]
+    w.create_queue(cluster.api, queue, max={"cpu": "1"}, namespaces=[namespace])
+    try:
+        add_nodes(2, cpu="2")
+        start_scheduler()
+        cluster.api.create(
+            f"/apis/{w.NATIVE_API_VERSION}/namespaces/{namespace}/workloads?fieldValidation=Strict",
+            {
+                "apiVersion": w.NATIVE_API_VERSION,
+                "kind": "Workload",
+                "metadata": {"name": "train", "labels": {"scheduling.sigs.k8s.io/queue": queue}},
+                "spec": {
+                    "podGroupTemplates": [
+                        {"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}
+                    ]
+                },
+            },
+        )
+        w.create_native_podgroup(
+            cluster.api,
+            namespace,
+            "train",
+            2,
+            workloadRef={"workloadName": "train", "templateName": "workers"},
+        )
+        members(cluster, namespace, "train", 2, pool=pool, cpu="1")
+        waiting = wait_condition(
+            cluster,
+            namespace,
+            "train",
+            INITIALLY_SCHEDULED,
+            lambda c: c.get("status") == "False" and "QueueMaxReached" in c.get("message", ""),
+            f"False, held by queue {queue}",
+        )
+        assert queue in waiting["message"]
+        assert bound_names(cluster, namespace) == []
+    finally:
+        cluster.api.delete(f"/apis/scheduling.sigs.k8s.io/v1alpha1/queues/{queue}")

@@ -518,7 +518,7 @@ def test_describe_podgroup_tells_the_story(
         "Running",
     )
     text = wait_for(
-        lambda: cluster.kubectl("describe", "podgroup", "story", "-n", namespace).stdout,
+        lambda: cluster.kubectl("describe", "pg", "story", "-n", namespace).stdout,
         # The newest reason replaces an older one on the event within 2 s.
         lambda out: "FailedScheduling" in out and "Running" in out and "Insufficient cpu" in out,
         describe="describe shows the events",

@@ -104,8 +104,9 @@ def test_weights_one_to_three_share_a_saturated_cluster_one_to_three(
     add_nodes(8, cpu="4")
     light = make_queue("light", weight=1)
     heavy = make_queue("heavy", weight=3)
-    # Backlogs of Jobs, each a gang of two 1-cpu pods running 6 s, three times as many
-    # for the heavy queue: both stay backlogged while the cluster is full.
+    # Backlogs of Jobs, each a gang of two 1-cpu pods running 12 s, three times as many
+    # for the heavy queue: both stay backlogged while the cluster is full, for about
+    # 30 s (long enough for 10 samples on a loaded machine, where a list takes a second).
     jobs = {light: 10, heavy: 30}
     for queue, count in jobs.items():
         for index in range(count):
@@ -119,7 +120,7 @@ def test_weights_one_to_three_share_a_saturated_cluster_one_to_three(
                 pool=pool,
                 cpu="1",
                 group=name,
-                run_seconds=6,
+                run_seconds=12,
             )
     start_scheduler()
     shares: list[float] = []

@@ -19,13 +19,21 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coscheduler.api.adapters import sigs, xk8s
+from coscheduler.api.adapters import sigs, t9k, volcano, xk8s
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import InvalidObject
-from tests.bad_input import POOL_LABEL, Sample, podgroups, pods, xk8s_podgroups
+from tests.bad_input import (
+    POOL_LABEL,
+    Sample,
+    podgroups,
+    pods,
+    t9k_podgroups,
+    volcano_podgroups,
+    xk8s_podgroups,
+)
 from tests.builders import node_object, pod_object, podgroup_object
 from tests.informed import Informed
 
@@ -83,9 +91,33 @@ def test_an_xk8s_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) 
         xk8s.ADAPTER.parse(_as_delivered(sample, 0))
 
 
+@MANY
+@given(volcano_podgroups())
+def test_a_volcano_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) -> None:
+    with contextlib.suppress(ValueError):
+        volcano.ADAPTER.parse(_as_delivered(sample, 0))
+
+
+@MANY
+@given(t9k_podgroups())
+def test_a_t9k_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) -> None:
+    with contextlib.suppress(ValueError):
+        t9k.ADAPTER.parse(_as_delivered(sample, 0))
+
+
 @_examples(150)
 @given(
-    st.lists(st.one_of(pods(pool="fuzz"), podgroups(), xk8s_podgroups()), min_size=1, max_size=12)
+    st.lists(
+        st.one_of(
+            pods(pool="fuzz"),
+            podgroups(),
+            xk8s_podgroups(),
+            volcano_podgroups(),
+            t9k_podgroups(),
+        ),
+        min_size=1,
+        max_size=12,
+    )
 )
 def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> None:
     invalid: list[InvalidObject] = []
@@ -101,8 +133,9 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
             pods_fed += 1
             state.upsert_pod(body)
         else:
-            adapter = xk8s.ADAPTER if body["apiVersion"].startswith(xk8s.GROUP) else sigs.ADAPTER
-            state.upsert_podgroup(body, adapter)
+            adapters = (xk8s.ADAPTER, volcano.ADAPTER, t9k.ADAPTER)
+            their = (a for a in adapters if body["apiVersion"].startswith(f"{a.api.group}/"))
+            state.upsert_podgroup(body, next(their, sigs.ADAPTER))
     # Nothing is lost: every pod is either in the scheduler or reported.
     read = {uid for uid in (f"uid-{i}" for i in range(len(samples))) if state.scheduler.pod(uid)}
     reported = {obj.uid for obj in invalid if obj.kind == "Pod"}

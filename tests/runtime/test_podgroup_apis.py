@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coscheduler.api.adapters import sigs, workload, xk8s
+from coscheduler.api.adapters import sigs, t9k, volcano, workload, xk8s
 from coscheduler.runtime.discovery import served_podgroup_apis, workload_api_served
 from coscheduler.runtime.kube import KubeClient
 from tests.runtime.apiserver import FakeApiServer, Reply
@@ -28,9 +28,11 @@ async def test_without_the_x_k8s_io_api_only_ours_is_read(
 ) -> None:
     # Nothing scripted: the fake answers 404, as a server without the CRD does.
     assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
-    # Only discovery is asked: scheduler-plugins' group, then each version of Kubernetes' own.
+    # Only discovery is asked: scheduler-plugins' group, Volcano's, T9k's, then each
+    # version of Kubernetes' own.
+    others = [volcano.API.discovery_path, t9k.API.discovery_path]
     native_versions = [f"/apis/scheduling.k8s.io/{v}" for v in ("v1beta1", "v1alpha2")]
-    assert [r.path for r in apiserver.requests] == [DISCOVERY, *native_versions * 2]
+    assert [r.path for r in apiserver.requests] == [DISCOVERY, *others, *native_versions * 2]
 
 
 async def test_with_the_x_k8s_io_api_served_both_are_read(
@@ -46,6 +48,15 @@ async def test_the_group_served_without_podgroups_is_not_read(
     # scheduler-plugins' capacity scheduling alone installs ElasticQuota in this group.
     apiserver.on("GET", DISCOVERY, resource_list("elasticquotas", "elasticquotas/status"))
     assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
+
+
+@pytest.mark.parametrize("adapter", [volcano.ADAPTER, t9k.ADAPTER], ids=["volcano", "t9k"])
+async def test_volcano_and_t9k_are_read_when_discovery_lists_them(
+    apiserver: FakeApiServer, kube: KubeClient, adapter: object
+) -> None:
+    api = volcano.API if adapter is volcano.ADAPTER else t9k.API
+    apiserver.on("GET", api.discovery_path, resource_list("podgroups"))
+    assert await served_podgroup_apis(kube) == [sigs.ADAPTER, adapter]
 
 
 # -- Kubernetes' own Workload API: the one version read, chosen by discovery ----

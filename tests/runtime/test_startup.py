@@ -14,6 +14,7 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from coscheduler import app
+from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.runtime.informers.registry import KINDS
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
@@ -66,9 +67,16 @@ async def test_the_started_line_gives_each_phase_in_order(
     phases = ["imports", "client", "listed", "first_decision", "first_binding"]
     assert [line[phase] for phase in phases] == sorted(line[phase] for phase in phases)
     assert "leading" not in line  # no leader election
-    not_served = {"queues", "workloads", "compositepodgroups", "podgroups.scheduling.x-k8s.io"}
+    optional = (xk8s.API, volcano.API, t9k.API)  # PodGroup APIs this server does not serve
+    not_served = {
+        "queues",
+        "workloads",
+        "compositepodgroups",
+        *(f"podgroups.{api.group}" for api in optional),
+    }
     read = {kind.name for kind in KINDS if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
+    read.discard("workloads.scheduling.k8s.io/native")  # read only beside native PodGroups
     assert set(line["lists"]) == read
     assert all(line["client"] <= at <= line["listed"] for at in line["lists"].values())
 

@@ -13,17 +13,24 @@ from typing import Any
 
 import pytest
 
-from coscheduler.api.adapters import xk8s
+from coscheduler.api.adapters import native, xk8s
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.writer import StatusWriter
-from coscheduler.core.group import KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
-from tests.builders import pod_object, podgroup_object, workload_object, workload_ref
+from tests.builders import (
+    native_podgroup_object,
+    pod_object,
+    podgroup_object,
+    scheduling_group,
+    workload_object,
+    workload_ref,
+)
 from tests.informed import Informed
 from tests.runtime.apiserver import (
     Answer,
@@ -296,3 +303,104 @@ async def test_a_workload_gang_is_told_by_events_on_the_workload_and_nothing_wri
     await quiet()
     assert [r for r in setup.apiserver.requests if r.verb == "PATCH"] == []
     assert setup.state.podgroups[key].status.phase == "Scheduled"
+
+
+NATIVE = native.ADAPTERS[0]
+
+
+def native_status_path(group: str) -> str:
+    return f"/apis/scheduling.k8s.io/{NATIVE.version}/namespaces/default/podgroups/{group}/status"
+
+
+def add_native_group(setup: Setup, name: str, members: int, **pod: Any) -> GroupKey:
+    """Kubernetes' own PodGroup, a gang of ``members``, its members naming it."""
+    setup.apiserver.on("PATCH", native_status_path(name), patched)
+    setup.state.upsert_podgroup(native_podgroup_object(name, members), NATIVE)
+    for index in range(members):
+        setup.state.upsert_pod(
+            pod_object(f"{name}-{index}", spec_extra=scheduling_group(name), **pod)
+        )
+    return GroupKey("default", name, KIND_NATIVE_POD_GROUP)
+
+
+def native_events(setup: Setup, group: str) -> list[tuple[str, str, str]]:
+    return [
+        (e.body["type"], e.body["reason"], e.body["message"])
+        for e in setup.events_about(group)
+        if e.body["involvedObject"]["apiVersion"] == f"scheduling.k8s.io/{NATIVE.version}"
+    ]
+
+
+def conditions(write: RecordedRequest) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in write.body["status"]["conditions"]}
+
+
+async def test_a_placed_native_group_is_told_scheduled_in_upstream_words(setup: Setup) -> None:
+    train = add_native_group(setup, "train", 2, node="node-1", phase="Running")
+    setup.writer.mark(train)
+
+    [write] = await setup.apiserver.wait_for("PATCH", native_status_path("train"))
+    assert conditions(write) == {"PodGroupInitiallyScheduled": ("True", "Scheduled")}
+    await setup.apiserver.wait_until(lambda: bool(native_events(setup, "train")))
+    await quiet()
+    # One Scheduled event (not our phase names Scheduled -> Running), its message
+    # without our phase words.
+    [(kind, reason, message)] = native_events(setup, "train")
+    assert (kind, reason) == ("Normal", "Scheduled")
+    assert "phase" not in message
+    assert message.startswith("2 scheduled, 2 running")
+
+
+async def test_a_waiting_native_group_is_told_failed_scheduling_and_no_phase(
+    setup: Setup,
+) -> None:
+    train = add_native_group(setup, "train", 2)
+    setup.state.set_verdict(
+        train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/1 nodes: cpu")
+    )
+
+    [write] = await setup.apiserver.wait_for("PATCH", native_status_path("train"))
+    assert conditions(write) == {"PodGroupInitiallyScheduled": ("False", "Unschedulable")}
+    await setup.apiserver.wait_until(lambda: bool(native_events(setup, "train")))
+    await quiet()
+    assert native_events(setup, "train") == [("Warning", "FailedScheduling", "0/1 nodes: cpu")]
+
+
+@pytest.mark.parametrize("mid_write", [False, True], ids=["after-its-write", "mid-write"])
+async def test_a_native_group_with_no_members_left_is_still_told_its_disruption(
+    setup: Setup, mid_write: bool
+) -> None:
+    train = add_native_group(setup, "train", 2, node="node-1", phase="Running")
+    setup.writer.mark(train)
+    # wait_for returns as the write arrives, before the writer has its answer:
+    # mid_write, the preemption comes while the first write is in flight.
+    await setup.apiserver.wait_for("PATCH", native_status_path("train"))
+    if not mid_write:
+        await quiet()
+    # Preempted whole: its pods are gone before the writer's round.
+    for index in range(2):
+        setup.state.remove_pod(
+            pod_object(f"train-{index}", spec_extra=scheduling_group("train"), node="node-1")
+        )
+    setup.state.informers.groups.preempted(train, "preempted by default/urgent")
+
+    await setup.apiserver.wait_until(
+        lambda: len(setup.apiserver.requests_to("PATCH", native_status_path("train"))) == 2
+    )
+    last = setup.apiserver.requests_to("PATCH", native_status_path("train"))[-1]
+    assert conditions(last) == {
+        "PodGroupInitiallyScheduled": ("True", "Scheduled"),
+        "DisruptionTarget": ("True", "PreemptionByScheduler"),
+    }
+
+
+async def test_a_native_group_of_another_scheduler_is_left_to_it(setup: Setup) -> None:
+    theirs = add_native_group(setup, "theirs", 2, scheduler="default-scheduler")
+    setup.writer.mark(theirs)
+    mine = setup.add_group("zz-mine", members=2, bound=2)
+    setup.writer.mark(mine)  # written in the same round, after theirs
+    await setup.apiserver.wait_for("PATCH", status_path("zz-mine"))
+    await quiet()
+
+    assert setup.apiserver.requests_to("PATCH", native_status_path("theirs")) == []
+    assert native_events(setup, "theirs") == []

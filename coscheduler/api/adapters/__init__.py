@@ -8,7 +8,8 @@ generated), and the other is left alone, its status unwritten.
 Kubernetes' own PodGroup (``native``, one adapter per version, newest first;
 discovery reads only the newest served) comes last: its groups are keyed
 apart (a pod names one by ``spec.schedulingGroup``, never by label), so its
-names never meet ours or scheduler-plugins'.
+names never meet ours, scheduler-plugins', Volcano's (``volcano``) or T9k's
+(``t9k``), which come before it in that order.
 
 Kubernetes' 1.35 ``Workload`` (``workload``) is not among them: it is not a
 PodGroup, its gangs are keyed apart (a pod names one with ``spec.workloadRef``),
@@ -19,9 +20,15 @@ from __future__ import annotations
 
 from typing import Final
 
-from coscheduler.api.adapters import native, sigs, xk8s
+from coscheduler.api.adapters import native, sigs, t9k, volcano, xk8s
 from coscheduler.api.adapters.base import GroupAdapter, GroupApi, GroupObject, StatusAdapter
 
 __all__ = ["ADAPTERS", "GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
-ADAPTERS: Final[tuple[GroupAdapter, ...]] = (sigs.ADAPTER, xk8s.ADAPTER, *native.ADAPTERS)
+ADAPTERS: Final[tuple[GroupAdapter, ...]] = (
+    sigs.ADAPTER,
+    xk8s.ADAPTER,
+    volcano.ADAPTER,
+    t9k.ADAPTER,
+    *native.ADAPTERS,
+)

@@ -38,6 +38,13 @@ class GroupApi:
     version: str
     kind: str = "PodGroup"
     plural: str = "podgroups"
+    #: Whether the CRD has a ``/status`` subresource; without one (Volcano's), the
+    #: status is written by a merge patch of the object itself.
+    status_subresource: bool = True
+    #: The ``schedulerName`` of the scheduler this API belongs to, if it has one:
+    #: running under that name, we stand in for it, and write the status of its
+    #: groups that have no pods yet (operators wait for it before making them).
+    home_scheduler: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -54,9 +61,8 @@ class GroupApi:
         return f"/apis/{self.group}/{self.version}/{self.plural}"
 
     def status_path(self, namespace: str, name: str) -> str:
-        return (
-            f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}/status"
-        )
+        path = f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}"
+        return f"{path}/status" if self.status_subresource else path
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}/{self.version}"

@@ -13,7 +13,8 @@ a :class:`GroupObject` and our status is told back in upstream's words:
   policy (:class:`~coscheduler.core.group.GroupPolicy`) through
   :attr:`GroupObject.native`;
 - the queue is the PodGroup's ``scheduling.sigs.k8s.io/queue`` label (else
-  its Workload's, which the runtime knows; else ``default``).
+  its Workload's, which the runtime gives it in ``Groups.store``; else
+  ``default``).
 
 Status: only ``conditions`` are ours to write. ``PodGroupInitiallyScheduled``
 (1.36: ``PodGroupScheduled``) is False with reason ``Unschedulable`` (or

@@ -45,6 +45,9 @@ class JobOwners:
         self._owned: dict[str, set[str]] = {}
         #: The group named after a Job that asks for a gang -> the Job's uid.
         self._owner_of_group: dict[GroupKey, str] = {}
+        #: Told when a Job comes, goes or changes how many pods it runs at once
+        #: (the native groups it makes members for follow; set once they are built).
+        self.resized: Callable[[GangOwner], None] = lambda _owner: None
 
     # -- asked by the pod informer --------------------------------------------
 
@@ -87,6 +90,17 @@ class JobOwners:
         if owner is not None:
             self._changed(owner)
 
+    def job(self, uid: str) -> GangOwner | None:
+        """The Job of that uid, if it is known."""
+        return self.owners.get(uid)
+
+    def job_named(self, namespace: str, name: str) -> GangOwner | None:
+        """The Job of that name, if it is known (a Workload names its controller so)."""
+        for owner in self.owners.values():
+            if owner.name == name and owner.namespace == namespace:
+                return owner
+        return None
+
     def owner_of_group(self, key: GroupKey) -> GangOwner | None:
         """The Job that asks for the group named ``key``, if one does."""
         uid = self._owner_of_group.get(key)
@@ -122,6 +136,8 @@ class JobOwners:
             return False
         self.owners[owner.uid] = owner
         self._set_owner_of_group(before, owner)
+        if before is None or before.most_pods != owner.most_pods:
+            self.resized(owner)
         if owner.wants_gang:
             self._changed(owner)
         return before is None or before.wants_gang != owner.wants_gang
@@ -132,6 +148,7 @@ class JobOwners:
         if owner is None:
             return False
         self._set_owner_of_group(owner, None)
+        self.resized(owner)
         return True
 
     def ours(self, owner: GangOwner) -> bool:

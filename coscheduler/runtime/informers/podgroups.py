@@ -1,5 +1,5 @@
 """PodGroups, one informer per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
-and Kubernetes' own ``scheduling.k8s.io``, whose groups are keyed apart).
+Volcano's, T9k's, and Kubernetes' own ``scheduling.k8s.io``, whose groups are keyed apart).
 
 Each object is read through its API's adapter into one
 :class:`~coscheduler.api.adapters.GroupObject` and kept in
@@ -103,7 +103,14 @@ class PodGroupInformer:
             )
             self._groups.refuse(adapter, key, message)
             return None
-        self._groups.store(adapter, key, group, spec_changed=True)
+        # A CRD without a /status subresource (Volcano's) counts a status write
+        # as a new generation: only what the group's policy reads is a change,
+        # and a status the server holds as we last knew it keeps ours in full
+        # (read back through a poorer shape, it would lose what it cannot hold).
+        changed = known is None or _policy_inputs(known) != _policy_inputs(group)
+        if known is not None and group.stored is not None and group.stored == known.stored:
+            group = group.with_status(known.status, known.stored)
+        self._groups.store(adapter, key, group, spec_changed=changed)
         return key
 
     def remove(self, raw: Mapping[str, Any]) -> None:
@@ -119,6 +126,11 @@ def _read(adapter: GroupAdapter, wire: Mapping[str, Any], known: GroupObject) ->
     if not status.conditions and known.status.conditions:
         status = status.model_copy(update={"conditions": known.status.conditions})
     return status
+
+
+def _policy_inputs(group: GroupObject) -> tuple[object, ...]:
+    """What the core's policy of a group is made from."""
+    return (group.spec, group.uid, group.creation_timestamp, group.metadata.get("annotations"))
 
 
 def _same_generation(known: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:

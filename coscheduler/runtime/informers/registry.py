@@ -28,6 +28,7 @@ from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
+from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
 from coscheduler.runtime.informers.podgroups import PodGroupInformer
 from coscheduler.runtime.informers.pods import PodInformer, UnreadablePods
@@ -58,6 +59,7 @@ class Informers:
     budgets: BudgetInformer
     workloads: WorkloadInformer
     composites: CompositeInformer
+    native_workloads: NativeWorkloadInformer
     podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
 
     @classmethod
@@ -82,6 +84,7 @@ class Informers:
             owners=owners,
             adapters=adapters,
         )
+        owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
         pods = PodInformer(
             scheduler,
@@ -107,6 +110,7 @@ class Informers:
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
             composites=CompositeInformer(composites, complaints, namespaces=namespaces),
+            native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
             podgroups={
                 adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
                 for adapter in adapters
@@ -244,5 +248,12 @@ KINDS: tuple[Kind, ...] = (
         f"pods of PodGroups naming one wait; {_RBAC}",
         if_missing="the CompositePodGroup API is no longer served: pods of PodGroups naming "
         "one wait",
+    ),
+    Kind(
+        "workloads.scheduling.k8s.io/native",
+        lambda informers: informers.native_workloads,
+        served=discovery.native_workloads,
+        if_forbidden="Workload API served but not readable by this ServiceAccount: a native "
+        f"PodGroup does not take its Workload's queue label; {_RBAC}",
     ),
 )
