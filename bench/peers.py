@@ -614,7 +614,7 @@ class Ceiling(Peer):
         ]]  # fmt: skip
 
     def versions(self) -> str:
-        return "client-go v0.35.4"
+        return f"client-go {e2e_versions.staging_version()}"
 
 
 PEERS = {
