@@ -25,7 +25,9 @@ def test_slice_reads_pool_devices_attributes_and_capacity() -> None:
         1,
         1,
     )
-    assert slice_.node_name == "n1" and not slice_.all_nodes and slice_.node_selector is None
+    assert slice_.node_name == "n1"
+    assert not slice_.all_nodes
+    assert slice_.node_selector is None
     device = slice_.devices[1]
     assert device.attributes[DRIVER] == {
         "model": "H100",
@@ -117,14 +119,17 @@ def test_claim_reads_requests_constraints_and_status() -> None:
     )
     info = ResourceClaimInfo.from_object(raw)
     gpus, alternatives = info.spec.requests
-    assert gpus.choices[0].count == 2 and gpus.choices[0].selectors == ("true",)
+    assert gpus.choices[0].count == 2
+    assert gpus.choices[0].selectors == ("true",)
     assert [c.name for c in alternatives.choices] == ["any/big", "any/small"]
-    assert (
-        alternatives.choices[0].all and alternatives.choices[1].tolerations[0].operator == "Exists"
-    )
-    assert info.spec.constraints[0].covers("gpus") and not info.spec.constraints[0].covers("any")
-    assert info.allocation is not None and info.allocation[0].key == (DRIVER, "n1", "gpu-0")
-    assert info.allocation_nodes is not None and info.reserved_for == ("u1",)
+    assert alternatives.choices[0].all
+    assert alternatives.choices[1].tolerations[0].operator == "Exists"
+    assert info.spec.constraints[0].covers("gpus")
+    assert not info.spec.constraints[0].covers("any")
+    assert info.allocation is not None
+    assert info.allocation[0].key == (DRIVER, "n1", "gpu-0")
+    assert info.allocation_nodes is not None
+    assert info.reserved_for == ("u1",)
 
 
 @pytest.mark.parametrize(
@@ -156,7 +161,8 @@ def test_template_reads_its_claim_spec() -> None:
     inner = claim("t")
     raw = {"metadata": {"name": "t", "namespace": "ns"}, "spec": {"spec": inner["spec"]}}
     template = ResourceClaimTemplateInfo.from_object(raw)
-    assert template.key == "ns/t" and template.spec.requests[0].choices[0].count == 1
+    assert template.key == "ns/t"
+    assert template.spec.requests[0].choices[0].count == 1
 
 
 def test_pod_claims_resolve_templates_through_status() -> None:
