@@ -1,0 +1,309 @@
+"""The device allocator: what a claim is given on a node, and that nothing is given twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from coscheduler.core.devices import (
+    CANNOT_ALLOCATE,
+    NOT_ON_NODE,
+    DeviceIndex,
+    DeviceRefusalError,
+    PodDevices,
+)
+from tests.builders import node
+from tests.dra import DRIVER, claim, device_class, exactly, gpu, gpu_slice
+
+NVLINK = f"{DRIVER}/nvlink"
+
+
+def index_with(*slices: dict[str, Any], classes: Any = None) -> DeviceIndex:
+    index = DeviceIndex()
+    for raw in slices:
+        index.upsert_slice(ResourceSliceInfo.from_object(raw))
+    for raw in classes or (device_class(),):
+        index.upsert_class(DeviceClassInfo.from_object(raw))
+    return index
+
+
+def add_claim(index: DeviceIndex, name: str, *requests: dict[str, Any], **more: Any) -> str:
+    info = ResourceClaimInfo.from_object(claim(name, *requests, **more))
+    index.upsert_claim(info)
+    return info.key
+
+
+def gpus(count: int, **more: Any) -> dict[str, Any]:
+    return {"name": "gpus", "exactly": exactly(count, **more)}
+
+
+def devices_of(found: PodDevices) -> list[str]:
+    return [r.device for a in found.allocations for r in a.results]
+
+
+def test_members_of_one_trial_get_distinct_devices() -> None:
+    index = index_with(gpu_slice("n1", 8))
+    first = index.fit("p1", [add_claim(index, "c1", gpus(2))], node("n1"))
+    index.assume(first)
+    second = index.fit("p2", [add_claim(index, "c2", gpus(2))], node("n1"))
+    assert devices_of(first) == ["gpu-0", "gpu-1"]
+    assert devices_of(second) == ["gpu-2", "gpu-3"]
+    allocation = first.allocations[0]
+    assert allocation.nodes is not None
+    assert allocation.nodes[0].match_fields[0].values == ("n1",)
+
+
+def test_devices_run_out_and_come_back_when_forgotten() -> None:
+    index = index_with(gpu_slice("n1", 2))
+    first = index.fit("p1", [add_claim(index, "c1", gpus(2))], node("n1"))
+    index.assume(first)
+    c2 = add_claim(index, "c2", gpus(1))
+    with pytest.raises(DeviceRefusalError, match=CANNOT_ALLOCATE):
+        index.fit("p2", [c2], node("n1"))
+    index.forget(first)
+    assert devices_of(index.fit("p2", [c2], node("n1"))) == ["gpu-0"]
+
+
+def test_devices_of_another_node_are_not_reachable() -> None:
+    index = index_with(gpu_slice("n1", 8))
+    with pytest.raises(DeviceRefusalError, match=CANNOT_ALLOCATE):
+        index.fit("p1", [add_claim(index, "c1", gpus(1))], node("n2"))
+
+
+def test_written_allocations_are_taken_and_release_the_assumption() -> None:
+    index = index_with(gpu_slice("n1", 2))
+    found = index.fit("p1", [add_claim(index, "c1", gpus(1))], node("n1"))
+    index.assume(found)
+    results = [
+        {"request": "gpus", "driver": DRIVER, "pool": "n1", "device": r.device}
+        for r in found.allocations[0].results
+    ]
+    add_claim(index, "c1", gpus(1), status={"allocation": {"devices": {"results": results}}})
+    assert index.taken() == {(DRIVER, "n1", "gpu-0"): "default/c1"}
+    index.forget(found)  # too late: the API holds it
+    assert index.taken() == {(DRIVER, "n1", "gpu-0"): "default/c1"}
+
+
+def test_class_and_request_selectors_filter_devices() -> None:
+    a100 = device_class("a100", f'device.attributes["{DRIVER}"].model == "A100"')
+    index = index_with(gpu_slice("n1", 4), classes=[device_class(), a100])
+    with pytest.raises(DeviceRefusalError, match=CANNOT_ALLOCATE):
+        index.fit("p", [add_claim(index, "c", gpus(1, device_class="a100"))], node("n1"))
+    odd = [{"cel": {"expression": f'device.attributes["{DRIVER}"].index % 2 == 1'}}]
+    found = index.fit("p", [add_claim(index, "d", gpus(2, selectors=odd))], node("n1"))
+    assert devices_of(found) == ["gpu-1", "gpu-3"]
+
+
+def test_capacity_and_semver_helpers() -> None:
+    expression = (
+        f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0 && '
+        f'device.attributes["{DRIVER}"].driverVersion.isGreaterThan(semver("1.0.0"))'
+    )
+    index = index_with(gpu_slice("n1", 1), classes=[device_class("gpu", expression)])
+    assert devices_of(index.fit("p", [add_claim(index, "c", gpus(1))], node("n1"))) == ["gpu-0"]
+
+
+def test_all_takes_every_matching_device_or_none() -> None:
+    index = index_with(gpu_slice("n1", 3))
+    everything = {"name": "gpus", "exactly": exactly(allocationMode="All")}
+    found = index.fit("p", [add_claim(index, "all", everything)], node("n1"))
+    assert devices_of(found) == ["gpu-0", "gpu-1", "gpu-2"]
+    index.assume(index.fit("q", [add_claim(index, "one", gpus(1))], node("n1")))
+    with pytest.raises(DeviceRefusalError):
+        index.fit("p", ["default/all"], node("n1"))
+
+
+def test_first_available_takes_the_first_alternative_that_fits() -> None:
+    index = index_with(gpu_slice("n1", 4))
+    request = {
+        "name": "gpus",
+        "firstAvailable": [
+            {"name": "eight", "deviceClassName": "gpu", "count": 8},
+            {"name": "two", "deviceClassName": "gpu", "count": 2},
+        ],
+    }
+    found = index.fit("p", [add_claim(index, "c", request)], node("n1"))
+    assert [r.request for r in found.allocations[0].results] == ["gpus/two", "gpus/two"]
+
+
+def test_match_attribute_keeps_a_claim_in_one_domain() -> None:
+    raw = gpu_slice("n1", 0)
+    raw["spec"]["devices"] = [gpu(i, domain="a" if i < 3 else "b") for i in range(6)]
+    index = index_with(raw)
+    same = [{"matchAttribute": NVLINK}]
+    with pytest.raises(DeviceRefusalError):
+        index.fit("p", [add_claim(index, "four", gpus(4), constraints=same)], node("n1"))
+    index.assume(index.fit("q", [add_claim(index, "one", gpus(1))], node("n1")))  # a: 2 left
+    found = index.fit("p", [add_claim(index, "three", gpus(3), constraints=same)], node("n1"))
+    assert devices_of(found) == ["gpu-3", "gpu-4", "gpu-5"]
+
+
+def test_tainted_devices_need_a_toleration() -> None:
+    raw = gpu_slice("n1", 0)
+    raw["spec"]["devices"] = [gpu(0, taints=[{"key": "broken", "effect": "NoSchedule"}])]
+    index = index_with(raw)
+    with pytest.raises(DeviceRefusalError):
+        index.fit("p", [add_claim(index, "c", gpus(1))], node("n1"))
+    tolerant = gpus(1, tolerations=[{"key": "broken", "operator": "Exists"}])
+    assert devices_of(index.fit("p", [add_claim(index, "d", tolerant)], node("n1"))) == ["gpu-0"]
+
+
+def test_a_shared_claim_is_allocated_once_and_keeps_its_sharers_near() -> None:
+    index = index_with(gpu_slice("n1", 2), gpu_slice("n2", 2))
+    shared = add_claim(index, "shared", gpus(2))
+    first = index.fit("p1", [shared], node("n1"))
+    index.assume(first)
+    second = index.fit("p2", [shared], node("n1"))
+    assert second.allocations == ()
+    assert second.claims == (shared,)
+    with pytest.raises(DeviceRefusalError, match=NOT_ON_NODE):
+        index.fit("p3", [shared], node("n2"))
+
+
+def test_an_incomplete_pool_is_not_used() -> None:
+    index = index_with(gpu_slice("n1", 2, slice_count=2))
+    with pytest.raises(DeviceRefusalError, match=CANNOT_ALLOCATE):
+        index.fit("p", [add_claim(index, "c", gpus(1))], node("n1"))
+    index.upsert_slice(ResourceSliceInfo.from_object(gpu_slice("n1", 0, slice_count=2, name="b")))
+    assert devices_of(index.fit("p", ["default/c"], node("n1"))) == ["gpu-0"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "words"),
+    [
+        ("missing claim", 'resourceclaim.resource.k8s.io "c" not found'),
+        ("missing class", "request gpus: device class nope does not exist"),
+        ("bad CEL", f"class gpu: selector #0 on device {DRIVER}/n1/gpu-0: CEL runtime error"),
+    ],
+)
+def test_refusals_in_kube_schedulers_words(setup: str, words: str) -> None:
+    bad = device_class("gpu", f'device.attributes["{DRIVER}"].missing == 1')
+    index = index_with(gpu_slice("n1", 1), classes=[bad] if setup == "bad CEL" else None)
+    if setup == "missing class":
+        add_claim(index, "c", gpus(1, device_class="nope"))
+    elif setup == "bad CEL":
+        add_claim(index, "c", gpus(1))
+    with pytest.raises(DeviceRefusalError) as caught:
+        index.fit("p", ["default/c"], node("n1"))
+    assert words in caught.value.reason
+    assert caught.value.anywhere
+
+
+# -- properties ----------------------------------------------------------------
+
+_NODES = ("n1", "n2", "n3")
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
+    slices = []
+    for name in _NODES:
+        domains = draw(st.lists(st.sampled_from("ab"), max_size=6))
+        raw = gpu_slice(name, 0)
+        raw["spec"]["devices"] = [gpu(i, domain=d) for i, d in enumerate(domains)]
+        slices.append(raw)
+    return slices
+
+
+_asks = st.tuples(st.integers(1, 4), st.booleans(), st.sampled_from(_NODES))
+
+
+def _ask(index: DeviceIndex, name: str, count: int, constrained: bool) -> str:
+    constraints = [{"matchAttribute": NVLINK}] if constrained else None
+    return add_claim(index, name, gpus(count), constraints=constraints)
+
+
+def _check_no_device_twice(index: DeviceIndex, assumed: list[PodDevices]) -> None:
+    """The naive recount: every device of every live allocation, counted once."""
+    seen: dict[tuple[str, str, str], str] = {}
+    for found in assumed:
+        for allocation in found.allocations:
+            for result in allocation.results:
+                assert result.key not in seen, f"{result.key} given to {seen[result.key]} too"
+                seen[result.key] = allocation.claim
+    assert seen == index.taken()
+
+
+@given(clusters(), st.lists(st.tuples(_asks, st.booleans()), max_size=12))
+def test_no_device_is_allocated_twice_at_any_instant(
+    slices: list[dict[str, Any]], steps: list[tuple[tuple[int, bool, str], bool]]
+) -> None:
+    index = index_with(*slices)
+    assumed: list[PodDevices] = []
+    for number, ((count, constrained, node_name), drop) in enumerate(steps):
+        key = _ask(index, f"c{number}", count, constrained)
+        try:
+            found = index.fit(f"p{number}", [key], node(node_name))
+        except DeviceRefusalError:
+            found = None
+        if found is not None:
+            index.assume(found)
+            assumed.append(found)
+            if constrained:
+                values = {index_value(index, r) for r in found.allocations[0].results}
+                assert len(values) == 1
+        if drop and assumed:
+            index.forget(assumed.pop(0))
+        _check_no_device_twice(index, assumed)
+
+
+def index_value(index: DeviceIndex, result: Any) -> object:
+    slice_ = next(s for s in index._slices.values() if s.pool == result.pool)
+    device = next(d for d in slice_.devices if d.name == result.device)
+    return device.attribute(NVLINK, DRIVER)
+
+
+@given(clusters(), st.lists(_asks, min_size=1, max_size=6))
+def test_a_gang_is_allocated_whole_or_leaves_no_trace(
+    slices: list[dict[str, Any]], members: list[tuple[int, bool, str]]
+) -> None:
+    index = index_with(*slices)
+    before = index.taken()
+    trial: list[PodDevices] = []
+    whole = True
+    for number, (count, constrained, node_name) in enumerate(members):
+        key = _ask(index, f"m{number}", count, constrained)
+        try:
+            found = index.fit(f"m{number}", [key], node(node_name))
+        except DeviceRefusalError:
+            whole = False
+            break
+        index.assume(found)
+        trial.append(found)
+    if whole:
+        assert len(index.taken()) == len(before) + sum(count for count, _, _ in members)
+    else:
+        for found in reversed(trial):
+            index.forget(found)
+        assert index.taken() == before
+
+
+@given(clusters(), _asks, st.lists(st.sampled_from("ab"), min_size=1, max_size=4))
+def test_more_devices_never_refuse_a_claim_that_fit(
+    slices: list[dict[str, Any]], ask: tuple[int, bool, str], extra: list[str]
+) -> None:
+    count, constrained, node_name = ask
+    index = index_with(*slices)
+    fits_before = _fits(index, count, constrained, node_name)
+    grown = [
+        dict(raw, spec=dict(raw["spec"], devices=list(raw["spec"]["devices"]))) for raw in slices
+    ]
+    for raw in grown:
+        if raw["spec"]["nodeName"] == node_name:
+            start = len(raw["spec"]["devices"])
+            raw["spec"]["devices"] += [gpu(start + i, domain=d) for i, d in enumerate(extra)]
+    if fits_before:
+        assert _fits(index_with(*grown), count, constrained, node_name)
+
+
+def _fits(index: DeviceIndex, count: int, constrained: bool, node_name: str) -> bool:
+    key = _ask(index, "c", count, constrained)
+    try:
+        index.fit("p", [key], node(node_name))
+    except DeviceRefusalError:
+        return False
+    return True
