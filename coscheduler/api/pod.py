@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
+from coscheduler.api.devices import PodClaim, read_pod_claims
 from coscheduler.api.fields import TOO_LARGE, FieldReader, ObjectParseError
 from coscheduler.api.labels import pod_group_name, pod_role
 from coscheduler.api.node_selector import (
@@ -150,6 +151,10 @@ class PodInfo:
     preemption_policy: str = "PreemptLowerPriority"
     #: ``spec.workloadRef``: the native Workload gang the pod belongs to, if any.
     workload: WorkloadRef | None = None
+    #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
+    #: (:mod:`~coscheduler.api.devices`). Still refused by :mod:`~coscheduler.api.asks`
+    #: until the runtime writes the allocations the core finds.
+    device_claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:
@@ -332,6 +337,10 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     if topology or preferences:
         # Pods with inter-pod rules see (and are seen by) each other by labels.
         shape = (*shape, namespace, tuple(sorted(labels.items())), topology, preferences)
+    device_claims = read_pod_claims(reader, spec, status)
+    if device_claims:
+        # Each pod's claims are its own (or shared by name): never one run with others.
+        shape = (*shape, namespace, device_claims)
 
     return PodInfo(
         namespace=namespace,
@@ -368,4 +377,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
             spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
         ),
         workload=read_workload_ref(reader, spec),
+        device_claims=device_claims,
     )

@@ -34,7 +34,7 @@ request order, as the upstream allocator's first pass is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.devices import (
@@ -54,6 +54,7 @@ from coscheduler.core.filters import affinity
 
 __all__ = [
     "CANNOT_ALLOCATE",
+    "DEVICES",
     "ClaimAllocation",
     "DeviceIndex",
     "DeviceKey",
@@ -64,6 +65,8 @@ __all__ = [
 #: (driver, pool, device): a device cluster-wide.
 DeviceKey = tuple[str, str, str]
 
+#: The filter's name in a diagnosis (kube-scheduler's plugin).
+DEVICES = "DynamicResources"
 #: kube-scheduler's words.
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
@@ -148,6 +151,9 @@ class DeviceIndex:
         self._assumed_claims: dict[str, ClaimAllocation] = {}
         #: (expression, device) -> verdict, or the error's message.
         self._verdicts: dict[tuple[str, DeviceKey], bool | str] = {}
+        #: Node-local devices: their node; and how many are taken per node.
+        self._node_of: dict[DeviceKey, str] = {}
+        self._taken_on: dict[str, int] = {}
 
     # -- the watched objects ------------------------------------------------
 
@@ -181,19 +187,46 @@ class DeviceIndex:
     def upsert_claim(self, claim: ResourceClaimInfo) -> None:
         self.remove_claim(claim.key)
         self.claims[claim.key] = claim
-        for result in claim.allocation or ():
-            self._allocated[result.key] = claim.key
         if claim.allocation is not None:
             # Seen written: the assumption is the API's now.
             self._release(claim.key)
+        for result in claim.allocation or ():
+            if result.key not in self._allocated:
+                self._count(result.key, 1)
+            self._allocated[result.key] = claim.key
 
     def remove_claim(self, key: str) -> None:
         old = self.claims.pop(key, None)
         for result in (old.allocation or ()) if old is not None else ():
             if self._allocated.get(result.key) == key:
                 del self._allocated[result.key]
+                self._count(result.key, -1)
+
+    def _count(self, key: DeviceKey, change: int) -> None:
+        node = self._node_of.get(key)
+        if node is not None:
+            self._taken_on[node] = self._taken_on.get(node, 0) + change
 
     # -- reading ------------------------------------------------------------
+
+    def room_on(self, node: str) -> int:
+        """How many devices could still be taken for ``node``: a quick bound before :meth:`fit`."""
+        if self._by_node is None:
+            self._index_devices()
+        assert self._by_node is not None
+        local = len(self._by_node.get(node, ())) - self._taken_on.get(node, 0)
+        return local + len(self._elsewhere)
+
+    def least_need(self, claim_keys: Sequence[str]) -> int:
+        """The fewest devices the claims not allocated yet can take (0 when all are)."""
+        need = 0
+        for key in dict.fromkeys(claim_keys):
+            claim = self.claims.get(key)
+            if claim is None or self.allocation_of(key) is not None:
+                continue
+            for request in claim.spec.requests:
+                need += min(1 if choice.all else choice.count for choice in request.choices)
+        return need
 
     def taken(self) -> dict[DeviceKey, str]:
         """Every device allocated or assumed, with its claim."""
@@ -258,6 +291,7 @@ class DeviceIndex:
             self._assumed_claims[allocation.claim] = allocation
             for result in allocation.results:
                 self._assumed[result.key] = allocation.claim
+                self._count(result.key, 1)
 
     def forget(self, devices: PodDevices) -> None:
         """Give back what :meth:`assume` took (the trial was discarded, or a write failed)."""
@@ -272,6 +306,7 @@ class DeviceIndex:
         for result in allocation.results:
             if self._assumed.get(result.key) == claim_key:
                 del self._assumed[result.key]
+                self._count(result.key, -1)
 
     # -- the search ---------------------------------------------------------
 
@@ -305,6 +340,13 @@ class DeviceIndex:
                         elsewhere.append(_Candidate(key, driver, device, nodes))
         self._by_node = by_node
         self._elsewhere = elsewhere
+        self._node_of = {c.key: node for node, found in by_node.items() for c in found}
+        taken: dict[str, int] = {}
+        for key in (*self._allocated, *self._assumed):
+            node = self._node_of.get(key)
+            if node is not None:
+                taken[node] = taken.get(node, 0) + 1
+        self._taken_on = taken
 
     def _matches(self, choice: DeviceChoice, candidate: _Candidate, claim: str) -> bool:
         device_class = self.classes.get(choice.device_class)
@@ -353,9 +395,13 @@ class DeviceIndex:
     def _allocate(
         self, claim: ResourceClaimInfo, node: NodeInfo, used: set[DeviceKey]
     ) -> ClaimAllocation | None:
-        taken = used | set(self._allocated) | set(self._assumed)
+        allocated, assumed = self._allocated, self._assumed
+
+        def busy(key: DeviceKey) -> bool:
+            return key in used or key in allocated or key in assumed
+
         candidates = list(self._candidates(node))
-        picks = _solve(self, claim.key, claim.spec, 0, candidates, taken, {})
+        picks = _solve(self, claim.key, claim.spec, 0, candidates, busy, frozenset(), {})
         if picks is None:
             return None
         results = tuple(
@@ -370,7 +416,8 @@ def _solve(
     spec: ClaimSpec,
     position: int,
     candidates: list[_Candidate],
-    taken: set[DeviceKey],
+    busy: Callable[[DeviceKey], bool],
+    picked: frozenset[DeviceKey],
     fixed: Mapping[str, object],
 ) -> list[tuple[str, _Candidate]] | None:
     """Devices for the requests from ``position`` on, with constrained values ``fixed``."""
@@ -381,11 +428,11 @@ def _solve(
         matching = [c for c in candidates if index._matches(choice, c, claim)]
         if choice.all:
             # Every matching device, none of them taken, at least one.
-            if not matching or any(c.key in taken for c in matching):
+            if not matching or any(c.key in picked or busy(c.key) for c in matching):
                 continue
             groups = [matching] if _agree(matching, attributes, fixed) else []
         else:
-            free = [c for c in matching if c.key not in taken]
+            free = [c for c in matching if c.key not in picked and not busy(c.key)]
             groups = _groups(free, attributes, fixed, choice.count)
         for group in groups[:_MAX_GROUPS]:
             picks = group if choice.all else group[: choice.count]
@@ -398,7 +445,8 @@ def _solve(
                 spec,
                 position + 1,
                 candidates,
-                taken | {c.key for c in picks},
+                busy,
+                picked | {c.key for c in picks},
                 values,
             )
             if rest is not None:

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceRefusalError
 from coscheduler.core.scoring import Scoring, score, scored_columns, scores
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
@@ -48,6 +49,8 @@ def place_run(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring = 
         return 0
     snapshot = statement.snapshot
     first = pods[0]
+    if first.device_claims:
+        return _with_devices(statement, pods, scoring)
     if first.topology or first.preferences:
         return _one_by_one(statement, pods, scoring)
     if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
@@ -228,6 +231,59 @@ def _one_by_one(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring)
         ranking[index] = scale * score(
             strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
         )
+    return placed
+
+
+def _with_devices(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring) -> int:
+    """Place pods with DRA claims one at a time, each on the best node where its claims get devices.
+
+    Nodes are tried in the resource ranking's order; the first whose devices
+    satisfy every claim of the pod (:meth:`~coscheduler.core.devices.DeviceIndex.fit`)
+    takes it, and the devices are counted on the statement, so the next member
+    sees them taken and a discarded trial gives them back. Inter-pod rules are
+    honoured (the run's verdicts); preferences are not scored on this path.
+    """
+    snapshot = statement.snapshot
+    devices = snapshot.devices
+    rules = snapshot.rules(pods[0])
+    placed = 0
+    for pod in pods:
+        try:
+            claims = devices.claim_keys(pod.namespace, pod.name, pod.device_claims)
+        except DeviceRefusalError:
+            break
+        need = devices.least_need(claims)
+        mask = snapshot.fits(pod)
+        if rules is not None:
+            mask &= rules.fixed & rules.mask
+        if statement.within is not None:
+            mask &= statement.within
+        slots = np.flatnonzero(mask)
+        allocatable, used = snapshot.rows(slots)
+        request = snapshot.request(pod)
+        scored = scored_columns(pod.requests, snapshot.columns, scoring.weights)
+        ranking = scores(scoring.strategy, allocatable, used, request, scored)
+        chosen = None
+        for index in np.lexsort((snapshot.ranks(slots), -ranking)).tolist():
+            node = snapshot.node(snapshot.name_of(int(slots[index])))
+            assert node is not None
+            if devices.room_on(node.name) < need:
+                continue  # too few devices left there: no search
+            try:
+                chosen = (int(slots[index]), devices.fit(pod.uid, claims, node))
+            except DeviceRefusalError as refusal:
+                if refusal.anywhere:
+                    return placed
+                continue
+            break
+        if chosen is None:
+            break
+        slot, found = chosen
+        statement.assume([pod], snapshot.name_of(slot))
+        statement.assume_devices(found)
+        if rules is not None:
+            rules.placed(slot)
+        placed += 1
     return placed
 
 

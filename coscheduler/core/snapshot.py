@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceIndex
 from coscheduler.core.filters import ports
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
@@ -97,6 +98,7 @@ class Snapshot(SnapshotDiagnosis):
         self._vectors = {}
         self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
         self.attach_limits = {}
+        self.devices = DeviceIndex()
 
     # -- reading -----------------------------------------------------------
 

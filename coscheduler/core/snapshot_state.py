@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceIndex
 from coscheduler.core.filters import ports
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
@@ -82,6 +83,8 @@ class SnapshotState:
     topology: TopologyIndex
     #: CSINode limits: node -> CSI driver -> volumes it can have attached.
     attach_limits: dict[str, Mapping[str, int]]
+    #: DRA: slices, classes, claims, and the devices taken (:mod:`~coscheduler.core.devices`).
+    devices: DeviceIndex
 
     def _vector(self, requests: Mapping[str, int]) -> Vector:
         key = tuple(sorted(requests.items()))

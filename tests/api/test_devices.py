@@ -183,3 +183,14 @@ def test_pod_claims_resolve_templates_through_status() -> None:
     ]
     with pytest.raises(ValueError, match="exactly one"):
         read_pod_claims(reader, {"resourceClaims": [{"name": "x"}]}, {})
+
+
+def test_a_pod_carries_its_claims_and_is_still_refused() -> None:
+    from tests.builders import pod
+
+    member = pod(
+        "p",
+        spec_extra={"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "t"}]},
+    )
+    assert [(c.name, c.claim, c.template) for c in member.device_claims] == [("gpus", None, "t")]
+    assert member.asks.unsupported == ("spec.resourceClaims",)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from coscheduler.api.pod import PodInfo
 from coscheduler.core.devices import (
     CANNOT_ALLOCATE,
     NOT_ON_NODE,
@@ -16,7 +17,11 @@ from coscheduler.core.devices import (
     DeviceRefusalError,
     PodDevices,
 )
-from tests.builders import node
+from coscheduler.core.scoring import Scoring
+from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.statement import Statement
+from coscheduler.core.trial import greedy_trial
+from tests.builders import node, pod
 from tests.dra import DRIVER, claim, device_class, exactly, gpu, gpu_slice
 
 NVLINK = f"{DRIVER}/nvlink"
@@ -228,6 +233,7 @@ def _check_no_device_twice(index: DeviceIndex, assumed: list[PodDevices]) -> Non
     assert seen == index.taken()
 
 
+@settings(max_examples=200, deadline=None)
 @given(clusters(), st.lists(st.tuples(_asks, st.booleans()), max_size=12))
 def test_no_device_is_allocated_twice_at_any_instant(
     slices: list[dict[str, Any]], steps: list[tuple[tuple[int, bool, str], bool]]
@@ -257,6 +263,7 @@ def index_value(index: DeviceIndex, result: Any) -> object:
     return device.attribute(NVLINK, DRIVER)
 
 
+@settings(max_examples=200, deadline=None)
 @given(clusters(), st.lists(_asks, min_size=1, max_size=6))
 def test_a_gang_is_allocated_whole_or_leaves_no_trace(
     slices: list[dict[str, Any]], members: list[tuple[int, bool, str]]
@@ -282,6 +289,7 @@ def test_a_gang_is_allocated_whole_or_leaves_no_trace(
         assert index.taken() == before
 
 
+@settings(max_examples=200, deadline=None)
 @given(clusters(), _asks, st.lists(st.sampled_from("ab"), min_size=1, max_size=4))
 def test_more_devices_never_refuse_a_claim_that_fit(
     slices: list[dict[str, Any]], ask: tuple[int, bool, str], extra: list[str]
@@ -307,3 +315,59 @@ def _fits(index: DeviceIndex, count: int, constrained: bool, node_name: str) -> 
     except DeviceRefusalError:
         return False
     return True
+
+
+# -- inside the trial ----------------------------------------------------------
+
+
+def _member(name: str, claim_name: str) -> PodInfo:
+    claims = [{"name": "gpus", "resourceClaimName": claim_name}]
+    return pod(name, cpu="1", group="train", spec_extra={"resourceClaims": claims})
+
+
+def _trial_snapshot(*nodes_and_gpus: tuple[str, int]) -> Snapshot:
+    snapshot = Snapshot()
+    for name, count in nodes_and_gpus:
+        snapshot.upsert_node(node(name, cpu="64"))
+        snapshot.devices.upsert_slice(ResourceSliceInfo.from_object(gpu_slice(name, count)))
+    snapshot.devices.upsert_class(DeviceClassInfo.from_object(device_class()))
+    return snapshot
+
+
+def test_a_gang_takes_its_devices_in_one_trial_or_none() -> None:
+    snapshot = _trial_snapshot(("n1", 4), ("n2", 4))
+    members = []
+    for number in range(4):
+        add_claim(snapshot.devices, f"c{number}", gpus(2))
+        members.append(_member(f"m{number}", f"c{number}"))
+    statement = Statement(snapshot)
+    trial = greedy_trial(statement, members, {}, 4, Scoring())
+    assert trial.placed == 4
+    taken = snapshot.devices.taken()
+    assert len(taken) == 8  # every GPU of both nodes, each once
+    for found in statement.devices:
+        node_name = snapshot.node_of(found.pod_uid)
+        assert all(r.pool == node_name for a in found.allocations for r in a.results)
+    statement.discard()
+    assert snapshot.devices.taken() == {}
+
+    # A fifth member finds no devices: the trial falls short and is discarded whole.
+    add_claim(snapshot.devices, "c4", gpus(2))
+    statement = Statement(snapshot)
+    trial = greedy_trial(statement, [*members, _member("m4", "c4")], {}, 5, Scoring())
+    assert trial.placed == 4
+    assert trial.failure is not None
+    assert trial.failure.diagnosis.reasons == {CANNOT_ALLOCATE: 2}
+    statement.discard()
+    assert snapshot.devices.taken() == {}
+    assert all(snapshot.node_of(m.uid) is None for m in members)
+
+
+def test_members_sharing_a_claim_land_where_its_devices_are() -> None:
+    snapshot = _trial_snapshot(("n1", 2), ("n2", 2))
+    add_claim(snapshot.devices, "shared", gpus(2))
+    members = [_member(f"m{n}", "shared") for n in range(3)]
+    statement = Statement(snapshot)
+    assert greedy_trial(statement, members, {}, 3, Scoring()).placed == 3
+    assert {snapshot.node_of(m.uid) for m in members} == {"n1"}
+    assert len(snapshot.devices.taken()) == 2
