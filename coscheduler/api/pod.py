@@ -339,8 +339,11 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         shape = (*shape, namespace, tuple(sorted(labels.items())), topology, preferences)
     device_claims = read_pod_claims(reader, spec, status)
     if device_claims:
-        # Each pod's claims are its own (or shared by name): never one run with others.
-        shape = (*shape, namespace, device_claims)
+        # Claims from one template ask alike; a named claim is itself.
+        asked = tuple(
+            (c.name, c.template or "", c.claim if not c.template else "") for c in device_claims
+        )
+        shape = (*shape, namespace, asked)
 
     return PodInfo(
         namespace=namespace,

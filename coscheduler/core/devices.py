@@ -154,6 +154,8 @@ class DeviceIndex:
         #: Node-local devices: their node; and how many are taken per node.
         self._node_of: dict[DeviceKey, str] = {}
         self._taken_on: dict[str, int] = {}
+        #: Nodes whose room changed since :meth:`changed_rooms` was asked; None: every node.
+        self._dirty: set[str] | None = None
 
     # -- the watched objects ------------------------------------------------
 
@@ -162,6 +164,7 @@ class DeviceIndex:
         self._slices[slice_.name] = slice_
         self._pools.setdefault((slice_.driver, slice_.pool), _Pool()).slices[slice_.name] = slice_
         self._by_node = None
+        self._dirty = None
 
     def remove_slice(self, name: str) -> None:
         old = self._slices.pop(name, None)
@@ -177,6 +180,7 @@ class DeviceIndex:
             for expression in [e for e, k in self._verdicts if k == key]:
                 self._verdicts.pop((expression, key), None)
         self._by_node = None
+        self._dirty = None
 
     def upsert_class(self, device_class: DeviceClassInfo) -> None:
         self.classes[device_class.name] = device_class
@@ -206,6 +210,15 @@ class DeviceIndex:
         node = self._node_of.get(key)
         if node is not None:
             self._taken_on[node] = self._taken_on.get(node, 0) + change
+            if self._dirty is not None:
+                self._dirty.add(node)
+
+    def changed_rooms(self) -> set[str] | None:
+        """The nodes whose :meth:`room_on` changed since the last call (None: any node may have)."""
+        if self._by_node is None:
+            self._index_devices()
+        dirty, self._dirty = self._dirty, set()
+        return dirty
 
     # -- reading ------------------------------------------------------------
 
@@ -326,18 +339,16 @@ class DeviceIndex:
         elsewhere: list[_Candidate] = []
         for (driver, pool), entry in sorted(self._pools.items()):
             for slice_ in sorted(entry.complete(), key=lambda s: s.name):
+                if slice_.node_name is not None:
+                    nodes: tuple[NodeSelectorTerm, ...] | None = (
+                        _node_name_term(slice_.node_name),
+                    )
+                    into = by_node.setdefault(slice_.node_name, [])
+                else:
+                    nodes = None if slice_.all_nodes else slice_.node_selector
+                    into = elsewhere
                 for device in slice_.devices:
-                    key = (driver, pool, device.name)
-                    if slice_.node_name is not None:
-                        nodes: tuple[NodeSelectorTerm, ...] | None = (
-                            _node_name_term(slice_.node_name),
-                        )
-                        by_node.setdefault(slice_.node_name, []).append(
-                            _Candidate(key, driver, device, nodes)
-                        )
-                    else:
-                        nodes = None if slice_.all_nodes else slice_.node_selector
-                        elsewhere.append(_Candidate(key, driver, device, nodes))
+                    into.append(_Candidate((driver, pool, device.name), driver, device, nodes))
         self._by_node = by_node
         self._elsewhere = elsewhere
         self._node_of = {c.key: node for node, found in by_node.items() for c in found}

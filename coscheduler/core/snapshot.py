@@ -99,6 +99,8 @@ class Snapshot(SnapshotDiagnosis):
         self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
         self.attach_limits = {}
         self.devices = DeviceIndex()
+        self._device_room = np.zeros(capacity, dtype=np.int64)
+        self._device_room_stale = set()
 
     # -- reading -----------------------------------------------------------
 
@@ -208,6 +210,7 @@ class Snapshot(SnapshotDiagnosis):
         self._taint_class[slot] = taint_id
         self._label_class[slot] = label_id
         self.topology.node_changed(slot, node)
+        self._device_room_stale.add(node.name)
         return added
 
     def remove_node(self, name: str) -> bool:
@@ -335,6 +338,7 @@ class Snapshot(SnapshotDiagnosis):
             self._taint_class = np.concatenate([self._taint_class, np.zeros(grow, np.int64)])
             self._label_class = np.concatenate([self._label_class, np.zeros(grow, np.int64)])
             self._rank = np.concatenate([self._rank, np.zeros(grow, np.int64)])
+            self._device_room = np.concatenate([self._device_room, np.zeros(grow, np.int64)])
         return slot
 
     def _release_classes(self, slot: int) -> None:

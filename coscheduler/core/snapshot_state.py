@@ -85,6 +85,10 @@ class SnapshotState:
     attach_limits: dict[str, Mapping[str, int]]
     #: DRA: slices, classes, claims, and the devices taken (:mod:`~coscheduler.core.devices`).
     devices: DeviceIndex
+    #: Per slot: how many devices its node could still be given (refreshed from ``devices``).
+    _device_room: IntArray
+    #: Nodes (added or changed) whose ``_device_room`` is not set yet.
+    _device_room_stale: set[str]
 
     def _vector(self, requests: Mapping[str, int]) -> Vector:
         key = tuple(sorted(requests.items()))
