@@ -34,6 +34,7 @@ request order, as the upstream allocator's first pass is.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -56,6 +57,7 @@ __all__ = [
     "CANNOT_ALLOCATE",
     "DEVICES",
     "ClaimAllocation",
+    "ClaimWrite",
     "DeviceIndex",
     "DeviceKey",
     "DeviceRefusalError",
@@ -94,6 +96,21 @@ class PodDevices:
     allocations: tuple[ClaimAllocation, ...]
     #: Keys of all the member's claims (allocated now, earlier, or in this trial).
     claims: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimWrite:
+    """Before a gang's first Binding: a claim's allocation (when new) and the pods it serves.
+
+    As kube-scheduler's DynamicResources plugin does at PreBind: the runtime
+    writes ``status.allocation`` and adds ``reserve`` (pod name, uid) to
+    ``status.reservedFor``, with the claim's resourceVersion as precondition.
+    """
+
+    claim: ResourceClaimInfo
+    #: None: allocated already (a shared claim), only reserved for more pods.
+    allocation: ClaimAllocation | None
+    reserve: tuple[tuple[str, str], ...]
 
 
 @dataclass(slots=True)
@@ -149,6 +166,8 @@ class DeviceIndex:
         #: Device -> claim key, for allocations decided and not seen written yet.
         self._assumed: dict[DeviceKey, str] = {}
         self._assumed_claims: dict[str, ClaimAllocation] = {}
+        #: Pod uid -> what it took, until forgotten (its claims' writes are then seen).
+        self._by_pod: dict[str, PodDevices] = {}
         #: (expression, device) -> verdict, or the error's message.
         self._verdicts: dict[tuple[str, DeviceKey], bool | str] = {}
         #: Node-local devices: their node; and how many are taken per node.
@@ -300,14 +319,27 @@ class DeviceIndex:
 
     def assume(self, devices: PodDevices) -> None:
         """Count the member's new allocations as taken (until written, or forgotten)."""
+        self._by_pod[devices.pod_uid] = devices
         for allocation in devices.allocations:
             self._assumed_claims[allocation.claim] = allocation
             for result in allocation.results:
                 self._assumed[result.key] = allocation.claim
                 self._count(result.key, 1)
 
+    def forget_pod(self, pod_uid: str) -> None:
+        """Give back what the pod's :meth:`assume` took, unless its claims are seen written."""
+        devices = self._by_pod.pop(pod_uid, None)
+        if devices is not None:
+            self.forget(devices)
+
+    def settled(self, pod_uid: str) -> None:
+        """The pod is bound: its record goes; its claims' allocations stay until seen written."""
+        self._by_pod.pop(pod_uid, None)
+
     def forget(self, devices: PodDevices) -> None:
         """Give back what :meth:`assume` took (the trial was discarded, or a write failed)."""
+        if self._by_pod.get(devices.pod_uid) is devices:
+            del self._by_pod[devices.pod_uid]
         for allocation in devices.allocations:
             if self._assumed_claims.get(allocation.claim) is allocation:
                 self._release(allocation.claim)
@@ -320,6 +352,29 @@ class DeviceIndex:
             if self._assumed.get(result.key) == claim_key:
                 del self._assumed[result.key]
                 self._count(result.key, -1)
+
+    def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
+        """What to write on the claims of these placed pods (name, uid), in order.
+
+        A claim allocated in this decision gets its allocation; every claim gets
+        the pods that use it and are not in its ``reservedFor`` yet.
+        """
+        writes: dict[str, ClaimWrite] = {}
+        for name, uid in pods:
+            devices = self._by_pod.get(uid)
+            if devices is None:
+                continue
+            for key in devices.claims:
+                claim = self.claims.get(key)
+                if claim is None or uid in claim.reserved_for:
+                    continue
+                write = writes.get(key)
+                if write is None:
+                    pending = self._assumed_claims.get(key)
+                    allocation = pending if claim.allocation is None else None
+                    write = ClaimWrite(claim, allocation, ())
+                writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
+        return tuple(writes.values())
 
     # -- the search ---------------------------------------------------------
 

@@ -98,6 +98,9 @@ class Pipeline:
             decision = self.accounts.max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
+        if decision.bindings and any(pod.device_claims for pod in pending):
+            writes = self.snapshot.devices.writes_for([(b.name, b.uid) for b in decision.bindings])
+            decision = dataclasses.replace(decision, device_writes=writes)
         order = self.preemptions.settle(
             self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )

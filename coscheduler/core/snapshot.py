@@ -243,13 +243,19 @@ class Snapshot(SnapshotDiagnosis):
                 self._refresh(placed, pod)
                 return
             self._unplace(pod.uid)
+            if placed.assumed:
+                # Bound (its claims were written first), or gone: devices follow the claims now.
+                self.devices.settled(pod.uid)
         if counts and pod.node_name is not None:
             self._place(pod, pod.node_name, assumed=False, times=1)
 
     def remove_pod(self, uid: str) -> None:
-        """A pod was deleted: whatever it held is free."""
-        if uid in self._pods:
+        """A pod was deleted: whatever it held is free (devices: once its claims say so)."""
+        placed = self._pods.get(uid)
+        if placed is not None:
             self._unplace(uid)
+            if placed.assumed:
+                self.devices.forget_pod(uid)
 
     def assume(self, pod: PodInfo, node: str) -> None:
         """Count a planned binding at once."""
@@ -280,6 +286,7 @@ class Snapshot(SnapshotDiagnosis):
         if placed is None or not placed.assumed:
             return False
         self._unplace(uid)
+        self.devices.forget_pod(uid)
         return True
 
     # -- internals ---------------------------------------------------------

@@ -62,14 +62,12 @@ class Statement:
     slots) this trial may place on: a gang kept inside one topology domain.
     """
 
-    __slots__ = ("_devices", "_log", "snapshot", "within")
+    __slots__ = ("_log", "snapshot", "within")
 
     def __init__(self, snapshot: Snapshot, within: npt.NDArray[np.bool_] | None = None) -> None:
         self.snapshot = snapshot
         self.within = within
         self._log: list[tuple[Sequence[PodInfo], str]] = []
-        #: The devices members took (DRA), in order: given back by ``discard``.
-        self._devices: list[PodDevices] = []
 
     def __len__(self) -> int:
         return sum(len(pods) for pods, _ in self._log)
@@ -83,27 +81,16 @@ class Statement:
         self._log.append((pods, node))
 
     def assume_devices(self, devices: PodDevices) -> None:
-        """Count a member's devices taken (its claims' allocations found on its node)."""
+        """Count an assumed member's devices taken: forgetting the member gives them back."""
         self.snapshot.devices.assume(devices)
-        self._devices.append(devices)
-
-    @property
-    def devices(self) -> tuple[PodDevices, ...]:
-        """The devices the members placed so far took, in order."""
-        return tuple(self._devices)
 
     def absorb(self, child: Statement) -> None:
         """Take a child statement's assumptions as this one's (it tried inside a narrower set)."""
         self._log.extend(child._log)
         child._log.clear()
-        self._devices.extend(child._devices)
-        child._devices.clear()
 
     def discard(self) -> None:
-        """Forget every assumption, last first."""
-        for devices in reversed(self._devices):
-            self.snapshot.devices.forget(devices)
-        self._devices.clear()
+        """Forget every assumption, last first (a member's devices with it)."""
         for pods, _ in reversed(self._log):
             for pod in reversed(pods):
                 self.snapshot.forget(pod.uid)
@@ -117,5 +104,4 @@ class Statement:
             for pod in pods
         )
         self._log.clear()
-        self._devices.clear()
         return bindings

@@ -345,9 +345,13 @@ def test_a_gang_takes_its_devices_in_one_trial_or_none() -> None:
     assert trial.placed == 4
     taken = snapshot.devices.taken()
     assert len(taken) == 8  # every GPU of both nodes, each once
-    for found in statement.devices:
-        node_name = snapshot.node_of(found.pod_uid)
-        assert all(r.pool == node_name for a in found.allocations for r in a.results)
+    writes = snapshot.devices.writes_for([(m.name, m.uid) for m in members])
+    assert len(writes) == 4
+    for write, member in zip(writes, members, strict=True):
+        assert write.reserve == ((member.name, member.uid),)
+        assert write.allocation is not None
+        node_name = snapshot.node_of(member.uid)
+        assert all(r.pool == node_name for r in write.allocation.results)
     statement.discard()
     assert snapshot.devices.taken() == {}
 
@@ -371,3 +375,8 @@ def test_members_sharing_a_claim_land_where_its_devices_are() -> None:
     assert greedy_trial(statement, members, {}, 3, Scoring()).placed == 3
     assert {snapshot.node_of(m.uid) for m in members} == {"n1"}
     assert len(snapshot.devices.taken()) == 2
+    (write,) = snapshot.devices.writes_for([(m.name, m.uid) for m in members])
+    assert write.allocation is not None
+    assert [uid for _, uid in write.reserve] == [m.uid for m in members]
+    snapshot.forget(members[0].uid)  # the allocating member's binding failed
+    assert snapshot.devices.taken() == {}
