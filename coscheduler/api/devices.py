@@ -269,10 +269,16 @@ class ResourceClaimInfo:
     allocation: tuple[AllocatedDevice, ...] | None
     #: ``status.allocation.nodeSelector``: None for devices reachable from every node.
     allocation_nodes: tuple[NodeSelectorTerm, ...] | None
-    #: ``status.reservedFor``: the uids of the pods (or other consumers) using it.
-    reserved_for: tuple[str, ...]
+    #: ``status.reservedFor`` as (apiGroup, resource, name, uid): the pods (or others) using it.
+    consumers: tuple[tuple[str, str, str, str], ...]
     deleting: bool
     resource_version: str = ""
+    finalizers: tuple[str, ...] = ()
+
+    @property
+    def reserved_for(self) -> tuple[str, ...]:
+        """The uids of its consumers."""
+        return tuple(uid for _, _, _, uid in self.consumers)
 
     @property
     def key(self) -> str:
@@ -313,8 +319,16 @@ class ResourceClaimInfo:
                 )
         reserved = []
         for index, item in enumerate(reader.items(status.get("reservedFor"), "status.reservedFor")):
-            entry = reader.mapping(item, f"status.reservedFor[{index}]")
-            reserved.append(reader.text(entry.get("uid"), f"status.reservedFor[{index}].uid"))
+            at = f"status.reservedFor[{index}]"
+            entry = reader.mapping(item, at)
+            reserved.append(
+                (
+                    reader.text(entry.get("apiGroup"), f"{at}.apiGroup"),
+                    reader.text(entry.get("resource"), f"{at}.resource"),
+                    reader.text(entry.get("name"), f"{at}.name"),
+                    reader.text(entry.get("uid"), f"{at}.uid"),
+                )
+            )
         return cls(
             namespace=namespace,
             name=reader.text(meta.get("name"), "metadata.name"),
@@ -322,9 +336,13 @@ class ResourceClaimInfo:
             spec=spec,
             allocation=allocation,
             allocation_nodes=allocation_nodes,
-            reserved_for=tuple(reserved),
+            consumers=tuple(reserved),
             deleting=meta.get("deletionTimestamp") is not None,
             resource_version=reader.text(meta.get("resourceVersion"), "metadata.resourceVersion"),
+            finalizers=tuple(
+                reader.text(f, "metadata.finalizers")
+                for f in reader.items(meta.get("finalizers"), "metadata.finalizers")
+            ),
         )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
+from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
@@ -236,6 +237,36 @@ class Scheduler(Views):
         else:
             self.snapshot.attach_limits.pop(node, None)
         self.queue.on_event(ClusterEvent.VOLUME_CHANGED)
+
+    # -- devices (DRA) -----------------------------------------------------------
+
+    def upsert_resource_slice(self, resource_slice: ResourceSliceInfo) -> None:
+        self.snapshot.devices.upsert_slice(resource_slice)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_resource_slice(self, name: str) -> None:
+        self.snapshot.devices.remove_slice(name)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_device_class(self, device_class: DeviceClassInfo) -> None:
+        self.snapshot.devices.upsert_class(device_class)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_device_class(self, name: str) -> None:
+        self.snapshot.devices.remove_class(name)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_resource_claim(self, claim: ResourceClaimInfo) -> None:
+        self.snapshot.devices.upsert_claim(claim)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_resource_claim(self, key: str) -> None:
+        self.snapshot.devices.remove_claim(key)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def resource_claim(self, key: str) -> ResourceClaimInfo | None:
+        """A claim as last seen (the runtime writes its status from it)."""
+        return self.snapshot.devices.claims.get(key)
 
     # -- disruption budgets ------------------------------------------------------
 
