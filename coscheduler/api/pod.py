@@ -152,8 +152,7 @@ class PodInfo:
     #: ``spec.workloadRef``: the native Workload gang the pod belongs to, if any.
     workload: WorkloadRef | None = None
     #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
-    #: (:mod:`~coscheduler.api.devices`). Still refused by :mod:`~coscheduler.api.asks`
-    #: until the runtime writes the allocations the core finds.
+    #: (:mod:`~coscheduler.api.devices`).
     device_claims: tuple[PodClaim, ...] = ()
 
     @property

@@ -162,7 +162,9 @@ class Scheduler(Views):
         was_pending = self._file(pod, key, state)
         if before is not None and before.bound and not before.terminal and pod.terminal:
             self.queue.on_event(ClusterEvent.POD_FINISHED)
-        if key is not None and state is State.PENDING and not was_pending:
+        claims_resolved = before is not None and before.device_claims != pod.device_claims
+        if key is not None and state is State.PENDING and (not was_pending or claims_resolved):
+            # New, or its claims were made from their templates (DRA): worth a try now.
             self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     def remove_pod(self, uid: str) -> None:

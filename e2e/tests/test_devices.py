@@ -1,0 +1,234 @@
+"""Devices through DRA on the real control plane, with a fake driver.
+
+The test is the driver: it publishes a ResourceSlice of 8 GPUs for each KWOK
+node (model and NVLink-domain attributes) and a DeviceClass whose CEL
+selector picks them. kube-controller-manager's resourceclaim controller
+makes each pod's claim from its template; coscheduler allocates every
+member's devices in one trial and writes the claims before the first
+Binding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from e2e import workloads as w
+from e2e.api import Json
+from e2e.controlplane import Cluster
+from e2e.scheduler import StartScheduler
+from e2e.tests.helpers import pod_scheduled, pods, wait_bound, wait_not_scheduled
+from e2e.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+DRIVER = "gpu.e2e.example.com"
+RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+@pytest.fixture
+def devices(cluster: Cluster, namespace: str) -> Iterator[Callable[..., None]]:
+    """Publish GPUs for nodes (and a class), removed after the test: slices are cluster-wide."""
+    made: list[str] = []
+
+    def publish(nodes: list[str], per_node: int = 8, domains: int = 2) -> None:
+        for node in nodes:
+            name = f"{node}-gpus"
+            devices_ = [
+                {
+                    "name": f"gpu-{index}",
+                    "attributes": {
+                        "model": {"string": "H100"},
+                        "nvlink": {"string": f"{node}-nvl{index * domains // per_node}"},
+                    },
+                    "capacity": {"memory": {"value": "80Gi"}},
+                }
+                for index in range(per_node)
+            ]
+            cluster.api.create(
+                f"{RESOURCE}/resourceslices",
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceSlice",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "driver": DRIVER,
+                        "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "devices": devices_,
+                    },
+                },
+            )
+            made.append(f"{RESOURCE}/resourceslices/{name}")
+
+    selector = (
+        f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "H100" '
+        f'&& device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'
+    )
+    cluster.api.create(
+        f"{RESOURCE}/deviceclasses",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": f"{namespace}-gpu"},
+            "spec": {"selectors": [{"cel": {"expression": selector}}]},
+        },
+    )
+    made.append(f"{RESOURCE}/deviceclasses/{namespace}-gpu")
+    try:
+        yield publish
+    finally:
+        for path in made:
+            cluster.api.delete(path)
+
+
+def _template(cluster: Cluster, namespace: str, name: str, count: int, **more: Any) -> None:
+    devices: dict[str, Any] = {
+        "requests": [
+            {"name": "gpus", "exactly": {"deviceClassName": f"{namespace}-gpu", "count": count}}
+        ],
+        **more,
+    }
+    cluster.api.create(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": devices}},
+        },
+    )
+
+
+def _claims_member(
+    cluster: Cluster, namespace: str, pool: str, name: str, group: str, claim: dict[str, str]
+) -> None:
+    body: Json = w.pod(name, pool=pool, cpu="1", group=group)
+    body["spec"]["resourceClaims"] = [{"name": "gpus", **claim}]
+    body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+
+
+def _claims(cluster: Cluster, namespace: str) -> list[Json]:
+    items: list[Json] = cluster.api.get(f"{RESOURCE}/namespaces/{namespace}/resourceclaims").get(
+        "items", []
+    )
+    return items
+
+
+def _allocated(claim: Json) -> list[Json]:
+    results: list[Json] = (
+        claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+    )
+    return results
+
+
+def test_a_gang_gets_its_gpus_whole_from_a_template(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    start_scheduler()
+    _template(cluster, namespace, "pair", 2)
+    w.create_podgroup(cluster.api, namespace, "train", 4)
+    for index in range(4):
+        _claims_member(
+            cluster,
+            namespace,
+            pool,
+            f"train-{index}",
+            "train",
+            {"resourceClaimTemplateName": "pair"},
+        )
+    bound = wait_bound(cluster, namespace, 4, "the gang of 4 with its GPUs")
+    node_of = {p["metadata"]["uid"]: p["spec"]["nodeName"] for p in bound}
+    claims = wait_for(
+        lambda: _claims(cluster, namespace),
+        lambda items: len(items) == 4 and all(_allocated(c) for c in items),
+        describe="4 claims allocated",
+    )
+    seen: set[tuple[str, str]] = set()
+    for claim in claims:
+        (consumer,) = claim["status"]["reservedFor"]
+        results = _allocated(claim)
+        assert len(results) == 2
+        assert {r["pool"] for r in results} == {node_of[consumer["uid"]]}
+        for result in results:
+            assert (result["pool"], result["device"]) not in seen
+            seen.add((result["pool"], result["device"]))
+
+
+def test_a_gang_that_cannot_get_its_gpus_waits_whole_with_no_claim_allocated(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(1, cpu="32")
+    devices(nodes)
+    start_scheduler()
+    _template(cluster, namespace, "pair", 2)
+    w.create_podgroup(cluster.api, namespace, "big", 5)
+    for index in range(5):
+        _claims_member(
+            cluster, namespace, pool, f"big-{index}", "big", {"resourceClaimTemplateName": "pair"}
+        )
+    pod = wait_not_scheduled(cluster, namespace, "big-4", "Unschedulable")
+    assert "cannot allocate all claims" in pod_scheduled(pod)["message"]
+    assert all(not p["spec"].get("nodeName") for p in pods(cluster, namespace))
+    assert not any(_allocated(c) for c in _claims(cluster, namespace))
+
+
+def test_members_sharing_a_claim_land_where_its_gpus_are(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    start_scheduler()
+    cluster.api.create(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": "shared"},
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "gpus",
+                            "exactly": {"deviceClassName": f"{namespace}-gpu", "count": 4},
+                        }
+                    ],
+                    "constraints": [{"matchAttribute": f"{DRIVER}/nvlink"}],
+                }
+            },
+        },
+    )
+    w.create_podgroup(cluster.api, namespace, "pair", 2)
+    for index in range(2):
+        _claims_member(
+            cluster, namespace, pool, f"pair-{index}", "pair", {"resourceClaimName": "shared"}
+        )
+    bound = wait_bound(cluster, namespace, 2, "both sharers")
+    assert len({p["spec"]["nodeName"] for p in bound}) == 1
+    (claim,) = _claims(cluster, namespace)
+    results = _allocated(claim)
+    assert len(results) == 4
+    assert {r["pool"] for r in results} == {bound[0]["spec"]["nodeName"]}
+    assert {c["uid"] for c in claim["status"]["reservedFor"]} == {
+        p["metadata"]["uid"] for p in bound
+    }
