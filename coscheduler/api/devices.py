@@ -29,6 +29,7 @@ from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector
 from coscheduler.api.quantity import QuantityError, parse_quantity
 
 __all__ = [
+    "DEVICE_CLASS_RESOURCE",
     "AllocatedDevice",
     "AttributeValue",
     "ClaimSpec",
@@ -47,6 +48,9 @@ __all__ = [
     "Version",
     "read_pod_claims",
 ]
+
+#: Kubernetes' implicit extended resource name of a DeviceClass: how queues count its devices.
+DEVICE_CLASS_RESOURCE: Final = "deviceclass.resource.kubernetes.io/"
 
 _TAINT_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute", "None"})
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.devices import (
+    DEVICE_CLASS_RESOURCE,
     AllocatedDevice,
     ClaimSpec,
     Device,
@@ -156,6 +157,7 @@ class DeviceIndex:
     def __init__(self) -> None:
         self.classes: dict[str, DeviceClassInfo] = {}
         self.claims: dict[str, ResourceClaimInfo] = {}
+        self.templates: dict[str, ClaimSpec] = {}
         self._slices: dict[str, ResourceSliceInfo] = {}
         self._pools: dict[tuple[str, str], _Pool] = {}
         #: Devices by the node their slice names; slices for selected or all nodes apart.
@@ -240,6 +242,28 @@ class DeviceIndex:
         return dirty
 
     # -- reading ------------------------------------------------------------
+
+    def counted(self, namespace: str, claims: Sequence[PodClaim]) -> dict[str, int]:
+        """How many devices of each class the pod's own claims ask, as queues count them.
+
+        Claims made from a template are the pod's own (their template's spec,
+        else the claim's); a claim named by several pods is shared and not
+        counted per pod. ``All`` and ``firstAvailable`` count their first
+        choice (``All`` as one device).
+        """
+        counts: dict[str, int] = {}
+        for entry in claims:
+            if entry.template is None:
+                continue
+            spec = self.templates.get(f"{namespace}/{entry.template}")
+            if spec is None and entry.claim is not None:
+                made = self.claims.get(f"{namespace}/{entry.claim}")
+                spec = None if made is None else made.spec
+            for request in spec.requests if spec is not None else ():
+                choice = request.choices[0]
+                resource = DEVICE_CLASS_RESOURCE + choice.device_class
+                counts[resource] = counts.get(resource, 0) + (1 if choice.all else choice.count)
+        return counts
 
     def room_on(self, node: str) -> int:
         """How many devices could still be taken for ``node``: a quick bound before :meth:`fit`."""
@@ -375,6 +399,29 @@ class DeviceIndex:
                     write = ClaimWrite(claim, allocation, ())
                 writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
         return tuple(writes.values())
+
+    def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:
+        """Claims to deallocate for pods that could not be placed: (uid, claim keys) each.
+
+        As kube-scheduler's PostFilter: a claim allocated in the API (by a
+        scheduler that then lost the pods' bindings, or restarted) and used by
+        none but these pods ties them to its devices' nodes; if they cannot be
+        placed there, its devices are given back so that they can be placed
+        anywhere. A claim assumed by a decision in flight is never stale.
+        """
+        uids = {uid for uid, _ in pods}
+        found: dict[str, ResourceClaimInfo] = {}
+        for _, keys in pods:
+            for key in keys:
+                claim = self.claims.get(key)
+                if (
+                    claim is not None
+                    and claim.allocation is not None
+                    and key not in self._assumed_claims
+                    and set(claim.reserved_for) <= uids
+                ):
+                    found[key] = claim
+        return tuple(found.values())
 
     # -- the search ---------------------------------------------------------
 

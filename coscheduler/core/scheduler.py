@@ -26,7 +26,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
-from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from coscheduler.api.devices import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceClaimTemplateInfo,
+    ResourceSliceInfo,
+)
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
@@ -149,6 +154,11 @@ class Scheduler(Views):
     # -- pods ----------------------------------------------------------------
 
     def upsert_pod(self, pod: PodInfo) -> None:
+        if pod.device_claims:
+            # Queues count its devices per DeviceClass, as resources.
+            counted = self.snapshot.devices.counted(pod.namespace, pod.device_claims)
+            if counted:
+                pod = dataclasses.replace(pod, requests={**pod.requests, **counted})
         if pod.claims and pod.bound:
             # What it attaches counts against its node's volume limits.
             pod = dataclasses.replace(pod, volume_attach=self.volumes.attachments(pod))
@@ -265,6 +275,16 @@ class Scheduler(Views):
     def remove_resource_claim(self, key: str) -> None:
         self.snapshot.devices.remove_claim(key)
         self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_claim_template(self, template: ResourceClaimTemplateInfo) -> None:
+        """A template: pending pods that use it count its devices (queues) from now on."""
+        self.snapshot.devices.templates[template.key] = template.spec
+        for pod in list(self._membership.pods.values()):
+            if not pod.bound and any(c.template == template.name for c in pod.device_claims):
+                self.upsert_pod(pod)
+
+    def remove_claim_template(self, key: str) -> None:
+        self.snapshot.devices.templates.pop(key, None)
 
     def resource_claim(self, key: str) -> ResourceClaimInfo | None:
         """A claim as last seen (the runtime writes its status from it)."""

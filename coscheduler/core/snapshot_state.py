@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from coscheduler.api.devices import DEVICE_CLASS_RESOURCE
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.devices import DeviceIndex
@@ -91,7 +92,10 @@ class SnapshotState:
     _device_room_stale: set[str]
 
     def _vector(self, requests: Mapping[str, int]) -> Vector:
-        key = tuple(sorted(requests.items()))
+        # Devices (DRA) are counted by queues, not against a node's allocatable.
+        key = tuple(
+            sorted(i for i in requests.items() if not i[0].startswith(DEVICE_CLASS_RESOURCE))
+        )
         vector = self._vectors.get(key)
         if vector is None:
             self._ensure_columns(requests)

@@ -8,7 +8,9 @@ members that use it); a claim allocated already only gets its new members in
 ``reservedFor``. Each write carries the resourceVersion the core decided on,
 so a claim changed meanwhile is a conflict, never overwritten. If any write
 fails, the ones done are undone (allocation cleared, ``reservedFor`` as it
-was) and the gang goes back whole, as the volume binder does.
+was) and the gang goes back whole, as the volume binder does. A claim the
+core finds allocated for pods it cannot place there (a scheduler that
+restarted between writing and binding) is deallocated (``release``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Final
 
 import structlog
 
+from coscheduler.api.devices import ResourceClaimInfo
 from coscheduler.api.node_selector import NodeSelectorTerm
 from coscheduler.core.devices import ClaimWrite
 from coscheduler.runtime.errors import ApiError
@@ -76,6 +79,10 @@ def claim_status(write: ClaimWrite) -> dict[str, Any]:
     return status
 
 
+def _path(claim: ResourceClaimInfo) -> str:
+    return f"/apis/resource.k8s.io/v1/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
+
+
 class DeviceWriter:
     """Writes the claims of one decision, all or none."""
 
@@ -94,9 +101,25 @@ class DeviceWriter:
             done.append(write)
         return None
 
+    async def release(self, claims: Sequence[ResourceClaimInfo]) -> None:
+        """Deallocate claims whose pods could not be placed where their devices are."""
+        for claim in claims:
+            body = {
+                "metadata": {"resourceVersion": claim.resource_version},
+                "status": {"allocation": None, "reservedFor": None},
+            }
+            try:
+                await self._client.send(
+                    "PATCH", f"{_path(claim)}/status", body=body, content_type=MERGE_PATCH
+                )
+            except ApiError as error:
+                # Changed meanwhile (or gone): the next attempt looks again.
+                log.info("claim not released", claim=claim.key, error=str(error))
+            else:
+                log.info("claim released", claim=claim.key)
+
     def _path(self, write: ClaimWrite) -> str:
-        claim = write.claim
-        return f"/apis/resource.k8s.io/v1/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
+        return _path(write.claim)
 
     async def _write(self, write: ClaimWrite) -> None:
         claim = write.claim

@@ -224,6 +224,11 @@ class SchedulingLoop:
             self._binds.add(task)
             self.binds_idle.clear()
             task.add_done_callback(self._bind_done)
+        if decision.device_releases and self._device_writer is not None:
+            release = asyncio.create_task(self._device_writer.release(decision.device_releases))
+            self._binds.add(release)
+            self.binds_idle.clear()
+            release.add_done_callback(self._bind_done)
         if decision.admitted:
             first = self._first_tried.pop(key, None)
             if decision.bindings:

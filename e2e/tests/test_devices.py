@@ -103,12 +103,17 @@ def _template(cluster: Cluster, namespace: str, name: str, count: int, **more: A
 
 
 def _claims_member(
-    cluster: Cluster, namespace: str, pool: str, name: str, group: str, claim: dict[str, str]
-) -> None:
-    body: Json = w.pod(name, pool=pool, cpu="1", group=group)
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    name: str,
+    group: str | None,
+    claim: dict[str, str],
+) -> Json:
+    body: Json = w.pod(name, pool=pool, cpu="1", **({"group": group} if group else {}))
     body["spec"]["resourceClaims"] = [{"name": "gpus", **claim}]
     body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
-    cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+    return cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
 
 
 def _claims(cluster: Cluster, namespace: str) -> list[Json]:
@@ -232,3 +237,94 @@ def test_members_sharing_a_claim_land_where_its_gpus_are(
     assert {c["uid"] for c in claim["status"]["reservedFor"]} == {
         p["metadata"]["uid"] for p in bound
     }
+
+
+def _create_claim(cluster: Cluster, namespace: str, name: str, count: int, **more: Any) -> Json:
+    request = {"name": "gpus", "exactly": {"deviceClassName": f"{namespace}-gpu", "count": count}}
+    return cluster.api.create(
+        f"{RESOURCE}/namespaces/{namespace}/resourceclaims",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name},
+            "spec": {"devices": {"requests": [request], **more}},
+        },
+    )
+
+
+def _left_allocated(cluster: Cluster, namespace: str, claim: str, node: str, pod: Json) -> None:
+    """What a scheduler that died between writing a claim and binding its pod leaves."""
+    path = f"{RESOURCE}/namespaces/{namespace}/resourceclaims/{claim}"
+    merge = "application/merge-patch+json"
+    cluster.api.request(
+        "PATCH",
+        path,
+        {"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}},
+        content_type=merge,
+    )
+    results = [
+        {"request": "gpus", "driver": DRIVER, "pool": node, "device": f"gpu-{index}"}
+        for index in range(2)
+    ]
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    status = {
+        "allocation": {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [term]},
+        },
+        "reservedFor": [
+            {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
+        ],
+    }
+    cluster.api.request("PATCH", f"{path}/status", {"status": status}, content_type=merge)
+
+
+def test_after_a_restart_between_writing_and_binding_the_pod_goes_where_its_gpus_are(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    _create_claim(cluster, namespace, "held", 2)
+    pod = _claims_member(cluster, namespace, pool, "solo", None, {"resourceClaimName": "held"})
+    _left_allocated(cluster, namespace, "held", nodes[1], pod)
+    start_scheduler()
+    (bound,) = wait_bound(cluster, namespace, 1, "the pod, on its claim's node")
+    assert bound["spec"]["nodeName"] == nodes[1]
+
+
+def test_after_a_restart_gpus_held_where_the_pod_cannot_go_are_given_back(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    _create_claim(cluster, namespace, "held", 2)
+    pod = _claims_member(cluster, namespace, pool, "solo", None, {"resourceClaimName": "held"})
+    _left_allocated(cluster, namespace, "held", nodes[1], pod)
+    cluster.api.request(
+        "PATCH",
+        f"/api/v1/nodes/{nodes[1]}",
+        {"spec": {"unschedulable": True}},
+        content_type="application/merge-patch+json",
+    )
+    start_scheduler()
+    (bound,) = wait_bound(cluster, namespace, 1, "the pod, after its claim was let go")
+    assert bound["spec"]["nodeName"] == nodes[0]
+    (claim,) = wait_for(
+        lambda: _claims(cluster, namespace),
+        lambda items: (
+            all(r["pool"] == nodes[0] for c in items for r in _allocated(c))
+            and all(_allocated(c) for c in items)
+        ),
+        describe="the claim allocated again, on the node the pod went to",
+    )
+    assert [c["uid"] for c in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]

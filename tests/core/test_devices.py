@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.reasons import Reason
 from coscheduler.core.devices import (
     CANNOT_ALLOCATE,
     NOT_ON_NODE,
@@ -17,11 +19,13 @@ from coscheduler.core.devices import (
     DeviceRefusalError,
     PodDevices,
 )
+from coscheduler.core.quota import QueuePolicy
+from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Statement
 from coscheduler.core.trial import greedy_trial
-from tests.builders import node, pod
+from tests.builders import Clock, group, node, pod, pod_object
 from tests.dra import DRIVER, claim, device_class, exactly, gpu, gpu_slice
 
 NVLINK = f"{DRIVER}/nvlink"
@@ -380,3 +384,86 @@ def test_members_sharing_a_claim_land_where_its_devices_are() -> None:
     assert [uid for _, uid in write.reserve] == [m.uid for m in members]
     snapshot.forget(members[0].uid)  # the allocating member's binding failed
     assert snapshot.devices.taken() == {}
+
+
+def test_a_claim_left_allocated_for_pods_that_wait_is_stale() -> None:
+    index = index_with(gpu_slice("n1", 2))
+    results = [{"request": "gpus", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]
+    allocation = {"devices": {"results": results}}
+    mine = {
+        "allocation": allocation,
+        "reservedFor": [{"resource": "pods", "name": "p", "uid": "p"}],
+    }
+    shared = {
+        "allocation": allocation,
+        "reservedFor": [
+            {"resource": "pods", "name": "p", "uid": "p"},
+            {"resource": "pods", "name": "q", "uid": "q"},
+        ],
+    }
+    a = add_claim(index, "a", gpus(1), status=mine)
+    b = add_claim(index, "b", gpus(1), status=shared)
+    c = add_claim(index, "c", gpus(1))
+    stale = index.stale([("p", [a, b, c])])
+    assert [claim.key for claim in stale] == [a]
+
+
+# -- through the facade: queues count devices per DeviceClass -------------------
+
+GPU_RESOURCE = "deviceclass.resource.kubernetes.io/gpu"
+
+
+def _gpu_cluster(nodes: int) -> Scheduler:
+    from coscheduler.api.devices import ResourceClaimTemplateInfo
+
+    scheduler = Scheduler(Clock())
+    for index in range(nodes):
+        scheduler.upsert_node(node(f"n{index}", cpu="64"))
+        scheduler.upsert_resource_slice(ResourceSliceInfo.from_object(gpu_slice(f"n{index}", 8)))
+    scheduler.upsert_device_class(DeviceClassInfo.from_object(device_class()))
+    template = claim("pair", gpus(2))
+    raw = {"metadata": {"name": "pair", "namespace": "default"}, "spec": {"spec": template["spec"]}}
+    scheduler.upsert_claim_template(ResourceClaimTemplateInfo.from_object(raw))
+    return scheduler
+
+
+def _submit_gpu_gang(scheduler: Scheduler, name: str, size: int, queue_name: str) -> list[PodInfo]:
+    scheduler.upsert_group(group(name, size, queue=queue_name))
+    members = []
+    for index in range(size):
+        member = f"{name}-{index}"
+        raw = pod_object(
+            member,
+            group=name,
+            spec_extra={"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "pair"}]},
+        )
+        raw["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": member}]}
+        scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(claim(member, gpus(2))))
+        info = PodInfo.from_object(raw)
+        scheduler.upsert_pod(info)
+        members.append(info)
+    return members
+
+
+def test_a_queue_capped_in_gpus_admits_a_gang_only_within_its_cap() -> None:
+    scheduler = _gpu_cluster(2)
+    everyone = frozenset({"default"})
+    scheduler.upsert_queue(QueuePolicy("team", max={GPU_RESOURCE: 8}, namespaces=everyone))
+    _submit_gpu_gang(scheduler, "first", 4, "team")
+    first = scheduler.next_decision()
+    assert first is not None
+    assert first.ok
+    assert len(first.device_writes) == 4
+    assert scheduler.quotas.usage("team").get(GPU_RESOURCE, 0) in (0, 8)
+    _submit_gpu_gang(scheduler, "second", 2, "team")
+    for binding in first.bindings:  # the first gang runs
+        bound = scheduler.pod(binding.uid)
+        assert bound is not None
+        scheduler.upsert_pod(dataclasses.replace(bound, node_name=binding.node, phase="Running"))
+    assert scheduler.quotas.usage("team")[GPU_RESOURCE] == 8
+    second = scheduler.next_decision()
+    assert second is not None
+    assert second.status.reason is Reason.QUEUE_MAX_REACHED
+    assert not second.bindings
+    # Nothing of the refused gang holds a device.
+    assert len(scheduler.snapshot.devices.taken()) == 8

@@ -1,9 +1,10 @@
 """The DRA kinds, one family: ResourceSlices, DeviceClasses, ResourceClaims and
 ResourceClaimTemplates (``resource.k8s.io/v1``), read into the core's device index.
 
-A template is only read to report what the allocator refuses in it early (an
-event on the template naming the field); the claims kube-controller-manager
-makes from it arrive as claims. Each change tells the core, so groups waiting
+A template tells how many devices of each class its pods count in their
+queue, and what the allocator refuses in it is reported early (an event on
+the template naming the field); the claims kube-controller-manager makes
+from it arrive as claims. Each change tells the core, so groups waiting
 for devices are looked at again.
 """
 
@@ -118,8 +119,8 @@ class DeviceInformers:
             "ResourceClaimTemplate",
             read=ResourceClaimTemplateInfo.from_object,
             key=lambda template: template.key,
-            put=lambda _template: None,
-            drop=lambda _key: None,
+            put=scheduler.upsert_claim_template,
+            drop=scheduler.remove_claim_template,
             complaints=complaints,
             namespaced=True,
         )
