@@ -175,6 +175,9 @@ class DeviceIndex:
         #: Node-local devices: their node; and how many are taken per node.
         self._node_of: dict[DeviceKey, str] = {}
         self._taken_on: dict[str, int] = {}
+        #: Devices of claims whose every consumer a preemption trial took out (:meth:`set_gone`).
+        self._freed: set[DeviceKey] = set()
+        self._freed_on: dict[str, int] = {}
         #: Nodes whose room changed since :meth:`changed_rooms` was asked; None: every node.
         self._dirty: set[str] | None = None
 
@@ -234,6 +237,32 @@ class DeviceIndex:
             if self._dirty is not None:
                 self._dirty.add(node)
 
+    def set_gone(self, pod_uids: set[str]) -> None:
+        """Treat these bound pods as gone (a preemption trial): claims only they use are free.
+
+        Only for a trial: a deleted pod's claim keeps its devices until
+        kube-controller-manager deallocates it, since the API does not stop
+        two claims from naming one device.
+        """
+        if self._by_node is None:
+            self._index_devices()
+        freed: set[DeviceKey] = set()
+        if pod_uids:
+            for claim in self.claims.values():
+                users = set(claim.reserved_for)
+                if claim.allocation is not None and users and users <= pod_uids:
+                    freed.update(result.key for result in claim.allocation)
+        if freed == self._freed:
+            return
+        self._freed = freed
+        freed_on: dict[str, int] = {}
+        for key in freed:
+            node = self._node_of.get(key)
+            if node is not None:
+                freed_on[node] = freed_on.get(node, 0) + 1
+        self._freed_on = freed_on
+        self._dirty = None
+
     def changed_rooms(self) -> set[str] | None:
         """The nodes whose :meth:`room_on` changed since the last call (None: any node may have)."""
         if self._by_node is None:
@@ -270,7 +299,8 @@ class DeviceIndex:
         if self._by_node is None:
             self._index_devices()
         assert self._by_node is not None
-        local = len(self._by_node.get(node, ())) - self._taken_on.get(node, 0)
+        taken = self._taken_on.get(node, 0) - self._freed_on.get(node, 0)
+        local = len(self._by_node.get(node, ())) - taken
         return local + len(self._elsewhere)
 
     def least_need(self, claim_keys: Sequence[str]) -> int:
@@ -508,10 +538,10 @@ class DeviceIndex:
     def _allocate(
         self, claim: ResourceClaimInfo, node: NodeInfo, used: set[DeviceKey]
     ) -> ClaimAllocation | None:
-        allocated, assumed = self._allocated, self._assumed
+        allocated, assumed, freed = self._allocated, self._assumed, self._freed
 
         def busy(key: DeviceKey) -> bool:
-            return key in used or key in allocated or key in assumed
+            return key in used or (key in allocated and key not in freed) or key in assumed
 
         candidates = list(self._candidates(node))
         picks = _solve(self, claim.key, claim.spec, 0, candidates, busy, frozenset(), {})

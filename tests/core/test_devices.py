@@ -467,3 +467,61 @@ def test_a_queue_capped_in_gpus_admits_a_gang_only_within_its_cap() -> None:
     assert not second.bindings
     # Nothing of the refused gang holds a device.
     assert len(scheduler.snapshot.devices.taken()) == 8
+
+
+def test_preemption_frees_a_victim_gangs_gpus_in_its_plan() -> None:
+    from coscheduler.core import SchedulerSettings
+    from coscheduler.core.preemption import Mode, PreemptionSettings
+
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    scheduler = Scheduler(Clock(), settings)
+    scheduler.upsert_node(node("n0", cpu="64"))
+    scheduler.upsert_resource_slice(ResourceSliceInfo.from_object(gpu_slice("n0", 4)))
+    scheduler.upsert_device_class(DeviceClassInfo.from_object(device_class()))
+    # ``low`` runs with all 4 GPUs, its claims allocated and reserved by the API.
+    scheduler.upsert_group(group("low", 2, priority=1))
+    for index in range(2):
+        name = f"low-{index}"
+        raw = pod_object(
+            name,
+            group="low",
+            priority=1,
+            node="n0",
+            phase="Running",
+            spec_extra={"resourceClaims": [{"name": "gpus", "resourceClaimName": name}]},
+        )
+        member = PodInfo.from_object(raw)
+        results = [
+            {"request": "gpus", "driver": DRIVER, "pool": "n0", "device": f"gpu-{2 * index + i}"}
+            for i in range(2)
+        ]
+        status = {
+            "allocation": {"devices": {"results": results}},
+            "reservedFor": [{"resource": "pods", "name": name, "uid": member.uid}],
+        }
+        scheduler.upsert_resource_claim(
+            ResourceClaimInfo.from_object(claim(name, gpus(2), status=status))
+        )
+        scheduler.upsert_pod(member)
+    scheduler.upsert_group(group("urgent", 2, priority=100))
+    for index in range(2):
+        name = f"urgent-{index}"
+        raw = pod_object(
+            name,
+            group="urgent",
+            priority=100,
+            spec_extra={"resourceClaims": [{"name": "gpus", "resourceClaimName": name}]},
+        )
+        scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(claim(name, gpus(2))))
+        scheduler.upsert_pod(PodInfo.from_object(raw))
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert not decision.bindings
+    assert CANNOT_ALLOCATE in decision.status.message
+    order = decision.preemption
+    assert order is not None
+    assert order.evict
+    assert {pod.name for pod in order.plan.pods} == {"low-0", "low-1"}
+    # The trial gave nothing away: the victims' GPUs are theirs until their claims are freed.
+    assert len(scheduler.snapshot.devices.taken()) == 4
+    assert scheduler.snapshot.devices._freed == set()
