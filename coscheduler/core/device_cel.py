@@ -12,8 +12,9 @@ are refused). What Kubernetes adds to standard CEL for devices is here too:
 ``isGreaterThan``, ``isLessThan``, ``major``, ``minor``, ``patch`` (a
 ``version`` attribute is a semver); ``cel.bind``; the strings extension.
 
-What it lacks beside Kubernetes' environment: the regex, URL, IP, CIDR,
-format and lists libraries, and cost limits. An expression using them fails
+What it lacks beside Kubernetes' environment: the regex extras (``find``,
+``findAll``; standard ``matches`` is there), the URL, IP, CIDR, format and
+lists libraries, and cost limits. An expression using them fails
 to compile, and the claim says so (never a silent mismatch).
 
 As in Kubernetes, ``device.attributes["some.domain"]`` is an empty map when
