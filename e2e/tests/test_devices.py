@@ -19,7 +19,14 @@ from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.helpers import pod_scheduled, pods, wait_bound, wait_not_scheduled
+from e2e.tests.helpers import (
+    condition,
+    pod_scheduled,
+    podgroup,
+    pods,
+    wait_bound,
+    wait_not_scheduled,
+)
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -328,3 +335,85 @@ def test_after_a_restart_gpus_held_where_the_pod_cannot_go_are_given_back(
         describe="the claim allocated again, on the node the pod went to",
     )
     assert [c["uid"] for c in claim["status"]["reservedFor"]] == [pod["metadata"]["uid"]]
+
+
+def _gpu_gang(
+    cluster: Cluster, namespace: str, pool: str, name: str, size: int, **spec: Any
+) -> None:
+    w.create_podgroup(cluster.api, namespace, name, size, **spec)
+    for index in range(size):
+        _claims_member(
+            cluster,
+            namespace,
+            pool,
+            f"{name}-{index}",
+            name,
+            {"resourceClaimTemplateName": "pair"},
+        )
+
+
+def _group_waits(cluster: Cluster, namespace: str, name: str, reason: str) -> str:
+    found = wait_for(
+        lambda: condition(podgroup(cluster, namespace, name), "Unschedulable"),
+        lambda c: c.get("status") == "True" and c.get("reason") == reason,
+        describe=f"PodGroup {namespace}/{name} Unschedulable with reason {reason}",
+    )
+    return str(found["message"])
+
+
+def test_a_queue_capped_in_gpus_holds_a_second_gang_back(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(1, cpu="32")
+    devices(nodes)
+    queue = f"{namespace}-gpus"
+    resource = f"deviceclass.resource.kubernetes.io/{namespace}-gpu"
+    w.create_queue(cluster.api, queue, namespaces=[namespace], max={resource: "4"})
+    try:
+        start_scheduler()
+        _template(cluster, namespace, "pair", 2)
+        _gpu_gang(cluster, namespace, pool, "first", 2, queue=queue)
+        wait_bound(cluster, namespace, 2, "the first gang, within its queue's 4 GPUs")
+        _gpu_gang(cluster, namespace, pool, "second", 2, queue=queue)
+        message = _group_waits(cluster, namespace, "second", "QueueMaxReached")
+        assert resource in message
+        # The node has 4 GPUs left: only the queue holds the second gang back.
+        assert len([c for c in _claims(cluster, namespace) if _allocated(c)]) == 2
+    finally:
+        cluster.api.delete(f"{w.QUEUES}/{queue}")
+
+
+def test_preemption_frees_a_victim_gangs_gpus_for_a_higher_gang(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(1, cpu="32")
+    devices(nodes)
+    start_scheduler()
+    _template(cluster, namespace, "pair", 2)
+    _gpu_gang(cluster, namespace, pool, "low", 4, priority=1)
+    wait_bound(cluster, namespace, 4, "the low gang on all 8 GPUs")
+    _gpu_gang(cluster, namespace, pool, "urgent", 2, priority=100)
+    wait_for(
+        lambda: [p for p in pods(cluster, namespace) if p["metadata"]["name"].startswith("urgent")],
+        lambda items: len(items) == 2 and all(p["spec"].get("nodeName") for p in items),
+        describe="the urgent gang bound on the GPUs its victims held",
+        timeout=120,
+    )
+    left = [p for p in pods(cluster, namespace) if p["metadata"]["name"].startswith("low")]
+    assert all(p["metadata"].get("deletionTimestamp") for p in left)
+    urgent_claims = [
+        c
+        for c in _claims(cluster, namespace)
+        if c["metadata"]["name"].startswith("urgent") and _allocated(c)
+    ]
+    assert len(urgent_claims) == 2
