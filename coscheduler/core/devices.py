@@ -568,14 +568,19 @@ def _solve(
         return []
     for choice in spec.requests[position].choices:
         attributes = [c.attribute for c in spec.constraints if c.covers(choice.name)]
-        matching = [c for c in candidates if index._matches(choice, c, claim)]
         if choice.all:
             # Every matching device, none of them taken, at least one.
+            matching = [c for c in candidates if index._matches(choice, c, claim)]
             if not matching or any(c.key in picked or busy(c.key) for c in matching):
                 continue
             groups = [matching] if _agree(matching, attributes, fixed) else []
         else:
-            free = [c for c in matching if c.key not in picked and not busy(c.key)]
+            # Taken devices are skipped before their selectors are asked.
+            free = [
+                c
+                for c in candidates
+                if c.key not in picked and not busy(c.key) and index._matches(choice, c, claim)
+            ]
             groups = _groups(free, attributes, fixed, choice.count)
         for group in groups[:_MAX_GROUPS]:
             picks = group if choice.all else group[: choice.count]

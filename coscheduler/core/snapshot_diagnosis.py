@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 
 from coscheduler.api.pod import PodInfo
-from coscheduler.core.devices import DEVICES, DeviceRefusalError
+from coscheduler.core.devices import CANNOT_ALLOCATE, DEVICES, DeviceRefusalError
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
 from coscheduler.core.snapshot_queries import BoolArray, SnapshotQueries
@@ -114,7 +114,12 @@ class SnapshotDiagnosis(SnapshotQueries):
             refused: list[tuple[int, str]] = [(slot, refusal.reason) for slot in slots]
         else:
             refused = []
-            for slot in slots:
+            need = self.devices.least_need(claims)
+            room = self.device_room(np.array(slots, dtype=np.intp)).tolist() if slots else []
+            for slot, free in zip(slots, room, strict=True):
+                if free < need:
+                    refused.append((slot, CANNOT_ALLOCATE))  # too few devices left: no search
+                    continue
                 node = self._nodes[slot]
                 assert node is not None
                 try:
