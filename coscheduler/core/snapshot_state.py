@@ -92,15 +92,14 @@ class SnapshotState:
     _device_room_stale: set[str]
 
     def _vector(self, requests: Mapping[str, int]) -> Vector:
-        # Devices (DRA) are counted by queues, not against a node's allocatable.
-        key = tuple(
-            sorted(i for i in requests.items() if not i[0].startswith(DEVICE_CLASS_RESOURCE))
-        )
+        key = tuple(sorted(requests.items()))
         vector = self._vectors.get(key)
         if vector is None:
-            self._ensure_columns(requests)
-            columns = tuple(self.columns.column(name) for name, _ in key)
-            vector = (columns, np.array([amount for _, amount in key], dtype=np.int64))
+            # Devices (DRA) are counted by queues, not against a node's allocatable.
+            kept = [(n, a) for n, a in key if not n.startswith(DEVICE_CLASS_RESOURCE)]
+            self._ensure_columns(name for name, _ in kept)
+            columns = tuple(self.columns.column(name) for name, _ in kept)
+            vector = (columns, np.array([amount for _, amount in kept], dtype=np.int64))
             self._vectors[key] = vector
         return vector
 

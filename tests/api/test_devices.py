@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from coscheduler.api.devices import (
     DeviceClassInfo,
@@ -194,3 +198,63 @@ def test_a_pod_carries_its_claims() -> None:
     )
     assert [(c.name, c.claim, c.template) for c in member.device_claims] == [("gpus", None, "t")]
     assert member.asks.unsupported == ()
+
+
+# -- bad input: every malformed DRA object is refused naming where, never a crash ---
+
+_junk = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.text(max_size=6),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.text(max_size=4), st.integers(0, 2), max_size=2),
+)
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replace(value: Any, path: tuple[object, ...], junk: object) -> None:
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = junk
+
+
+_OBJECTS: dict[str, tuple[Callable[[], dict[str, Any]], Callable[[Any], object]]] = {
+    "slice": (lambda: gpu_slice("n1", 2), ResourceSliceInfo.from_object),
+    "class": (lambda: device_class("gpu", "true"), DeviceClassInfo.from_object),
+    "claim": (
+        lambda: claim(
+            "c",
+            {"name": "gpus", "exactly": exactly(2, tolerations=[{"key": "k"}])},
+            constraints=[{"matchAttribute": f"{DRIVER}/nvlink"}],
+        ),
+        ResourceClaimInfo.from_object,
+    ),
+}
+
+
+@given(st.sampled_from(sorted(_OBJECTS)), st.data(), _junk)
+def test_a_mangled_dra_object_parses_or_is_refused_with_its_name(
+    kind: str, data: st.DataObject, junk: object
+) -> None:
+    make, parse = _OBJECTS[kind]
+    raw = make()
+    path = data.draw(st.sampled_from(_paths(raw)))
+    _replace(raw, path, junk)
+    try:
+        parse(raw)
+    except DeviceParseError as error:
+        message = str(error)
+    else:
+        return
+    assert message.startswith("DRA object ")
