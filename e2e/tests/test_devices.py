@@ -11,6 +11,7 @@ Binding.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
-from e2e.scheduler import StartScheduler
+from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests.helpers import (
     condition,
     pod_scheduled,
@@ -27,9 +28,12 @@ from e2e.tests.helpers import (
     wait_bound,
     wait_not_scheduled,
 )
+from e2e.tests.test_rbac import SYSTEM, service_account_kubeconfig
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
+
+__all__ = ["service_account_kubeconfig"]  # the RBAC test's fixture, used here too
 
 DRIVER = "gpu.e2e.example.com"
 RESOURCE = "/apis/resource.k8s.io/v1"
@@ -417,3 +421,32 @@ def test_preemption_frees_a_victim_gangs_gpus_for_a_higher_gang(
         if c["metadata"]["name"].startswith("urgent") and _allocated(c)
     ]
     assert len(urgent_claims) == 2
+
+
+def test_the_service_accounts_rbac_is_enough_for_devices(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    service_account_kubeconfig: Path,
+    devices: Callable[..., None],
+    tmp_path: Path,
+) -> None:
+    nodes = add_nodes(1, cpu="32")
+    devices(nodes)
+    process = SchedulerProcess(
+        kubeconfig=service_account_kubeconfig,
+        log_path=tmp_path / "coscheduler.log",
+        args=["--namespace", namespace, "--lease-namespace", SYSTEM, "--identity", "dra-rbac"],
+    )
+    try:
+        process.start()
+        _template(cluster, namespace, "pair", 2)
+        _gpu_gang(cluster, namespace, pool, "sa", 2)
+        wait_bound(cluster, namespace, 2, "the gang, its claims written under the ServiceAccount")
+        claims = _claims(cluster, namespace)
+        assert len(claims) == 2
+        assert all(_allocated(c) and c["status"]["reservedFor"] for c in claims)
+        assert "not readable by this ServiceAccount" not in process.log()
+    finally:
+        process.stop()
