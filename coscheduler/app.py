@@ -40,6 +40,7 @@ from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime import ingest
 from coscheduler.runtime.binder import Binder
+from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.informers.registry import KINDS, Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
@@ -179,6 +180,7 @@ async def _lead(
         wake=wake,
         preempter=preempter,
         on_decided=startup.decided,
+        device_writer=DeviceWriter(client),
     )
     writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter)
     queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)

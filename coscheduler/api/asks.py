@@ -20,7 +20,8 @@ __all__ = ["NO_ASKS", "Asks", "read_asks"]
 
 #: Inline (in-tree) disks whose placement kube-scheduler's volume plugins
 #: judge (attach limits, one writer per disk, zones). Claims (persistentVolumeClaim,
-#: ephemeral) are honoured through their PersistentVolume (core.volumes).
+#: ephemeral) are honoured through their PersistentVolume (core.volumes), and
+#: ``spec.resourceClaims`` (DRA) through the device allocator (core.devices).
 _PLACED_VOLUME_SOURCES: Final = (
     "awsElasticBlockStore",
     "gcePersistentDisk",
@@ -59,6 +60,4 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
         for source in _PLACED_VOLUME_SOURCES:
             if source in volume:
                 unsupported.append(f"spec.volumes[{index}].{source}")
-    if _items(spec.get("resourceClaims")):
-        unsupported.append("spec.resourceClaims")
     return Asks(tuple(unsupported))

@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
+from coscheduler.api.devices import PodClaim, read_pod_claims
 from coscheduler.api.fields import TOO_LARGE, FieldReader, ObjectParseError
 from coscheduler.api.labels import (
     POD_GROUP_ANNOTATIONS,
@@ -163,6 +164,9 @@ class PodInfo:
     #: set by the runtime (:mod:`coscheduler.runtime.informers.composites`), with
     #: ``role`` the child's name; never parsed.
     composite: str | None = None
+    #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
+    #: (:mod:`~coscheduler.api.devices`).
+    device_claims: tuple[PodClaim, ...] = ()
 
     @property
     def key(self) -> str:
@@ -358,6 +362,13 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     if topology or preferences:
         # Pods with inter-pod rules see (and are seen by) each other by labels.
         shape = (*shape, namespace, tuple(sorted(labels.items())), topology, preferences)
+    device_claims = read_pod_claims(reader, spec, status)
+    if device_claims:
+        # Claims from one template ask alike; a named claim is itself.
+        asked = tuple(
+            (c.name, c.template or "", c.claim if not c.template else "") for c in device_claims
+        )
+        shape = (*shape, namespace, asked)
 
     return PodInfo(
         namespace=namespace,
@@ -395,4 +406,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         ),
         workload=read_workload_ref(reader, spec),
         scheduling_group=read_scheduling_group(reader, spec),
+        device_claims=device_claims,
     )

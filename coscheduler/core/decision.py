@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coscheduler.api.devices import ResourceClaimInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import ClaimWrite
 from coscheduler.core.group import GroupKey
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
@@ -90,6 +92,10 @@ class Decision:
     unplaced: Status | None = None
     #: Claims to bind or provision before any binding (see :mod:`~coscheduler.core.volumes`).
     volume_actions: tuple[VolumeAction, ...] = ()
+    #: Claims' allocations and reservations (DRA) to write before any binding.
+    device_writes: tuple[ClaimWrite, ...] = ()
+    #: Claims (DRA) allocated for members that could not be placed: deallocate them.
+    device_releases: tuple[ResourceClaimInfo, ...] = ()
     #: The exception that ended the attempt (``InternalError``), for the log's traceback.
     error: Exception | None = None
     #: What preemption decided for the group after this attempt: a plan to carry out

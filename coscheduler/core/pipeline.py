@@ -32,6 +32,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.accounting import Accounts
 from coscheduler.core.decision import Decision
+from coscheduler.core.devices import DeviceRefusalError
 from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Membership
 from coscheduler.core.planner import plan
@@ -98,6 +99,8 @@ class Pipeline:
             decision = self.accounts.max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
+        if any(pod.device_claims for pod in pending):
+            decision = self._with_devices(decision, pending)
         order = self.preemptions.settle(
             self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )
@@ -184,6 +187,24 @@ class Pipeline:
                 )
             actions.extend(assigned)
         return dataclasses.replace(decision, volume_actions=tuple(actions)) if actions else decision
+
+    def _with_devices(self, decision: Decision, pending: list[PodInfo]) -> Decision:
+        """The claims to write before the bindings; or, placing none, the claims to let go."""
+        devices = self.snapshot.devices
+        if decision.bindings:
+            writes = devices.writes_for([(b.name, b.uid) for b in decision.bindings])
+            return dataclasses.replace(decision, device_writes=writes)
+        waiting = []
+        for pod in pending:
+            if not pod.device_claims or self.snapshot.is_assumed(pod.uid):
+                continue
+            try:
+                keys = devices.claim_keys(pod.namespace, pod.name, pod.device_claims)
+            except DeviceRefusalError:
+                continue
+            waiting.append((pod.uid, keys))
+        stale = devices.stale(waiting)
+        return dataclasses.replace(decision, device_releases=stale) if stale else decision
 
 
 @dataclasses.dataclass(slots=True)

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceRefusalError
 from coscheduler.core.scoring import Scoring, score, scored_columns, scores
 from coscheduler.core.statement import Statement
 from coscheduler.core.strategy import Strategy
@@ -48,6 +49,8 @@ def place_run(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring = 
         return 0
     snapshot = statement.snapshot
     first = pods[0]
+    if first.device_claims:
+        return _with_devices(statement, pods, scoring)
     if first.topology or first.preferences:
         return _one_by_one(statement, pods, scoring)
     if snapshot.topology.has_anti_terms and any(pod.labels != first.labels for pod in pods):
@@ -229,6 +232,90 @@ def _one_by_one(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring)
             strategy, allocatable[index].tolist(), used[index].tolist(), request, scored
         )
     return placed
+
+
+def _with_devices(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring) -> int:
+    """Place pods with DRA claims one at a time, each on the best node where its claims get devices.
+
+    Nodes are walked in the resource ranking's order; the first whose devices
+    satisfy every claim of the pod (:meth:`~coscheduler.core.devices.DeviceIndex.fit`)
+    takes it, and the devices are counted on the statement, so the next member
+    sees them taken and a discarded trial gives them back. A run's pods ask
+    alike (claims from the same templates), so when packing the ranking is
+    computed once per run (a node only gains score as it takes pods); when
+    spreading, once per pod. Inter-pod rules are honoured (the run's
+    verdicts); preferences are not scored on this path.
+    """
+    snapshot = statement.snapshot
+    devices = snapshot.devices
+    rules = snapshot.rules(pods[0])
+    walk: _Walk | None = None
+    placed = 0
+    for pod in pods:
+        try:
+            claims = devices.claim_keys(pod.namespace, pod.name, pod.device_claims)
+        except DeviceRefusalError:
+            break
+        need = devices.least_need(claims)
+        if walk is None or not scoring.strategy.packs:
+            walk = _device_walk(statement, pod, need, scoring, rules)
+        chosen = None
+        for index in walk.order:
+            slot = int(walk.slots[index])
+            if walk.room[index] <= 0 or (rules is not None and not rules.mask[slot]):
+                continue
+            name = snapshot.name_of(slot)
+            if need and devices.room_on(name) < need:
+                continue
+            node = snapshot.node(name)
+            assert node is not None
+            try:
+                chosen = (index, devices.fit(pod.uid, claims, node))
+            except DeviceRefusalError as refusal:
+                if refusal.anywhere:
+                    return placed
+                continue
+            break
+        if chosen is None:
+            break
+        index, found = chosen
+        slot = int(walk.slots[index])
+        walk.room[index] -= 1
+        statement.assume([pod], snapshot.name_of(slot))
+        statement.assume_devices(found)
+        if rules is not None:
+            rules.placed(slot)
+        placed += 1
+    return placed
+
+
+class _Walk(NamedTuple):
+    """The nodes a pod with claims may take, best first, and the room each has for its shape."""
+
+    slots: npt.NDArray[np.intp]
+    order: list[int]
+    room: npt.NDArray[np.int64]
+
+
+def _device_walk(
+    statement: Statement, pod: PodInfo, need: int, scoring: Scoring, rules: RunRules | None
+) -> _Walk:
+    snapshot = statement.snapshot
+    mask = snapshot.fits(pod)
+    if rules is not None:
+        mask &= rules.fixed
+    if statement.within is not None:
+        mask &= statement.within
+    slots = np.flatnonzero(mask)
+    if need:
+        # Nodes with too few devices left are not searched.
+        slots = slots[snapshot.device_room(slots) >= need]
+    allocatable, used = snapshot.rows(slots)
+    request = snapshot.request(pod)
+    scored = scored_columns(pod.requests, snapshot.columns, scoring.weights)
+    ranking = scores(scoring.strategy, allocatable, used, request, scored)
+    order = np.lexsort((snapshot.ranks(slots), -ranking)).tolist()
+    return _Walk(slots, order, snapshot.room(pod, slots))
 
 
 def _choose_domain(

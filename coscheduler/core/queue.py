@@ -64,6 +64,8 @@ class ClusterEvent(enum.Enum):
     BINDING_FAILED = "BindingFailed"
     #: A PersistentVolumeClaim, PersistentVolume or StorageClass changed.
     VOLUME_CHANGED = "VolumeChanged"
+    #: A ResourceSlice, DeviceClass or ResourceClaim changed (DRA): devices may be free.
+    DEVICE_CHANGED = "DeviceChanged"
     #: A namespace's labels changed (pod affinity terms may select by them).
     NAMESPACE_CHANGED = "NamespaceChanged"
     #: About one group only: a member added or changed, the PodGroup created or changed.
@@ -79,6 +81,7 @@ CAPACITY_EVENTS = frozenset(
         ClusterEvent.POD_DELETED,
         ClusterEvent.POD_FINISHED,
         ClusterEvent.BINDING_FAILED,
+        ClusterEvent.DEVICE_CHANGED,
     }
 )
 

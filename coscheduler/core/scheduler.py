@@ -26,6 +26,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
+from coscheduler.api.devices import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceClaimTemplateInfo,
+    ResourceSliceInfo,
+)
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
@@ -148,6 +154,11 @@ class Scheduler(Views):
     # -- pods ----------------------------------------------------------------
 
     def upsert_pod(self, pod: PodInfo) -> None:
+        if pod.device_claims:
+            # Queues count its devices per DeviceClass, as resources.
+            counted = self.snapshot.devices.counted(pod.namespace, pod.device_claims)
+            if counted:
+                pod = dataclasses.replace(pod, requests={**pod.requests, **counted})
         if pod.claims and pod.bound:
             # What it attaches counts against its node's volume limits.
             pod = dataclasses.replace(pod, volume_attach=self.volumes.attachments(pod))
@@ -161,7 +172,9 @@ class Scheduler(Views):
         was_pending = self._file(pod, key, state)
         if before is not None and before.bound and not before.terminal and pod.terminal:
             self.queue.on_event(ClusterEvent.POD_FINISHED)
-        if key is not None and state is State.PENDING and not was_pending:
+        claims_resolved = before is not None and before.device_claims != pod.device_claims
+        if key is not None and state is State.PENDING and (not was_pending or claims_resolved):
+            # New, or its claims were made from their templates (DRA): worth a try now.
             self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
 
     def remove_pod(self, uid: str) -> None:
@@ -236,6 +249,46 @@ class Scheduler(Views):
         else:
             self.snapshot.attach_limits.pop(node, None)
         self.queue.on_event(ClusterEvent.VOLUME_CHANGED)
+
+    # -- devices (DRA) -----------------------------------------------------------
+
+    def upsert_resource_slice(self, resource_slice: ResourceSliceInfo) -> None:
+        self.snapshot.devices.upsert_slice(resource_slice)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_resource_slice(self, name: str) -> None:
+        self.snapshot.devices.remove_slice(name)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_device_class(self, device_class: DeviceClassInfo) -> None:
+        self.snapshot.devices.upsert_class(device_class)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_device_class(self, name: str) -> None:
+        self.snapshot.devices.remove_class(name)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_resource_claim(self, claim: ResourceClaimInfo) -> None:
+        self.snapshot.devices.upsert_claim(claim)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def remove_resource_claim(self, key: str) -> None:
+        self.snapshot.devices.remove_claim(key)
+        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+
+    def upsert_claim_template(self, template: ResourceClaimTemplateInfo) -> None:
+        """A template: pending pods that use it count its devices (queues) from now on."""
+        self.snapshot.devices.templates[template.key] = template.spec
+        for pod in list(self._membership.pods.values()):
+            if not pod.bound and any(c.template == template.name for c in pod.device_claims):
+                self.upsert_pod(pod)
+
+    def remove_claim_template(self, key: str) -> None:
+        self.snapshot.devices.templates.pop(key, None)
+
+    def resource_claim(self, key: str) -> ResourceClaimInfo | None:
+        """A claim as last seen (the runtime writes its status from it)."""
+        return self.snapshot.devices.claims.get(key)
 
     # -- disruption budgets ------------------------------------------------------
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from coscheduler.api.devices import DEVICE_CLASS_RESOURCE
 from coscheduler.api.requests import POD_RESOURCE
 from coscheduler.core.resources import ResourceColumns
 from coscheduler.core.strategy import Strategy
@@ -53,7 +54,9 @@ def scored_columns(
     chosen = [
         (columns.column(name), float((weights or {}).get(name, 1.0)))
         for name in sorted(requests)
-        if name != POD_RESOURCE and requests[name] > 0
+        if name != POD_RESOURCE
+        and requests[name] > 0
+        and not name.startswith(DEVICE_CLASS_RESOURCE)
     ]
     chosen = [(column, weight) for column, weight in chosen if weight > 0]
     return chosen or [(columns.column(POD_RESOURCE), 1.0)]

@@ -75,6 +75,8 @@ def find_packing(
         return None
     if snapshot.topology.has_anti_terms or any(pod.topology for pod in pending):
         return None
+    if any(pod.device_claims for pod in pending):
+        return None  # node classes cannot see devices (DRA): the trial finds them
     if len({(pod.shape, pod.role) for pod in pending}) == 1:
         return None  # identical members: the trial's answer is exact already
     prepared = _prepare(snapshot, pending)

@@ -50,6 +50,7 @@ import numpy.typing as npt
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceIndex
 from coscheduler.core.filters import ports
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
@@ -97,6 +98,9 @@ class Snapshot(SnapshotDiagnosis):
         self._vectors = {}
         self.topology = TopologyIndex(self._nodes, self._slots, self._pods)
         self.attach_limits = {}
+        self.devices = DeviceIndex()
+        self._device_room = np.zeros(capacity, dtype=np.int64)
+        self._device_room_stale = set()
 
     # -- reading -----------------------------------------------------------
 
@@ -206,6 +210,7 @@ class Snapshot(SnapshotDiagnosis):
         self._taint_class[slot] = taint_id
         self._label_class[slot] = label_id
         self.topology.node_changed(slot, node)
+        self._device_room_stale.add(node.name)
         return added
 
     def remove_node(self, name: str) -> bool:
@@ -238,13 +243,19 @@ class Snapshot(SnapshotDiagnosis):
                 self._refresh(placed, pod)
                 return
             self._unplace(pod.uid)
+            if placed.assumed:
+                # Bound (its claims were written first), or gone: devices follow the claims now.
+                self.devices.settled(pod.uid)
         if counts and pod.node_name is not None:
             self._place(pod, pod.node_name, assumed=False, times=1)
 
     def remove_pod(self, uid: str) -> None:
-        """A pod was deleted: whatever it held is free."""
-        if uid in self._pods:
+        """A pod was deleted: whatever it held is free (devices: once its claims say so)."""
+        placed = self._pods.get(uid)
+        if placed is not None:
             self._unplace(uid)
+            if placed.assumed:
+                self.devices.forget_pod(uid)
 
     def assume(self, pod: PodInfo, node: str) -> None:
         """Count a planned binding at once."""
@@ -275,6 +286,7 @@ class Snapshot(SnapshotDiagnosis):
         if placed is None or not placed.assumed:
             return False
         self._unplace(uid)
+        self.devices.forget_pod(uid)
         return True
 
     # -- internals ---------------------------------------------------------
@@ -333,6 +345,7 @@ class Snapshot(SnapshotDiagnosis):
             self._taint_class = np.concatenate([self._taint_class, np.zeros(grow, np.int64)])
             self._label_class = np.concatenate([self._label_class, np.zeros(grow, np.int64)])
             self._rank = np.concatenate([self._rank, np.zeros(grow, np.int64)])
+            self._device_room = np.concatenate([self._device_room, np.zeros(grow, np.int64)])
         return slot
 
     def _release_classes(self, slot: int) -> None:

@@ -14,9 +14,10 @@ from collections import Counter
 import numpy as np
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import CANNOT_ALLOCATE, DEVICES, DeviceRefusalError
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
-from coscheduler.core.snapshot_queries import SnapshotQueries
+from coscheduler.core.snapshot_queries import BoolArray, SnapshotQueries
 
 __all__ = ["SnapshotDiagnosis"]
 
@@ -93,9 +94,39 @@ class SnapshotDiagnosis(SnapshotQueries):
                 reasons[reason] += int(refused.sum())
                 by_filter[name] += int(refused.sum())
                 remaining &= ~refused
+        if pod.device_claims:
+            self._diagnose_devices(pod, remaining, reasons, by_filter)
         return Diagnosis(
             nodes=len(self._slots),
             available=int(remaining.sum()),
             reasons=dict(reasons),
             by_filter=dict(by_filter),
         )
+
+    def _diagnose_devices(
+        self, pod: PodInfo, remaining: BoolArray, reasons: Counter[str], by_filter: Counter[str]
+    ) -> None:
+        """The nodes left whose devices cannot satisfy the pod's claims (DRA), and why."""
+        slots = np.flatnonzero(remaining).tolist()
+        try:
+            claims = self.devices.claim_keys(pod.namespace, pod.name, pod.device_claims)
+        except DeviceRefusalError as refusal:
+            refused: list[tuple[int, str]] = [(slot, refusal.reason) for slot in slots]
+        else:
+            refused = []
+            need = self.devices.least_need(claims)
+            room = self.device_room(np.array(slots, dtype=np.intp)).tolist() if slots else []
+            for slot, free in zip(slots, room, strict=True):
+                if free < need:
+                    refused.append((slot, CANNOT_ALLOCATE))  # too few devices left: no search
+                    continue
+                node = self._nodes[slot]
+                assert node is not None
+                try:
+                    self.devices.fit(pod.uid, claims, node)
+                except DeviceRefusalError as refusal:
+                    refused.append((slot, refusal.reason))
+        for slot, reason in refused:
+            reasons[reason] += 1
+            by_filter[DEVICES] += 1
+            remaining[slot] = False

@@ -189,6 +189,18 @@ class SnapshotQueries(SnapshotState):
             self._rank_stale = False
         return self._rank[slots]
 
+    def device_room(self, slots: npt.NDArray[np.intp]) -> IntArray:
+        """Per slot: how many devices (DRA) its node could still be given, an upper bound."""
+        changed = self.devices.changed_rooms()
+        names = self._slots if changed is None else changed | self._device_room_stale
+        self._device_room_stale = set()
+        for name in names:
+            slot = self._slots.get(name)
+            if slot is not None:
+                self._device_room[slot] = self.devices.room_on(name)
+        room: IntArray = self._device_room[slots]
+        return room
+
     def name_of(self, slot: int) -> str:
         node = self._nodes[slot]
         assert node is not None

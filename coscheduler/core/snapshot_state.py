@@ -22,8 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from coscheduler.api.devices import DEVICE_CLASS_RESOURCE
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import DeviceIndex
 from coscheduler.core.filters import ports
 from coscheduler.core.node_classes import ClassVerdicts, NodeClasses
 from coscheduler.core.resources import ResourceColumns
@@ -82,14 +84,22 @@ class SnapshotState:
     topology: TopologyIndex
     #: CSINode limits: node -> CSI driver -> volumes it can have attached.
     attach_limits: dict[str, Mapping[str, int]]
+    #: DRA: slices, classes, claims, and the devices taken (:mod:`~coscheduler.core.devices`).
+    devices: DeviceIndex
+    #: Per slot: how many devices its node could still be given (refreshed from ``devices``).
+    _device_room: IntArray
+    #: Nodes (added or changed) whose ``_device_room`` is not set yet.
+    _device_room_stale: set[str]
 
     def _vector(self, requests: Mapping[str, int]) -> Vector:
         key = tuple(sorted(requests.items()))
         vector = self._vectors.get(key)
         if vector is None:
-            self._ensure_columns(requests)
-            columns = tuple(self.columns.column(name) for name, _ in key)
-            vector = (columns, np.array([amount for _, amount in key], dtype=np.int64))
+            # Devices (DRA) are counted by queues, not against a node's allocatable.
+            kept = [(n, a) for n, a in key if not n.startswith(DEVICE_CLASS_RESOURCE)]
+            self._ensure_columns(name for name, _ in kept)
+            columns = tuple(self.columns.column(name) for name, _ in kept)
+            vector = (columns, np.array([amount for _, amount in kept], dtype=np.int64))
             self._vectors[key] = vector
         return vector
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import PodInfo
+from coscheduler.core.devices import PodDevices
 from coscheduler.core.snapshot import Snapshot
 
 __all__ = ["Binding", "Statement", "VolumeAction"]
@@ -79,13 +80,17 @@ class Statement:
         self.snapshot.assume_many(pods, node)
         self._log.append((pods, node))
 
+    def assume_devices(self, devices: PodDevices) -> None:
+        """Count an assumed member's devices taken: forgetting the member gives them back."""
+        self.snapshot.devices.assume(devices)
+
     def absorb(self, child: Statement) -> None:
         """Take a child statement's assumptions as this one's (it tried inside a narrower set)."""
         self._log.extend(child._log)
         child._log.clear()
 
     def discard(self) -> None:
-        """Forget every assumption, last first."""
+        """Forget every assumption, last first (a member's devices with it)."""
         for pods, _ in reversed(self._log):
             for pod in reversed(pods):
                 self.snapshot.forget(pod.uid)

@@ -38,12 +38,14 @@ import structlog
 
 from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
+from coscheduler.core.devices import ClaimWrite
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
 from coscheduler.runtime.binder import Binder, BindOutcome, BindResult
+from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.events import ObjectRef
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.jobs import JobOwners
@@ -167,8 +169,10 @@ class SchedulingLoop:
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
         on_decided: Callable[[], None] = lambda: None,
+        device_writer: DeviceWriter | None = None,
     ) -> None:
         self._scheduler = scheduler
+        self._device_writer = device_writer
         #: Called with each decision that binds (the start-up line's first decision).
         self._on_decided = on_decided
         self._groups = groups
@@ -250,10 +254,17 @@ class SchedulingLoop:
         self._metrics.scheduling_attempts.labels(result=result).inc()
         if decision.bindings:
             self._on_decided()
-            task = asyncio.create_task(self._bind(key, decision.bindings, decision.volume_actions))
+            task = asyncio.create_task(
+                self._bind(key, decision.bindings, decision.volume_actions, decision.device_writes)
+            )
             self._binds.add(task)
             self.binds_idle.clear()
             task.add_done_callback(self._bind_done)
+        if decision.device_releases and self._device_writer is not None:
+            release = asyncio.create_task(self._device_writer.release(decision.device_releases))
+            self._binds.add(release)
+            self.binds_idle.clear()
+            release.add_done_callback(self._bind_done)
         if decision.admitted:
             first = self._first_tried.pop(key, None)
             if decision.bindings:
@@ -303,6 +314,7 @@ class SchedulingLoop:
         key: GroupKey,
         bindings: tuple[Binding, ...],
         volume_actions: tuple[VolumeAction, ...] = (),
+        device_writes: tuple[ClaimWrite, ...] = (),
     ) -> None:
         if volume_actions:
             why = await self._volume_binder.prepare(volume_actions)
@@ -313,6 +325,16 @@ class SchedulingLoop:
                     self._scheduler.binding_failed(binding)
                 log.warning("volumes not ready, no member bound", group=str(key), why=why)
                 self._tell_pending_pods(key, Reason.VOLUME_NOT_READY, why)
+                self.wake()
+                return
+        if device_writes:
+            writer = self._device_writer
+            why = "no device writer" if writer is None else await writer.write(device_writes)
+            if why is not None:
+                # Nothing is bound and no claim keeps what was written: the gang goes back whole.
+                for binding in bindings:
+                    self._scheduler.binding_failed(binding)
+                log.warning("claims not written, no member bound", group=str(key), why=why)
                 self.wake()
                 return
         live = []

@@ -83,8 +83,8 @@ CASES = [
     ),
     pytest.param(
         {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu-claim"}]},
-        Asks(unsupported=("spec.resourceClaims",)),
-        id="dynamic-resource-allocation",
+        Asks(),
+        id="dynamic-resource-allocation-is-honoured",
     ),
     pytest.param(
         {"schedulingGroup": {"podGroupName": "train-workers"}},

@@ -144,6 +144,8 @@ class _Search:
                 if pod is not None:
                     self.snapshot.remove_pod(uid)
                     self.out[uid] = pod
+        # Their claims' devices (DRA) are free in the trial too.
+        self.snapshot.devices.set_gone(set(self.out))
 
 
 def find_plan(

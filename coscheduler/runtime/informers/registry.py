@@ -26,6 +26,7 @@ from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Informer
 from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
+from coscheduler.runtime.informers.devices import DeviceInformers
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
@@ -54,6 +55,7 @@ class Informers:
     nodes: NodeInformer
     namespaces: NamespaceInformer
     volumes: VolumeInformers
+    devices: DeviceInformers
     priority_classes: PriorityClassInformer
     queues: QueueInformer
     budgets: BudgetInformer
@@ -105,6 +107,7 @@ class Informers:
             nodes=NodeInformer(scheduler, complaints),
             namespaces=NamespaceInformer(scheduler),
             volumes=VolumeInformers(scheduler, complaints),
+            devices=DeviceInformers(scheduler, complaints),
             priority_classes=PriorityClassInformer(groups),
             queues=QueueInformer(scheduler, complaints, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
@@ -185,6 +188,14 @@ def _podgroups(adapter: GroupAdapter) -> Kind:
     )
 
 
+#: The DRA kinds (``resource.k8s.io/v1``, served by default since Kubernetes 1.34).
+_DEVICE_KINDS: tuple[tuple[str, Callable[[Informers], Informer]], ...] = (
+    ("resourceslices", lambda informers: informers.devices.slices),
+    ("deviceclasses", lambda informers: informers.devices.classes),
+    ("resourceclaims", lambda informers: informers.devices.claims),
+    ("resourceclaimtemplates", lambda informers: informers.devices.templates),
+)
+
 #: Every kind read, the one table (see the module docstring).
 KINDS: tuple[Kind, ...] = (
     # Jobs first of all: pods join their Job's gang from the first pod.
@@ -219,6 +230,17 @@ KINDS: tuple[Kind, ...] = (
         "csinodes",
         lambda informers: informers.volumes.csinodes,
         path="/apis/storage.k8s.io/v1/csinodes",
+    ),
+    *(
+        Kind(
+            name,
+            informer,
+            path=f"/apis/resource.k8s.io/v1/{name}",
+            if_forbidden=f"{name} not readable by this ServiceAccount: pods with "
+            f"resourceClaims wait; {_RBAC}",
+            if_missing=f"resource.k8s.io/v1 {name} not served: pods with resourceClaims wait",
+        )
+        for name, informer in _DEVICE_KINDS
     ),
     Kind(
         "priorityclasses",
