@@ -531,20 +531,23 @@ PEERS = {
 }
 #: The peers of every suite by default (the variants of ours are asked for by name).
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-"))
+#: Peers asked for by name only: Kueue is built from its module on first use
+#: (``bench.kueue_peer``, imported when one is made).
+OPTIONAL_PEERS = ("kueue", "kueue-nonblocking")
 
 
 def make_peer(name: str) -> Peer:
-    if name.startswith("kueue"):
+    if name in OPTIONAL_PEERS:
         from bench.kueue_peer import KUEUE_PEERS  # imports this module
 
-        if name in KUEUE_PEERS:
-            return KUEUE_PEERS[name]()
+        return KUEUE_PEERS[name]()
     if name.startswith("ours@"):
         return OursAt(name.removeprefix("ours@"))
     try:
         return PEERS[name]()
     except KeyError:
-        raise SystemExit(f"unknown peer {name!r}; choose from {', '.join(PEERS)}") from None
+        known = ", ".join((*PEERS, *OPTIONAL_PEERS))
+        raise SystemExit(f"unknown peer {name!r}; choose from {known}") from None
 
 
 def which(path: str) -> str | None:
