@@ -56,7 +56,8 @@ def test_only_the_enabled_integrations_webhooks_are_registered_at_loopback(tmp_p
     }
     # The pod webhook leaves the system namespaces alone, as upstream's kustomization does.
     [expression] = pod["namespaceSelector"]["matchExpressions"]
-    assert expression["operator"] == "NotIn" and "kube-system" in expression["values"]
+    assert expression["operator"] == "NotIn"
+    assert "kube-system" in expression["values"]
     assert "namespaceSelector" not in job
     assert [w["name"] for w in validating["webhooks"]] == ["vclusterqueue.kb.io"]
 
@@ -125,7 +126,8 @@ def test_admission_to_bound_starts_at_the_first_pod_for_kueue_and_the_first_bind
     assert kueue_spans == {"j": 5.0}
     assert ours_spans == {"j": 3.0}
     figures = admission.admission_figures(pods, [gang], admits_by_creating_pods=True)
-    assert figures["gangs"] == 1 and figures["max_s"] == 5.0
+    assert figures["gangs"] == 1
+    assert figures["max_s"] == 5.0
     # A gang never whole has no span.
     half = [_record("h-0", "h", seen=1.0, bound=2.0), _record("h-1", "h", seen=1.0, bound=None)]
     assert admission.admission_to_bound(half, [Gang("h", 2, 2)], admits_by_creating_pods=True) == {}
