@@ -77,7 +77,8 @@ class KueueSettings:
     (Kueue's documented all-or-nothing)."""
     fair_sharing: bool = True
     """``fairSharing`` on (cohorts share by the ClusterQueues' weights)."""
-    log_level: int = 0
+    log_level: str = "info"
+    """``--zap-log-level``: ``info``, ``error``, or an integer above 0 (more verbose)."""
     extra: Json = field(default_factory=dict)
 
     def configuration(self, *, webhook_port: int, probe_port: int, cert_dir: Path) -> Json:

@@ -105,6 +105,8 @@ def kueue_job(name: str, queue: str, *, scheduler: str, pool: str, pods: int, cp
             "completions": pods,
             "backoffLimit": 0,
             "template": {
+                # Its pods run until deleted (KWOK would end a Job's pods at once).
+                "metadata": {"annotations": {w.COMPLETE_AFTER: "1h"}},
                 "spec": {
                     "schedulerName": scheduler,
                     "restartPolicy": "Never",
