@@ -31,13 +31,22 @@ def main(argv: list[str] | None = None) -> int:
         "startup (exec to first Binding with a backlog, per phase; --peers ours@REV,ours "
         "for before/after, interleaved, --rounds times), "
         "before-after (throughput of gangs of 8 and 64, and contention; --peers ours@REV,ours, "
-        "interleaved, --rounds times)",
+        "interleaved, --rounds times), "
+        "topology (contention on racks, every gang required in one rack)",
     )
     run.add_argument(
         "--rounds",
         type=int,
-        default=3,
-        help="rounds of the queues, preemption and preemption-overhead suites (default 3)",
+        default=None,
+        help="rounds of the queues, preemption, preemption-overhead, startup and "
+        "before-after suites (default 3); of throughput, contention and topology (default 1), "
+        "interleaved: each round runs every workload, the peers' order alternating",
+    )
+    run.add_argument(
+        "--pods",
+        type=int,
+        default=None,
+        help="pods of the throughput suite (default 10,000 at QPS 1000 and full scale, else 2,048)",
     )
     run.add_argument(
         "--queues", type=int, default=10, help="queues of the queues suite (default 10)"
@@ -143,12 +152,14 @@ def main(argv: list[str] | None = None) -> int:
     import tempfile
 
     from bench import runner
+    from bench.peers import make_peer
     from bench.progress import Progress
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
         if peer not in PEERS and peer not in OPTIONAL_PEERS and not peer.startswith("ours@"):
             parser.error(f"unknown peer {peer!r}")
+        make_peer(peer)  # one the running Kubernetes release cannot run stops here
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")
     sizes = tuple(int(x) for x in args.gang_sizes.split(","))
     scale_nodes = tuple(int(x) for x in args.scale_nodes.split(",") if x.strip())
@@ -168,13 +179,22 @@ def main(argv: list[str] | None = None) -> int:
         "preemption-overhead",
         "startup",
         "before-after",
+        "topology",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")
     suite = runner.Suite("+".join(names))
     for name in names:
         suite.trials += runner.build_suite(
-            name, peers, regimes, args.scale, sizes, scale_nodes, args.rounds, args.queues
+            name,
+            peers,
+            regimes,
+            args.scale,
+            sizes,
+            scale_nodes,
+            args.rounds,
+            args.queues,
+            args.pods,
         ).trials
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))

@@ -7,13 +7,20 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 |---|---|---|
 | ours | ``PodGroup`` of ``scheduling.sigs.k8s.io`` | label ``scheduling.sigs.k8s.io/pod-group`` |
 | reference | ``PodGroup`` of ``scheduling.x-k8s.io`` | label ``scheduling.x-k8s.io/pod-group`` |
-| native | ``Workload`` of ``scheduling.k8s.io/v1alpha1`` | ``spec.workloadRef`` |
-| ours-workload | native's ``Workload`` (coscheduler reading it) | ``spec.workloadRef`` |
+| native | Kubernetes' own gang object of the running release (below) | its reference to it |
+| native-all | as native, ``disruptionMode: all`` (1.37+) | as native |
+| ours-workload | 1.35's ``Workload`` (coscheduler reading it; 1.35 only) | ``workloadRef`` |
 | ours-preemption-off | as ours (``coscheduler run --preemption=off``) | as ours |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
 so no group object is written for it.
+
+Kubernetes' own gang API changed with every release (``e2e/versions.py``): 1.35 has a
+``Workload`` (``scheduling.k8s.io/v1alpha1``) whose podGroup the pods name in
+``spec.workloadRef``; 1.36 a ``PodGroup`` (``v1alpha2``) and 1.37 a ``PodGroup``
+(``v1beta1``), both named by the pods' ``spec.schedulingGroup.podGroupName``. The native
+peers write the one the running release serves.
 """
 
 from __future__ import annotations
@@ -44,6 +51,34 @@ OURS_GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
 OURS_QUEUE_LABEL = "scheduling.sigs.k8s.io/queue"
 REFERENCE_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 NATIVE_POD_GROUP = "workers"
+"""The one podGroup of a 1.35 ``Workload``."""
+
+
+def native_gang_api() -> str:
+    """The ``scheduling.k8s.io`` version whose object the native peers write on this release."""
+    return e2e_versions.native_gang_api_versions()[0]
+
+
+def native_group_collection() -> str:
+    """The cluster-wide collection of the native gang object (listed before a trial starts)."""
+    kind = "workloads" if e2e_versions.minor() <= 35 else "podgroups"
+    return f"/apis/scheduling.k8s.io/{native_gang_api()}/{kind}"
+
+
+def kubernetes_release() -> str:
+    """The running release without its ``v`` (``1.37.2``)."""
+    return e2e_versions.KUBERNETES.removeprefix("v")
+
+
+def native_gates() -> str:
+    """The gang gates the native peers' kube-scheduler runs with, for descriptions."""
+    return ", ".join(gate.partition("=")[0] for gate in
+                     e2e_versions.native_gang_feature_gates().split(","))  # fmt: skip
+
+
+class UnsupportedPeer(SystemExit):
+    """A peer this Kubernetes release cannot run (raised before any trial starts)."""
+
 
 REFERENCE_PERMIT_WAIT_SECONDS = 10
 """From scheduler-plugins' own example configuration (manifests/coscheduling)."""
@@ -72,6 +107,8 @@ class Gang:
     ignore_disruptions: bool = False
     """Its Job ignores the failures of pods with a ``DisruptionTarget`` condition (its
     ``podFailurePolicy``): a preempted member is made again, and the Job does not fail."""
+    topology_key: str | None = None
+    """A node label key: every needed member must land on nodes sharing one value of it."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +254,8 @@ class WorkloadGangs(Peer):
     def group_object(self, gang: Gang) -> tuple[str, Json] | None:
         if gang.size == 1:
             return None
+        if gang.topology_key is not None:
+            raise ValueError("the 1.35 Workload API has no topology constraint")
         body = {
             "apiVersion": "scheduling.k8s.io/v1alpha1",
             "kind": "Workload",
@@ -234,6 +273,40 @@ class WorkloadGangs(Peer):
             pod["spec"]["workloadRef"] = {"name": gang.name, "podGroup": NATIVE_POD_GROUP}
 
 
+class NativeGangs(WorkloadGangs):
+    """Gangs in the native API of the running release: 1.35's ``Workload``, else a
+    ``PodGroup`` (1.36 ``v1alpha2``, 1.37 ``v1beta1``) with ``minCount`` = minMember, the
+    gang's PriorityClass, its topology key and, when set, the unit it is disrupted in."""
+
+    #: ``disruptionMode``: None leaves the release's default (``single`` on 1.37).
+    disruption: str | None = None
+
+    def group_object(self, gang: Gang) -> tuple[str, Json] | None:
+        if e2e_versions.minor() <= 35 or gang.size == 1:
+            return super().group_object(gang)
+        version = native_gang_api()
+        spec: Json = {"schedulingPolicy": {"gang": {"minCount": gang.min_member}}}
+        if gang.priority_class is not None:
+            spec["priorityClassName"] = gang.priority_class
+        if gang.topology_key is not None:
+            spec["schedulingConstraints"] = {"topology": [{"key": gang.topology_key}]}
+        if self.disruption is not None:
+            spec["disruptionMode"] = {self.disruption: {}}
+        body = {
+            "apiVersion": f"scheduling.k8s.io/{version}",
+            "kind": "PodGroup",
+            "metadata": {"name": gang.name},
+            "spec": spec,
+        }
+        return f"/apis/scheduling.k8s.io/{version}/namespaces/{{ns}}/podgroups", body
+
+    def decorate_pod(self, pod: Json, gang: Gang) -> None:
+        if e2e_versions.minor() <= 35:
+            super().decorate_pod(pod, gang)
+        elif gang.size > 1:
+            pod["spec"]["schedulingGroup"] = {"podGroupName": gang.name}
+
+
 class Ours(Peer):
     #: Extra flags of ``coscheduler run`` (a variant of ours; none: its defaults).
     flags: tuple[str, ...] = ()
@@ -247,6 +320,8 @@ class Ours(Peer):
         spec: Json = {"minMember": gang.min_member}
         if gang.queue is not None:
             spec["queue"] = gang.queue
+        if gang.topology_key is not None:
+            spec["topology"] = {"required": gang.topology_key}
         body = {
             "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
             "kind": "PodGroup",
@@ -391,8 +466,9 @@ class Reference(Peer):
 class Default(Peer):
     def __init__(self) -> None:
         super().__init__(
-            "default", "kube-scheduler 1.35.4, default plugins (no gangs)", gangs=False
-        )
+            "default", f"kube-scheduler {kubernetes_release()}, default plugins (no gangs)",
+            gangs=False,
+        )  # fmt: skip
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         config = _kube_scheduler_config(ctx, {"schedulerName": self.scheduler_name})
@@ -402,14 +478,21 @@ class Default(Peer):
         ]  # fmt: skip
 
     def versions(self) -> str:
-        return "kube-scheduler v1.35.4"
+        return f"kube-scheduler {e2e_versions.KUBERNETES}"
 
 
-class Native(WorkloadGangs):
+class Native(NativeGangs):
+    """kube-scheduler of the running release with its gang gates (its PodGroup cycle,
+    workload-aware preemption and topology-aware placement on 1.37: the gates enable
+    their plugins in the default profile, no plugin configuration needed)."""
+
     def __init__(self) -> None:
+        api = native_gang_api()
+        kind = "Workload" if e2e_versions.minor() <= 35 else "PodGroup"
         super().__init__(
             "native",
-            "kube-scheduler 1.35.4 with GenericWorkload + GangScheduling (Workload API)",
+            f"kube-scheduler {kubernetes_release()} with {native_gates()} "
+            f"({kind}, scheduling.k8s.io/{api})",
             gangs=True,
         )
 
@@ -422,13 +505,40 @@ class Native(WorkloadGangs):
         ]  # fmt: skip
 
     def versions(self) -> str:
-        return "kube-scheduler v1.35.4 (GenericWorkload, GangScheduling)"
+        return f"kube-scheduler {e2e_versions.KUBERNETES} ({native_gates()})"
+
+
+class NativeAll(Native):
+    """The native peer with ``disruptionMode: all``: a victim PodGroup goes whole or not at
+    all (1.37's ``v1beta1``; 1.36 gates it behind WorkloadAwarePreemption, 1.35 has none)."""
+
+    disruption = "all"
+
+    def __init__(self) -> None:
+        if e2e_versions.minor() < 37:
+            raise UnsupportedPeer(
+                f"native-all needs Kubernetes 1.37+ (PodGroup disruptionMode); this run is "
+                f"{e2e_versions.KUBERNETES}"
+            )
+        super().__init__()
+        self.name = "native-all"
+        self.description += ", disruptionMode: all"
+
+    def versions(self) -> str:
+        return f"{super().versions()}, disruptionMode all"
 
 
 class OursWorkload(WorkloadGangs, Ours):
-    """Ours, given the very objects the native peer gets (issue #21: the Workload API read)."""
+    """Ours, given the very objects the native peer gets on 1.35 (issue #21: the Workload
+    API read). 1.36 removed that API; ours through its own CRD is the main comparison."""
 
     def __init__(self) -> None:
+        if e2e_versions.minor() > 35:
+            raise UnsupportedPeer(
+                "ours-workload writes 1.35's Workload (scheduling.k8s.io/v1alpha1), which "
+                f"{e2e_versions.KUBERNETES} no longer serves: run it with "
+                f"{e2e_versions.KUBERNETES_ENV}=1.35"
+            )
         Peer.__init__(
             self,
             "ours-workload",
@@ -517,20 +627,21 @@ class Ceiling(Peer):
         ]]  # fmt: skip
 
     def versions(self) -> str:
-        return "client-go v0.35.4"
+        return f"client-go {e2e_versions.staging_version()}"
 
 
 PEERS = {
     "ours": Ours,
     "reference": Reference,
     "native": Native,
+    "native-all": NativeAll,
     "default": Default,
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
     "ours-preemption-off": OursPreemptionOff,
 }
-#: The peers of every suite by default (the variants of ours are asked for by name).
-ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-"))
+#: The peers of every suite by default (the variants are asked for by name).
+ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-") and name != "native-all")
 #: Peers asked for by name only: Kueue is built from its module on first use
 #: (``bench.kueue_peer``, imported when one is made).
 OPTIONAL_PEERS = ("kueue", "kueue-nonblocking")

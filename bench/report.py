@@ -96,6 +96,11 @@ def write_report() -> Path:
         "",
         "## Side by side on a real control plane",
         "",
+        "The tables generated from `bench/results/*.json` below are runs on Kubernetes "
+        "1.35.4 (the control plane, the native and the default peer), kept as history; "
+        "the same peers on 1.37.2, with the native gang API of that release, are in "
+        '"On Kubernetes 1.37.2" further down.',
+        "",
         "Peers, each alone on a fresh control plane during its trial, each under its own "
         "`schedulerName`, with the same client QPS/burst: **ours** (`coscheduler run`), "
         "**reference** (kube-scheduler with the Coscheduling plugin of scheduler-plugins "

@@ -114,6 +114,11 @@ async def run_trial(
                 f"{gangs.DEFAULT_BURST_SECONDS:g}s (e2e/gangs.py), first: "
                 + "; ".join(str(b) for b in broken[:3])
             )
+        if figures.get("gangs_split") and peer.name.startswith("ours"):
+            failures.append(
+                f"{figures['gangs_split']} gang(s) bound across more than one domain of "
+                f"their required topology key, first: {figures['gangs_split_names'][:3]}"
+            )
         if not peer.capacity_checks:
             # The ceiling checks nothing by design; an over-commit is noted, not a failure.
             figures["notes"] = [f for f in failures if "over-commit" in f]

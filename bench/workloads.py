@@ -20,6 +20,8 @@ the same empty cluster and no peer's leftovers weigh on the next.
   what is evicted for it and what is left broken (``bench.preemption_analysis``).
 - overhead-throughput, overhead-contention: throughput and contention under kinds of their
   own, for ours with preemption on and off (issue #18).
+- topology: contention on racks (a node label), every gang required in one rack: the
+  contention figures and the gangs whose members ended up in more than one rack.
 """
 
 from __future__ import annotations
@@ -65,10 +67,22 @@ class NodeShape:
     cpu: str = "32"
     memory: str = "128Gi"
     pods: int = 110
+    domain_key: str | None = None
+    """A node label key; node ``i`` gets the value ``d<i // domain_nodes>``."""
+    domain_nodes: int = 0
 
     @property
     def cpu_cores(self) -> float:
         return float_quantity(self.cpu)
+
+    def labels(self, index: int) -> dict[str, str]:
+        """The labels of node ``index`` beside KWOK's own."""
+        if self.domain_key is None or self.domain_nodes <= 0:
+            return {}
+        return {self.domain_key: self.domain(index)}
+
+    def domain(self, index: int) -> str:
+        return f"d{index // self.domain_nodes}"
 
 
 @dataclass
@@ -292,6 +306,31 @@ class Contention(Workload):
 
 
 @dataclass
+class Topology(Contention):
+    """Contention where every gang must sit in one domain (rack) of a node label."""
+
+    kind: ClassVar[str] = "topology"
+
+    async def drive(self, run: TrialRun) -> Json:
+        figures = await super().drive(run)
+        figures.update(split_gangs(run.recorder, self.nodes))
+        return figures
+
+
+def split_gangs(recorder: Recorder, shape: NodeShape) -> Json:
+    """Gangs whose members were bound in more than one domain (over the whole run)."""
+    domain_of = {f"kwok-node-{i}": shape.domain(i) for i in range(shape.count)}
+    domains: dict[str, set[str]] = {}
+    for pod in recorder.pods.values():
+        if pod.gang == "probe":
+            continue
+        for node in pod.nodes_seen or ([pod.node] if pod.node else []):
+            domains.setdefault(pod.gang, set()).add(domain_of.get(node, "?"))
+    split = sorted(gang for gang, seen in domains.items() if len(seen) > 1)
+    return {"gangs_split": len(split), "gangs_split_names": split[:10]}
+
+
+@dataclass
 class Fairness(Contention):
     """Contention between tenants with intended shares: who gets how much, over time."""
 
@@ -497,6 +536,32 @@ def contention(
          "demand_over_capacity": round(demand / capacity, 2), "pod_cpu": pod_cpu,
          "run_seconds": run_seconds, "seed": seed},
     )  # fmt: skip
+
+
+TOPOLOGY_KEY = "bench.coscheduler.dev/rack"
+
+
+def topology(
+    racks: int, rack_nodes: int, node_cpu: int, sizes: tuple[int, ...], demand_factor: float,
+    pod_cpu: int, run_seconds: float, *, seed: int = 13, timeout: float = 900,
+) -> Topology:  # fmt: skip
+    """:func:`contention` on ``racks`` x ``rack_nodes`` nodes, each Job required in one rack."""
+    nodes = racks * rack_nodes
+    base = contention(nodes, node_cpu, sizes, demand_factor, pod_cpu, run_seconds, seed=seed,
+                      timeout=timeout)  # fmt: skip
+    rack_cpu = rack_nodes * node_cpu
+    if max(sizes) * pod_cpu > rack_cpu:
+        raise ValueError(f"a gang of {max(sizes)} x {pod_cpu} cpu exceeds a rack of {rack_cpu}")
+    gangs = [replace(g, topology_key=TOPOLOGY_KEY) for g in base.gangs]
+    shape = replace(base.nodes, domain_key=TOPOLOGY_KEY, domain_nodes=rack_nodes)
+    label = base.label.replace(f"of {nodes} nodes", f"of {racks} racks x {rack_nodes} nodes")
+    return Topology(
+        f"{label}, each in one rack",
+        shape,
+        gangs,
+        timeout,
+        {**base.params, "racks": racks, "rack_nodes": rack_nodes, "topology_key": TOPOLOGY_KEY},
+    )
 
 
 def queue_throughput(pods: int, gang_size: int, nodes: int, queues: int) -> QueueThroughput:

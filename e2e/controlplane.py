@@ -61,6 +61,11 @@ class ClusterOptions:
     """Enable Kubernetes' own gang API of the running release (``versions.native_gang_*``)
     on the API server and the controller manager (whose Job controller makes Workloads)."""
 
+    job_workloads: bool = True
+    """With ``gang_api`` on 1.36+: the Job controller makes a Workload and a native PodGroup
+    for every Job (``WorkloadWithJob``). The benchmarks turn it off: each peer writes its
+    own gang objects, and ours' Jobs would otherwise gain a native group too."""
+
     job_duration_seconds: float = 1.0
     """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
 
@@ -440,7 +445,12 @@ def _manager_args(
     binaries: build.Binaries, state: ClusterState, material: pki.Pki, options: ClusterOptions
 ) -> list[str]:
     kubeconfig = state.kubeconfig
-    gates = [f"--feature-gates={versions.native_gang_feature_gates()}"] if options.gang_api else []
+    gates = []
+    if options.gang_api:
+        enabled = versions.native_gang_feature_gates().split(",")
+        if not options.job_workloads:
+            enabled = [gate for gate in enabled if not gate.startswith("WorkloadWithJob=")]
+        gates = [f"--feature-gates={','.join(enabled)}"]
     return [
         str(binaries.kube_controller_manager),
         f"--kubeconfig={kubeconfig}",
