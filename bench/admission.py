@@ -65,5 +65,18 @@ def admission_figures(
     }
 
 
+def pods_evicted(pods: Iterable[PodRecord]) -> int:
+    """Pods taken off their node before they finished: deleted (or being deleted) after
+    their binding with no completion first. In these workloads nothing else deletes a
+    running pod, so it is the peer's preemption (ours: a gang evicted; Kueue: a Job
+    suspended, its pods deleted by the Job controller)."""
+    count = 0
+    for pod in pods:
+        gone = pod.terminating if pod.terminating is not None else pod.deleted
+        if pod.bound is not None and gone is not None and pod.finished is None:
+            count += 1
+    return count
+
+
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 3)

@@ -103,6 +103,9 @@ async def run_trial(
         )  # fmt: skip
         broken = partial_gangs(recorder, workload, peer, ns)
         figures["gangs_partial_beyond_burst"] = len(broken)
+        figures["pods_evicted"] = admission.pods_evicted(
+            p for p in recorder.pods.values() if p.gang != "probe"
+        )
         if any(g.job for g in workload.gangs):
             figures["admission_to_bound"] = admission.admission_figures(
                 recorder.pods.values(), workload.gangs,

@@ -139,3 +139,10 @@ def test_cluster_queue_without_cohort_has_no_borrowing() -> None:
     resources = body["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
     assert all("borrowingLimit" not in r for r in resources)
     assert yaml.safe_load(yaml.safe_dump(body)) == body
+
+
+def test_pods_evicted_are_those_deleted_after_binding_before_finishing() -> None:
+    evicted = PodRecord("e", "g", 1.0, 1.0, bound=1.0, terminating=5.0)
+    finished = PodRecord("f", "g", 1.0, 1.0, bound=1.0, finished=3.0, deleted=9.0)
+    pending = PodRecord("p", "g", 1.0, 1.0, deleted=2.0)
+    assert admission.pods_evicted([evicted, finished, pending]) == 1
