@@ -63,21 +63,27 @@ class KueuePeer(Peer):
         self._kueue: e2e_kueue.Kueue | None = None
         self._kubectl: list[str] = []
         self._queues: list[str] = []
+        self._default_queue: str | None = DEFAULT_QUEUE
+        """The LocalQueue of a gang without a queue; None with tenants (no such queue then:
+        a pod of no tenant, the runner's probe, is left to kube-scheduler alone)."""
         self._capacity = NodeCapacity(cpu=0.0, memory=0.0, pods=0)
 
     # --- translation ------------------------------------------------------------------------
 
     def decorate_pod(self, pod: Json, gang: Gang) -> None:
-        if gang.job:
-            return  # the Job carries the queue; Kueue's Job integration owns its pods
+        queue = gang.queue or self._default_queue
+        if gang.job or queue is None:
+            return  # a Job carries the queue; Kueue's Job integration owns its pods
         labels = pod["metadata"]["labels"]
-        labels[e2e_kueue.KUEUE_QUEUE_LABEL] = gang.queue or DEFAULT_QUEUE
+        labels[e2e_kueue.KUEUE_QUEUE_LABEL] = queue
         if gang.size > 1:
             labels[POD_GROUP_LABEL] = gang.name
             pod["metadata"]["annotations"][POD_GROUP_COUNT] = str(gang.size)
 
     def decorate_job(self, job: Json, gang: Gang) -> None:
-        job["metadata"]["labels"][e2e_kueue.KUEUE_QUEUE_LABEL] = gang.queue or DEFAULT_QUEUE
+        queue = gang.queue or self._default_queue
+        if queue is not None:
+            job["metadata"]["labels"][e2e_kueue.KUEUE_QUEUE_LABEL] = queue
 
     def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
         objects: list[tuple[str, Json]] = []
@@ -132,6 +138,8 @@ class KueuePeer(Peer):
                 e2e_kueue.local_queue(DEFAULT_QUEUE, "bench", DEFAULT_QUEUE),
             ]  # fmt: skip
             self._queues.append(DEFAULT_QUEUE)
+        else:
+            self._default_queue = None
         await asyncio.to_thread(self._kubectl_apply, objects)
 
     def _kubectl_apply(self, objects: list[Json]) -> None:
