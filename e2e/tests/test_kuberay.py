@@ -10,8 +10,9 @@ whole and its group's status written; one that cannot fit waits whole until a no
 comes.
 
 Runs only when asked (``COSCHEDULER_E2E_KUBERAY=1``): the operator is built from its
-module on first use, about 3 minutes of two cores cold (cached after; the tests
-themselves take about 40 s).
+module on first use (a few minutes of two cores cold, 40 s with Go's build cache warm;
+cached after). Both tests took 4 min 12 s with the session's cluster on a busy 2-core
+machine.
 """
 
 from __future__ import annotations
