@@ -9,7 +9,8 @@ How a platform team would write them, for each suite:
 - A tenant (``Share``): a ClusterQueue in cohort ``bench``, nominal = its min, borrowing
   limit = max - min, ``fairSharing.weight`` = its weight, preemption
   ``reclaimWithinCohort: Any`` and ``withinClusterQueue: LowerPriority``; a LocalQueue of
-  the tenant's name in its namespace.
+  the tenant's name in its namespace. The trial's own namespace gets a LocalQueue
+  ``bench`` of a ClusterQueue in the cohort with no nominal (the runner's probe borrows).
 - A gang as a Job: the Job labelled ``kueue.x-k8s.io/queue-name`` (Kueue's webhook
   suspends it until admitted; the Job controller then makes its pods).
 - A gang as bare pods: Kueue's pod group, labels ``kueue.x-k8s.io/queue-name`` and
@@ -63,27 +64,21 @@ class KueuePeer(Peer):
         self._kueue: e2e_kueue.Kueue | None = None
         self._kubectl: list[str] = []
         self._queues: list[str] = []
-        self._default_queue: str | None = DEFAULT_QUEUE
-        """The LocalQueue of a gang without a queue; None with tenants (no such queue then:
-        a pod of no tenant, the runner's probe, is left to kube-scheduler alone)."""
         self._capacity = NodeCapacity(cpu=0.0, memory=0.0, pods=0)
 
     # --- translation ------------------------------------------------------------------------
 
     def decorate_pod(self, pod: Json, gang: Gang) -> None:
-        queue = gang.queue or self._default_queue
-        if gang.job or queue is None:
-            return  # a Job carries the queue; Kueue's Job integration owns its pods
+        if gang.job:
+            return  # the Job carries the queue; Kueue's Job integration owns its pods
         labels = pod["metadata"]["labels"]
-        labels[e2e_kueue.KUEUE_QUEUE_LABEL] = queue
+        labels[e2e_kueue.KUEUE_QUEUE_LABEL] = gang.queue or DEFAULT_QUEUE
         if gang.size > 1:
             labels[POD_GROUP_LABEL] = gang.name
             pod["metadata"]["annotations"][POD_GROUP_COUNT] = str(gang.size)
 
     def decorate_job(self, job: Json, gang: Gang) -> None:
-        queue = gang.queue or self._default_queue
-        if queue is not None:
-            job["metadata"]["labels"][e2e_kueue.KUEUE_QUEUE_LABEL] = queue
+        job["metadata"]["labels"][e2e_kueue.KUEUE_QUEUE_LABEL] = gang.queue or DEFAULT_QUEUE
 
     def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
         objects: list[tuple[str, Json]] = []
@@ -137,9 +132,17 @@ class KueuePeer(Peer):
                 ),
                 e2e_kueue.local_queue(DEFAULT_QUEUE, "bench", DEFAULT_QUEUE),
             ]  # fmt: skip
-            self._queues.append(DEFAULT_QUEUE)
         else:
-            self._default_queue = None
+            # A pod of no tenant (the runner's probe) still draws from the cohort's quota,
+            # through a queue with no nominal of its own: Kueue's quota then matches what
+            # the nodes hold (else it admits a gang the probe's node cannot take whole).
+            objects += [
+                e2e_kueue.cluster_queue(
+                    DEFAULT_QUEUE, cpu=0, memory=0, cohort=COHORT, held=True, flavor=FLAVOR
+                ),
+                e2e_kueue.local_queue(DEFAULT_QUEUE, "bench", DEFAULT_QUEUE),
+            ]
+        self._queues.append(DEFAULT_QUEUE)
         await asyncio.to_thread(self._kubectl_apply, objects)
 
     def _kubectl_apply(self, objects: list[Json]) -> None:

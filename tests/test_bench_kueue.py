@@ -147,12 +147,3 @@ def test_pods_evicted_are_those_deleted_after_binding_before_finishing() -> None
     pending = PodRecord("p", "g", 1.0, 1.0, deleted=2.0)
     assert admission.pods_evicted([evicted, finished, pending]) == 1
 
-
-def test_with_tenants_a_pod_of_no_tenant_is_left_to_kube_scheduler() -> None:
-    peer = make_peer("kueue")
-    assert isinstance(peer, KueuePeer)
-    peer._default_queue = None  # what prepare() does when the workload has tenants
-    probe = submit.pod_manifest(peer, Gang("probe", 1, 1), 0)
-    assert kueue.KUEUE_QUEUE_LABEL not in probe["metadata"]["labels"]
-    tenant = submit.pod_manifest(peer, Gang("t", 1, 1, queue="team-a"), 0)
-    assert tenant["metadata"]["labels"][kueue.KUEUE_QUEUE_LABEL] == "team-a"
