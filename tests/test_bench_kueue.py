@@ -146,4 +146,3 @@ def test_pods_evicted_are_those_deleted_after_binding_before_finishing() -> None
     finished = PodRecord("f", "g", 1.0, 1.0, bound=1.0, finished=3.0, deleted=9.0)
     pending = PodRecord("p", "g", 1.0, 1.0, deleted=2.0)
     assert admission.pods_evicted([evicted, finished, pending]) == 1
-
