@@ -5,7 +5,8 @@ of bench/RESULTS.md's section on Kueue (issue #31): fairness (shares, deviation)
 preemption and throughput, with what every trial reports for every peer: admission to
 bound, time to whole (submission to the gang whole), pods evicted and gangs broken (left
 partially bound beyond the 10 s burst of e2e/gangs.py). A trial that failed its outcome
-check is listed with its failure, not its figures.
+check is listed with its failure, not its figures (unless another file has the same trial
+passing: a re-run supersedes it).
 """
 
 from __future__ import annotations
@@ -157,10 +158,17 @@ def throughput_table(trials: list[Json]) -> str:
                                 len(header) - 2))  # fmt: skip
 
 
+def _superseded(trials: list[Json]) -> list[Json]:
+    """Failed trials dropped where another run of the same workload and peer passed."""
+    passed = {(t["workload"], t["label"], t["peer"]) for t in trials if t["ok"]}
+    return [t for t in trials if t["ok"] or (t["workload"], t["label"], t["peer"]) not in passed]
+
+
 def report(paths: list[Path]) -> str:
     trials: list[Json] = []
     for path in paths:
         trials += json.loads(path.read_text())["trials"]
+    trials = _superseded(trials)
     sections = []
     for title, kind, table in (
         ("Fairness", "fairness", fairness_table),
