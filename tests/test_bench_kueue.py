@@ -4,6 +4,7 @@ registration at loopback, and the admission-to-bound figure, without a cluster."
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 import yaml
@@ -146,3 +147,21 @@ def test_pods_evicted_are_those_deleted_after_binding_before_finishing() -> None
     finished = PodRecord("f", "g", 1.0, 1.0, bound=1.0, finished=3.0, deleted=9.0)
     pending = PodRecord("p", "g", 1.0, 1.0, deleted=2.0)
     assert admission.pods_evicted([evicted, finished, pending]) == 1
+
+
+def test_the_report_keeps_a_rerun_that_passed_over_one_that_failed(tmp_path: Path) -> None:
+    from bench import kueue_report
+
+    base = {"workload": "contention", "label": "17 Jobs", "regime": "high", "params": {},
+            "cost": {"cpu_s": 1.5}}  # fmt: skip
+    failed = {**base, "peer": "kueue", "ok": False, "failures": ["probe"], "figures": {}}
+    passed = {**base, "peer": "kueue", "ok": True, "failures": [],
+              "figures": {"makespan_s": 90.0, "pods_evicted": 2,
+                          "admission_to_bound": {"p50_s": 1.0, "p99_s": 3.0}}}  # fmt: skip
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"trials": [failed]}))
+    second.write_text(json.dumps({"trials": [passed]}))
+    text = kueue_report.report([first, second])
+    assert "failed" not in text
+    assert "| 90.0 s |" in text
+    assert "1.00 / 3.00" in text
