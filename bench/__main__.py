@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.peers import ALL_PEERS, PEERS
+from bench.peers import ALL_PEERS, OPTIONAL_PEERS, PEERS
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--peers",
         default=",".join(ALL_PEERS),
-        help=f"comma-separated, from {','.join(PEERS)}, or ours@REV (ours at a git revision) "
+        help=f"comma-separated, from {','.join((*PEERS, *OPTIONAL_PEERS))}, or ours@REV "
+        "(ours at a git revision) "
         f"(default: {','.join(ALL_PEERS)})",
     )
     run.add_argument(
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
-        if peer not in PEERS and not peer.startswith("ours@"):
+        if peer not in PEERS and peer not in OPTIONAL_PEERS and not peer.startswith("ours@"):
             parser.error(f"unknown peer {peer!r}")
         make_peer(peer)  # one the running Kubernetes release cannot run stops here
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")

@@ -30,13 +30,16 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
 from bench.build import PeerBinaries
 from e2e import versions as e2e_versions
 from e2e.processes import Process, free_port
+
+if TYPE_CHECKING:
+    from bench.analysis import NodeCapacity
 
 Json = dict[str, Any]
 
@@ -157,6 +160,8 @@ class Peer:
     processes: list[Process] = field(default_factory=list)
     metrics_port: int = 0
     metrics_scheme: str = "http"
+    #: A Job's pods exist only once the peer admitted it (Kueue); see ``bench.admission``.
+    admits_by_creating_pods: ClassVar[bool] = False
 
     @property
     def scheduler_name(self) -> str:
@@ -174,6 +179,14 @@ class Peer:
     def share_objects(self, shares: list[Share]) -> list[tuple[str, Json]]:
         """(collection path, body) of what divides the cluster between tenants, if anything."""
         return []
+
+    def decorate_job(self, job: Json, gang: Gang) -> None:
+        """Add what makes a Job (of ``gang``) this peer's, beside its pods' template."""
+
+    async def prepare(
+        self, ctx: PeerContext, nodes: dict[str, NodeCapacity], shares: list[Share]
+    ) -> None:
+        """Before anything is submitted: what must already run (an admission webhook)."""
 
     # --- processes --------------------------------------------------------------------------
 
@@ -629,15 +642,23 @@ PEERS = {
 }
 #: The peers of every suite by default (the variants are asked for by name).
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-") and name != "native-all")
+#: Peers asked for by name only: Kueue is built from its module on first use
+#: (``bench.kueue_peer``, imported when one is made).
+OPTIONAL_PEERS = ("kueue", "kueue-nonblocking")
 
 
 def make_peer(name: str) -> Peer:
+    if name in OPTIONAL_PEERS:
+        from bench.kueue_peer import KUEUE_PEERS  # imports this module
+
+        return KUEUE_PEERS[name]()
     if name.startswith("ours@"):
         return OursAt(name.removeprefix("ours@"))
     try:
         return PEERS[name]()
     except KeyError:
-        raise SystemExit(f"unknown peer {name!r}; choose from {', '.join(PEERS)}") from None
+        known = ", ".join((*PEERS, *OPTIONAL_PEERS))
+        raise SystemExit(f"unknown peer {name!r}; choose from {known}") from None
 
 
 def which(path: str) -> str | None:

@@ -69,6 +69,7 @@ def job_manifest(peer: Peer, gang: Gang) -> Json:
     if gang.ignore_disruptions:
         rule = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}
         job["spec"]["podFailurePolicy"] = {"rules": [rule]}
+    peer.decorate_job(job, gang)
     return job
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import analysis, identity, submit
+from bench import admission, analysis, identity, submit
 from bench.analysis import GangInfo
 from bench.kube import Kube
 from bench.observe import Recorder, Sampler
@@ -65,6 +65,7 @@ async def run_trial(
     try:
         await submit.create_namespace(kube, ns)
         nodes = await submit.node_capacities(kube)
+        await peer.prepare(ctx, nodes, workload.shares)
         await recorder.start()
         run = TrialRun(
             kube, recorder, peer, ctx, ns, progress, regime, nodes,
@@ -102,6 +103,14 @@ async def run_trial(
         )  # fmt: skip
         broken = partial_gangs(recorder, workload, peer, ns)
         figures["gangs_partial_beyond_burst"] = len(broken)
+        figures["pods_evicted"] = admission.pods_evicted(
+            p for p in recorder.pods.values() if p.gang != "probe"
+        )
+        if any(g.job for g in workload.gangs):
+            figures["admission_to_bound"] = admission.admission_figures(
+                recorder.pods.values(), workload.gangs,
+                admits_by_creating_pods=peer.admits_by_creating_pods,
+            )  # fmt: skip
         if broken and peer.name.startswith("ours"):
             failures.append(
                 f"{len(broken)} gang(s) partially bound longer than "

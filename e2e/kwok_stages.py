@@ -12,7 +12,12 @@ built-in behaviour otherwise and add a delay:
    time) becomes Succeeded after that delay, whoever owns it.
 3. pod-complete-job: a Running pod owned by a Job, without that annotation,
    becomes Succeeded after the cluster's default Job duration.
-4. pod-delete: a pod being deleted loses its finalizers and is removed, as a
+4. pod-ready-again: a Running pod not being deleted whose ``Ready`` condition went
+   False (the node lifecycle controller marks a node's pods not ready when its
+   heartbeat is late, as on a loaded machine) is Ready again, as its kubelet would
+   make it: what waits for ready pods (Kueue's ``waitForPodsReady``) is not stuck
+   on a fake node's missed heartbeat.
+5. pod-delete: a pod being deleted loses its finalizers and is removed, as a
    kubelet would confirm: at once by default (whatever its grace period), or,
    with ``grace_periods``, at its ``deletionTimestamp`` (the API server sets it
    to the deletion plus the pod's grace period, in whole seconds), as a kubelet
@@ -88,6 +93,26 @@ podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata
 phase: Running
 startTime: {{ $now | Quote }}
 """
+
+_READY_AGAIN_STATUS = """\
+{{ $now := Now }}
+conditions:
+{{ range .status.conditions }}
+- type: {{ .type | Quote }}
+{{ if or (eq .type "Ready") (eq .type "ContainersReady") }}
+  status: "True"
+  lastTransitionTime: {{ $now | Quote }}
+{{ else }}
+  status: {{ .status | Quote }}
+  lastTransitionTime: {{ .lastTransitionTime | Quote }}
+{{ end }}
+{{ end }}
+"""
+_NOT_READY = {
+    "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+    "operator": "In",
+    "values": ["False"],
+}
 
 _SUCCEEDED_STATUS = """\
 {{ $now := Now }}
@@ -173,6 +198,11 @@ def pod_stages(*, job_duration_seconds: float, grace_periods: bool = False) -> l
             ],
             {"statusTemplate": _SUCCEEDED_STATUS},
             delay={"durationMilliseconds": job_delay_ms},
+        ),
+        _stage(
+            "pod-ready-again",
+            [_NOT_DELETING, _RUNNING, _NOT_READY],
+            {"statusTemplate": _READY_AGAIN_STATUS},
         ),
         _stage(
             "pod-delete",

@@ -67,6 +67,17 @@ TRAINING_OPERATOR: Final = "v1.8.1"
 """Release of ``github.com/kubeflow/training-operator`` (PyTorchJob and friends)."""
 
 
+KUEUE: Final = "v0.17.0"
+"""Release of ``sigs.k8s.io/kueue`` (the Kueue bench peer): no ``replace`` lines in its
+go.mod, its CRDs and webhook manifests in the module; built only when asked for."""
+
+
+KUBERAY: Final = "v1.5.0"
+"""Release of ``github.com/ray-project/kuberay/ray-operator``: with
+``--batch-scheduler=scheduler-plugins`` it makes a ``scheduling.x-k8s.io`` PodGroup per
+gang-scheduled RayCluster (head + workers); built only when its test asks for it."""
+
+
 def staging_version(kubernetes: str = KUBERNETES) -> str:
     """Return the version of the ``k8s.io/*`` staging modules of a release (v1.35.4 -> v0.35.4)."""
     major, minor, patch = kubernetes.removeprefix("v").split(".")
