@@ -94,6 +94,20 @@ def not_enough_members(
     return "; ".join(parts)
 
 
+def undeclared_roles(counts: Mapping[str, int], role_word: str = "role") -> str:
+    """``; 2 members name role ps, which the group does not declare (they count toward its
+    minimum only)``, or empty when none do."""
+    if not counts:
+        return ""
+    named = ", ".join(sorted(counts))
+    total = sum(counts.values())
+    plural = "s" if len(counts) > 1 else ""
+    return (
+        f"; {total} member{'s name' if total != 1 else ' names'} {role_word}{plural} {named}, "
+        "which the group does not declare (they count toward its minimum only)"
+    )
+
+
 def min_resources_exceed(wanted: Mapping[str, int], free: Mapping[str, int]) -> str:
     """``minResources cpu=64 exceeds free capacity cpu=40`` (only the short resources)."""
     short = sorted(name for name, amount in wanted.items() if amount > free.get(name, 0))

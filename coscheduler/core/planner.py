@@ -124,6 +124,11 @@ def plan(
     if members < policy.min_member or any(h < m for h, m in roles.values()):
         word = "PodGroup" if group.kind == KIND_COMPOSITE else "role"
         missing = messages.not_enough_members(members, policy.min_member, roles, word)
+        if roles:
+            # A member whose role the group does not declare fills no role's minimum: say so,
+            # or the user sees a short role and cannot tell why their pod does not count.
+            undeclared = {r: n for r, n in have.items() if r is not None and r not in roles}
+            missing += messages.undeclared_roles(undeclared, word)
         return refused(Status(Code.WAITING, Reason.NOT_ENOUGH_MEMBERS, missing))
 
     role_needs = {

@@ -137,7 +137,24 @@ def test_not_enough_members() -> None:
     assert decision.status.reason == Reason.NOT_ENOUGH_MEMBERS
     assert decision.why_pending == decision.status
     assert not decision.status.room_would_help
-    assert decision.status.message == "3/4 members exist; role ps: 0/1 members exist"
+    assert decision.status.message == (
+        "3/4 members exist; role ps: 0/1 members exist; 3 members name role worker, which the "
+        "group does not declare (they count toward its minimum only)"
+    )
+
+
+def test_a_role_the_group_does_not_declare_is_named_when_a_role_is_short() -> None:
+    # Volcano's pods name their task; a task missing from minTaskMember fills no role.
+    decision = run(
+        snapshot_of([node("a")]),
+        group("train", 2, roles={"ps": 1, "worker": 1}),
+        [pod("train-0", group="train", role="wrker"), pod("train-1", group="train", role="ps")],
+    )
+    assert decision.status.reason == Reason.NOT_ENOUGH_MEMBERS
+    assert decision.status.message == (
+        "role worker: 0/1 members exist; 1 member names role wrker, which the group does not "
+        "declare (they count toward its minimum only)"
+    )
 
 
 def test_group_not_found() -> None:
