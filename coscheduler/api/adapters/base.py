@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     # The composite's module reads its API's name from here.
     from coscheduler.api.composite import CompositeGang
 
-__all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
+__all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter", "foreign_group"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,3 +146,19 @@ class GroupObject(ObjectMetadata):
     def with_status(self, status: PodGroupStatus, stored: object) -> GroupObject:
         """The same object with our status moved on, and what the server now holds."""
         return dataclasses.replace(self, status=status, stored=stored)
+
+
+def foreign_group(
+    adapter: StatusAdapter, raw: Mapping[str, Any], metadata: Mapping[str, Any], spec: PodGroupSpec
+) -> GroupObject:
+    """A group of another API read into ours: its stored status as far as we can read it.
+
+    A status we cannot read (another scheduler's, or odd) is taken as empty:
+    ours replaces it at the next write, and the group is not lost over it.
+    """
+    stored = raw.get("status") or {}
+    try:
+        status = adapter.read_status(stored)
+    except ValueError:
+        status = PodGroupStatus()
+    return GroupObject(adapter, metadata, spec, status, adapter.stored_form(stored))

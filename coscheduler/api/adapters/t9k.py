@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject
+from coscheduler.api.adapters.base import GroupApi, GroupObject, foreign_group
 from coscheduler.api.adapters.volcano import VolcanoCondition
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
@@ -187,12 +187,7 @@ class T9kAdapter:
 
     def parse(self, raw: Mapping[str, Any]) -> GroupObject:
         wire = _Object.model_validate(raw)
-        stored = raw.get("status") or {}
-        try:
-            status = self.read_status(stored)
-        except ValueError:
-            status = PodGroupStatus()  # someone else's odd status: ours replaces it
-        return GroupObject(self, wire.metadata, wire.spec.ours(), status, self.stored_form(stored))
+        return foreign_group(self, raw, wire.metadata, wire.spec.ours())
 
     def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
         stored = T9kStatus.model_validate(wire)

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject
+from coscheduler.api.adapters.base import GroupApi, GroupObject, foreign_group
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     DEFAULT_QUEUE,
@@ -240,12 +240,7 @@ class VolcanoAdapter:
 
     def parse(self, raw: Mapping[str, Any]) -> GroupObject:
         wire = _Object.model_validate(raw)
-        stored = raw.get("status") or {}
-        try:
-            status = self.read_status(stored)
-        except ValueError:
-            status = PodGroupStatus()  # someone else's odd status: ours replaces it
-        return GroupObject(self, wire.metadata, wire.spec.ours(), status, self.stored_form(stored))
+        return foreign_group(self, raw, wire.metadata, wire.spec.ours())
 
     def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
         stored = VolcanoStatus.model_validate(wire)
