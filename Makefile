@@ -52,6 +52,7 @@ bench-smoke: $(STAMP)
 
 test: lint cluster-build
 	$(BIN)/pytest
+	COSCHEDULER_E2E_JOB_WORKLOADS=1 $(BIN)/pytest -m job_workloads e2e/tests
 	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/pytest -m version_sensitive e2e/tests
 	$(MAKE) bench-smoke
 

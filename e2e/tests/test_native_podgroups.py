@@ -37,6 +37,13 @@ pytestmark = [
 
 INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
 
+# With WorkloadWithJob every Job of the cluster gets a native group, so the session's cluster
+# runs without it; these tests need it, and `make test` runs them in a session of their own.
+needs_job_workloads = pytest.mark.skipif(
+    os.environ.get("COSCHEDULER_E2E_JOB_WORKLOADS") != "1",
+    reason="needs WorkloadWithJob on the session's cluster (COSCHEDULER_E2E_JOB_WORKLOADS=1)",
+)
+
 
 def native_group(cluster: Cluster, namespace: str, name: str) -> Json:
     return cluster.api.get(f"{w.NATIVE_PODGROUPS.format(ns=namespace)}/{name}")
@@ -276,6 +283,8 @@ def test_disruption_mode_all_is_preempted_as_one_unit(
             cluster.api.delete(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
+@pytest.mark.job_workloads
+@needs_job_workloads
 def test_a_job_with_a_gang_policy_is_gang_scheduled_without_annotation(
     cluster: Cluster,
     namespace: str,
@@ -317,6 +326,8 @@ def test_a_job_with_a_gang_policy_is_gang_scheduled_without_annotation(
     show(cluster, namespace, "get", "workloads,podgroups")
 
 
+@pytest.mark.job_workloads
+@needs_job_workloads
 def test_a_job_too_big_for_the_cluster_waits_whole(
     cluster: Cluster,
     namespace: str,
@@ -419,6 +430,8 @@ def test_bad_input_waits_with_a_reason_and_never_stops_the_loop(
     show(cluster, namespace, "get", "pods")
 
 
+@pytest.mark.job_workloads
+@needs_job_workloads
 def test_a_plain_job_gets_a_basic_group_its_pods_placed_one_by_one(
     cluster: Cluster,
     namespace: str,
