@@ -46,7 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         "--pods",
         type=int,
         default=None,
-        help="pods of the throughput suite (default 10,000 at QPS 1000 and full scale, else 2,048)",
+        help="pods of the throughput and scale suites (default 10,000 at QPS 1000 and full "
+        "scale, else 2,048)",
+    )
+    run.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="scale suite: seconds each trial waits for its bindings (default 900, or one per "
+        "50 pods); a trial stopped so reports what it bound",
     )
     run.add_argument(
         "--queues", type=int, default=10, help="queues of the queues suite (default 10)"
@@ -74,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument(
         "--gang-sizes",
         default="1,8,64,512",
-        help="gang sizes of the throughput workload (default 1,8,64,512)",
+        help="gang sizes of the throughput workload, and the scale workload's mix (an equal "
+        "share of its pods per size; default 1,8,64,512)",
     )
     run.add_argument(
         "--scale-nodes",
@@ -195,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             args.rounds,
             args.queues,
             args.pods,
+            args.time_limit,
         ).trials
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="bench-smoke-"))

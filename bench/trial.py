@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench import admission, analysis, identity, submit
+from bench import admission, analysis, histograms, identity, submit
 from bench.analysis import GangInfo
 from bench.kube import Kube
 from bench.observe import Recorder, Sampler
@@ -82,11 +82,16 @@ async def run_trial(
             process.ensure_running()
         result.cost = _cost(sampler, recorder, run.infos)
         _permit_figures(figures, own, workload)
-        if "coscheduler_planner_duration_seconds_sum" in own:
-            planner = own["coscheduler_planner_duration_seconds_sum"]
+        planner_sums = [v for k, v in own.items()
+                        if k.startswith("coscheduler_planner_duration_seconds_sum")]  # fmt: skip
+        if planner_sums:
+            planner = sum(planner_sums)
             figures["planner_seconds"] = round(planner, 3)
             if result.cost["cpu_s"]:
                 figures["planner_share"] = round(planner / result.cost["cpu_s"], 4)
+        decisions = decision_quantiles(own)
+        if decisions:
+            figures["decision_p99_s"] = decisions
         preemption = _preemption_figures(own)
         if preemption:
             figures["preemption"] = preemption
@@ -187,6 +192,29 @@ def _permit_figures(figures: Json, own: dict[str, float], workload: Workload) ->
         figures["permit_wait_rejected_cpu_s"] = round(
             sum(v for r, v in by_result.items() if r.lower() != "success") * cpu, 2
         )
+
+
+#: Per peer kind, the histogram of one scheduling decision: ours' planner per group by
+#: its members; kube-scheduler's algorithm per pod group (native gangs) and per pod.
+DECISION_HISTOGRAMS = {
+    "planner (ours), gangs of 65-512": ("coscheduler_planner_duration_seconds",
+                                        'members="65-512"'),
+    "planner (ours), every group": ("coscheduler_planner_duration_seconds", ""),
+    "pod group algorithm (kube-scheduler)": (
+        "scheduler_podgroup_scheduling_algorithm_duration_seconds", ""),
+    "pod algorithm (kube-scheduler)": ("scheduler_scheduling_algorithm_duration_seconds", ""),
+}  # fmt: skip
+
+
+def decision_quantiles(own: dict[str, float]) -> dict[str, Json]:
+    """p99 and count of each decision histogram the peer has (seconds); {} for none."""
+    found: dict[str, Json] = {}
+    for title, (name, labels) in DECISION_HISTOGRAMS.items():
+        observed = histograms.count(own, name, labels)
+        p99 = histograms.quantile(own, name, 0.99, labels)
+        if observed and p99 is not None:
+            found[title] = {"p99": round(p99, 4), "count": observed}
+    return found
 
 
 PREEMPTION_METRICS = {

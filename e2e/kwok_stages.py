@@ -213,9 +213,28 @@ def pod_stages(*, job_duration_seconds: float, grace_periods: bool = False) -> l
     ]
 
 
-def config_yaml(*, job_duration_seconds: float, grace_periods: bool = False) -> str:
-    """The ``--config`` file for kwok: the pod stages as a YAML stream."""
-    return yaml.safe_dump_all(
-        pod_stages(job_duration_seconds=job_duration_seconds, grace_periods=grace_periods),
-        sort_keys=False,
-    )
+#: KWOK's workers for node and pod stages and for node Leases when many nodes are asked
+#: for (its default is 4 of each).
+MANY_NODES_PARALLELISM = 16
+
+
+def config_yaml(
+    *, job_duration_seconds: float, grace_periods: bool = False,
+    node_lease_seconds: int | None = None,
+) -> str:  # fmt: skip
+    """The ``--config`` file for kwok: the pod stages as a YAML stream, and with
+    ``node_lease_seconds`` KWOK's own options (Lease duration, more workers)."""
+    documents: list[dict[str, Any]] = []
+    if node_lease_seconds is not None:
+        documents.append({
+            "apiVersion": "config.kwok.x-k8s.io/v1alpha1",
+            "kind": "KwokConfiguration",
+            "options": {
+                "nodeLeaseDurationSeconds": node_lease_seconds,
+                "nodeLeaseParallelism": MANY_NODES_PARALLELISM,
+                "nodePlayStageParallelism": MANY_NODES_PARALLELISM,
+                "podPlayStageParallelism": MANY_NODES_PARALLELISM,
+            },
+        })  # fmt: skip
+    documents += pod_stages(job_duration_seconds=job_duration_seconds, grace_periods=grace_periods)
+    return yaml.safe_dump_all(documents, sort_keys=False)

@@ -49,6 +49,7 @@ from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.events import ObjectRef
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.jobs import JobOwners
+from coscheduler.runtime.metrics import members_class
 from coscheduler.runtime.preemption import Preempter
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
@@ -209,7 +210,9 @@ class SchedulingLoop:
                 await self._sleep_until_ready()
                 since_yield = 0
                 continue
-            self._metrics.planner_duration.observe(time.perf_counter() - started)
+            self._metrics.planner_duration.labels(members=members_class(decision.members)).observe(
+                time.perf_counter() - started
+            )
             if self._preempter is not None:
                 decision = self._preempter.annotate(decision)
             self.decisions += 1

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "members_class"]
 
 # From 1 ms to about 5 minutes: binding a pod is fast, a gang may wait long.
 _LATENCY_BUCKETS = (
@@ -33,6 +33,44 @@ _LATENCY_BUCKETS = (
     120.0,
     300.0,
 )
+
+# Decisions take from tenths of a millisecond to seconds for the largest gangs on the
+# largest clusters: finer than the latency buckets, so that a p99 can be read from them.
+_PLANNER_BUCKETS = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.025,
+    0.035,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
+
+#: The upper bounds of the planner histogram's ``members`` label.
+_MEMBER_CLASSES = (1, 8, 64, 512)
+
+
+def members_class(members: int) -> str:
+    """The ``members`` label of a group of this many members: ``1``, ``2-8``... ``513+``."""
+    low = 1
+    for high in _MEMBER_CLASSES:
+        if members <= high:
+            return str(high) if low == high else f"{low}-{high}"
+        low = high + 1
+    return f"{low}+"
 
 
 @dataclass
@@ -61,10 +99,13 @@ class Metrics:
             "coscheduler_gang_wait_seconds",
             "From a group's first attempt to minMember of its members bound.",
         )
-        self.planner_duration = _seconds(
-            r,
+        self.planner_duration = Histogram(
             "coscheduler_planner_duration_seconds",
-            "Time the pure planner spends deciding one group.",
+            "Time the pure planner spends deciding one group, by the group's members "
+            "(1, 2-8, 9-64, 65-512, 513+).",
+            ["members"],
+            buckets=_PLANNER_BUCKETS,
+            registry=r,
         )
         self.queue_length = Gauge(
             "coscheduler_queue_groups", "Groups waiting, by pool.", ["pool"], registry=r

@@ -1,0 +1,236 @@
+"""The core at the scale suite's size, in process: 5,000 nodes, 50,000 pending pods.
+
+Issue #28 asks for 5,000 nodes and 50,000 pending pods with gangs of 512 among them.
+This builds that snapshot from raw API objects shaped like the benchmark's (the bench
+suite's pods of 1 cpu on KWOK nodes of 32 cpu / 110 pods), in a process of its own, and
+reports what the end-to-end run cannot separate:
+
+- memory: resident set after parsing, after ingesting into the scheduler and at the
+  end (VmRSS / VmHWM from ``/proc/self/status``; the raw objects are dropped once
+  parsed, as the informers drop them);
+- time: parse, ingest, and placing every group (``next_decision`` until none is
+  ready), with each decision's time by gang size: p50 / p99 / max per size.
+
+    .venv/bin/python -m bench.scale_core                      # 5,000 nodes, 50,000 pods
+    .venv/bin/python -m bench.scale_core --nodes 1000 --pods 10000
+    .venv/bin/python -m bench.scale_core --profile /tmp/scale.prof   # cProfile of placing
+
+The mix (``--mix``): equal shares of the pods in gangs of 1, 8, 64 and 512.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import platform
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from coscheduler.api.labels import POD_GROUP_LABEL
+from coscheduler.api.node import NodeInfo
+from coscheduler.api.pod import PodInfo
+from coscheduler.core import GroupPolicy, Scheduler, SchedulerSettings
+
+Json = dict[str, Any]
+MIX = (1, 8, 64, 512)
+
+
+def proc_status() -> dict[str, int]:
+    """VmRSS and VmHWM of this process, in bytes."""
+    values = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) * 1024
+    return values
+
+
+def node_object(index: int) -> Json:
+    """A node as KWOK's would be listed: the bench's shape, its labels and conditions."""
+    name = f"kwok-node-{index}"
+    resources = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"n-{index}",
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+            },
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+        },
+        "spec": {},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod_object(gang: str, index: int, created: int) -> Json:
+    """A pending pod as the bench creates it (1 cpu, 1Gi), with the fields the API adds."""
+    name = f"{gang}-{index}"
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": "bench",
+            "uid": f"u-{name}",
+            "resourceVersion": str(1000 + created),
+            "labels": {POD_GROUP_LABEL: gang, "bench.coscheduler.dev/gang": gang},
+            "creationTimestamp": f"2026-01-01T{created // 3600 % 24:02d}:"
+            f"{created // 60 % 60:02d}:{created % 60:02d}Z",
+        },
+        "spec": {
+            "schedulerName": "coscheduler",
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "automountServiceAccountToken": False,
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                 "effect": "NoExecute", "tolerationSeconds": 300},
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/bench:1",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }  # fmt: skip
+
+
+def gang_sizes(pods: int, mix: tuple[int, ...]) -> list[int]:
+    """Gang sizes with an equal share of ``pods`` per size, interleaved in creation order."""
+    share = pods // len(mix)
+    counts = [max(1, share // size) for size in mix]
+    sizes: list[int] = []
+    for round_ in range(max(counts)):
+        sizes += [size for size, count in zip(mix, counts, strict=True) if round_ < count]
+    # What the shares' rounding leaves, as plain pods (gangs of one).
+    return sizes + [1] * max(0, pods - sum(sizes))
+
+
+def run(nodes: int, pods: int, mix: tuple[int, ...], profile: Path | None) -> Json:
+    gc.collect()
+    base = proc_status()["VmRSS"]
+    started = time.perf_counter()
+    node_infos = [NodeInfo.from_object(node_object(i)) for i in range(nodes)]
+    groups: list[tuple[GroupPolicy, list[PodInfo]]] = []
+    for index, size in enumerate(gang_sizes(pods, mix)):
+        name = f"g{size}-{index:05d}"
+        policy = GroupPolicy(namespace="bench", name=name, min_member=size, created=float(index))
+        members = [PodInfo.from_object(pod_object(name, i, index)) for i in range(size)]
+        groups.append((policy, members))
+    parse = time.perf_counter() - started
+    gc.collect()
+    parsed = proc_status()["VmRSS"]
+
+    scheduler = Scheduler(lambda: 0.0, SchedulerSettings())
+    started = time.perf_counter()
+    for node in node_infos:
+        scheduler.upsert_node(node)
+    for policy, members in groups:
+        scheduler.upsert_group(policy)
+        for pod in members:
+            scheduler.upsert_pod(pod)
+    ingest = time.perf_counter() - started
+    size_of = {policy.key: policy.min_member for policy, _ in groups}
+    del node_infos, groups
+    gc.collect()
+    ingested = proc_status()["VmRSS"]
+
+    by_size: dict[int, list[float]] = defaultdict(list)
+    bound = decisions = 0
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    while True:
+        before = time.perf_counter()
+        decision = scheduler.next_decision()
+        if decision is None:
+            break
+        by_size[size_of.get(decision.group, 0)].append(time.perf_counter() - before)
+        decisions += 1
+        bound += len(decision.bindings)
+    place = time.perf_counter() - started
+    place_cpu = time.process_time() - cpu_started
+    if profiler and profile:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    status = proc_status()
+    return {
+        "nodes": nodes,
+        "pods": sum(len(v) * k for k, v in by_size.items()),
+        "bound": bound,
+        "decisions": decisions,
+        "parse_s": parse,
+        "ingest_s": ingest,
+        "place_s": place,
+        "place_cpu_s": place_cpu,
+        "rss_parsed_mib": (parsed - base) / 2**20,
+        "rss_ingested_mib": (ingested - base) / 2**20,
+        "rss_end_mib": status["VmRSS"] / 2**20,
+        "hwm_mib": status["VmHWM"] / 2**20,
+        "decision_ms": {size: percentiles(times) for size, times in sorted(by_size.items())},
+    }
+
+
+def percentiles(times: list[float]) -> dict[str, float]:
+    ordered = sorted(times)
+
+    def at(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    return {
+        "n": len(ordered),
+        "p50": round(statistics.median(ordered) * 1000, 3),
+        "p99": round(at(0.99), 3),
+        "max": round(ordered[-1] * 1000, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--pods", type=int, default=50_000)
+    parser.add_argument("--mix", default=",".join(map(str, MIX)), help="gang sizes, equal shares")
+    parser.add_argument("--profile", type=Path, default=None, help="cProfile of placing, to FILE")
+    args = parser.parse_args()
+    mix = tuple(int(x) for x in args.mix.split(","))
+    result = run(args.nodes, args.pods, mix, args.profile)
+    print(
+        f"python {platform.python_version()}: {result['nodes']:,} nodes, "
+        f"{result['pods']:,} pending pods in gangs of {'/'.join(map(str, mix))}\n"
+        f"  parse {result['parse_s']:.2f} s, ingest {result['ingest_s']:.2f} s, "
+        f"place {result['place_s']:.2f} s (CPU {result['place_cpu_s']:.2f} s): "
+        f"{result['bound']:,} bound in {result['decisions']:,} decisions, "
+        f"{result['bound'] / result['place_s']:,.0f} placements/s\n"
+        f"  RSS over the bare process: parsed {result['rss_parsed_mib']:.0f} MiB, "
+        f"ingested {result['rss_ingested_mib']:.0f} MiB; "
+        f"end {result['rss_end_mib']:.0f} MiB, peak (VmHWM) {result['hwm_mib']:.0f} MiB"
+    )
+    for size, figures in result["decision_ms"].items():
+        print(
+            f"  gang of {size:>3}: {figures['n']:>6} decisions, p50 {figures['p50']:.2f} ms, "
+            f"p99 {figures['p99']:.2f} ms, max {figures['max']:.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
