@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import platform
 import statistics
 import time
@@ -155,6 +156,7 @@ def run(nodes: int, pods: int, mix: tuple[int, ...], profile: Path | None) -> Js
 
     by_size: dict[int, list[float]] = defaultdict(list)
     bound = decisions = 0
+    digest = hashlib.sha256()
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
@@ -168,6 +170,8 @@ def run(nodes: int, pods: int, mix: tuple[int, ...], profile: Path | None) -> Js
         by_size[size_of.get(decision.group, 0)].append(time.perf_counter() - before)
         decisions += 1
         bound += len(decision.bindings)
+        for binding in decision.bindings:
+            digest.update(f"{binding!r}\n".encode())
     place = time.perf_counter() - started
     place_cpu = time.process_time() - cpu_started
     if profiler and profile:
@@ -187,6 +191,7 @@ def run(nodes: int, pods: int, mix: tuple[int, ...], profile: Path | None) -> Js
         "rss_ingested_mib": (ingested - base) / 2**20,
         "rss_end_mib": status["VmRSS"] / 2**20,
         "hwm_mib": status["VmHWM"] / 2**20,
+        "digest": digest.hexdigest()[:16],
         "decision_ms": {size: percentiles(times) for size, times in sorted(by_size.items())},
     }
 
@@ -223,7 +228,8 @@ def main() -> None:
         f"{result['bound'] / result['place_s']:,.0f} placements/s\n"
         f"  RSS over the bare process: parsed {result['rss_parsed_mib']:.0f} MiB, "
         f"ingested {result['rss_ingested_mib']:.0f} MiB; "
-        f"end {result['rss_end_mib']:.0f} MiB, peak (VmHWM) {result['hwm_mib']:.0f} MiB"
+        f"end {result['rss_end_mib']:.0f} MiB, peak (VmHWM) {result['hwm_mib']:.0f} MiB\n"
+        f"  bindings digest {result['digest']} (equal digests: the same placements)"
     )
     for size, figures in result["decision_ms"].items():
         print(

@@ -76,15 +76,19 @@ def place_run(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring = 
     scored = scored_columns(first.requests, snapshot.columns, scoring.weights)
     ranking = scores(strategy, allocatable, used, request, scored)
     ranks = snapshot.ranks(slots)
-    order = np.lexsort((ranks, -ranking)).tolist()
+    ordered = np.lexsort((ranks, -ranking))
     if strategy.packs:
-        return _pack(statement, pods, slots.tolist(), room.tolist(), order)
+        # Packing fills the best nodes in order until the run is placed: only that
+        # prefix of the ranking is walked in Python, not every feasible node.
+        enough = int(np.searchsorted(np.cumsum(room[ordered]), len(pods))) + 1
+        used_order = ordered[:enough]
+        return _pack(statement, pods, slots[used_order].tolist(), room[used_order].tolist())
     return _spread(
         statement,
         pods,
         slots.tolist(),
         room.tolist(),
-        order,
+        ordered.tolist(),
         _Ranking(allocatable, used, request, scored, ranking.tolist(), ranks.tolist()),
         strategy,
     )
@@ -101,22 +105,15 @@ class _Ranking(NamedTuple):
     ranks: list[int]
 
 
-def _pack(
-    statement: Statement,
-    pods: Sequence[PodInfo],
-    slots: list[int],
-    room: list[int],
-    order: list[int],
-) -> int:
+def _pack(statement: Statement, pods: Sequence[PodInfo], slots: list[int], room: list[int]) -> int:
+    """Fill ``slots`` (best first, each with its ``room``) in order until the pods are placed."""
     placed = 0
-    for index in order:
+    for slot, free in zip(slots, room, strict=True):
         if placed == len(pods):
             break
-        count = min(room[index], len(pods) - placed)
+        count = min(free, len(pods) - placed)
         if count > 0:
-            statement.assume(
-                pods[placed : placed + count], statement.snapshot.name_of(slots[index])
-            )
+            statement.assume(pods[placed : placed + count], statement.snapshot.name_of(slot))
             placed += count
     return placed
 

@@ -70,16 +70,18 @@ def scores(
     scored: Sequence[tuple[int, float]],
 ) -> FloatArray:
     """Scores of the nodes (rows) for a pod requesting ``request`` (column → amount)."""
-    total = np.zeros(allocatable.shape[0], dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for column, weight in scored:
-            capacity = allocatable[:, column]
-            after = used[:, column] + request.get(column, 0)
-            if strategy is Strategy.MOST_ALLOCATED:
-                fraction = after / capacity
-            else:
-                fraction = (capacity - after) / capacity
-            total = total + weight * np.nan_to_num(fraction, nan=0.0, posinf=0.0, neginf=0.0)
+    rows = allocatable.shape[0]
+    total = np.zeros(rows, dtype=np.float64)
+    for column, weight in scored:
+        capacity = allocatable[:, column]
+        after = used[:, column] + request.get(column, 0)
+        numerator = after if strategy is Strategy.MOST_ALLOCATED else capacity - after
+        # A node without this resource scores 0 for it (as :func:`score`), without
+        # dividing by zero: cheaper than cleaning NaN and infinities afterwards.
+        fraction = np.divide(
+            numerator, capacity, out=np.zeros(rows, dtype=np.float64), where=capacity != 0
+        )
+        total = total + weight * fraction
     return total
 
 
