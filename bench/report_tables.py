@@ -260,7 +260,8 @@ def scale_table(trials: list[Json]) -> list[str]:
     by = {(t["params"]["nodes"], t["peer"]): t for t in trials}
     nodes_list = sorted({t["params"]["nodes"] for t in trials})
     lines = [
-        "Throughput workload, gangs of 64, high QPS, as the node count grows: pods/s from "
+        "Throughput workload (gangs of 64; since issue #28 the mix of `--gang-sizes`), high "
+        "QPS, as the node count grows: pods/s from "
         "the peer's start / scheduler CPU-seconds per 10,000 pods / the planner's share of "
         "that CPU (ours only: `coscheduler_planner_duration_seconds_sum` over CPU-seconds).",
         "",
