@@ -15,6 +15,7 @@ reports what the end-to-end run cannot separate:
     .venv/bin/python -m bench.scale_core                      # 5,000 nodes, 50,000 pods
     .venv/bin/python -m bench.scale_core --nodes 1000 --pods 10000
     .venv/bin/python -m bench.scale_core --profile /tmp/scale.prof   # cProfile of placing
+    .venv/bin/python -m bench.scale_core --list accumulate   # peak RSS of the initial list
 
 The mix (``--mix``): equal shares of the pods in gangs of 1, 8, 64 and 512.
 """
@@ -31,6 +32,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from coscheduler.api.labels import POD_GROUP_LABEL
 from coscheduler.api.node import NodeInfo
@@ -113,6 +116,80 @@ def pod_object(gang: str, index: int, created: int) -> Json:
         },
         "status": {"phase": "Pending", "qosClass": "Burstable"},
     }  # fmt: skip
+
+
+def listed_pod(gang: str, index: int, created: int) -> Json:
+    """:func:`pod_object` as a list answer carries it: uid, managedFields, defaults."""
+    pod = pod_object(gang, index, created)
+    pod["metadata"]["managedFields"] = [
+        {
+            "manager": "python-aiohttp",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": pod["metadata"]["creationTimestamp"],
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {
+                "f:metadata": {"f:labels": {".": {}, "f:bench.coscheduler.dev/gang": {},
+                                            f"f:{POD_GROUP_LABEL}": {}}},
+                "f:spec": {
+                    "f:automountServiceAccountToken": {},
+                    "f:containers": {'k:{"name":"main"}': {
+                        ".": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                        "f:resources": {".": {}, "f:requests": {".": {}, "f:cpu": {},
+                                                                "f:memory": {}}},
+                        "f:terminationMessagePath": {}, "f:terminationMessagePolicy": {},
+                    }},
+                    "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
+                    "f:schedulerName": {}, "f:securityContext": {},
+                    "f:terminationGracePeriodSeconds": {},
+                },
+            },
+        }
+    ]  # fmt: skip
+    spec = pod["spec"]
+    spec["containers"][0].update(
+        imagePullPolicy="IfNotPresent",
+        terminationMessagePath="/dev/termination-log",
+        terminationMessagePolicy="File",
+    )
+    spec.update(dnsPolicy="ClusterFirst", securityContext={})
+    return pod
+
+
+def list_peak(pods: int, per_page: bool) -> Json:
+    """Peak RSS of listing ``pods`` pending pods in pages of 500 and parsing them.
+
+    As the informers do (``per_page`` False): every page's items kept until the last
+    page, then parsed; or (True) each page parsed as it comes and its raw items dropped.
+    """
+    names = [(f"g{size}-{i:05d}", size, i) for i, size in enumerate(gang_sizes(pods, MIX))]
+    members = [(name, j, i) for name, size, i in names for j in range(size)]
+    base = proc_status()
+    started = time.perf_counter()
+    parsed: list[PodInfo] = []
+    kept: list[Json] = []
+    for start in range(0, len(members), 500):
+        # The page as the API server sends it: bytes, decoded here as the client does.
+        page = orjson.dumps({"items": [listed_pod(*m) for m in members[start : start + 500]]})
+        items = orjson.loads(page)["items"]
+        del page
+        if per_page:
+            parsed += [PodInfo.from_object(raw) for raw in items]
+        else:
+            kept += items
+    parsed += [PodInfo.from_object(raw) for raw in kept]
+    kept.clear()
+    elapsed = time.perf_counter() - started
+    gc.collect()
+    status = proc_status()
+    return {
+        "pods": len(parsed),
+        "seconds": elapsed,
+        "base_mib": base["VmRSS"] / 2**20,
+        "end_mib": status["VmRSS"] / 2**20,
+        "hwm_mib": status["VmHWM"] / 2**20,
+        "bytes_per_raw_pod": len(orjson.dumps(listed_pod("g1-00000", 0, 0))),
+    }
 
 
 def gang_sizes(pods: int, mix: tuple[int, ...]) -> list[int]:
@@ -223,7 +300,22 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=50_000)
     parser.add_argument("--mix", default=",".join(map(str, MIX)), help="gang sizes, equal shares")
     parser.add_argument("--profile", type=Path, default=None, help="cProfile of placing, to FILE")
+    parser.add_argument(
+        "--list",
+        choices=["accumulate", "per-page"],
+        default=None,
+        help="only the list: peak RSS of listing the pods in pages of 500 and parsing them, "
+        "every page kept until the last (as the informers do) or parsed page by page",
+    )
     args = parser.parse_args()
+    if args.list:
+        listed = list_peak(args.pods, per_page=args.list == "per-page")
+        print(
+            f"list of {listed['pods']:,} pods ({listed['bytes_per_raw_pod']:,} bytes of JSON "
+            f"each), {args.list}: {listed['seconds']:.1f} s; RSS {listed['base_mib']:.0f} MiB "
+            f"before, {listed['end_mib']:.0f} MiB after, peak (VmHWM) {listed['hwm_mib']:.0f} MiB"
+        )
+        return
     mix = tuple(int(x) for x in args.mix.split(","))
     result = run(args.nodes, args.pods, mix, args.profile)
     print(
