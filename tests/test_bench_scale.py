@@ -1,0 +1,68 @@
+"""The scale suite's pieces that need no cluster: the mix, the histogram quantiles,
+the planner's members label and KWOK's configuration for many nodes."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from bench import histograms, runner
+from bench import workloads as wl
+from coscheduler.runtime.metrics import members_class
+from e2e import kwok_stages
+
+
+def test_scale_mix_has_an_equal_share_per_size_and_the_exact_pod_count() -> None:
+    workload = wl.scale(50_000, (1, 8, 64, 512), 5_000)
+    sizes = [g.size for g in workload.gangs]
+    assert workload.total_pods == 50_000
+    assert sizes.count(512) == 24
+    assert sizes.count(64) == 195
+    assert sizes.count(8) == 1_562
+    # Interleaved: the first gangs are one of each size.
+    assert sizes[:4] == [1, 8, 64, 512]
+    assert all(g.min_member == g.size for g in workload.gangs)
+
+
+def test_scale_suite_runs_the_ceiling_and_default_beside_the_gang_peers() -> None:
+    suite = runner.build_suite(
+        "scale", ["ceiling", "ours", "default", "native"], ["high"], "full",
+        (1, 8, 64, 512), (5_000,), None, 10, 50_000,
+    )  # fmt: skip
+    assert [t.peer for t in suite.trials] == ["ceiling", "ours", "default", "native"]
+    assert suite.trials[0].workload.timeout_seconds == 1_000  # one second per 50 pods
+
+
+def test_quantile_interpolates_within_the_bucket_and_filters_labels() -> None:
+    name = "coscheduler_planner_duration_seconds"
+    samples = {
+        f'{name}_bucket{{members="65-512",le="0.01"}}': 0.0,
+        f'{name}_bucket{{members="65-512",le="0.05"}}': 100.0,
+        f'{name}_bucket{{members="65-512",le="+Inf"}}': 100.0,
+        f'{name}_bucket{{members="1",le="0.01"}}': 50.0,
+        f'{name}_bucket{{members="1",le="0.05"}}': 50.0,
+        f'{name}_bucket{{members="1",le="+Inf"}}': 50.0,
+    }
+    assert histograms.quantile(samples, name, 0.5, 'members="65-512"') == pytest.approx(0.03)
+    assert histograms.count(samples, name, 'members="65-512"') == 100
+    assert histograms.count(samples, name) == 150
+    assert histograms.quantile(samples, "absent", 0.99) is None
+
+
+def test_members_class_bounds() -> None:
+    assert [members_class(n) for n in (1, 2, 8, 9, 64, 65, 512, 513)] == [
+        "1", "2-8", "2-8", "9-64", "9-64", "65-512", "65-512", "513+",
+    ]  # fmt: skip
+
+
+def test_many_nodes_kwok_config_sets_leases_workers_and_our_node_stages() -> None:
+    documents = list(
+        yaml.safe_load_all(kwok_stages.config_yaml(job_duration_seconds=1, node_lease_seconds=240))
+    )
+    options = documents[0]["options"]
+    assert documents[0]["kind"] == "KwokConfiguration"
+    assert options["nodeLeaseDurationSeconds"] == 240
+    names = [d["metadata"]["name"] for d in documents[1:]]
+    assert names[:2] == ["node-ready", "node-heartbeat-slow"]
+    default = list(yaml.safe_load_all(kwok_stages.config_yaml(job_duration_seconds=1)))
+    assert all(d["kind"] == "Stage" and d["spec"]["resourceRef"]["kind"] == "Pod" for d in default)
