@@ -249,7 +249,8 @@ def _groups_by_one(
     wanted = _typed(known[attribute]) if attribute in known else None
     by_value: dict[object, list[Candidate]] = {}
     for candidate in free:
-        value = candidate.attribute(attribute)
+        cached = candidate._values
+        value = cached[attribute] if attribute in cached else candidate.attribute(attribute)
         if value is None:
             continue
         typed = (type(value), value)  # True and 1 are equal in Python, not in Kubernetes

@@ -35,7 +35,6 @@ are judged once per device, not once per member.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -352,10 +351,11 @@ class DeviceIndex:
                 )
             if claim.deleting:
                 raise DeviceRefusalError(f"resourceclaim {key} is being deleted", anywhere=True)
-            existing = self.allocation_of(key)
-            if existing is not None:
-                if existing.nodes is not None and not any(
-                    affinity.term_matches(term, node.labels, node.name) for term in existing.nodes
+            assumed = self._assumed_claims.get(key)
+            if assumed is not None or claim.allocation is not None:
+                reach = claim.allocation_nodes if assumed is None else assumed.nodes
+                if reach is not None and not any(
+                    affinity.term_matches(term, node.labels, node.name) for term in reach
                 ):
                     raise DeviceRefusalError(NOT_ON_NODE)
                 continue
@@ -388,8 +388,9 @@ class DeviceIndex:
         for allocation in devices.allocations:
             self._assumed_claims[allocation.claim] = allocation
             for result in allocation.results:
-                self._assumed[result.key] = allocation.claim
-                self._count(result.key, 1)
+                key = result.key
+                self._assumed[key] = allocation.claim
+                self._count(key, 1)
 
     def forget_pod(self, pod_uid: str) -> None:
         """Give back what the pod's :meth:`assume` took, unless its claims are seen written."""
@@ -424,7 +425,7 @@ class DeviceIndex:
         A claim allocated in this decision gets its allocation; every claim gets
         the pods that use it and are not in its ``reservedFor`` yet.
         """
-        writes: dict[str, ClaimWrite] = {}
+        reserves: dict[str, list[tuple[str, str]]] = {}
         for name, uid in pods:
             devices = self._by_pod.get(uid)
             if devices is None:
@@ -433,13 +434,13 @@ class DeviceIndex:
                 claim = self.claims.get(key)
                 if claim is None or uid in claim.reserved_for:
                     continue
-                write = writes.get(key)
-                if write is None:
-                    pending = self._assumed_claims.get(key)
-                    allocation = pending if claim.allocation is None else None
-                    write = ClaimWrite(claim, allocation, ())
-                writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
-        return tuple(writes.values())
+                reserves.setdefault(key, []).append((name, uid))
+        writes = []
+        for key, reserve in reserves.items():
+            claim = self.claims[key]
+            allocation = self._assumed_claims.get(key) if claim.allocation is None else None
+            writes.append(ClaimWrite(claim, allocation, tuple(reserve)))
+        return tuple(writes)
 
     def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:
         """Claims to deallocate for pods that could not be placed: (uid, claim keys) each.
