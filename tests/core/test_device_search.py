@@ -111,10 +111,10 @@ def instances(draw: st.DrawFn) -> tuple[list[tuple[str, str]], dict[str, Any]]:
     devices = draw(
         st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from("xy")), min_size=1, max_size=6)
     )
-    requests = []
+    requests: list[dict[str, Any]] = []
     for number in range(draw(st.integers(1, 3))):
         alternatives = draw(st.lists(_choices, min_size=1, max_size=2))
-        entries = [
+        entries: list[dict[str, Any]] = [
             {
                 "name": f"s{i}",
                 "deviceClassName": cls,
