@@ -212,18 +212,21 @@ class DeviceIndex:
             # Seen written: the assumption is the API's now.
             self._release(claim.key)
         for result in claim.allocation or ():
-            if result.key not in self._allocated:
-                self._count(result.key, 1)
-            self._allocated[result.key] = claim.key
+            key = result.key
+            if key not in self._allocated and key not in self._assumed:
+                self._count(key, 1)
+            self._allocated[key] = claim.key
 
     def remove_claim(self, key: str) -> None:
         old = self.claims.pop(key, None)
         for result in (old.allocation or ()) if old is not None else ():
             if self._allocated.get(result.key) == key:
                 del self._allocated[result.key]
-                self._count(result.key, -1)
+                if result.key not in self._assumed:
+                    self._count(result.key, -1)
 
     def _count(self, key: DeviceKey, change: int) -> None:
+        """A device became taken (+1) or free (-1): allocated, assumed, or both, counts once."""
         node = self._node_of.get(key)
         if node is not None:
             self._taken_on[node] = self._taken_on.get(node, 0) + change
@@ -307,6 +310,10 @@ class DeviceIndex:
                 need += min(1 if choice.all else choice.count for choice in request.choices)
         return need
 
+    def assumed_for(self, pod_uid: str) -> PodDevices | None:
+        """What :meth:`assume` took for the pod, until forgotten or settled."""
+        return self._by_pod.get(pod_uid)
+
     def taken(self) -> dict[DeviceKey, str]:
         """Every device allocated or assumed, with its claim."""
         return {**self._allocated, **self._assumed}
@@ -389,8 +396,9 @@ class DeviceIndex:
             self._assumed_claims[allocation.claim] = allocation
             for result in allocation.results:
                 key = result.key
+                if key not in self._assumed and key not in self._allocated:
+                    self._count(key, 1)
                 self._assumed[key] = allocation.claim
-                self._count(key, 1)
 
     def forget_pod(self, pod_uid: str) -> None:
         """Give back what the pod's :meth:`assume` took, unless its claims are seen written."""
@@ -417,7 +425,8 @@ class DeviceIndex:
         for result in allocation.results:
             if self._assumed.get(result.key) == claim_key:
                 del self._assumed[result.key]
-                self._count(result.key, -1)
+                if result.key not in self._allocated:
+                    self._count(result.key, -1)
 
     def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
         """What to write on the claims of these placed pods (name, uid), in order.
@@ -487,7 +496,7 @@ class DeviceIndex:
         self._matching.clear()
         self._node_of = {c.key: node for node, found in by_node.items() for c in found}
         taken: dict[str, int] = {}
-        for key in (*self._allocated, *self._assumed):
+        for key in self._allocated.keys() | self._assumed.keys():
             node = self._node_of.get(key)
             if node is not None:
                 taken[node] = taken.get(node, 0) + 1
