@@ -35,7 +35,7 @@ are judged once per device, not once per member.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.devices import (
@@ -268,20 +268,27 @@ class DeviceIndex:
 
     # -- reading ------------------------------------------------------------
 
-    def counted(self, namespace: str, claims: Sequence[PodClaim]) -> dict[str, int]:
-        """How many devices of each class the pod's own claims ask, as queues count them.
+    def counted(
+        self, namespace: str, claims: Sequence[PodClaim], charged: Collection[str] = ()
+    ) -> dict[str, int]:
+        """How many devices of each class the pod's claims ask, as queues count them.
 
         Claims made from a template are the pod's own (their template's spec,
-        else the claim's); a claim named by several pods is shared and not
-        counted per pod. ``All`` and ``firstAvailable`` count their first
-        choice (``All`` as one device).
+        else the claim's); a claim named by ``resourceClaimName`` may be shared
+        and counts only on the pod it is ``charged`` to (its keys; see
+        :mod:`~coscheduler.core.device_charges`). ``All`` and ``firstAvailable``
+        count their first choice (``All`` as one device).
         """
         counts: dict[str, int] = {}
         for entry in claims:
+            spec: ClaimSpec | None = None
             if entry.template is None:
-                continue
-            spec = self.templates.get(f"{namespace}/{entry.template}")
-            if spec is None and entry.claim is not None:
+                key = f"{namespace}/{entry.claim}"
+                made = self.claims.get(key) if key in charged else None
+                spec = None if made is None else made.spec
+            else:
+                spec = self.templates.get(f"{namespace}/{entry.template}")
+            if spec is None and entry.template is not None and entry.claim is not None:
                 made = self.claims.get(f"{namespace}/{entry.claim}")
                 spec = None if made is None else made.spec
             for request in spec.requests if spec is not None else ():
