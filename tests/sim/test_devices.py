@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from coscheduler.sim.model import Scenario, ScenarioError, parse_scenario
+from coscheduler.sim.model import Scenario, ScenarioError, load_scenario, parse_scenario
 from coscheduler.sim.replay import Policy, replay
 from coscheduler.sim.report import summarize
 
@@ -83,3 +84,12 @@ def test_device_counts_are_validated() -> None:
             [{"name": "g", "allocatable": {"cpu": "1"}, "devices": {"Not_A_Name": 1}}],
             [gang("a", 1, 1)],
         )
+
+
+def test_the_shipped_gpu_sample_runs_as_its_comments_say() -> None:
+    sample = Path(__file__).parents[2] / "manifests/examples/simulate/gpus.yaml"
+    loaded = load_scenario(sample)
+    assert starts(replay(loaded, Policy.GANG)) == {"pretrain": 0.0, "finetune": 600.0, "eval": 20.0}
+    baseline = replay(loaded, Policy.BASELINE)
+    assert [o.gang.name for o in baseline.gangs if o.partial] == ["finetune"]
+    assert starts(baseline)["eval"] == 600.0
