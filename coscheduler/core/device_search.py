@@ -114,11 +114,41 @@ def choose(
     asks: Sequence[ClaimAsk], busy: Callable[[DeviceKey], bool], budget: int = BUDGET
 ) -> list[Pick] | None:
     """Devices for every request of ``asks`` (none taken twice, none ``busy``), or None."""
+    if len(asks) == 1 and len(asks[0].matched) == 1:
+        return _one_request(asks[0], busy)
     search = _Search(asks, busy, budget)
     try:
         return search.solve(0, {})
     except _OutOfBudgetError:
         return None
+
+
+def _one_request(ask: ClaimAsk, busy: Callable[[DeviceKey], bool]) -> list[Pick] | None:
+    """:func:`choose` for one claim of one request (the common case): nothing to backtrack
+    over but its alternatives, each taken at its first option."""
+    constraints = ask.spec.constraints
+    for choice, found in zip(ask.spec.requests[0].choices, ask.matched[0], strict=True):
+        attributes = [c.attribute for c in constraints if c.covers(choice.name)]
+        if choice.all:
+            if found.errors:
+                raise found.refuse(next(iter(found.errors)), ask.key)
+            devices = list(found.devices)
+            if (
+                devices
+                and not any(busy(c.key) for c in devices)
+                and _agree(devices, attributes, {})
+            ):
+                return [(0, choice.name, c) for c in devices]
+            continue
+        free = [c for c in found.devices if not busy(c.key)]
+        if found.errors:
+            for candidate in free:
+                if candidate.key in found.errors:
+                    raise found.refuse(candidate.key, ask.key)
+        groups = _groups(free, attributes, {}, choice.count)
+        if groups:
+            return [(0, choice.name, c) for c in groups[0][: choice.count]]
+    return None
 
 
 class _Search:

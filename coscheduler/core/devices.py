@@ -373,11 +373,10 @@ class DeviceIndex:
                 ):
                     raise DeviceRefusalError(NOT_ON_NODE)
                 continue
-            matched = tuple(
-                tuple(self._matched(choice, node) for choice in request.choices)
-                for request in claim.spec.requests
-            )
-            asks.append(ClaimAsk(key, claim.spec, matched))
+            matched = []
+            for request in claim.spec.requests:
+                matched.append(tuple([self._matched(choice, node) for choice in request.choices]))
+            asks.append(ClaimAsk(key, claim.spec, tuple(matched)))
             uids.append(claim.uid)
         if not asks:
             return PodDevices(pod_uid, (), keys)
@@ -387,8 +386,9 @@ class DeviceIndex:
         allocations = []
         for position, (ask, uid) in enumerate(zip(asks, uids, strict=True)):
             mine = [(name, c) for at, name, c in picks if at == position]
-            results = tuple(AllocatedDevice(name, *c.key) for name, c in mine)
-            allocations.append(ClaimAllocation(ask.key, uid, results, _reach(c for _, c in mine)))
+            results = tuple([AllocatedDevice(name, *c.key) for name, c in mine])
+            reach = _reach([c for _, c in mine])
+            allocations.append(ClaimAllocation(ask.key, uid, results, reach))
         return PodDevices(pod_uid, tuple(allocations), keys)
 
     def _busy(self, key: DeviceKey) -> bool:
