@@ -188,8 +188,11 @@ def test_the_hold_keeps_the_freed_gpus_for_the_preemptor() -> None:
     # Held for urgent's claims while the victims still have them.
     taken = scheduler.snapshot.devices.taken()
     assert {taken[key] for key in held} == {"default/urgent-0", "default/urgent-1"}
+    # Allocated to the victims and held at once, each device counts once.
+    assert scheduler.snapshot.devices.room_on("n0") == 0
 
     _victims_go(scheduler, victims)
+    assert scheduler.snapshot.devices.room_on("n0") == 0  # held still
     # A group of even higher priority comes: it finds no GPU free while the hold stands.
     _waiting_gang(scheduler, "other", 1, 1, priority=200)
     other = scheduler.next_decision()
