@@ -112,6 +112,8 @@ class ClaimWrite:
     #: None: allocated already (a shared claim), only reserved for more pods.
     allocation: ClaimAllocation | None
     reserve: tuple[tuple[str, str], ...]
+    #: A native PodGroup's claim: reserved for the group (name, uid), not its pods.
+    group: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -407,27 +409,38 @@ class DeviceIndex:
                 del self._assumed[result.key]
                 self._count(result.key, -1)
 
-    def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
+    def writes_for(
+        self,
+        pods: Sequence[tuple[str, str]],
+        group_claims: Mapping[str, tuple[str, str]] | None = None,
+    ) -> tuple[ClaimWrite, ...]:
         """What to write on the claims of these placed pods (name, uid), in order.
 
         A claim allocated in this decision gets its allocation; every claim gets
-        the pods that use it and are not in its ``reservedFor`` yet.
+        the pods that use it and are not in its ``reservedFor`` yet. A claim in
+        ``group_claims`` (key -> PodGroup name, uid) is reserved for that group
+        once instead, as kube-scheduler does with a PodGroup's claim.
         """
         writes: dict[str, ClaimWrite] = {}
+        group_claims = group_claims or {}
         for name, uid in pods:
             devices = self._by_pod.get(uid)
             if devices is None:
                 continue
             for key in devices.claims:
                 claim = self.claims.get(key)
-                if claim is None or uid in claim.reserved_for:
+                group = group_claims.get(key)
+                user = uid if group is None else group[1]
+                if claim is None or user in claim.reserved_for:
                     continue
                 write = writes.get(key)
                 if write is None:
                     pending = self._assumed_claims.get(key)
                     allocation = pending if claim.allocation is None else None
-                    write = ClaimWrite(claim, allocation, ())
-                writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
+                    write = ClaimWrite(claim, allocation, (), group)
+                if group is None:
+                    write = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
+                writes[key] = write
         return tuple(writes.values())
 
     def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:

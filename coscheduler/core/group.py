@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from coscheduler.api.native_podgroup import PodGroupClaim
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.queue import pod_queue_name
@@ -135,6 +136,10 @@ class GroupPolicy:
     #: What creates the members (``Job ns/name``) and the most pods it runs at
     #: once, when known: a gang larger than that never gathers, and is told so.
     creator: tuple[str, int] | None = None
+    #: A native PodGroup's ``spec.resourceClaims``: allocated once for the gang and
+    #: reserved for the group (``consumer``: its name and uid), not for its members.
+    shared_claims: tuple[PodGroupClaim, ...] = ()
+    consumer: tuple[str, str] | None = None
 
     @property
     def key(self) -> GroupKey:
