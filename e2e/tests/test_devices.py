@@ -520,3 +520,47 @@ def test_a_native_podgroup_that_cannot_get_its_devices_waits_whole_with_none_all
     (claim,) = _claims(cluster, namespace)
     assert not _allocated(claim)
     assert not claim.get("status", {}).get("reservedFor")
+
+
+@native_claims
+def test_a_group_claim_left_where_no_member_can_go_is_let_go_and_allocated_again(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    _template(cluster, namespace, "two", 2)
+    group = _native_gpu_gang(cluster, namespace, pool, "held", 2, "two")
+    claim = _group_claim_made(cluster, namespace, "held")
+    # What a scheduler that died between writing the claim and binding leaves.
+    path = f"{RESOURCE}/namespaces/{namespace}/resourceclaims/{claim['metadata']['name']}"
+    merge = "application/merge-patch+json"
+    finalizers = {"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}}
+    cluster.api.request("PATCH", path, finalizers, content_type=merge)
+    results = [
+        {"request": "gpus", "driver": DRIVER, "pool": nodes[1], "device": f"gpu-{index}"}
+        for index in range(2)
+    ]
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [nodes[1]]}]}
+    consumer = {**GROUP_CONSUMER, "name": "held", "uid": group["metadata"]["uid"]}
+    status = {
+        "allocation": {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [term]},
+        },
+        "reservedFor": [consumer],
+    }
+    cluster.api.request("PATCH", f"{path}/status", {"status": status}, content_type=merge)
+    cluster.api.request(
+        "PATCH", f"/api/v1/nodes/{nodes[1]}", {"spec": {"unschedulable": True}}, content_type=merge
+    )
+    start_scheduler()
+    bound = wait_bound(cluster, namespace, 2, "the gang, after its group's claim was let go")
+    assert {p["spec"]["nodeName"] for p in bound} == {nodes[0]}
+    (claim,) = _claims(cluster, namespace)
+    assert {r["pool"] for r in _allocated(claim)} == {nodes[0]}
+    assert claim["status"]["reservedFor"] == [consumer]
