@@ -222,7 +222,9 @@ class Groups:
             self._scheduler.upsert_group(self.policy(group, key))
         native = group.native
         if native is not None and self.composites is not None:
-            child = ChildGroup(key.name, native.min_count, native.topology_key)
+            child = ChildGroup(
+                key.name, native.min_count, native.topology_key, bool(native.resource_claims)
+            )
             self.composites.child(key.namespace, key.name, native.parent, child)
         if previous is None:
             self._owners.group_moved(key)
