@@ -279,17 +279,20 @@ class DeviceIndex:
 
         Claims made from a template are the pod's own (their template's spec,
         else the claim's); a claim named by several pods is shared and not
-        counted per pod. ``All`` and ``firstAvailable`` count their first
-        choice (``All`` as one device).
+        counted per pod, nor is one made for a native PodGroup from its
+        template. ``All`` and ``firstAvailable`` count their first choice
+        (``All`` as one device).
         """
         counts: dict[str, int] = {}
         for entry in claims:
             if entry.template is None:
                 continue
+            made = None if entry.claim is None else self.claims.get(f"{namespace}/{entry.claim}")
+            if made is not None and made.for_group:
+                continue
             spec = self.templates.get(f"{namespace}/{entry.template}")
-            if spec is None and entry.claim is not None:
-                made = self.claims.get(f"{namespace}/{entry.claim}")
-                spec = None if made is None else made.spec
+            if spec is None and made is not None:
+                spec = made.spec
             for request in spec.requests if spec is not None else ():
                 choice = request.choices[0]
                 resource = DEVICE_CLASS_RESOURCE + choice.device_class

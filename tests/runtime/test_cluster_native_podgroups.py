@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from coscheduler.api.adapters import native
-from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
+from coscheduler.api.devices import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceClaimTemplateInfo,
+    ResourceSliceInfo,
+)
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
@@ -112,9 +119,15 @@ def _gpu_nodes(state: Informed, count: int, gpus: int = 4) -> None:
     state.scheduler.upsert_device_class(DeviceClassInfo.from_object(dra.device_class()))
 
 
-def _group_claim(count: int, **status: Any) -> ResourceClaimInfo:
+def _group_claim(count: int, *, owned: bool = True, **status: Any) -> ResourceClaimInfo:
     request = {"name": "gpus", "exactly": dra.exactly(count)}
-    return ResourceClaimInfo.from_object(dra.claim("train-gpus-x1", request, status=status))
+    raw = dra.claim("train-gpus-x1", request, status=status)
+    if owned:  # as kube-controller-manager makes it from the group's template
+        owner = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup"}
+        raw["metadata"]["ownerReferences"] = [
+            {**owner, "name": "train", "uid": "uid-npg-train", "controller": True}
+        ]
+    return ResourceClaimInfo.from_object(raw)
 
 
 def _claim_member(name: str) -> dict[str, Any]:
@@ -152,6 +165,26 @@ def test_a_podgroup_claim_is_allocated_once_and_reserved_for_the_group() -> None
             "uid": "uid-npg-train",
         }
     ]
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_queues_count_a_group_claim_from_a_template_not_per_member(owned: bool) -> None:
+    state, _ = make_state()
+    _gpu_nodes(state, 1)
+    spec = dra.claim("four", {"name": "gpus", "exactly": dra.exactly(4)})["spec"]
+    raw = {"metadata": {"name": "four", "namespace": "default"}, "spec": {"spec": spec}}
+    state.scheduler.upsert_claim_template(ResourceClaimTemplateInfo.from_object(raw))
+    state.scheduler.upsert_resource_claim(_group_claim(4, owned=owned))
+    state.upsert_podgroup(native_podgroup_object("train", 2, resourceClaims=SHARED), BETA)
+    counted = []
+    for name in ("w-0", "w-1"):
+        info = state.upsert_pod(_claim_member(name))
+        assert info is not None
+        pod = state.scheduler.pod(info.uid)
+        assert pod is not None
+        counted.append(pod.requests.get("deviceclass.resource.kubernetes.io/gpu", 0))
+    # The group's claim is shared: none of its members counts it (a pod's own claim counts).
+    assert counted == ([0, 0] if owned else [4, 4])
 
 
 def test_a_member_whose_entry_differs_from_the_groups_reserves_its_own_claim() -> None:
