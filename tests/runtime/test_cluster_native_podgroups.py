@@ -119,7 +119,9 @@ def _gpu_nodes(state: Informed, count: int, gpus: int = 4) -> None:
     state.scheduler.upsert_device_class(DeviceClassInfo.from_object(dra.device_class()))
 
 
-def _group_claim(count: int, *, owned: bool = True, **status: Any) -> ResourceClaimInfo:
+def _group_claim(
+    count: int, *, owned: bool = True, status: dict[str, Any] | None = None
+) -> ResourceClaimInfo:
     request = {"name": "gpus", "exactly": dra.exactly(count)}
     raw = dra.claim("train-gpus-x1", request, status=status)
     if owned:  # as kube-controller-manager makes it from the group's template
@@ -235,7 +237,7 @@ def test_a_group_claim_left_allocated_where_no_member_can_go_is_let_go() -> None
             }
         ],
     }
-    state.scheduler.upsert_resource_claim(_group_claim(4, **held))
+    state.scheduler.upsert_resource_claim(_group_claim(4, status=held))
     state.upsert_node(node_object("n1", cpu="8", unschedulable=True))
     state.upsert_podgroup(native_podgroup_object("train", 2, resourceClaims=SHARED), BETA)
     state.replace_pods([_claim_member(f"w-{i}") for i in range(2)])
