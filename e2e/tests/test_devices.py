@@ -471,6 +471,14 @@ GROUP_CONSUMER = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups"}
 
 
 @native_claims
+def test_the_podgroup_claim_fields_read_are_the_api_server_s(cluster: Cluster) -> None:
+    """The shape ``api/native_podgroup.py`` reads, from the served OpenAPI schema."""
+    schemas = cluster.api.get("/openapi/v3/apis/scheduling.k8s.io/v1beta1")["components"]["schemas"]
+    entry = schemas["io.k8s.api.scheduling.v1beta1.PodGroupResourceClaim"]["properties"]
+    assert set(entry) == {"name", "resourceClaimName", "resourceClaimTemplateName"}
+
+
+@native_claims
 def test_a_native_podgroups_claim_is_allocated_once_and_reserved_for_the_group(
     cluster: Cluster,
     namespace: str,
