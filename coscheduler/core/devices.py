@@ -35,7 +35,7 @@ are judged once per device, not once per member.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.devices import (
@@ -115,6 +115,8 @@ class ClaimWrite:
     #: None: allocated already (a shared claim), only reserved for more pods.
     allocation: ClaimAllocation | None
     reserve: tuple[tuple[str, str], ...]
+    #: A native PodGroup's claim: reserved for the group (name, uid), not its pods.
+    group: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -276,21 +278,23 @@ class DeviceIndex:
         Claims made from a template are the pod's own (their template's spec,
         else the claim's); a claim named by ``resourceClaimName`` may be shared
         and counts only on the pod it is ``charged`` to (its keys; see
-        :mod:`~coscheduler.core.device_charges`). ``All`` and ``firstAvailable``
-        count their first choice (``All`` as one device).
+        :mod:`~coscheduler.core.device_charges`); a native PodGroup's claim is
+        not counted per member. ``All`` and ``firstAvailable`` count their
+        first choice (``All`` as one device).
         """
         counts: dict[str, int] = {}
         for entry in claims:
+            made = None if entry.claim is None else self.claims.get(f"{namespace}/{entry.claim}")
+            if made is not None and made.for_group:
+                continue
             spec: ClaimSpec | None = None
             if entry.template is None:
-                key = f"{namespace}/{entry.claim}"
-                made = self.claims.get(key) if key in charged else None
-                spec = None if made is None else made.spec
+                if made is not None and f"{namespace}/{entry.claim}" in charged:
+                    spec = made.spec
             else:
                 spec = self.templates.get(f"{namespace}/{entry.template}")
-            if spec is None and entry.template is not None and entry.claim is not None:
-                made = self.claims.get(f"{namespace}/{entry.claim}")
-                spec = None if made is None else made.spec
+                if spec is None and made is not None:
+                    spec = made.spec
             for request in spec.requests if spec is not None else ():
                 choice = request.choices[0]
                 resource = DEVICE_CLASS_RESOURCE + choice.device_class
@@ -435,27 +439,40 @@ class DeviceIndex:
                 if result.key not in self._allocated:
                     self._count(result.key, -1)
 
-    def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
+    def writes_for(
+        self,
+        pods: Sequence[tuple[str, str]],
+        group_claims: Mapping[str, tuple[str, str]] | None = None,
+    ) -> tuple[ClaimWrite, ...]:
         """What to write on the claims of these placed pods (name, uid), in order.
 
         A claim allocated in this decision gets its allocation; every claim gets
-        the pods that use it and are not in its ``reservedFor`` yet.
+        the pods that use it and are not in its ``reservedFor`` yet. A claim in
+        ``group_claims`` (key -> PodGroup name, uid) is reserved for that group
+        once instead, as kube-scheduler does with a PodGroup's claim.
         """
         reserves: dict[str, list[tuple[str, str]]] = {}
+        groups: dict[str, tuple[str, str] | None] = {}
+        group_claims = group_claims or {}
         for name, uid in pods:
             devices = self._by_pod.get(uid)
             if devices is None:
                 continue
             for key in devices.claims:
                 claim = self.claims.get(key)
-                if claim is None or uid in claim.reserved_for:
+                group = group_claims.get(key)
+                user = uid if group is None else group[1]
+                if claim is None or user in claim.reserved_for:
                     continue
-                reserves.setdefault(key, []).append((name, uid))
+                reserve = reserves.setdefault(key, [])
+                groups[key] = group
+                if group is None:
+                    reserve.append((name, uid))
         writes = []
         for key, reserve in reserves.items():
             claim = self.claims[key]
             allocation = self._assumed_claims.get(key) if claim.allocation is None else None
-            writes.append(ClaimWrite(claim, allocation, tuple(reserve)))
+            writes.append(ClaimWrite(claim, allocation, tuple(reserve), groups[key]))
         return tuple(writes)
 
     def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:
