@@ -37,6 +37,8 @@ class Position:
     #: How many groups wait in its queue, and in the cluster.
     queue_size: int
     cluster_size: int
+    #: The priority it is ordered by.
+    priority: int = 0
 
 
 def positions(
@@ -51,7 +53,7 @@ def positions(
     ahead = 0
     for queue in sorted(by_queue, key=lambda name: (share(name), name)):
         groups = sorted(by_queue[queue])
-        for index, (_, key) in enumerate(groups, start=1):
-            placed[key] = Position(queue, index, ahead + index, len(groups), total)
+        for index, (order, key) in enumerate(groups, start=1):
+            placed[key] = Position(queue, index, ahead + index, len(groups), total, -order[0])
         ahead += len(groups)
     return placed
