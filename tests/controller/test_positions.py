@@ -68,14 +68,11 @@ def test_rounds_respect_the_budget_and_converge(sizes: list[int], budget: int) -
     """Whatever the line does, a round changes at most ``budget`` numbers (plus groups
     that left); once it stops moving, the front is exact within a few rounds."""
     rule = PublishRule(exact_within=10, drift=0.1, budget=budget)
-    published: dict[GroupKey, Position] = {}
     current: dict[GroupKey, Position] = {}
     marked: list[GroupKey] = []
     publisher = PositionPublisher(positions=lambda: current, mark=marked.append, rule=rule)
-    start = 0
-    for size in sizes:
+    for start, size in enumerate(sizes):  # each time the head left, the rest moved up
         current = line(size, start=start)
-        start += 1  # the head left, the rest moved up
         left = len([k for k in publisher.published if k not in current])
         assert publisher.publish() - left <= budget
     for _ in range(len(current) // budget + 2):
@@ -111,11 +108,13 @@ def test_the_status_carries_the_position_while_pending_and_drops_it_once_placed(
     )
     assert (status.queue_position, status.cluster_position) == (2, 5)
     scheduled = status.condition("Scheduled")
-    assert scheduled is not None and scheduled.message is not None
+    assert scheduled is not None
+    assert scheduled.message is not None
     assert scheduled.message.endswith("(position 2 of 3 in queue team, 5 of 9 in the cluster)")
 
     class Bound:
-        phase, node_name, requests, owner_uid = "Running", "node-1", {}, None
+        phase, node_name, owner_uid = "Running", "node-1", None
+        requests: dict[str, int] = {}  # noqa: RUF012 (read only)
 
     placed, _ = derive(
         spec=PodGroupSpec(min_member=1),

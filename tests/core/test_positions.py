@@ -95,8 +95,8 @@ def test_positions_are_a_permutation_in_the_order_the_queue_pops(
     # Send each group to its pool: every group is popped once and told how it ended.
     fate = {key: f for key, (_, f) in zip(keys, groups, strict=True)}
     popped = []
-    while (key := queue.pop()) is not None:
-        popped.append(key)
+    while (next_key := queue.pop()) is not None:
+        popped.append(next_key)
     for key in popped:
         outcome = {"active": None, "backoff": Code.UNSCHEDULABLE, "waiting": Code.WAITING}
         code = outcome[fate[key]]
@@ -116,6 +116,6 @@ def test_positions_are_a_permutation_in_the_order_the_queue_pops(
     # Wake every pool: the loop then tries them exactly in cluster order.
     queue.on_event(ClusterEvent.QUEUE_CHANGED)
     tried = []
-    while (key := queue.pop()) is not None:
-        tried.append(key)
+    while (next_key := queue.pop()) is not None:
+        tried.append(next_key)
     assert tried == sorted(keys, key=lambda k: placed[k].in_cluster)
