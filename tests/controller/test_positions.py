@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
 from coscheduler.controller.positions import PositionPublisher, PublishRule, due
 from coscheduler.controller.status import derive
@@ -125,3 +127,20 @@ def test_the_status_carries_the_position_while_pending_and_drops_it_once_placed(
         position=position,
     )
     assert (placed.queue_position, placed.cluster_position) == (None, None)
+
+
+def test_kinds_whose_status_has_no_field_for_it_say_it_in_their_scheduled_condition() -> None:
+    """Volcano's and T9k's PodGroups carry our Scheduled condition: the message tells the
+    place. x-k8s's status has no conditions: ``/debug/queue`` is where it shows."""
+    status, _ = derive(
+        spec=PodGroupSpec(min_member=2),
+        previous=PodGroupStatus(),
+        members=[],
+        verdict=None,
+        now=NOW,
+        position=Position("team", 2, 5, 3, 9),
+    )
+    told = "position 2 of 3 in queue team"
+    for adapter, says in ((volcano.ADAPTER, True), (t9k.ADAPTER, True), (xk8s.ADAPTER, False)):
+        body = adapter.render_status(adapter.conclude(status), [])
+        assert (told in json.dumps(body)) is says, adapter
