@@ -189,7 +189,9 @@ async def _lead(
         on_decided=startup.decided,
         device_writer=DeviceWriter(client),
     )
-    positions = PositionPublisher(positions=view.queue_positions, mark=changes.groups.mark)
+    positions = PositionPublisher(
+        positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
+    )
     writer = StatusWriter(
         view=view, changed=changes.groups, reporter=reporter, positions=positions.published
     )
@@ -216,6 +218,7 @@ async def _lead(
             "queue-positions": positions.run(),
         }.items():
             health.tasks.append(tasks.create_task(coroutine, name=name))
+        positions.publish()  # before the writer's first round (controller/positions.py)
         writer.mark_all()
         server.listing = QueueListing(scheduler, view.verdict)
         health.synced = True

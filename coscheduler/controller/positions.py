@@ -15,7 +15,11 @@ and changes what the status says only where :func:`due` finds it worth it:
 - at most ``budget`` groups gain a new number per round, front first; the
   rest follow in the next rounds;
 - a group that left the queue (placed, deleted) loses its number at once;
-  its status is being written for that change anyway.
+  its status is being written for that change anyway;
+- a number already in a group's status (a previous leader wrote it) is
+  taken as published, so a new leader rewrites only what is due. The
+  process publishes once before its status writer's first round, which
+  would otherwise clear every number not yet published.
 
 The full, exact list is always at ``/debug/queue`` and ``coscheduler queue``.
 """
@@ -23,6 +27,7 @@ The full, exact list is always at ``/debug/queue`` and ``coscheduler queue``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -78,11 +83,14 @@ class PositionPublisher:
         *,
         positions: Callable[[], Mapping[GroupKey, Position]],
         mark: Callable[[GroupKey], None],
+        said: Callable[[GroupKey], tuple[int, int] | None] = lambda _key: None,
         rule: PublishRule | None = None,
         interval_seconds: float = 2.0,
     ) -> None:
         self._positions = positions
         self._mark = mark
+        #: The numbers a group's status holds (queue, cluster), if any.
+        self._said = said
         self.rule = rule or PublishRule()
         self._interval = interval_seconds
         #: Each group's place as its status says it (or is about to).
@@ -96,11 +104,16 @@ class PositionPublisher:
     def publish(self) -> int:
         """One round: how many groups' numbers changed (each marked for the writer)."""
         current = {key: p for key, p in self._positions().items() if not key.lone}
+        for key, position in current.items():
+            if key not in self.published and (said := self._said(key)) is not None:
+                self.published[key] = dataclasses.replace(
+                    position, in_queue=said[0], in_cluster=said[1]
+                )
         changes = due(self.published, current, self.rule)
-        for key, position in changes.items():
-            if position is None:
+        for key, change in changes.items():
+            if change is None:
                 del self.published[key]
             else:
-                self.published[key] = position
+                self.published[key] = change
             self._mark(key)
         return len(changes)

@@ -211,10 +211,11 @@ def derive(
 
 
 def in_line(position: Position) -> str:
-    """``position 2 of 3 in queue q, 5 of 9 in the cluster``."""
+    """``position 2 in queue q, 5 in the cluster`` (no line lengths: they move with
+    every group that joins or leaves, and the message would have to be rewritten)."""
     return (
-        f"position {position.in_queue} of {position.queue_size} in queue {position.queue}, "
-        f"{position.in_cluster} of {position.cluster_size} in the cluster"
+        f"position {position.in_queue} in queue {position.queue}, "
+        f"{position.in_cluster} in the cluster"
     )
 
 

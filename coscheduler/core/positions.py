@@ -34,9 +34,6 @@ class Position:
     queue: str
     in_queue: int
     in_cluster: int
-    #: How many groups wait in its queue, and in the cluster.
-    queue_size: int
-    cluster_size: int
     #: The priority it is ordered by.
     priority: int = 0
 
@@ -48,12 +45,11 @@ def positions(
     by_queue: dict[str, list[tuple[tuple[int, float, str, str, str], GroupKey]]] = {}
     for key, queue, order in entries:
         by_queue.setdefault(queue, []).append((order, key))
-    total = sum(len(groups) for groups in by_queue.values())
     placed: dict[GroupKey, Position] = {}
     ahead = 0
     for queue in sorted(by_queue, key=lambda name: (share(name), name)):
         groups = sorted(by_queue[queue])
         for index, (order, key) in enumerate(groups, start=1):
-            placed[key] = Position(queue, index, ahead + index, len(groups), total, -order[0])
+            placed[key] = Position(queue, index, ahead + index, -order[0])
         ahead += len(groups)
     return placed

@@ -122,6 +122,16 @@ class ReadModel:
         """Each pending group's place in its queue and in the cluster (the core's)."""
         return self._scheduler.queue_positions()
 
+    def said_position(self, key: GroupKey) -> tuple[int, int] | None:
+        """The place in line the group's status holds (queue, cluster), if it holds one."""
+        group = self._groups.podgroups.get(key)
+        if group is None:
+            return None
+        status = group.status
+        if status.queue_position is None or status.cluster_position is None:
+            return None
+        return status.queue_position, status.cluster_position
+
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)
         return None if node is None else node.labels

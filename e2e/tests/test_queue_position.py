@@ -98,6 +98,7 @@ def test_three_groups_waiting_in_one_queue_show_their_places_and_move_up(
         ("third", "default", 3),
     ]
     table = queue_command(process, "--namespace", namespace)
+    print(table.stdout)
     assert [line.split()[4] for line in table.stdout.splitlines()[1:]] == [
         "first",
         "second",
@@ -108,7 +109,7 @@ def test_three_groups_waiting_in_one_queue_show_their_places_and_move_up(
         for c in podgroup(cluster, namespace, "second")["status"]["conditions"]
         if c["type"] == "Scheduled"
     )
-    assert "position 2 of 3 in queue default" in scheduled["message"]
+    assert "(position 2 in queue default, 2 in the cluster)" in scheduled["message"]
 
     # The blocker goes: the first is bound, the others move up.
     cluster.api.delete(f"/api/v1/namespaces/{namespace}/pods/blocker")

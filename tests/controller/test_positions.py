@@ -22,7 +22,7 @@ NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 def line(count: int, *, start: int = 1, queue: str = "q") -> dict[GroupKey, Position]:
     """``count`` groups g<start>..., at positions 1..count of one queue."""
     return {
-        GroupKey("ns", f"g{start + index}"): Position(queue, index + 1, index + 1, count, count)
+        GroupKey("ns", f"g{start + index}"): Position(queue, index + 1, index + 1)
         for index in range(count)
     }
 
@@ -49,16 +49,16 @@ def test_near_the_front_every_move_is_published_further_back_only_a_drift() -> N
 
 def test_far_back_a_number_is_rewritten_once_off_by_more_than_its_drift() -> None:
     key = GroupKey("ns", "far")
-    said = {key: Position("q", 500, 500, 500, 500)}
-    assert due(said, {key: Position("q", 460, 460, 460, 460)}, RULE) == {}
-    moved = Position("q", 440, 440, 440, 440)
+    said = {key: Position("q", 500, 500)}
+    assert due(said, {key: Position("q", 460, 460)}, RULE) == {}
+    moved = Position("q", 440, 440)
     assert due(said, {key: moved}, RULE) == {key: moved}
 
 
 def test_a_group_that_changes_queue_is_republished() -> None:
     key = GroupKey("ns", "g")
-    said = {key: Position("a", 300, 300, 300, 300)}
-    now = Position("b", 300, 300, 300, 300)
+    said = {key: Position("a", 300, 300)}
+    now = Position("b", 300, 300)
     assert due(said, {key: now}, RULE) == {key: now}
 
 
@@ -93,13 +93,13 @@ def test_rounds_respect_the_budget_and_converge(sizes: list[int], budget: int) -
 def test_lone_pods_are_not_published() -> None:
     lone = GroupKey("ns", "p", KIND_POD)
     publisher = PositionPublisher(
-        positions=lambda: {lone: Position("q", 1, 1, 1, 1)}, mark=lambda _: None
+        positions=lambda: {lone: Position("q", 1, 1)}, mark=lambda _: None
     )
     assert publisher.publish() == 0
 
 
 def test_the_status_carries_the_position_while_pending_and_drops_it_once_placed() -> None:
-    position = Position("team", 2, 5, 3, 9)
+    position = Position("team", 2, 5)
     status, _ = derive(
         spec=PodGroupSpec(min_member=2),
         previous=PodGroupStatus(),
@@ -112,7 +112,7 @@ def test_the_status_carries_the_position_while_pending_and_drops_it_once_placed(
     scheduled = status.condition("Scheduled")
     assert scheduled is not None
     assert scheduled.message is not None
-    assert scheduled.message.endswith("(position 2 of 3 in queue team, 5 of 9 in the cluster)")
+    assert scheduled.message.endswith("(position 2 in queue team, 5 in the cluster)")
 
     class Bound:
         phase, node_name, owner_uid = "Running", "node-1", None
@@ -138,9 +138,25 @@ def test_kinds_whose_status_has_no_field_for_it_say_it_in_their_scheduled_condit
         members=[],
         verdict=None,
         now=NOW,
-        position=Position("team", 2, 5, 3, 9),
+        position=Position("team", 2, 5),
     )
-    told = "position 2 of 3 in queue team"
+    told = "position 2 in queue team"
     for adapter, says in ((volcano.ADAPTER, True), (t9k.ADAPTER, True), (xk8s.ADAPTER, False)):
         body = adapter.render_status(adapter.conclude(status), [])
         assert (told in json.dumps(body)) is says, adapter
+
+
+def test_numbers_a_status_already_holds_are_taken_as_published() -> None:
+    """A new leader: what the previous one wrote stands while it is not due."""
+    current = line(300)
+    stored = {key: (p.in_queue, p.in_cluster) for key, p in current.items()}
+    far = GroupKey("ns", "g200")
+    stored[far] = (195, 195)  # within a tenth of 200
+    front = GroupKey("ns", "g5")
+    stored[front] = (4, 4)  # near the front: must be exact
+    marked: list[GroupKey] = []
+    publisher = PositionPublisher(positions=lambda: current, mark=marked.append, said=stored.get)
+    assert publisher.publish() == 1
+    assert marked == [front]
+    assert publisher.published[far].in_queue == 195
+    assert publisher.published[front].in_queue == 5
