@@ -8,12 +8,14 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from coscheduler.api.adapters import t9k, volcano, xk8s
+from coscheduler.api.adapters import native, t9k, volcano, xk8s
 from coscheduler.api.podgroup import PodGroupSpec, PodGroupStatus
+from coscheduler.api.reasons import Reason
 from coscheduler.controller.positions import PositionPublisher, PublishRule, due
 from coscheduler.controller.status import derive
 from coscheduler.core.group import KIND_POD, GroupKey
 from coscheduler.core.positions import Position
+from coscheduler.core.status import Code, Status
 
 RULE = PublishRule(exact_within=10, drift=0.1, budget=50)
 NOW = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
@@ -144,6 +146,24 @@ def test_kinds_whose_status_has_no_field_for_it_say_it_in_their_scheduled_condit
     for adapter, says in ((volcano.ADAPTER, True), (t9k.ADAPTER, True), (xk8s.ADAPTER, False)):
         body = adapter.render_status(adapter.conclude(status), [])
         assert (told in json.dumps(body)) is says, adapter
+
+
+def test_kubernetes_own_podgroup_says_it_in_the_condition_we_write_there() -> None:
+    waits = Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/3 nodes")
+    status, _ = derive(
+        spec=PodGroupSpec(min_member=2),
+        previous=PodGroupStatus(),
+        members=[],
+        verdict=waits,
+        now=NOW,
+        position=Position("team", 2, 5),
+    )
+    adapter = native.ADAPTERS[0]
+    [condition] = adapter.render_status(adapter.conclude(status), [])["conditions"]
+    assert condition["status"] == "False"
+    assert condition["message"] == (
+        "NotEnoughResources: 0/3 nodes (position 2 in its queue, 5 in the cluster)"
+    )
 
 
 def test_numbers_a_status_already_holds_are_taken_as_published() -> None:
