@@ -4,6 +4,7 @@ printer column, and ``coscheduler queue`` reading ``/debug/queue``."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -116,3 +117,57 @@ def test_three_groups_waiting_in_one_queue_show_their_places_and_move_up(
     wait_bound(cluster, namespace, 2, "the first gang bound, the blocker gone")
     wait_positions(cluster, namespace, {"first": (None, None), "second": (1, 1), "third": (2, 2)})
     assert [r["name"] for r in listed(process, namespace)] == ["second", "third"]
+
+
+@pytest.mark.kubernetes("1.37", reason="Kubernetes' own PodGroup v1beta1 is served from 1.37")
+@pytest.mark.skipif(
+    os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
+    reason="the session's cluster was started without the gang API",
+)
+def test_kubernetes_own_podgroups_tell_their_place_in_the_condition_we_write(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """Upstream's status has no field for it: the message of ``PodGroupInitiallyScheduled``
+    (False) ends with it, and ``coscheduler queue`` lists them."""
+    add_nodes(1, cpu="4")
+    process = start_scheduler("--preemption", "off")
+    w.create_pod(cluster.api, namespace, "blocker", pool=pool, cpu="4")
+    wait_bound(cluster, namespace, 1, "the blocker bound")
+    for name in ("alpha", "beta"):  # alpha is older, or as old and first by name
+        w.create_native_podgroup(cluster.api, namespace, name, 2)
+        for index in range(2):
+            w.create_native_member(
+                cluster.api, namespace, f"{name}-{index}", group=name, pool=pool, cpu="2"
+            )
+
+    for place, name in enumerate(("alpha", "beta"), start=1):
+        wait_told(
+            cluster, namespace, name, f"(position {place} in its queue, {place} in the cluster)"
+        )
+    rows = listed(process, namespace)
+    assert [(r["name"], r["kind"], r["queuePosition"]) for r in rows] == [
+        ("alpha", "PodGroup.scheduling.k8s.io", 1),
+        ("beta", "PodGroup.scheduling.k8s.io", 2),
+    ]
+
+
+def native_condition(cluster: Cluster, namespace: str, name: str) -> Json:
+    group = cluster.api.get(f"{w.NATIVE_PODGROUPS.format(ns=namespace)}/{name}")
+    found = [
+        c
+        for c in (group.get("status") or {}).get("conditions") or []
+        if c["type"] == "PodGroupInitiallyScheduled"
+    ]
+    return found[0] if found else {}
+
+
+def wait_told(cluster: Cluster, namespace: str, name: str, told: str) -> None:
+    wait_for(
+        lambda: native_condition(cluster, namespace, name),
+        lambda c: c.get("status") == "False" and told in c.get("message", ""),
+        describe=f"native PodGroup {name}'s condition ends with {told}",
+    )
