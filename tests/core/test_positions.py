@@ -10,7 +10,7 @@ from coscheduler.core.positions import positions
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
-from tests.builders import Clock, gang, group
+from tests.builders import Clock, gang, group, node, pod
 
 QUEUES = ("alpha", "beta", "gamma")
 
@@ -118,3 +118,43 @@ def test_positions_are_a_permutation_in_the_order_the_queue_pops(
     while (next_key := queue.pop()) is not None:
         tried.append(next_key)
     assert tried == sorted(keys, key=lambda k: placed[k].in_cluster)
+
+
+@given(
+    running=st.fixed_dictionaries({q: st.integers(min_value=0, max_value=6) for q in QUEUES}),
+    nominal=st.fixed_dictionaries({q: st.integers(min_value=1, max_value=8) for q in QUEUES}),
+    waiting=st.lists(
+        st.tuples(st.sampled_from(QUEUES), st.integers(min_value=0, max_value=2)), max_size=12
+    ),
+)
+def test_with_queues_in_use_the_scheduler_tries_groups_in_cluster_order(
+    running: dict[str, int], nominal: dict[str, int], waiting: list[tuple[str, int]]
+) -> None:
+    """Queues using different shares of their nominal; every waiting gang is too big for
+    any node, so no attempt changes a share: the attempts come in position order."""
+    clock = Clock()
+    scheduler = Scheduler(clock)
+    everyone = frozenset(["default"])
+    for name in QUEUES:
+        scheduler.upsert_queue(
+            QueuePolicy(name, nominal={"cpu": nominal[name] * 1000}, namespaces=everyone)
+        )
+    scheduler.upsert_node(node("n1", cpu="32"))
+    for name, count in running.items():
+        if count:
+            scheduler.upsert_group(group(f"run-{name}", 1, queue=name))
+            for index in range(count):
+                scheduler.upsert_pod(pod(f"run-{name}-{index}", group=f"run-{name}", node="n1"))
+    for index, (name, priority) in enumerate(waiting):
+        key = f"wait-{index}"
+        scheduler.upsert_group(group(key, 2, queue=name, priority=priority, created=index % 3))
+        for member in gang(key, 2, cpu="64"):
+            scheduler.upsert_pod(member)
+
+    placed = scheduler.queue_positions()
+    tried = []
+    while (decision := scheduler.next_decision()) is not None:
+        assert not decision.bindings
+        tried.append(decision.group)
+    assert tried == sorted(placed, key=lambda key: placed[key].in_cluster)
+    assert sorted(p.in_cluster for p in placed.values()) == list(range(1, len(placed) + 1))
