@@ -320,18 +320,22 @@ class Quotas:
         if short is None:
             return None
         resource, wanted, idle, held_for_others = short
-        waiting = (
-            "with groups waiting, or kept by their lendingLimit"
-            if self._lending
-            else ("with groups waiting")
-        )
+        waiting = "with groups waiting"
+        if self._lending:
+            waiting += ", or kept by their lendingLimit"
+        own = self.policy(name) or IMPLICIT_DEFAULT
+        if used_by(name).get(resource, 0) + wanted <= own.nominal.get(resource, 0):
+            # Within its own nominal of this resource: what it lent is in use elsewhere.
+            wants = f"needs {_amount(resource, wanted)} of its nominal quota, lent and in use"
+            after = "; quota a queue lent comes back by reclaim"
+        else:
+            wants, after = f"needs {_amount(resource, wanted)} beyond its nominal quota", ""
         return Status(
             Code.UNSCHEDULABLE,
             Reason.QUEUE_CANNOT_BORROW,
-            f"queue {name} needs {_amount(resource, wanted)} beyond its nominal quota; "
-            f"of {_amount(resource, idle)} idle, {_amount(resource, held_for_others)} "
-            f"is held for queues under their nominal {waiting}: "
-            f"{_holder_list(resource, claims)}",
+            f"queue {name} {wants}; of {_amount(resource, idle)} idle, "
+            f"{_amount(resource, held_for_others)} is held for queues under their nominal "
+            f"{waiting}: {_holder_list(resource, claims)}{after}",
         )
 
     def _leaves_kept(
