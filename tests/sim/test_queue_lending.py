@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from typing import Any
 
 import pytest
 
-from coscheduler.sim.model import ScenarioError, parse_scenario
+from coscheduler.sim.model import ScenarioError, load_scenario, parse_scenario
 from coscheduler.sim.replay import Policy, replay
-from tests.sim.test_queues import scenario, series
+from tests.sim.test_queues import EXAMPLES, scenario, series
 
 
 def test_a_lending_limit_reads_as_the_cores_and_may_not_pass_the_nominal() -> None:
@@ -75,3 +77,34 @@ def test_with_a_usage_half_life_the_tenant_that_ran_lately_goes_second() -> None
     on = ordering(600)
     assert (on["idle-next"], on["busy-next"]) == (100, 110)
     assert ordering(600) == on  # simulated time: the same on every run
+
+
+def mean_share(timeline: list[tuple[float, tuple[int, ...], tuple[bool, ...]]], slot: int,
+               start: float, end: float) -> float:  # fmt: skip
+    """The queue's time-weighted share of the allocated cpu between two times."""
+    weighted = total = 0.0
+    for before, after in itertools.pairwise(timeline):
+        used = before[1]
+        span = min(after[0], end) - max(before[0], start)
+        allocated = sum(used)
+        if span > 0 and allocated:
+            weighted += span * used[slot] / allocated
+            total += span
+    return weighted / total
+
+
+def test_the_usage_decay_sample_gives_the_newcomer_more_while_the_past_fades() -> None:
+    sample = load_scenario(EXAMPLES / "usage-decay.yaml")
+    assert sample.usage_half_life_seconds == 600
+    shares = {}
+    for half_life in (0.0, 600.0):
+        result = replay(dataclasses.replace(sample, usage_half_life_seconds=half_life), Policy.GANG)
+        late = result.queue_names.index("late")
+        # From the first freed room after late arrives, over two half-lives; then later on.
+        shares[half_life] = (
+            mean_share(result.queue_timeline, late, 1200, 2400),
+            mean_share(result.queue_timeline, late, 2400, 3000),
+        )
+    assert shares[0.0][0] == pytest.approx(0.5, abs=0.03)
+    assert shares[600.0][0] > 0.55
+    assert shares[0.0][1] == pytest.approx(shares[600.0][1], abs=0.03)  # then both 50/50
