@@ -112,3 +112,37 @@ def test_with_a_usage_half_life_the_tenant_that_ran_lately_goes_second(
     wait_running(cluster, namespace, "idle-next", 4)
     assert bound_pods(cluster, namespace, "busy-next") == []
     assert podgroup(cluster, namespace, "busy-next")["status"].get("phase") != "Running"
+
+
+def test_lent_quota_comes_back_by_reclaim_and_kept_room_is_never_taken(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    make_queue: MakeQueue,
+) -> None:
+    add_nodes(1, cpu="8")
+    keeper = make_queue("keeper", nominal={"cpu": "4"}, lendingLimit={"cpu": "0"})
+    lender = make_queue("lender", nominal={"cpu": "4"}, lendingLimit={"cpu": "4"})
+    borrower = make_queue("borrower")
+    start_scheduler()
+    # The borrower, of higher priority, runs on what the lender lends: 4 of the 8 cpu.
+    w.create_podgroup(cluster.api, namespace, "borrowed", 4, priority=50, queue=borrower)
+    w.create_replicaset(
+        cluster.api, namespace, "borrowed", replicas=4, pool=pool, cpu="1", group="borrowed"
+    )
+    wait_running(cluster, namespace, "borrowed", 4)
+    before = {p["metadata"]["name"] for p in bound_pods(cluster, namespace, "borrowed")}
+    # The lender wants its nominal back: the borrower's gang is evicted whole (a reclaim,
+    # whatever the priority), never the keeper's idle 4 cpu taken instead.
+    w.create_podgroup(cluster.api, namespace, "own", 4, priority=0, queue=lender)
+    w.create_replicaset(cluster.api, namespace, "own", replicas=4, pool=pool, cpu="1", group="own")
+    wait_running(cluster, namespace, "own", 4)
+    now = {p["metadata"]["name"] for p in bound_pods(cluster, namespace, "borrowed")}
+    assert not now & before, "the borrower's gang was not evicted whole"
+    # Its recreated pods wait: the 4 cpu left are the keeper's.
+    message = wait_group_waits(cluster, namespace, "borrowed", "QueueCannotBorrow")
+    assert f"kept by their lendingLimit: {keeper} (cpu 4)" in message
+    gang(cluster, namespace, pool, "keeps", 4, keeper)
+    wait_running(cluster, namespace, "keeps", 4)
