@@ -110,6 +110,9 @@ class Gang:
     ``podFailurePolicy``): a preempted member is made again, and the Job does not fail."""
     topology_key: str | None = None
     """A node label key: every needed member must land on nodes sharing one value of it."""
+    gpus: int = 0
+    """GPUs each member claims (DRA), from the ResourceClaimTemplate ``gpus-<n>`` of its
+    namespace (the ``dra`` suite publishes them); 0: none."""
 
 
 @dataclass(frozen=True)

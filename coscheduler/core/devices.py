@@ -112,6 +112,8 @@ class ClaimWrite:
     #: None: allocated already (a shared claim), only reserved for more pods.
     allocation: ClaimAllocation | None
     reserve: tuple[tuple[str, str], ...]
+    #: A native PodGroup's claim: reserved for the group (name, uid), not its pods.
+    group: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -277,17 +279,20 @@ class DeviceIndex:
 
         Claims made from a template are the pod's own (their template's spec,
         else the claim's); a claim named by several pods is shared and not
-        counted per pod. ``All`` and ``firstAvailable`` count their first
-        choice (``All`` as one device).
+        counted per pod, nor is one made for a native PodGroup from its
+        template. ``All`` and ``firstAvailable`` count their first choice
+        (``All`` as one device).
         """
         counts: dict[str, int] = {}
         for entry in claims:
             if entry.template is None:
                 continue
+            made = None if entry.claim is None else self.claims.get(f"{namespace}/{entry.claim}")
+            if made is not None and made.for_group:
+                continue
             spec = self.templates.get(f"{namespace}/{entry.template}")
-            if spec is None and entry.claim is not None:
-                made = self.claims.get(f"{namespace}/{entry.claim}")
-                spec = None if made is None else made.spec
+            if spec is None and made is not None:
+                spec = made.spec
             for request in spec.requests if spec is not None else ():
                 choice = request.choices[0]
                 resource = DEVICE_CLASS_RESOURCE + choice.device_class
@@ -407,27 +412,38 @@ class DeviceIndex:
                 del self._assumed[result.key]
                 self._count(result.key, -1)
 
-    def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
+    def writes_for(
+        self,
+        pods: Sequence[tuple[str, str]],
+        group_claims: Mapping[str, tuple[str, str]] | None = None,
+    ) -> tuple[ClaimWrite, ...]:
         """What to write on the claims of these placed pods (name, uid), in order.
 
         A claim allocated in this decision gets its allocation; every claim gets
-        the pods that use it and are not in its ``reservedFor`` yet.
+        the pods that use it and are not in its ``reservedFor`` yet. A claim in
+        ``group_claims`` (key -> PodGroup name, uid) is reserved for that group
+        once instead, as kube-scheduler does with a PodGroup's claim.
         """
         writes: dict[str, ClaimWrite] = {}
+        group_claims = group_claims or {}
         for name, uid in pods:
             devices = self._by_pod.get(uid)
             if devices is None:
                 continue
             for key in devices.claims:
                 claim = self.claims.get(key)
-                if claim is None or uid in claim.reserved_for:
+                group = group_claims.get(key)
+                user = uid if group is None else group[1]
+                if claim is None or user in claim.reserved_for:
                     continue
                 write = writes.get(key)
                 if write is None:
                     pending = self._assumed_claims.get(key)
                     allocation = pending if claim.allocation is None else None
-                    write = ClaimWrite(claim, allocation, ())
-                writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
+                    write = ClaimWrite(claim, allocation, (), group)
+                if group is None:
+                    write = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
+                writes[key] = write
         return tuple(writes.values())
 
     def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:
