@@ -3,6 +3,7 @@ hypothesis property tests)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from hypothesis import given, settings
@@ -169,35 +170,43 @@ def lending_cluster(draw: st.DrawFn) -> tuple[list[int], list[QueuePolicy]]:
         left -= nominal
         lends = draw(st.one_of(st.none(), st.integers(0, nominal)))
         queues.append(lender(f"q{i}", nominal, lends))
+    if draw(st.booleans()):  # the lenders as children of one parent, the borrower beside it
+        total = sum(q.nominal.get("cpu", 0) for q in queues) // 1000
+        queues = [dataclasses.replace(q, parent="org") for q in queues]
+        queues.append(lender("org", total, draw(st.one_of(st.none(), st.integers(0, total)))))
     queues.append(lender("b", 0, None))
     return nodes, queues
 
 
-def kept_unused(quotas: Quotas, queue: QueuePolicy) -> int:
-    return max(0, queue.kept("cpu") - quotas.usage(queue.name).get("cpu", 0))
-
-
-def lendable_unused(quotas: Quotas, queue: QueuePolicy) -> int:
-    nominal = queue.nominal.get("cpu", 0)
-    unused = max(0, nominal - quotas.usage(queue.name).get("cpu", 0))
-    return min(queue.lending_limit.get("cpu", nominal), unused)
+def kept_unused(quotas: Quotas, queue: QueuePolicy, queues: list[QueuePolicy]) -> int:
+    """What the queue and the queues below it keep of their nominal and do not use now."""
+    own = max(0, queue.kept("cpu") - quotas.usage(queue.name).get("cpu", 0))
+    children = sum(kept_unused(quotas, q, queues) for q in queues if q.parent == queue.name)
+    return max(own, children)
 
 
 def check_lending(scheduler: Scheduler, queues: list[QueuePolicy], capacity: int) -> None:
     quotas = scheduler.quotas
     free = scheduler.snapshot.free_capacity().get("cpu", 0)
+    tops = [q for q in queues if q.parent is None]
+    kept = {q.name: kept_unused(quotas, q, queues) for q in queues}
     # What every queue keeps and does not use is still free: no borrower holds it ...
-    assert free >= sum(kept_unused(quotas, q) for q in queues)
-    # ... so all that is borrowed fits in the idle capacity and what the lenders lend now.
+    assert free >= sum(kept[q.name] for q in tops)
+    # ... so all that is borrowed at the top fits in the idle capacity and what the top
+    # queues lend now (their unused nominal, less what they keep).
     borrowed = sum(
-        max(0, quotas.usage(q.name).get("cpu", 0) - q.nominal.get("cpu", 0)) for q in queues
+        max(0, quotas.usage(q.name).get("cpu", 0) - q.nominal.get("cpu", 0)) for q in tops
     )
-    idle = capacity - sum(q.nominal.get("cpu", 0) for q in queues)
-    assert borrowed <= idle + sum(lendable_unused(quotas, q) for q in queues)
+    idle = capacity - sum(q.nominal.get("cpu", 0) for q in tops)
+    lent = sum(
+        max(0, q.nominal.get("cpu", 0) - quotas.usage(q.name).get("cpu", 0)) - kept[q.name]
+        for q in tops
+    )
+    assert borrowed <= idle + lent
     # A queue below what it keeps is admitted up to it, and the room is there.
     for queue in queues:
-        room = kept_unused(quotas, queue)
-        if room:
+        room = max(0, queue.kept("cpu") - quotas.usage(queue.name).get("cpu", 0))
+        if room and queue.name != "org":
             assert quotas.admit(queue.name, {"cpu": room}, scheduler.snapshot.free_capacity) is None
             assert free >= room
 
@@ -221,7 +230,8 @@ def test_borrowers_never_hold_kept_room_and_borrow_at_most_what_is_lent(
         for _ in range(rng.randint(0, 3)):
             name = f"g{step}-{rng.randrange(10**6)}"
             size = rng.randint(1, 4)
-            scheduler.upsert_group(group(name, size, queue=rng.choice(queues).name, created=step))
+            leaf = rng.choice([q for q in queues if q.name != "org"]).name
+            scheduler.upsert_group(group(name, size, queue=leaf, created=step))
             for member in gang(name, size, created=step):
                 scheduler.upsert_pod(member)
         while (decision := scheduler.next_decision()) is not None:
