@@ -128,6 +128,7 @@ def _scheduler(settings: Settings) -> Scheduler:
                 unschedulable_flush_seconds=settings.backoff.unschedulable_flush_seconds,
             ),
             preemption=PreemptionSettings(mode=settings.preemption),
+            usage_half_life_seconds=settings.usage_half_life_seconds,
         ),
     )
     scheduler.preemptions.wall_clock = time.time

@@ -69,7 +69,7 @@ class Scheduler(Views):
         self.settings = settings = settings or SchedulerSettings()
         self.clock = clock
         self.snapshot = Snapshot()
-        self.quotas = Quotas()
+        self.quotas = Quotas(clock, settings.usage_half_life_seconds)
         self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
         self.queue = GroupQueue(clock, settings.queue, share=self.quotas.share)
         self._capacity_stale = True

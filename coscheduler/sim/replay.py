@@ -197,7 +197,12 @@ class _Engine:
     def __init__(self, scenario: Scenario, policy: Policy, strategy: Strategy) -> None:
         self.policy = policy
         self.now = 0.0
-        self.scheduler = Scheduler(lambda: self.now, SchedulerSettings(strategy=strategy))
+        self.scheduler = Scheduler(
+            lambda: self.now,
+            SchedulerSettings(
+                strategy=strategy, usage_half_life_seconds=scenario.usage_half_life_seconds
+            ),
+        )
         for node in scenario.nodes:
             self.scheduler.upsert_node(node)
         #: Gangs draw from their queues (module docstring): only gangs, with queues defined.
