@@ -43,6 +43,7 @@ from coscheduler.core.group import KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.membership import Membership, State
 from coscheduler.core.pipeline import Pipeline
 from coscheduler.core.planner import Decision
+from coscheduler.core.positions import Position
 from coscheduler.core.preemption import (
     PreemptionPlan,
     Preemptions,
@@ -70,7 +71,7 @@ class Scheduler(Views):
         self.settings = settings = settings or SchedulerSettings()
         self.clock = clock
         self.snapshot = Snapshot()
-        self.quotas = Quotas()
+        self.quotas = Quotas(clock, settings.usage_half_life_seconds)
         self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
         self.queue = GroupQueue(clock, settings.queue, share=self.quotas.share)
         self._capacity_stale = True
@@ -361,9 +362,7 @@ class Scheduler(Views):
 
     def next_decision(self) -> Decision | None:
         """Try the next group in the queue; None when no group is ready."""
-        if self._capacity_stale:
-            self.quotas.set_capacity(self.snapshot.capacity())
-            self._capacity_stale = False
+        self._refresh_capacity()
         while True:
             key = self.queue.pop()
             if key is None:
@@ -422,7 +421,18 @@ class Scheduler(Views):
             self.queue.on_event(ClusterEvent.GROUP_CHANGED, group)
         return restored
 
+    def queue_positions(self) -> dict[GroupKey, Position]:
+        """As :meth:`Views.queue_positions`, with the shares the next attempt sees: a
+        borrowing queue's share depends on the capacity, refreshed first as there."""
+        self._refresh_capacity()
+        return super().queue_positions()
+
     # -- internals -----------------------------------------------------------
+
+    def _refresh_capacity(self) -> None:
+        if self._capacity_stale:
+            self.quotas.set_capacity(self.snapshot.capacity())
+            self._capacity_stale = False
 
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         """One attempt (:mod:`~coscheduler.core.pipeline`); then file the placed members

@@ -37,9 +37,12 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
         weight: 3              # 1 to 1000 (default 1)
         nominal: {cpu: "16"}   # entitled quota per resource
         max: {cpu: "48"}       # hard cap, borrowing included
+        lendingLimit: {cpu: "4"}   # lends at most this of its unused nominal; keeps the rest
         state: Open            # or Closed: admits no new gang
         parent: org            # optional; gangs draw from queues without children
         namespaces: [ml]       # who may use it; ``all`` (the default) lets every namespace
+    usageHalfLifeSeconds: 600  # optional: fair share over time (the scheduler's
+                               # --usage-half-life-seconds; default 0, off)
 
 Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
 Devices are allocated by the core's DRA allocator (:mod:`~coscheduler.sim.devices`):
@@ -210,6 +213,7 @@ class QueueEntry(_Strict):
     weight: int = Field(1, ge=1, le=1000)
     nominal: ResourceList = Field(default_factory=dict)
     max: ResourceList = Field(default_factory=dict)
+    lending_limit: ResourceList = Field(default_factory=dict, alias="lendingLimit")
     state: Literal["Open", "Closed"] = "Open"
     parent: str | None = Field(None, min_length=1, max_length=63)
     namespaces: Annotated[
@@ -224,6 +228,12 @@ class QueueEntry(_Strict):
             raise ValueError(f"queue {self.name}: max is below nominal for {', '.join(low)}")
         if self.parent == self.name:
             raise ValueError(f"queue {self.name} cannot be its own parent")
+        over = sorted(r for r, a in self.lending_limit.items() if a > self.nominal.get(r, 0))
+        if over:
+            raise ValueError(
+                f"queue {self.name}: lendingLimit is above nominal for {', '.join(over)} "
+                "(a queue lends at most its nominal)"
+            )
         return self
 
     def allows(self, namespace: str) -> bool:
@@ -236,6 +246,7 @@ class QueueEntry(_Strict):
             name=self.name,
             nominal=dict(self.nominal),
             max=dict(self.max),
+            lending_limit=dict(self.lending_limit),
             weight=self.weight,
             open=self.state == "Open",
             parent=self.parent,
@@ -256,6 +267,7 @@ class ScenarioSpec(_Strict):
     cluster: ClusterSpec
     workload: WorkloadSpec
     queues: list[QueueEntry] = Field(default_factory=list)
+    usage_half_life_seconds: float = Field(0.0, alias="usageHalfLifeSeconds", ge=0)
 
     @model_validator(mode="after")
     def _names_unique(self) -> ScenarioSpec:
@@ -320,6 +332,8 @@ class Scenario:
     gangs: tuple[Gang, ...]
     #: The queues the scenario defines (none: every gang in the implicit default).
     queues: tuple[QueuePolicy, ...] = ()
+    #: The scheduler's usage half-life (0: queues are ordered by their usage now only).
+    usage_half_life_seconds: float = 0.0
     #: DRA: per node with devices, how many of each DeviceClass.
     node_devices: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
@@ -452,7 +466,11 @@ def _expand(spec: ScenarioSpec) -> Scenario:
             )
     queues = tuple(queue.policy() for queue in spec.queues)
     return Scenario(
-        nodes=tuple(nodes), gangs=tuple(gangs), queues=queues, node_devices=node_devices
+        nodes=tuple(nodes),
+        gangs=tuple(gangs),
+        queues=queues,
+        usage_half_life_seconds=spec.usage_half_life_seconds,
+        node_devices=node_devices,
     )
 
 

@@ -212,7 +212,12 @@ class _Engine:
     def __init__(self, scenario: Scenario, policy: Policy, strategy: Strategy) -> None:
         self.policy = policy
         self.now = 0.0
-        self.scheduler = Scheduler(lambda: self.now, SchedulerSettings(strategy=strategy))
+        self.scheduler = Scheduler(
+            lambda: self.now,
+            SchedulerSettings(
+                strategy=strategy, usage_half_life_seconds=scenario.usage_half_life_seconds
+            ),
+        )
         for node in scenario.nodes:
             self.scheduler.upsert_node(node)
         for name, counts in sorted(scenario.node_devices.items()):
