@@ -67,6 +67,8 @@ MANY_NODES = 2_000
 #: The node Lease at that size: renewed every minute, 83 writes a second at 5,000 nodes.
 MANY_NODES_LEASE_SECONDS = 240
 PREEMPTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: nothing to preempt"}
+#: The peers that allocate DRA claims: ours and kube-scheduler (its DynamicResources plugin).
+DRA_PEERS = ("ours", "default", "native")
 TOPOLOGY_PEERS_EXCLUDED = {
     "ceiling": "binds with no capacity checks",
     "default": "no gangs, so no gang's domain",
@@ -138,6 +140,14 @@ def build_suite(
         for round_ in range(repeat):
             order = topology_peers if round_ % 2 == 0 else topology_peers[::-1]
             add([wl.topology(16 if big else 8, 4, 8, (4, 8, 12), 2.0, 2, 15.0)], regimes, order)
+    if name == "dra":
+        # Issue #30: 8 GPUs per node in two NVLink domains, Jobs of 2/4/8 pods x 2 GPUs
+        # (each member's pair in one domain), GPU demand 2x the cluster, beside
+        # kube-scheduler with DRA (default plugins, and its native PodGroups).
+        dra_peers = [p for p in peers if p in DRA_PEERS]
+        for round_ in range(repeat):
+            order = dra_peers if round_ % 2 == 0 else dra_peers[::-1]
+            add([wl.dra(32 if big else 8, 8, (2, 4, 8), 2, 2.0, 10.0)], regimes, order)
     if name in ("scale", "all"):
         # Issue #28: the bind-only ceiling and the default scheduler too, in the same run.
         scale_peers = [p for p in peers if p in SCALE_PEERS]

@@ -33,6 +33,7 @@ from typing import Any
 import structlog
 
 from coscheduler.controller.jobgroups import JobGroupMaker
+from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.preemption import PreemptionSettings
@@ -47,6 +48,7 @@ from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter, group_ref
+from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.serving import HealthServer
@@ -105,10 +107,10 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             elector = LeaderElector(
                 client.sibling(), settings.leader_election, on_change=on_leading
             )
-            await elector.run(lambda: _lead(settings, client, metrics, health, startup))
+            await elector.run(lambda: _lead(settings, client, metrics, health, startup, server))
         else:
             on_leading(True)
-            await _lead(settings, client, metrics, health, startup)
+            await _lead(settings, client, metrics, health, startup, server)
     finally:
         await server.stop()
         await client.close()
@@ -126,6 +128,7 @@ def _scheduler(settings: Settings) -> Scheduler:
                 unschedulable_flush_seconds=settings.backoff.unschedulable_flush_seconds,
             ),
             preemption=PreemptionSettings(mode=settings.preemption),
+            usage_half_life_seconds=settings.usage_half_life_seconds,
         ),
     )
     scheduler.preemptions.wall_clock = time.time
@@ -133,7 +136,12 @@ def _scheduler(settings: Settings) -> Scheduler:
 
 
 async def _lead(
-    settings: Settings, client: KubeClient, metrics: Metrics, health: _Health, startup: Startup
+    settings: Settings,
+    client: KubeClient,
+    metrics: Metrics,
+    health: _Health,
+    startup: Startup,
+    server: HealthServer,
 ) -> None:
     if settings.leader_election.enabled:
         startup.mark("leading")
@@ -182,7 +190,12 @@ async def _lead(
         on_decided=startup.decided,
         device_writer=DeviceWriter(client),
     )
-    writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter)
+    positions = PositionPublisher(
+        positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
+    )
+    writer = StatusWriter(
+        view=view, changed=changes.groups, reporter=reporter, positions=positions.published
+    )
     queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
     job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
     async with asyncio.TaskGroup() as tasks:
@@ -203,8 +216,11 @@ async def _lead(
             "events": reporter.run_events(),
             "pod-conditions": reporter.run_pod_conditions(),
             "job-podgroups": job_groups.run(),
+            "queue-positions": positions.run(),
         }.items():
             health.tasks.append(tasks.create_task(coroutine, name=name))
+        positions.publish()  # before the writer's first round (controller/positions.py)
         writer.mark_all()
+        server.listing = QueueListing(scheduler, view.verdict)
         health.synced = True
         log.info("scheduling", scheduler_name=settings.scheduler_name)
