@@ -100,6 +100,10 @@ class GangOutcome:
     partial: bool = False
     #: The nodes its pods were on when it started.
     nodes: frozenset[str] = frozenset()
+    #: Its place in line once it and the gangs arriving with it were queued, before
+    #: any of them was placed: in its queue, and across the cluster (1 is tried first).
+    queue_position: int | None = None
+    cluster_position: int | None = None
 
     @property
     def wait(self) -> float | None:
@@ -281,12 +285,16 @@ class _Engine:
         while self.events:
             moment = self.events[0][0]
             self._advance(moment)
+            arrived: list[int] = []
             while self.events and self.events[0][0] == moment:
                 _, kind, number = heapq.heappop(self.events)
                 if kind == _COMPLETION:
                     self._complete(number)
                 else:
                     self._arrive(number)
+                    arrived.append(number)
+            if arrived:
+                self._note_positions(arrived)
             self._sweep()
             self.timeline.append((self.now, self.useful, self.partial))
             if self.queue_names:
@@ -334,6 +342,17 @@ class _Engine:
         if live.slot >= 0:
             self.queue_waiting[live.slot] += 1
         self._enter_core(live)
+
+    def _note_positions(self, arrived: list[int]) -> None:
+        """Where the gangs that just arrived stand in line (what ``status.queuePosition``
+        would say of them before the next pass)."""
+        placed = self.scheduler.queue_positions()
+        for number in arrived:
+            live = self.gangs[number]
+            position = placed.get(live.key)
+            if position is not None:
+                live.outcome.queue_position = position.in_queue
+                live.outcome.cluster_position = position.in_cluster
 
     def _sweep(self) -> None:
         """Ask the core for decisions until no group is ready (module docstring)."""

@@ -24,6 +24,7 @@ Definitions (all times in seconds of simulated time):
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,9 @@ class Summary:
     #: With queues: the fairness figures, and (start, end, share per queue) windows.
     fairness: Fairness | None = None
     share_windows: tuple[tuple[float, float, tuple[float, ...]], ...] = ()
+    #: Gangs' places in their queue on arrival: median and largest (None: no gang queued).
+    queue_position_median: float | None = None
+    queue_position_max: int | None = None
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -101,6 +105,7 @@ def summarize(
         )
         within = together / len(started) if started else None
     waits = [o.wait for o in outcomes if o.wait is not None]
+    places = [o.queue_position for o in outcomes if o.queue_position is not None]
     finishes = [o.finish for o in outcomes if o.finish is not None]
     horizon = result.end - result.begin
     capacity = result.cpu_capacity * horizon
@@ -136,6 +141,8 @@ def summarize(
         share_windows=tuple(
             (low, high, tuple(shares)) for low, high, shares in share_windows(result, SHARE_WINDOWS)
         ),
+        queue_position_median=statistics.median(places) if places else None,
+        queue_position_max=max(places) if places else None,
     )
 
 
@@ -165,6 +172,10 @@ def to_json(summary: Summary) -> dict[str, Any]:
         ],
         "neverStartedGangs": list(summary.never_started),
         "replaySeconds": summary.replay_seconds,
+        "queuePositionAtArrival": {
+            "median": summary.queue_position_median,
+            "max": summary.queue_position_max,
+        },
         **(
             {"domainKey": summary.domain_key, "withinOneDomain": summary.within_one_domain}
             if summary.domain_key
@@ -223,6 +234,7 @@ _COLUMNS = (
     "partial gangs",
     "partial cpu·s",
     "deadlocked",
+    "place on arrival",
 )
 
 
@@ -301,6 +313,13 @@ def render_queues(summaries: Sequence[Summary]) -> str:
     return "\n".join(lines)
 
 
+def _places(summary: Summary) -> str:
+    """Median / largest place in its queue a gang found on arrival."""
+    if summary.queue_position_median is None or summary.queue_position_max is None:
+        return "—"
+    return f"{summary.queue_position_median:g} / {summary.queue_position_max}"
+
+
 def render_table(summaries: Sequence[Summary]) -> str:
     """A fixed-width table, one row per policy, then notes on stuck gangs."""
     keyed = next((s.domain_key for s in summaries if s.domain_key), None)
@@ -319,6 +338,7 @@ def render_table(summaries: Sequence[Summary]) -> str:
                 str(s.partial_gangs),
                 f"{s.partial_cpu_seconds:,.0f}",
                 str(len(s.deadlocked)),
+                _places(s),
                 *([_percent(s.within_one_domain)] if keyed else []),
             ]
         )

@@ -31,6 +31,7 @@ SUMMARY_KEYS = {
     "deadlockedGangs",
     "neverStartedGangs",
     "replaySeconds",
+    "queuePositionAtArrival",
 }
 
 

@@ -263,3 +263,23 @@ def random_case(seed: int) -> Scenario:
 def test_replay_starts_gangs_when_the_cores_own_queue_would(policy: Policy, seed: int) -> None:
     case = random_case(seed)
     assert starts(replay(case, policy)) == plain_replay(case, policy)
+
+
+def test_gangs_arriving_behind_a_running_one_find_their_place_in_line() -> None:
+    """The positions status.queuePosition would show: priority first, then age; a gang
+    placed at once was first in line; a later arrival of higher priority goes ahead."""
+    case = scenario(
+        cpu_nodes(1, "4"),
+        [
+            gang("first", 4, runSeconds=100),
+            gang("second", 4, arrivalSeconds=1),
+            gang("third", 4, arrivalSeconds=2),
+            gang("urgent", 4, priority=100, arrivalSeconds=3),
+        ],
+    )
+    result = replay(case, Policy.GANG)
+    places = {o.gang.name: (o.queue_position, o.cluster_position) for o in result.gangs}
+    assert places == {"first": (1, 1), "second": (1, 1), "third": (2, 2), "urgent": (1, 1)}
+    assert starts(result) == {"first": 0.0, "second": 200.0, "third": 300.0, "urgent": 100.0}
+    summary = summarize(result)
+    assert (summary.queue_position_median, summary.queue_position_max) == (1.0, 2)
