@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         "for before/after, interleaved, --rounds times), "
         "before-after (throughput of gangs of 8 and 64, and contention; --peers ours@REV,ours, "
         "interleaved, --rounds times), "
-        "topology (contention on racks, every gang required in one rack)",
+        "topology (contention on racks, every gang required in one rack), "
+        "dra (contention for GPUs claimed through DRA; ours, default and native)",
     )
     run.add_argument(
         "--rounds",
@@ -180,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "startup",
         "before-after",
         "topology",
+        "dra",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

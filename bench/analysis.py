@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -162,8 +163,12 @@ def contention_figures(
     *,
     qps: float,
     sample_step: float = 1.0,
+    amount: Callable[[PodRecord], float] | None = None,
 ) -> Json:
     """Makespan, waits, utilization, partial gangs and cpu-seconds held by incomplete gangs.
+
+    ``amount``: what a bound pod holds, when not its cpu (the ``dra`` suite: its GPUs);
+    the held and utilization figures are then in that unit, over ``total_cpu`` of it.
 
     A gang's bindings are separate API writes, so even an all-at-once scheduler shows a
     gang with some but not all members bound for the moment its bindings are in flight.
@@ -171,6 +176,7 @@ def contention_figures(
     limit itself imposes) and counted apart; what lasts longer is holding.
     """
     pods = recorder.pods
+    held_by = amount or (lambda pod: pod.cpu)
     by_gang: dict[str, list[PodRecord]] = defaultdict(list)
     for pod in pods.values():
         by_gang[pod.gang].append(pod)
@@ -186,14 +192,14 @@ def contention_figures(
         events = []
         for p in members:
             if p.bound is not None:
-                events.append((p.bound, 1, p.cpu))
+                events.append((p.bound, 1, held_by(p)))
                 end = (
                     min(t for t in (p.finished, p.deleted) if t is not None)
                     if (p.finished is not None or p.deleted is not None)
                     else None
                 )
                 if end is not None:
-                    events.append((end, -1, p.cpu))
+                    events.append((end, -1, held_by(p)))
         events.sort()
         active = 0
         cpu = 0.0
@@ -229,7 +235,7 @@ def contention_figures(
     start = min(submitted.values()) if submitted else 0.0
     end = max(done.values()) if done else recorder.now()
     makespan = end - start
-    series = utilization_series(recorder, total_cpu, start, end, sample_step)
+    series = utilization_series(recorder, total_cpu, start, end, sample_step, held_by)
     mean_util = sum(u for _, u in series) / len(series) if series else 0.0
     wait_values = list(waits.values())
     return {
@@ -249,17 +255,23 @@ def contention_figures(
 
 
 def utilization_series(
-    recorder: Recorder, total_cpu: float, start: float, end: float, step: float
+    recorder: Recorder,
+    total_cpu: float,
+    start: float,
+    end: float,
+    step: float,
+    amount: Callable[[PodRecord], float] | None = None,
 ) -> list[tuple[float, float]]:
-    """Bound, unfinished cpu over capacity, sampled every ``step`` from start to end."""
+    """Bound, unfinished cpu (or ``amount``) over capacity, every ``step`` from start to end."""
+    held_by = amount or (lambda pod: pod.cpu)
     changes = []
     for pod in recorder.pods.values():
         if pod.bound is None:
             continue
-        changes.append((pod.bound, pod.cpu))
+        changes.append((pod.bound, held_by(pod)))
         ends = [t for t in (pod.finished, pod.deleted) if t is not None]
         if ends:
-            changes.append((min(ends), -pod.cpu))
+            changes.append((min(ends), -held_by(pod)))
     changes.sort()
     series = []
     cpu = 0.0

@@ -11,6 +11,7 @@ client QPS/burst. A gang is ``Gang`` (name, members, minMember); each peer trans
 | native-all | as native, ``disruptionMode: all`` (1.37+) | as native |
 | ours-workload | 1.35's ``Workload`` (coscheduler reading it; 1.35 only) | ``workloadRef`` |
 | ours-preemption-off | as ours (``coscheduler run --preemption=off``) | as ours |
+| ours-usage-decay | as ours (``coscheduler run --usage-half-life-seconds=60``) | as ours |
 | default, ceiling | none (no gang support) | nothing |
 
 A gang of one is a plain pod for every peer (each treats a lone pod as a gang of one),
@@ -110,6 +111,9 @@ class Gang:
     ``podFailurePolicy``): a preempted member is made again, and the Job does not fail."""
     topology_key: str | None = None
     """A node label key: every needed member must land on nodes sharing one value of it."""
+    gpus: int = 0
+    """GPUs each member claims (DRA), from the ResourceClaimTemplate ``gpus-<n>`` of its
+    namespace (the ``dra`` suite publishes them); 0: none."""
 
 
 @dataclass(frozen=True)
@@ -576,6 +580,27 @@ class OursPreemptionOff(Ours):
         )
 
 
+#: The half-life of ``ours-usage-decay``.
+USAGE_HALF_LIFE_SECONDS = 60.0
+
+
+class OursUsageDecay(Ours):
+    """Ours with fair share over time (issue #31): recent usage, decayed with a half-life
+    of 60 s (three pod run times of the fairness suites), counts in queue order; ``ours``
+    runs with it off."""
+
+    flags = (f"--usage-half-life-seconds={USAGE_HALF_LIFE_SECONDS:g}",)
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-usage-decay",
+            f"coscheduler run (this repository) --usage-half-life-seconds="
+            f"{USAGE_HALF_LIFE_SECONDS:g}",
+            gangs=True,
+        )
+
+
 class OursAt(Ours):
     """Ours at another git revision (``ours@REV``): before and after a change, in one run.
 
@@ -656,6 +681,7 @@ PEERS = {
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
     "ours-preemption-off": OursPreemptionOff,
+    "ours-usage-decay": OursUsageDecay,
 }
 #: The peers of every suite by default (the variants are asked for by name).
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-") and name != "native-all")

@@ -91,6 +91,12 @@ def _figures_headline(f: Any) -> str:
         return f" - {rate} pods/s (all bound {after}s after the peer's start)"
     if "p99_s" in f:
         return f" - gang latency p50 {f['p50_s']}s p99 {f['p99_s']}s"
+    if "gpu_utilization_mean" in f:
+        return (
+            f" - makespan {f['makespan_s']}s, GPU utilization {f['gpu_utilization_mean']:.0%}, "
+            f"partial gangs {f['partially_bound_gangs']}, "
+            f"GPU-s held by them {f['gpu_s_held_by_partial_gangs']}"
+        )
     if "makespan_s" in f:
         return (
             f" - makespan {f['makespan_s']}s, utilization {f['utilization_mean']:.0%}, "

@@ -62,6 +62,8 @@ SMOKE_CONTENTION_PEERS_EXCLUDED = (
     {"native": "may deadlock at Permit until its timeout"} if e2e_versions.minor() <= 35 else {}
 )
 PREEMPTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: nothing to preempt"}
+#: The peers that allocate DRA claims: ours and kube-scheduler (its DynamicResources plugin).
+DRA_PEERS = ("ours", "default", "native")
 TOPOLOGY_PEERS_EXCLUDED = {
     "ceiling": "binds with no capacity checks",
     "default": "no gangs, so no gang's domain",
@@ -130,6 +132,14 @@ def build_suite(
         for round_ in range(repeat):
             order = topology_peers if round_ % 2 == 0 else topology_peers[::-1]
             add([wl.topology(16 if big else 8, 4, 8, (4, 8, 12), 2.0, 2, 15.0)], regimes, order)
+    if name == "dra":
+        # Issue #30: 8 GPUs per node in two NVLink domains, Jobs of 2/4/8 pods x 2 GPUs
+        # (each member's pair in one domain), GPU demand 2x the cluster, beside
+        # kube-scheduler with DRA (default plugins, and its native PodGroups).
+        dra_peers = [p for p in peers if p in DRA_PEERS]
+        for round_ in range(repeat):
+            order = dra_peers if round_ % 2 == 0 else dra_peers[::-1]
+            add([wl.dra(32 if big else 8, 8, (2, 4, 8), 2, 2.0, 10.0)], regimes, order)
     if name in ("scale", "all"):
         scale_peers = [p for p in peers if p in ("ours", "reference", "native")]
         for nodes in scale_nodes or ((100, 1_000, 5_000) if big else (100, 1_000)):

@@ -42,8 +42,18 @@ def pod_template(peer: Peer, gang: Gang) -> Json:
     }  # fmt: skip
     if gang.priority_class is not None:
         pod["spec"]["priorityClassName"] = gang.priority_class
+    if gang.gpus:
+        # Every peer reads the same claim: each member's own, made from the template.
+        claim = {"name": "gpus", "resourceClaimTemplateName": gpu_template_name(gang.gpus)}
+        pod["spec"]["resourceClaims"] = [claim]
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
     peer.decorate_pod(pod, gang)
     return pod
+
+
+def gpu_template_name(gpus: int) -> str:
+    """The ResourceClaimTemplate of ``gpus`` GPUs the ``dra`` suite publishes."""
+    return f"gpus-{gpus}"
 
 
 def pod_manifest(peer: Peer, gang: Gang, index: int) -> Json:

@@ -2,7 +2,7 @@
 
     python -m bench.versus_report bench/results/k8s-1.37/*.json
 
-For runs with ``--rounds`` (throughput, contention, topology) and the preemption suite:
+For runs with ``--rounds`` (throughput, contention, topology, dra) and the preemption suite:
 every trial of a (workload, peer) pair counts, not only the newest as in ``bench.report``,
 and a failed trial is listed, not measured. Markdown on stdout, for ``RESULTS.md``.
 """
@@ -63,6 +63,17 @@ FIGURES["topology"] = [
     *FIGURES["contention"][5:],
 ]
 
+FIGURES["dra"] = [
+    *FIGURES["contention"][:4],
+    ("gangs never whole", lambda f: f["gangs"] - len(f.get("waits") or ()), False),
+    ("GPU utilization", lambda f: f.get("gpu_utilization_mean"), True),
+    ("gangs partial > 10 s", lambda f: f.get("gangs_partial_beyond_burst"), False),
+    ("partial gangs holding GPUs", lambda f: f.get("partially_bound_gangs"), False),
+    ("GPU-s idle, held by partial gangs", lambda f: f.get("gpu_s_held_by_partial_gangs"), False),
+    ("claims left allocated", lambda f: f.get("claims_left_allocated"), False),
+    ("peer cpu-s", lambda f: f.get("peer_cpu_s"), False),
+]
+
 
 def _load(paths: list[Path]) -> tuple[list[Json], list[Json]]:
     documents = [json.loads(path.read_text()) for path in paths]
@@ -108,7 +119,10 @@ def tables(trials: list[Json]) -> list[str]:
             failed.append(trial)
             continue
         label = ROUND.sub("", trial["label"])  # the preemption suite's rounds are one workload
-        by_label[(trial["workload"], label)][trial["peer"]].append(trial["figures"])
+        cpu = (trial.get("cost") or {}).get("cpu_s")
+        by_label[(trial["workload"], label)][trial["peer"]].append(
+            {**trial["figures"], "peer_cpu_s": cpu}
+        )
     out: list[str] = []
     for (kind, label), by_peer in by_label.items():
         peers = sorted(by_peer, key=lambda p: (not p.startswith("ours"), p))

@@ -22,6 +22,9 @@ the same empty cluster and no peer's leftovers weigh on the next.
   own, for ours with preemption on and off (issue #18).
 - topology: contention on racks (a node label), every gang required in one rack: the
   contention figures and the gangs whose members ended up in more than one rack.
+- dra: contention for GPUs claimed through DRA (a fake driver's ResourceSlices): the
+  contention figures in GPUs (GPU-seconds held by partial gangs: devices idle while
+  held) and the claims left allocated at the end.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from bench.peers import Gang, Peer, PeerContext, Share
 from bench.profiling import start_profiler, stop_profiler
 from bench.progress import Progress
 from coscheduler.api.quantity import float_quantity
+from e2e import dra_driver
 
 Json = dict[str, Any]
 
@@ -437,6 +441,80 @@ class Preemption(Workload):
 
 
 @dataclass
+class Dra(Contention):
+    """Contention for GPUs through DRA: the runner plays a fake driver (``e2e/dra_driver.py``).
+
+    Before the peer starts, each node gets a ResourceSlice of ``gpus_per_node`` GPUs in
+    two NVLink domains, a DeviceClass picks them by CEL and a ResourceClaimTemplate per
+    member size asks that many GPUs in one domain; every member of every Job claims its
+    own from the template (kube-controller-manager makes the claim), for every peer alike.
+    A peer writes a claim's allocation just before the pod's Binding and
+    kube-controller-manager frees it once the pod is done, so a member holds its GPUs
+    from its binding to its end: the held and utilization figures are in GPUs.
+    """
+
+    kind: ClassVar[str] = "dra"
+
+    async def drive(self, run: TrialRun) -> Json:
+        per_node = int(self.params["gpus_per_node"])
+        run.progress.status("publishing the fake driver's GPUs")
+        for node in sorted(run.nodes):
+            await run.kube.create(dra_driver.SLICES, dra_driver.gpu_slice(node, per_node))
+        await run.kube.create(dra_driver.CLASSES, dra_driver.gpu_class(DRA_CLASS))
+        for count in sorted({g.gpus for g in self.gangs if g.gpus}):
+            template = dra_driver.gpu_template(
+                submit.gpu_template_name(count), DRA_CLASS, count, one_domain=True
+            )
+            path = f"{dra_driver.RESOURCE_API}/namespaces/{run.ns}/resourceclaimtemplates"
+            await run.kube.create(path, template)
+        figures = await _start_and_probe(run)
+        submitted = await submit.submit_jobs(
+            run.kube, run.recorder, run.peer, run.ns, self.gangs, run.progress
+        )
+        total = self.total_pods
+
+        def finished(r: Recorder) -> int:
+            return sum(1 for p in r.pods.values() if p.finished is not None and p.gang != "probe")
+
+        await submit.wait_progress(
+            run.recorder, run.progress, run.peer, total, self.timeout_seconds,
+            lambda r: finished(r) >= total, finished, what="finished",
+        )  # fmt: skip
+        gpus_of = {g.name: float(g.gpus) for g in self.gangs}
+        held = analysis.contention_figures(
+            run.recorder, submit.gang_infos(self.gangs), submitted,
+            float(per_node * len(run.nodes)), qps=run.regime.qps,
+            amount=lambda pod: gpus_of.get(pod.gang, 0.0),
+        )  # fmt: skip
+        for cpu_name, gpu_name in (
+            ("held_by_incomplete_gangs_cpu_s", "gpu_s_held_by_partial_gangs"),
+            ("bind_burst_cpu_s", "bind_burst_gpu_s"),
+            ("utilization_mean", "gpu_utilization_mean"),
+            ("utilization_series", "gpu_utilization_series"),
+        ):
+            held[gpu_name] = held.pop(cpu_name)
+        figures.update(held)
+        figures["claims_left_allocated"] = await _claims_left_allocated(run)
+        return figures
+
+
+DRA_CLASS = "bench-gpu"
+
+
+async def _claims_left_allocated(run: TrialRun, within: float = 30.0) -> int:
+    """Claims still allocated once every pod finished (kube-controller-manager frees each
+    when its pod is done; waited for up to ``within``): a leak when it stays above 0."""
+    path = f"{dra_driver.RESOURCE_API}/namespaces/{run.ns}/resourceclaims"
+    deadline = time.monotonic() + within
+    while True:
+        listed = await run.kube.get(path)
+        left = sum(1 for c in listed["items"] if (c.get("status") or {}).get("allocation"))
+        if left == 0 or time.monotonic() > deadline:
+            return left
+        await asyncio.sleep(1.0)
+
+
+@dataclass
 class OverheadContention(Contention):
     """Contention as a kind of its own: the preemption-overhead suite's (ours, on and off)."""
 
@@ -535,6 +613,35 @@ def contention(
         {"nodes": nodes, "node_cpu": node_cpu, "sizes": list(sizes), "jobs": len(gangs),
          "demand_over_capacity": round(demand / capacity, 2), "pod_cpu": pod_cpu,
          "run_seconds": run_seconds, "seed": seed},
+    )  # fmt: skip
+
+
+def dra(
+    nodes: int, gpus_per_node: int, sizes: tuple[int, ...], gpus_per_member: int,
+    demand_factor: float, run_seconds: float, *, seed: int = 17, timeout: float = 900,
+) -> Dra:  # fmt: skip
+    """Jobs of ``sizes`` members claiming ``gpus_per_member`` GPUs each (DRA), all at once,
+    their GPU demand ``demand_factor`` times the cluster's; cpu is never short (32 per node)."""
+    rng = random.Random(seed)
+    capacity = nodes * gpus_per_node
+    gangs: list[Gang] = []
+    demand = 0
+    while demand < demand_factor * capacity:
+        size = rng.choice(sizes)
+        gangs.append(
+            Gang(f"j{len(gangs):04d}-{size}", size, size, cpu="1", memory="1Gi",
+                 run_seconds=run_seconds, job=True, gpus=gpus_per_member)
+        )  # fmt: skip
+        demand += size * gpus_per_member
+    return Dra(
+        f"{len(gangs)} Jobs of {'/'.join(map(str, sizes))} pods x {gpus_per_member} GPUs, "
+        f"demand {demand / capacity:.1f}x of {nodes} nodes x {gpus_per_node} GPUs, "
+        f"{run_seconds:g}s each",
+        NodeShape(nodes), gangs, timeout,
+        {"nodes": nodes, "gpus_per_node": gpus_per_node, "sizes": list(sizes),
+         "gpus_per_member": gpus_per_member, "jobs": len(gangs),
+         "demand_over_capacity": round(demand / capacity, 2), "run_seconds": run_seconds,
+         "seed": seed},
     )  # fmt: skip
 
 

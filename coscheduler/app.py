@@ -38,6 +38,7 @@ from typing import Any
 import structlog
 
 from coscheduler.controller.jobgroups import JobGroupMaker
+from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.preemption import PreemptionSettings
@@ -52,6 +53,7 @@ from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter, group_ref
+from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.serving import HealthServer
@@ -112,10 +114,10 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             elector = LeaderElector(
                 client.sibling(), settings.leader_election, on_change=on_leading
             )
-            leading = elector.run(lambda: operator.lead(health))
+            leading = elector.run(lambda: operator.lead(health, server))
         else:
             on_leading(True)
-            leading = operator.lead(health)
+            leading = operator.lead(health, server)
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         await server.stop()
@@ -148,6 +150,7 @@ def _scheduler(settings: Settings) -> Scheduler:
                 unschedulable_flush_seconds=settings.backoff.unschedulable_flush_seconds,
             ),
             preemption=PreemptionSettings(mode=settings.preemption),
+            usage_half_life_seconds=settings.usage_half_life_seconds,
         ),
     )
     scheduler.preemptions.wall_clock = time.time
@@ -186,7 +189,7 @@ class _Operator:
             owner_changed=changes.owner,
             namespaces=frozenset(settings.namespaces),
         )
-        view = ReadModel(scheduler, informers)
+        view = self.view = ReadModel(scheduler, informers)
         preempter = Preempter(
             scheduler=scheduler,
             client=client,
@@ -215,7 +218,12 @@ class _Operator:
             on_idle=self.first_pass.set,
             device_writer=DeviceWriter(client),
         )
-        self.writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter)
+        self.positions = PositionPublisher(
+            positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
+        )
+        self.writer = StatusWriter(
+            view=view, changed=changes.groups, reporter=reporter, positions=self.positions.published
+        )
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
 
@@ -238,7 +246,7 @@ class _Operator:
             self.startup.mark("listed")
             self.listed.set()
 
-    async def lead(self, health: _Health) -> None:
+    async def lead(self, health: _Health, server: HealthServer) -> None:
         """Decide and write, from the moment the Lease is ours (or at once without election)."""
         if self.settings.leader_election.enabled:
             self.startup.mark("leading")
@@ -252,8 +260,11 @@ class _Operator:
                 "events": self.reporter.run_events(),
                 "pod-conditions": self.reporter.run_pod_conditions(),
                 "job-podgroups": self.job_groups.run(),
+                "queue-positions": self.positions.run(),
             }.items():
                 health.tasks.append(tasks.create_task(coroutine, name=name))
+            self.positions.publish()  # before the writer's first round (controller/positions.py)
             self.writer.mark_all()
+            server.listing = QueueListing(self.scheduler, self.view.verdict)
             health.synced = True
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)

@@ -7,13 +7,19 @@ Subcommands:
   has a ``COSCHEDULER_*`` environment variable; a flag given wins.
 * ``simulate``: replay a workload against the core with no cluster, gang
   planner against a one-pod-at-a-time baseline (:mod:`coscheduler.sim`).
+* ``queue``: the pending groups in the order the next pass tries them, read
+  from a running scheduler's ``/debug/queue``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +59,72 @@ def version() -> None:
 
 # `coscheduler simulate`: offline replay and workload generator (coscheduler/sim/command.py).
 main.add_command(simulate)
+
+
+#: Columns of ``coscheduler queue``: heading, and the row's field.
+_QUEUE_COLUMNS = (
+    ("POSITION", "clusterPosition"),
+    ("QUEUE", "queue"),
+    ("IN-QUEUE", "queuePosition"),
+    ("NAMESPACE", "namespace"),
+    ("NAME", "name"),
+    ("KIND", "kind"),
+    ("PRIORITY", "priority"),
+    ("STATE", "state"),
+    ("REASON", "reason"),
+)
+
+
+def queue_table(rows: Sequence[dict[str, Any]]) -> str:
+    """``/debug/queue``'s rows as aligned columns, in the order given."""
+    cells = [[heading for heading, _ in _QUEUE_COLUMNS]]
+    for row in rows:
+        cells.append(
+            ["" if row.get(field) is None else str(row[field]) for _, field in _QUEUE_COLUMNS]
+        )
+    widths = [max(len(line[index]) for line in cells) for index in range(len(_QUEUE_COLUMNS))]
+    return "\n".join(
+        "   ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in cells
+    )
+
+
+@main.command()
+@click.option("--namespace", "-n", default=None, help="only the groups of this namespace")
+@click.option("--queue", "-q", "queue_name", default=None, help="only the groups of this queue")
+@click.option(
+    "--endpoint",
+    default="http://127.0.0.1:10251",
+    envvar="COSCHEDULER_ENDPOINT",
+    show_default=True,
+    help="the scheduler's metrics address, where /debug/queue is served",
+)
+@click.option("--output", "-o", type=click.Choice(["table", "json"]), default="table")
+def queue(namespace: str | None, queue_name: str | None, endpoint: str, output: str) -> None:
+    """List the pending groups in the order the next pass tries them.
+
+    POSITION is the place across the cluster, IN-QUEUE within the group's queue
+    (1 is tried first); filters choose rows and keep their numbers.
+    """
+    query = {k: v for k, v in (("namespace", namespace), ("queue", queue_name)) if v}
+    url = f"{endpoint.rstrip('/')}/debug/queue"
+    if query:
+        url += "?" + urllib.parse.urlencode(query)
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            body = json.load(answer)
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode(errors="replace").strip()
+        raise click.ClickException(f"{url}: HTTP {error.code} {detail}") from None
+    except (urllib.error.URLError, OSError) as error:
+        raise click.ClickException(f"{url}: {error}") from None
+    rows = body.get("groups", [])
+    if output == "json":
+        click.echo(json.dumps(rows, indent=2))
+    elif rows:
+        click.echo(queue_table(rows))
+    else:
+        click.echo("no pending groups")
 
 
 def _param(doc: SettingDoc) -> str:

@@ -70,14 +70,16 @@ class ApiClient:
         body: Json | None = None,
         *,
         content_type: str = "application/json",
+        accept: str = "application/json",
     ) -> tuple[int, str]:
-        """Send one request and return its status and body text, whatever the status."""
+        """Send one request and return its status and body text, whatever the status
+        (``accept``: a Table's media type, for what ``kubectl get`` shows)."""
         connection = http.client.HTTPSConnection(
             "127.0.0.1", self.port, context=self._context(), timeout=self.timeout
         )
         try:
             payload = json.dumps(body).encode() if body is not None else None
-            headers = {"Accept": "application/json"}
+            headers = {"Accept": accept}
             if payload is not None:
                 headers["Content-Type"] = content_type
             connection.request(method, path, body=payload, headers=headers)

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from e2e.waiting import wait_for
 
-__all__ = ["SchedulerProcess", "StartScheduler"]
+__all__ = ["SchedulerProcess", "StartScheduler", "console_script"]
 
 
-def _console_script() -> list[str]:
+def console_script() -> list[str]:
     script = Path(sys.executable).with_name("coscheduler")
     return [str(script)] if script.exists() else [sys.executable, "-m", "coscheduler.cli"]
 
@@ -46,7 +46,7 @@ class SchedulerProcess:
 
     def start(self, *, wait_ready: bool = True) -> SchedulerProcess:
         argv = [
-            *_console_script(),
+            *console_script(),
             "run",
             "--kubeconfig",
             str(self.kubeconfig),

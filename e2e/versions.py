@@ -98,7 +98,9 @@ def native_gang_feature_gates(kubernetes: str = KUBERNETES, *, job_workloads: bo
     splits the gang out of the Workload into PodGroups (``v1alpha2``) and adds
     topology-aware scheduling. 1.37: the API is beta (``GangScheduling``
     merged into ``GenericWorkload``, still off by default) and CompositePodGroup
-    and per-group preemption policy arrive.
+    and per-group preemption policy arrive; ``DRAWorkloadResourceClaims`` (beta,
+    off by default) lets a PodGroup name claims its members share
+    (``spec.resourceClaims``, reserved for the group).
 
     ``job_workloads`` adds ``WorkloadWithJob`` (1.36 on): the Job controller
     then gives every Job without an owner a Workload and a PodGroup and its
@@ -114,7 +116,7 @@ def native_gang_feature_gates(kubernetes: str = KUBERNETES, *, job_workloads: bo
         gates = ["GenericWorkload", "GangScheduling", "TopologyAwareWorkloadScheduling"]
     else:
         gates = ["GenericWorkload", "TopologyAwareWorkloadScheduling", "CompositePodGroup",
-                 "PodGroupPreemptionPolicy"]  # fmt: skip
+                 "PodGroupPreemptionPolicy", "DRAWorkloadResourceClaims"]  # fmt: skip
     if job_workloads:
         gates.append("WorkloadWithJob")
     return ",".join(f"{gate}=true" for gate in gates)

@@ -253,6 +253,8 @@ class ChildGroup:
     min_count: int | None
     #: Its ``schedulingConstraints.topology[0].key``, if any.
     topology_key: str | None = None
+    #: It names claims its members share (``spec.resourceClaims``).
+    claims: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +323,13 @@ def compose(
             "child PodGroup metadata.name",
             f"{long[0]!r} is longer than {MAX_CHILD_NAME} characters, the longest child "
             "name a composite's gang can hold",
+        )
+    sharing = [child.name for child in ordered if child.claims]
+    if sharing:
+        return Refused(
+            "child PodGroup spec.resourceClaims",
+            f"{sharing[0]!r} names claims its members share: a gang composite's children "
+            "are placed as one group, whose claims are not reserved per child PodGroup yet",
         )
     roles = [
         Role(

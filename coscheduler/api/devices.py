@@ -278,6 +278,9 @@ class ResourceClaimInfo:
     deleting: bool
     resource_version: str = ""
     finalizers: tuple[str, ...] = ()
+    #: Made by kube-controller-manager for a native PodGroup (its controlling owner):
+    #: the members share it.
+    for_group: bool = False
 
     @property
     def reserved_for(self) -> tuple[str, ...]:
@@ -346,6 +349,13 @@ class ResourceClaimInfo:
             finalizers=tuple(
                 reader.text(f, "metadata.finalizers")
                 for f in reader.items(meta.get("finalizers"), "metadata.finalizers")
+            ),
+            for_group=any(
+                isinstance(owner, Mapping)
+                and owner.get("controller") is True
+                and owner.get("kind") == "PodGroup"
+                and str(owner.get("apiVersion", "")).startswith("scheduling.k8s.io/")
+                for owner in reader.items(meta.get("ownerReferences"), "metadata.ownerReferences")
             ),
         )
 

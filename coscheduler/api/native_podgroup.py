@@ -5,7 +5,8 @@ Two shapes are read, chosen by discovery at start (the newest served wins):
 - ``v1beta1`` (Kubernetes 1.37): ``spec.workloadRef {workloadName, templateName}``,
   ``spec.schedulingPolicy`` (``basic: {}`` or ``gang: {minCount}``),
   ``spec.schedulingConstraints.topology[].key`` (at most one),
-  ``spec.resourceClaims``, ``spec.disruptionMode`` (``single: {}`` or ``all: {}``,
+  ``spec.resourceClaims`` (claims the members share, reserved for the group),
+  ``spec.disruptionMode`` (``single: {}`` or ``all: {}``,
   single when unset), ``spec.priorityClassName``, ``spec.priority``,
   ``spec.preemptionPolicy`` (``PreemptLowerPriority`` or ``Never``) and
   ``spec.parentCompositePodGroupName``; the condition ``PodGroupInitiallyScheduled``.
@@ -41,6 +42,7 @@ __all__ = [
     "PLURAL",
     "VERSIONS",
     "NativePodGroup",
+    "PodGroupClaim",
     "WorkloadRef",
     "initially_scheduled_type",
     "read_native_podgroup",
@@ -106,10 +108,16 @@ class _AlphaTemplateRef(_Wire):
     workload: _AlphaWorkloadRef | None = None
 
 
+class _Claim(_Wire):
+    name: str = Field(min_length=1, max_length=63)
+    claim_name: str | None = Field(None, alias="resourceClaimName", min_length=1)
+    template_name: str | None = Field(None, alias="resourceClaimTemplateName", min_length=1)
+
+
 class _Spec(_Wire):
     scheduling_policy: _Policy = Field(alias="schedulingPolicy")
     scheduling_constraints: _Constraints | None = Field(None, alias="schedulingConstraints")
-    resource_claims: list[dict[str, Any]] | None = Field(None, alias="resourceClaims")
+    resource_claims: list[_Claim] = Field(default_factory=list, alias="resourceClaims")
     priority_class_name: str | None = Field(None, alias="priorityClassName", max_length=253)
     priority: int | None = Field(None, ge=-(2**31), le=2**31 - 1)
 
@@ -147,6 +155,32 @@ class WorkloadRef:
 
 
 @dataclass(frozen=True, slots=True)
+class PodGroupClaim:
+    """One ``spec.resourceClaims`` entry: a claim the members share, reserved for the group.
+
+    A member's own ``spec.resourceClaims`` entry uses it when it matches it
+    exactly (same name, same ``resourceClaimName`` or same
+    ``resourceClaimTemplateName``), as upstream's ``resourceclaim.BindTo``
+    decides; kube-controller-manager then names the group's claim in the
+    member's ``status.resourceClaimStatuses``.
+    """
+
+    name: str
+    #: ``resourceClaimName``: a claim made by the user.
+    claim_name: str | None
+    #: ``resourceClaimTemplateName``: kube-controller-manager makes the group's claim from it.
+    template: str | None
+
+    def matches(self, name: str, claim_name: str | None, template: str | None) -> bool:
+        """A member's entry (its name, ``resourceClaimName``, template) refers to this claim."""
+        if name != self.name:
+            return False
+        if self.template is not None:
+            return template == self.template
+        return template is None and claim_name == self.claim_name
+
+
+@dataclass(frozen=True, slots=True)
 class NativePodGroup(ObjectMetadata):
     """A native PodGroup as coscheduler reads it, whatever its version."""
 
@@ -165,8 +199,8 @@ class NativePodGroup(ObjectMetadata):
     workload_ref: WorkloadRef | None = None
     #: ``parentCompositePodGroupName``: the CompositePodGroup it is a child of.
     parent: str | None = None
-    #: ``spec.resourceClaims`` is given (not honoured yet: the group waits, the field named).
-    resource_claims: bool = False
+    #: ``spec.resourceClaims``: claims allocated once for the whole group.
+    resource_claims: tuple[PodGroupClaim, ...] = ()
     #: The queue its label names, if it names one (else its Workload's, else ``default``).
     queue: str | None = None
 
@@ -205,7 +239,7 @@ def read_native_podgroup(raw: Mapping[str, Any], version: str) -> NativePodGroup
         never_preempts=never,
         workload_ref=ref,
         parent=parent,
-        resource_claims=bool(spec.resource_claims),
+        resource_claims=_claims(spec.resource_claims),
         queue=queue_label(metadata),
     )
 
@@ -217,6 +251,20 @@ def queue_label(metadata: Mapping[str, Any]) -> str | None:
     if queue is not None and not isinstance(queue, str):
         raise ValueError(f"metadata.labels.{QUEUE_LABEL} must be a string, got {queue!r}")
     return queue or None
+
+
+def _claims(entries: list[_Claim]) -> tuple[PodGroupClaim, ...]:
+    claims = []
+    for index, entry in enumerate(entries):
+        if (entry.claim_name is None) == (entry.template_name is None):
+            raise ValueError(
+                f"spec.resourceClaims[{index}]: exactly one of resourceClaimName and "
+                "resourceClaimTemplateName must be given"
+            )
+        claims.append(PodGroupClaim(entry.name, entry.claim_name, entry.template_name))
+    if len({claim.name for claim in claims}) != len(claims):
+        raise ValueError("spec.resourceClaims: each name must be given once")
+    return tuple(claims)
 
 
 def _disruption_all(mode: _Disruption | None) -> bool:

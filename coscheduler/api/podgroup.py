@@ -239,6 +239,9 @@ class PodGroupStatus(_Model):
     schedule_start_time: datetime.datetime | None = None
     occupied_by: Annotated[str, Field(max_length=253)] | None = None
     allocated: ResourceList | None = None
+    #: While pending: its place in its queue and across the cluster (1 goes first).
+    queue_position: Annotated[int, Field(ge=1)] | None = None
+    cluster_position: Annotated[int, Field(ge=1)] | None = None
 
     _check_allocated = field_validator("allocated")(_check_resource_list)
 

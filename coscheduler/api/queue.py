@@ -69,6 +69,7 @@ class WireSelector(_Model):
 class QueueSpec(_Model):
     nominal: Annotated[ResourceList, Field(max_length=32)] | None = None
     max: Annotated[ResourceList, Field(max_length=32)] | None = None
+    lending_limit: Annotated[ResourceList, Field(max_length=32)] | None = None
     weight: Annotated[int, Field(ge=1, le=1000)] = 1
     state: QueueState = QueueState.OPEN
     parent: Annotated[str, Field(min_length=1, max_length=63)] | None = None
@@ -78,7 +79,7 @@ class QueueSpec(_Model):
     ) = None
     namespace_selector: WireSelector | None = None
 
-    _check_quantities = field_validator("nominal", "max")(_check_resource_list)
+    _check_quantities = field_validator("nominal", "max", "lending_limit")(_check_resource_list)
 
     @model_validator(mode="after")
     def _max_at_least_nominal(self) -> QueueSpec:
@@ -88,11 +89,25 @@ class QueueSpec(_Model):
             raise ValueError(f"spec.max is below spec.nominal for {', '.join(low)}")
         return self
 
+    @model_validator(mode="after")
+    def _lends_within_nominal(self) -> QueueSpec:
+        nominal, lending = self.nominal_amounts(), self.lending_limit_amounts()
+        over = sorted(r for r, amount in lending.items() if amount > nominal.get(r, 0))
+        if over:
+            raise ValueError(
+                f"spec.lendingLimit is above spec.nominal for {', '.join(over)}: a queue "
+                "lends at most its own nominal quota"
+            )
+        return self
+
     def nominal_amounts(self) -> ResourceAmounts:
         return parse_resource_list(self.nominal)
 
     def max_amounts(self) -> ResourceAmounts:
         return parse_resource_list(self.max)
+
+    def lending_limit_amounts(self) -> ResourceAmounts:
+        return parse_resource_list(self.lending_limit)
 
 
 class QueueStatus(_Model):
@@ -107,6 +122,8 @@ class QueueStatus(_Model):
     conditions: Annotated[list[PodGroupCondition], Field(max_length=16)] = Field(
         default_factory=list
     )
+    lending_limit: ResourceList | None = None
+    recent_usage: ResourceList | None = None
 
 
 class Queue(BaseModel):

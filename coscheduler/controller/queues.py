@@ -75,12 +75,20 @@ def derive_queue_status(
         borrowed=_list(usage.borrowed),
         nominal=_list(usage.nominal),
         max=_list(usage.max),
+        lending_limit=_list(usage.lending_limit),
+        recent_usage=_list(_rounded(usage.recent)),
         dominant_share=f"{usage.share:.0%}",
         pending_groups=groups.get("pending", 0),
         admitted_groups=groups.get("admitted", 0),
         running_groups=groups.get("running", 0),
         conditions=[condition],
     )
+
+
+def _rounded(amounts: Mapping[str, int]) -> dict[str, int]:
+    """To three significant digits: recent usage decays every second, and a status that
+    changed in its last digit at every round would be written at every round."""
+    return {r: int(float(f"{a:.3g}")) for r, a in amounts.items()}
 
 
 def _list(amounts: Mapping[str, int]) -> dict[str, str | int] | None:

@@ -45,9 +45,10 @@ from coscheduler.api.podgroup import (
 )
 from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.reasons import Reason
+from coscheduler.core.positions import Position
 from coscheduler.core.status import Status
 
-__all__ = ["Member", "Transition", "derive"]
+__all__ = ["Member", "Transition", "derive", "in_line"]
 
 
 class Member(Protocol):
@@ -173,11 +174,15 @@ def derive(
     verdict: Status | None,
     now: datetime.datetime,
     domain: str | None = None,
+    position: Position | None = None,
 ) -> tuple[PodGroupStatus, list[Transition]]:
     """The group's new status and the transitions since ``previous``.
 
     ``domain`` (``key=value``) is where a group with ``spec.topology`` has
-    its bound members, said in the Scheduled condition.
+    its bound members, said in the Scheduled condition. ``position`` is the
+    group's place in line as last published (:mod:`~coscheduler.controller.positions`),
+    while it waits: in ``queuePosition``/``clusterPosition`` and the Scheduled
+    condition's message (the one kinds whose status has no such fields show).
     """
     counts = _count(members)
     phase = _phase(counts, spec.min_member)
@@ -186,12 +191,32 @@ def derive(
         PodGroupPhase.RUNNING,
         PodGroupPhase.FINISHED,
     )
+    if placed:
+        position = None
     conditions = [
-        _scheduled_condition(previous, counts, spec.min_member, placed, verdict, domain, now),
+        _scheduled_condition(
+            previous, counts, spec.min_member, placed, verdict, domain, now, position
+        ),
         _unschedulable_condition(previous, placed, verdict, now),
     ]
     status = _status(previous, phase, counts, conditions, verdict, now)
+    if position is not None:
+        status = status.model_copy(
+            update={
+                "queue_position": position.in_queue,
+                "cluster_position": position.in_cluster,
+            }
+        )
     return status, _transitions(previous, status, verdict, spec.min_member)
+
+
+def in_line(position: Position) -> str:
+    """``position 2 in queue q, 5 in the cluster`` (no line lengths: they move with
+    every group that joins or leaves, and the message would have to be rewritten)."""
+    return (
+        f"position {position.in_queue} in queue {position.queue}, "
+        f"{position.in_cluster} in the cluster"
+    )
 
 
 def _scheduled_condition(
@@ -202,8 +227,10 @@ def _scheduled_condition(
     verdict: Status | None,
     domain: str | None,
     now: datetime.datetime,
+    position: Position | None = None,
 ) -> PodGroupCondition:
-    """``Scheduled``: True once placed (and where), else False with the verdict's reason."""
+    """``Scheduled``: True once placed (and where), else False with the verdict's reason
+    (and its place in line, while it has one)."""
     bound = counts.bound_active + counts.succeeded
     if placed:
         return _condition(
@@ -221,7 +248,8 @@ def _scheduled_condition(
         ConditionStatus.FALSE,
         verdict.reason if verdict else Reason.WAITING,
         f"{bound} of minMember {min_member} members are bound"
-        + (f": {verdict.message}" if verdict else ""),
+        + (f": {verdict.message}" if verdict else "")
+        + (f" ({in_line(position)})" if position is not None else ""),
         now,
     )
 

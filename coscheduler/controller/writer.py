@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Mapping
 
 import structlog
 
@@ -34,6 +35,7 @@ from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.status import Transition, derive
 from coscheduler.core.group import GroupKey
+from coscheduler.core.positions import Position
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import EventKind, ObjectRef
 from coscheduler.runtime.kube import MERGE_PATCH
@@ -71,8 +73,11 @@ class StatusWriter:
         reporter: Reporter,
         debounce_seconds: float = 0.25,
         concurrency: int = 8,
+        positions: Mapping[GroupKey, Position] | None = None,
     ) -> None:
         self._view = view
+        #: Each pending group's place in line, as published (:mod:`.positions`).
+        self._positions: Mapping[GroupKey, Position] = {} if positions is None else positions
         self._changed = changed
         self._client = reporter.client
         self._events = reporter.events
@@ -95,11 +100,15 @@ class StatusWriter:
         while True:
             await self._changed.wake.wait()
             await asyncio.sleep(self._backoff.pause)
-            keys = self._changed.take()
-            self._failed = False
-            await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
-            self._backoff.round_done(failed=self._failed)
-            self._report_phases()
+            await self.write_marked()
+
+    async def write_marked(self) -> None:
+        """One round: every group marked so far, each written if its status changed."""
+        keys = self._changed.take()
+        self._failed = False
+        await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
+        self._backoff.round_done(failed=self._failed)
+        self._report_phases()
 
     def _report_phases(self) -> None:
         phases = Counter(group.status.phase for group in self._view.groups())
@@ -145,6 +154,7 @@ class StatusWriter:
             verdict=self._view.verdict(key),
             now=utc_now(whole_seconds=True),
             domain=self._domain(group, key),
+            position=self._positions.get(key),
         )
         status = adapter.conclude(status)
         if upstream:

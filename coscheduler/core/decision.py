@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from coscheduler.api.devices import ResourceClaimInfo
 from coscheduler.api.pod import PodInfo
-from coscheduler.core.devices import ClaimWrite
+from coscheduler.core.devices import ClaimWrite, PodDevices
 from coscheduler.core.group import GroupKey
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
@@ -43,6 +43,8 @@ class PreemptionPlan:
     #: Whether there is anything to tell: False when no running pod could be
     #: a victim at all (the common case of a full cluster of equals).
     worth_telling: bool = True
+    #: The devices (DRA) the nominated members took in that trial: the hold keeps them.
+    nominated_devices: tuple[PodDevices, ...] = ()
 
     @property
     def found(self) -> bool:

@@ -21,6 +21,13 @@ As in Kubernetes, ``device.attributes["some.domain"]`` is an empty map when
 the device has no attribute of that domain, so ``has()`` and ``in`` work on
 it; that default is given for the domains an expression names as string
 literals (a domain computed at run time finds no default).
+
+The selectors most classes use are conjunctions of equalities with literals
+(``device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "H100"``).
+Those are also read into plain comparisons, which answer without a CEL
+evaluation when every value they name is there and of the literal's type;
+anything else (a missing attribute, another type, any other expression) goes
+to the CEL runtime, so the answer and the error are always CEL's.
 """
 
 from __future__ import annotations
@@ -187,10 +194,74 @@ def _env() -> cel.Env:
     return _ENV
 
 
+#: ``device.driver`` or ``device.attributes["domain"].name`` (or ``["name"]``).
+_FIELD: Final = (
+    r"""device\.(?:(?P<driver>driver)|attributes\[(?P<q>["'])(?P<domain>[^"'\\]+)(?P=q)\]"""
+    r"""(?:\.(?P<name>[A-Za-z_][A-Za-z0-9_]*)|\[(?P<q2>["'])(?P<key>[^"'\\]+)(?P=q2)\]))"""
+)
+#: A string, int or bool literal (no escapes).
+_VALUE: Final = (
+    r"""(?:(?P<vq>["'])(?P<text>[^"'\\]*)(?P=vq)|(?P<int>-?[0-9]+)|(?P<bool>true|false))"""
+)
+_EQUALITY: Final = re.compile(rf"\s*{_FIELD}\s*==\s*{_VALUE}\s*")
+_INT64: Final = range(-(2**63), 2**63)
+
+#: One equality: (domain, or None for the driver; attribute name; literal value).
+_Equality = tuple[str | None, str, str | int | bool]
+
+
+def _equalities(expression: str) -> tuple[_Equality, ...] | None:
+    """The expression as a conjunction of field == literal, or None when it is not one.
+
+    Splitting at ``&&`` is safe: a literal holding ``&&`` leaves a piece with an
+    unclosed quote, which no equality matches.
+    """
+    found: list[_Equality] = []
+    for piece in expression.split("&&"):
+        match = _EQUALITY.fullmatch(piece)
+        if match is None:
+            return None
+        literal: str | int | bool
+        if match["bool"] is not None:
+            literal = match["bool"] == "true"
+        elif match["int"] is not None:
+            literal = int(match["int"])
+            if literal not in _INT64:
+                return None
+        else:
+            literal = match["text"]
+        if match["driver"] is not None:
+            if not isinstance(literal, str):
+                return None
+            found.append((None, "driver", literal))
+        else:
+            found.append((match["domain"], match["name"] or match["key"], literal))
+    return tuple(found)
+
+
+def _decide(equalities: tuple[_Equality, ...], driver: str, device: Device) -> bool | None:
+    """The conjunction's value, or None when CEL must tell (a value missing or of another type).
+
+    As CEL's ``&&``: one false equality makes it false whatever the others are.
+    """
+    unknown = False
+    for domain, name, literal in equalities:
+        if domain is None:
+            value: object = driver
+        else:
+            value = device.attributes.get(domain, {}).get(name)
+            if type(value) is not type(literal):
+                unknown = True
+                continue
+        if value != literal:
+            return False
+    return None if unknown else True
+
+
 class Selector:
     """One compiled selector expression."""
 
-    __slots__ = ("_domains", "_program", "expression")
+    __slots__ = ("_domains", "_equalities", "_program", "expression")
 
     def __init__(self, expression: str) -> None:
         self.expression = expression
@@ -199,9 +270,18 @@ class Selector:
         except RuntimeError as error:
             raise CelError(f"CEL compile error: {error}") from error
         self._domains = frozenset(m.group(1) for m in _LITERAL.finditer(expression))
+        self._equalities = _equalities(expression)
 
     def matches(self, driver: str, device: Device) -> bool:
         """Whether the device satisfies the expression; :class:`CelError` when it cannot be told."""
+        if self._equalities is not None:
+            decided = _decide(self._equalities, driver, device)
+            if decided is not None:
+                return decided
+        return self.evaluate(driver, device)
+
+    def evaluate(self, driver: str, device: Device) -> bool:
+        """:meth:`matches` by the CEL runtime alone."""
         variables = {"device": device_variable(driver, device, self._domains)}
         try:
             result = self._program.eval(data=variables)

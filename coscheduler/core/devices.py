@@ -26,25 +26,25 @@ allocator's:
   request that tolerates it;
 - a device allocated to another claim, or assumed for one, is not taken again.
 
-The search is exact for what a claim can ask within one request (devices of
-one request are interchangeable but for the constrained attributes, whose
-values are tried in turn); across the requests of one claim it is greedy in
-request order, as the upstream allocator's first pass is.
+The search (:mod:`~coscheduler.core.device_search`) backtracks over the
+requests of all the member's claims within a budget. What each alternative
+of a request may take on a node is worked out once per snapshot generation
+(slices and classes unchanged) and kept: selectors, taints and tolerations
+are judged once per device, not once per member.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from coscheduler.api.devices import (
     DEVICE_CLASS_RESOURCE,
     AllocatedDevice,
     ClaimSpec,
-    Device,
     DeviceChoice,
     DeviceClassInfo,
+    DeviceToleration,
     PodClaim,
     ResourceClaimInfo,
     ResourceSliceInfo,
@@ -52,6 +52,14 @@ from coscheduler.api.devices import (
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node_selector import NodeSelectorRequirement, NodeSelectorTerm
 from coscheduler.core.device_cel import CelError, compile_selector
+from coscheduler.core.device_search import (
+    Candidate,
+    ClaimAsk,
+    DeviceKey,
+    DeviceRefusalError,
+    Matched,
+    choose,
+)
 from coscheduler.core.filters import affinity
 
 __all__ = [
@@ -65,17 +73,12 @@ __all__ = [
     "PodDevices",
 ]
 
-#: (driver, pool, device): a device cluster-wide.
-DeviceKey = tuple[str, str, str]
-
 #: The filter's name in a diagnosis (kube-scheduler's plugin).
 DEVICES = "DynamicResources"
 #: kube-scheduler's words.
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
 IN_USE = "resourceclaim in use"
-#: How many (node, claim) searches a trial may try per constrained request's values.
-_MAX_GROUPS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,15 +115,8 @@ class ClaimWrite:
     #: None: allocated already (a shared claim), only reserved for more pods.
     allocation: ClaimAllocation | None
     reserve: tuple[tuple[str, str], ...]
-
-
-@dataclass(slots=True)
-class _Candidate:
-    key: DeviceKey
-    driver: str
-    device: Device
-    #: The slice's reach: None for every node, else node selector terms.
-    nodes: tuple[NodeSelectorTerm, ...] | None
+    #: A native PodGroup's claim: reserved for the group (name, uid), not its pods.
+    group: tuple[str, str] | None = None
 
 
 @dataclass(slots=True)
@@ -136,14 +132,9 @@ class _Pool:
         return current if len(current) == current[0].slice_count else []
 
 
-class DeviceRefusalError(Exception):
-    """Why a member's claims cannot be satisfied on a node (or anywhere)."""
-
-    def __init__(self, reason: str, *, anywhere: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        #: True when no node can help (a missing claim or class, a CEL error).
-        self.anywhere = anywhere
+#: What a request's alternative may take is judged by these, on one node.
+#: A node's name for its own devices; None for those reached through selectors.
+_MatchKey = tuple[str, tuple[str, ...], tuple[DeviceToleration, ...], str | None]
 
 
 def _node_name_term(node: str) -> NodeSelectorTerm:
@@ -161,8 +152,8 @@ class DeviceIndex:
         self._slices: dict[str, ResourceSliceInfo] = {}
         self._pools: dict[tuple[str, str], _Pool] = {}
         #: Devices by the node their slice names; slices for selected or all nodes apart.
-        self._by_node: dict[str, list[_Candidate]] | None = None
-        self._elsewhere: list[_Candidate] = []
+        self._by_node: dict[str, list[Candidate]] | None = None
+        self._elsewhere: list[Candidate] = []
         #: Device -> claim key, from the claims' ``status.allocation``.
         self._allocated: dict[DeviceKey, str] = {}
         #: Device -> claim key, for allocations decided and not seen written yet.
@@ -170,8 +161,11 @@ class DeviceIndex:
         self._assumed_claims: dict[str, ClaimAllocation] = {}
         #: Pod uid -> what it took, until forgotten (its claims' writes are then seen).
         self._by_pod: dict[str, PodDevices] = {}
-        #: (expression, device) -> verdict, or the error's message.
-        self._verdicts: dict[tuple[str, DeviceKey], bool | str] = {}
+        #: Device -> expression -> verdict, or the error's message.
+        self._verdicts: dict[DeviceKey, dict[str, bool | str]] = {}
+        #: (class, selectors, tolerations, node) -> what such a request may take there.
+        #: Kept while slices and classes stay as they are.
+        self._matching: dict[_MatchKey, Matched] = {}
         #: Node-local devices: their node; and how many are taken per node.
         self._node_of: dict[DeviceKey, str] = {}
         self._taken_on: dict[str, int] = {}
@@ -200,17 +194,18 @@ class DeviceIndex:
             if not pool.slices:
                 del self._pools[(old.driver, old.pool)]
         for device in old.devices:
-            key = (old.driver, old.pool, device.name)
-            for expression in [e for e, k in self._verdicts if k == key]:
-                self._verdicts.pop((expression, key), None)
+            self._verdicts.pop((old.driver, old.pool, device.name), None)
         self._by_node = None
         self._dirty = None
 
     def upsert_class(self, device_class: DeviceClassInfo) -> None:
+        if self.classes.get(device_class.name) != device_class:
+            self._matching.clear()
         self.classes[device_class.name] = device_class
 
     def remove_class(self, name: str) -> None:
-        self.classes.pop(name, None)
+        if self.classes.pop(name, None) is not None:
+            self._matching.clear()
 
     def upsert_claim(self, claim: ResourceClaimInfo) -> None:
         self.remove_claim(claim.key)
@@ -219,18 +214,21 @@ class DeviceIndex:
             # Seen written: the assumption is the API's now.
             self._release(claim.key)
         for result in claim.allocation or ():
-            if result.key not in self._allocated:
-                self._count(result.key, 1)
-            self._allocated[result.key] = claim.key
+            key = result.key
+            if key not in self._allocated and key not in self._assumed:
+                self._count(key, 1)
+            self._allocated[key] = claim.key
 
     def remove_claim(self, key: str) -> None:
         old = self.claims.pop(key, None)
         for result in (old.allocation or ()) if old is not None else ():
             if self._allocated.get(result.key) == key:
                 del self._allocated[result.key]
-                self._count(result.key, -1)
+                if result.key not in self._assumed:
+                    self._count(result.key, -1)
 
     def _count(self, key: DeviceKey, change: int) -> None:
+        """A device became taken (+1) or free (-1): allocated, assumed, or both, counts once."""
         node = self._node_of.get(key)
         if node is not None:
             self._taken_on[node] = self._taken_on.get(node, 0) + change
@@ -272,22 +270,31 @@ class DeviceIndex:
 
     # -- reading ------------------------------------------------------------
 
-    def counted(self, namespace: str, claims: Sequence[PodClaim]) -> dict[str, int]:
-        """How many devices of each class the pod's own claims ask, as queues count them.
+    def counted(
+        self, namespace: str, claims: Sequence[PodClaim], charged: Collection[str] = ()
+    ) -> dict[str, int]:
+        """How many devices of each class the pod's claims ask, as queues count them.
 
         Claims made from a template are the pod's own (their template's spec,
-        else the claim's); a claim named by several pods is shared and not
-        counted per pod. ``All`` and ``firstAvailable`` count their first
-        choice (``All`` as one device).
+        else the claim's); a claim named by ``resourceClaimName`` may be shared
+        and counts only on the pod it is ``charged`` to (its keys; see
+        :mod:`~coscheduler.core.device_charges`); a native PodGroup's claim is
+        not counted per member. ``All`` and ``firstAvailable`` count their
+        first choice (``All`` as one device).
         """
         counts: dict[str, int] = {}
         for entry in claims:
-            if entry.template is None:
+            made = None if entry.claim is None else self.claims.get(f"{namespace}/{entry.claim}")
+            if made is not None and made.for_group:
                 continue
-            spec = self.templates.get(f"{namespace}/{entry.template}")
-            if spec is None and entry.claim is not None:
-                made = self.claims.get(f"{namespace}/{entry.claim}")
-                spec = None if made is None else made.spec
+            spec: ClaimSpec | None = None
+            if entry.template is None:
+                if made is not None and f"{namespace}/{entry.claim}" in charged:
+                    spec = made.spec
+            else:
+                spec = self.templates.get(f"{namespace}/{entry.template}")
+                if spec is None and made is not None:
+                    spec = made.spec
             for request in spec.requests if spec is not None else ():
                 choice = request.choices[0]
                 resource = DEVICE_CLASS_RESOURCE + choice.device_class
@@ -313,6 +320,10 @@ class DeviceIndex:
             for request in claim.spec.requests:
                 need += min(1 if choice.all else choice.count for choice in request.choices)
         return need
+
+    def assumed_for(self, pod_uid: str) -> PodDevices | None:
+        """What :meth:`assume` took for the pod, until forgotten or settled."""
+        return self._by_pod.get(pod_uid)
 
     def taken(self) -> dict[DeviceKey, str]:
         """Every device allocated or assumed, with its claim."""
@@ -346,9 +357,10 @@ class DeviceIndex:
 
         Nothing is taken: :meth:`assume` does that.
         """
-        allocations: list[ClaimAllocation] = []
-        used: set[DeviceKey] = set()
-        for key in dict.fromkeys(claim_keys):
+        asks: list[ClaimAsk] = []
+        uids: list[str] = []
+        keys = tuple(dict.fromkeys(claim_keys))
+        for key in keys:
             claim = self.claims.get(key)
             if claim is None:
                 name = key.split("/", 1)[1]
@@ -357,19 +369,36 @@ class DeviceIndex:
                 )
             if claim.deleting:
                 raise DeviceRefusalError(f"resourceclaim {key} is being deleted", anywhere=True)
-            existing = self.allocation_of(key)
-            if existing is not None:
-                if existing.nodes is not None and not any(
-                    affinity.term_matches(term, node.labels, node.name) for term in existing.nodes
+            assumed = self._assumed_claims.get(key)
+            if assumed is not None or claim.allocation is not None:
+                reach = claim.allocation_nodes if assumed is None else assumed.nodes
+                if reach is not None and not any(
+                    affinity.term_matches(term, node.labels, node.name) for term in reach
                 ):
                     raise DeviceRefusalError(NOT_ON_NODE)
                 continue
-            found = self._allocate(claim, node, used)
-            if found is None:
-                raise DeviceRefusalError(CANNOT_ALLOCATE)
-            used.update(result.key for result in found.results)
-            allocations.append(found)
-        return PodDevices(pod_uid, tuple(allocations), tuple(dict.fromkeys(claim_keys)))
+            matched = []
+            for request in claim.spec.requests:
+                matched.append(tuple([self._matched(choice, node) for choice in request.choices]))
+            asks.append(ClaimAsk(key, claim.spec, tuple(matched)))
+            uids.append(claim.uid)
+        if not asks:
+            return PodDevices(pod_uid, (), keys)
+        picks = choose(asks, self._busy)
+        if picks is None:
+            raise DeviceRefusalError(CANNOT_ALLOCATE)
+        allocations = []
+        for position, (ask, uid) in enumerate(zip(asks, uids, strict=True)):
+            mine = [(name, c) for at, name, c in picks if at == position]
+            results = tuple([AllocatedDevice(name, *c.key) for name, c in mine])
+            reach = _reach([c for _, c in mine])
+            allocations.append(ClaimAllocation(ask.key, uid, results, reach))
+        return PodDevices(pod_uid, tuple(allocations), keys)
+
+    def _busy(self, key: DeviceKey) -> bool:
+        if key in self._assumed:
+            return True
+        return key in self._allocated and key not in self._freed
 
     def assume(self, devices: PodDevices) -> None:
         """Count the member's new allocations as taken (until written, or forgotten)."""
@@ -377,8 +406,10 @@ class DeviceIndex:
         for allocation in devices.allocations:
             self._assumed_claims[allocation.claim] = allocation
             for result in allocation.results:
-                self._assumed[result.key] = allocation.claim
-                self._count(result.key, 1)
+                key = result.key
+                if key not in self._assumed and key not in self._allocated:
+                    self._count(key, 1)
+                self._assumed[key] = allocation.claim
 
     def forget_pod(self, pod_uid: str) -> None:
         """Give back what the pod's :meth:`assume` took, unless its claims are seen written."""
@@ -405,30 +436,44 @@ class DeviceIndex:
         for result in allocation.results:
             if self._assumed.get(result.key) == claim_key:
                 del self._assumed[result.key]
-                self._count(result.key, -1)
+                if result.key not in self._allocated:
+                    self._count(result.key, -1)
 
-    def writes_for(self, pods: Sequence[tuple[str, str]]) -> tuple[ClaimWrite, ...]:
+    def writes_for(
+        self,
+        pods: Sequence[tuple[str, str]],
+        group_claims: Mapping[str, tuple[str, str]] | None = None,
+    ) -> tuple[ClaimWrite, ...]:
         """What to write on the claims of these placed pods (name, uid), in order.
 
         A claim allocated in this decision gets its allocation; every claim gets
-        the pods that use it and are not in its ``reservedFor`` yet.
+        the pods that use it and are not in its ``reservedFor`` yet. A claim in
+        ``group_claims`` (key -> PodGroup name, uid) is reserved for that group
+        once instead, as kube-scheduler does with a PodGroup's claim.
         """
-        writes: dict[str, ClaimWrite] = {}
+        reserves: dict[str, list[tuple[str, str]]] = {}
+        groups: dict[str, tuple[str, str] | None] = {}
+        group_claims = group_claims or {}
         for name, uid in pods:
             devices = self._by_pod.get(uid)
             if devices is None:
                 continue
             for key in devices.claims:
                 claim = self.claims.get(key)
-                if claim is None or uid in claim.reserved_for:
+                group = group_claims.get(key)
+                user = uid if group is None else group[1]
+                if claim is None or user in claim.reserved_for:
                     continue
-                write = writes.get(key)
-                if write is None:
-                    pending = self._assumed_claims.get(key)
-                    allocation = pending if claim.allocation is None else None
-                    write = ClaimWrite(claim, allocation, ())
-                writes[key] = dataclasses.replace(write, reserve=(*write.reserve, (name, uid)))
-        return tuple(writes.values())
+                reserve = reserves.setdefault(key, [])
+                groups[key] = group
+                if group is None:
+                    reserve.append((name, uid))
+        writes = []
+        for key, reserve in reserves.items():
+            claim = self.claims[key]
+            allocation = self._assumed_claims.get(key) if claim.allocation is None else None
+            writes.append(ClaimWrite(claim, allocation, tuple(reserve), groups[key]))
+        return tuple(writes)
 
     def stale(self, pods: Sequence[tuple[str, Sequence[str]]]) -> tuple[ResourceClaimInfo, ...]:
         """Claims to deallocate for pods that could not be placed: (uid, claim keys) each.
@@ -455,20 +500,9 @@ class DeviceIndex:
 
     # -- the search ---------------------------------------------------------
 
-    def _candidates(self, node: NodeInfo) -> Iterator[_Candidate]:
-        if self._by_node is None:
-            self._index_devices()
-        assert self._by_node is not None
-        yield from self._by_node.get(node.name, ())
-        for candidate in self._elsewhere:
-            if candidate.nodes is None or any(
-                affinity.term_matches(term, node.labels, node.name) for term in candidate.nodes
-            ):
-                yield candidate
-
     def _index_devices(self) -> None:
-        by_node: dict[str, list[_Candidate]] = {}
-        elsewhere: list[_Candidate] = []
+        by_node: dict[str, list[Candidate]] = {}
+        elsewhere: list[Candidate] = []
         for (driver, pool), entry in sorted(self._pools.items()):
             for slice_ in sorted(entry.complete(), key=lambda s: s.name):
                 if slice_.node_name is not None:
@@ -480,18 +514,46 @@ class DeviceIndex:
                     nodes = None if slice_.all_nodes else slice_.node_selector
                     into = elsewhere
                 for device in slice_.devices:
-                    into.append(_Candidate((driver, pool, device.name), driver, device, nodes))
+                    into.append(Candidate((driver, pool, device.name), driver, device, nodes))
         self._by_node = by_node
         self._elsewhere = elsewhere
+        self._matching.clear()
         self._node_of = {c.key: node for node, found in by_node.items() for c in found}
         taken: dict[str, int] = {}
-        for key in (*self._allocated, *self._assumed):
+        for key in self._allocated.keys() | self._assumed.keys():
             node = self._node_of.get(key)
             if node is not None:
                 taken[node] = taken.get(node, 0) + 1
         self._taken_on = taken
 
-    def _matches(self, choice: DeviceChoice, candidate: _Candidate, claim: str) -> bool:
+    def _matched(self, choice: DeviceChoice, node: NodeInfo) -> Matched:
+        """What ``choice`` may take on ``node`` (taken or not), judged once per generation."""
+        if self._by_node is None:
+            self._index_devices()
+        assert self._by_node is not None
+        judged = (choice.device_class, choice.selectors, choice.tolerations)
+        local = self._matching.get((*judged, node.name))
+        if local is None:
+            local = self._judge_all(choice, self._by_node.get(node.name, ()))
+            self._matching[(*judged, node.name)] = local
+        if not self._elsewhere:
+            return local
+        # Devices reached through a node selector: judged once, their reach asked per node
+        # (node labels may change without the devices changing).
+        shared = self._matching.get((*judged, None))
+        if shared is None:
+            shared = self._judge_all(choice, self._elsewhere)
+            self._matching[(*judged, None)] = shared
+        reached = [
+            c
+            for c in shared.devices
+            if c.nodes is None
+            or any(affinity.term_matches(term, node.labels, node.name) for term in c.nodes)
+        ]
+        errors = {c.key: shared.errors[c.key] for c in reached if c.key in shared.errors}
+        return Matched((*local.devices, *reached), {**local.errors, **errors})
+
+    def _judge_all(self, choice: DeviceChoice, candidates: Iterable[Candidate]) -> Matched:
         device_class = self.classes.get(choice.device_class)
         if device_class is None:
             request = choice.name.split("/", 1)[0]
@@ -499,21 +561,33 @@ class DeviceIndex:
                 f"request {request}: device class {choice.device_class} does not exist",
                 anywhere=True,
             )
-        for owner, selectors in (
+        devices: list[Candidate] = []
+        errors: dict[DeviceKey, tuple[str | None, str]] = {}
+        for candidate in candidates:
+            verdict = self._judge(device_class, choice, candidate)
+            if isinstance(verdict, tuple):
+                errors[candidate.key] = verdict
+            elif not verdict:
+                continue
+            devices.append(candidate)
+        return Matched(tuple(devices), errors)
+
+    def _judge(
+        self, device_class: DeviceClassInfo, choice: DeviceChoice, candidate: Candidate
+    ) -> bool | tuple[str | None, str]:
+        """Whether the device suits the choice, or (owner, words) of the selector that failed."""
+        owners: tuple[tuple[str | None, tuple[str, ...]], ...] = (
             (f"class {device_class.name}", device_class.selectors),
-            (
-                f"claim {claim}",
-                choice.selectors,
-            ),
-        ):
+            (None, choice.selectors),  # None: the claim, named when refused
+        )
+        for owner, selectors in owners:
             for number, expression in enumerate(selectors):
                 verdict = self._verdict(expression, candidate)
                 if isinstance(verdict, str):
                     device = "/".join(candidate.key)
-                    raise DeviceRefusalError(
-                        f"{owner}: selector #{number} on device {device}: {verdict} "
-                        f"(expression: {expression})",
-                        anywhere=True,
+                    return owner, (
+                        f"selector #{number} on device {device}: {verdict} "
+                        f"(expression: {expression})"
                     )
                 if not verdict:
                     return False
@@ -524,112 +598,19 @@ class DeviceIndex:
                 return False
         return True
 
-    def _verdict(self, expression: str, candidate: _Candidate) -> bool | str:
-        cache_key = (expression, candidate.key)
-        verdict = self._verdicts.get(cache_key)
+    def _verdict(self, expression: str, candidate: Candidate) -> bool | str:
+        verdicts = self._verdicts.setdefault(candidate.key, {})
+        verdict = verdicts.get(expression)
         if verdict is None:
             try:
                 verdict = compile_selector(expression).matches(candidate.driver, candidate.device)
             except CelError as error:
                 verdict = str(error)
-            self._verdicts[cache_key] = verdict
+            verdicts[expression] = verdict
         return verdict
 
-    def _allocate(
-        self, claim: ResourceClaimInfo, node: NodeInfo, used: set[DeviceKey]
-    ) -> ClaimAllocation | None:
-        allocated, assumed, freed = self._allocated, self._assumed, self._freed
 
-        def busy(key: DeviceKey) -> bool:
-            return key in used or (key in allocated and key not in freed) or key in assumed
-
-        candidates = list(self._candidates(node))
-        picks = _solve(self, claim.key, claim.spec, 0, candidates, busy, frozenset(), {})
-        if picks is None:
-            return None
-        results = tuple(
-            AllocatedDevice(choice_name, c.key[0], c.key[1], c.key[2]) for choice_name, c in picks
-        )
-        return ClaimAllocation(claim.key, claim.uid, results, _reach(c for _, c in picks))
-
-
-def _solve(
-    index: DeviceIndex,
-    claim: str,
-    spec: ClaimSpec,
-    position: int,
-    candidates: list[_Candidate],
-    busy: Callable[[DeviceKey], bool],
-    picked: frozenset[DeviceKey],
-    fixed: Mapping[str, object],
-) -> list[tuple[str, _Candidate]] | None:
-    """Devices for the requests from ``position`` on, with constrained values ``fixed``."""
-    if position == len(spec.requests):
-        return []
-    for choice in spec.requests[position].choices:
-        attributes = [c.attribute for c in spec.constraints if c.covers(choice.name)]
-        if choice.all:
-            # Every matching device, none of them taken, at least one.
-            matching = [c for c in candidates if index._matches(choice, c, claim)]
-            if not matching or any(c.key in picked or busy(c.key) for c in matching):
-                continue
-            groups = [matching] if _agree(matching, attributes, fixed) else []
-        else:
-            # Taken devices are skipped before their selectors are asked.
-            free = [
-                c
-                for c in candidates
-                if c.key not in picked and not busy(c.key) and index._matches(choice, c, claim)
-            ]
-            groups = _groups(free, attributes, fixed, choice.count)
-        for group in groups[:_MAX_GROUPS]:
-            picks = group if choice.all else group[: choice.count]
-            values = dict(fixed)
-            for attribute in attributes:
-                values[attribute] = picks[0].device.attribute(attribute, picks[0].driver)
-            rest = _solve(
-                index,
-                claim,
-                spec,
-                position + 1,
-                candidates,
-                busy,
-                picked | {c.key for c in picks},
-                values,
-            )
-            if rest is not None:
-                return [(choice.name, c) for c in picks] + rest
-    return None
-
-
-def _agree(group: list[_Candidate], attributes: list[str], fixed: Mapping[str, object]) -> bool:
-    for attribute in attributes:
-        values = {c.device.attribute(attribute, c.driver) for c in group}
-        if None in values or len(values) != 1:
-            return False
-        if attribute in fixed and fixed[attribute] not in values:
-            return False
-    return True
-
-
-def _groups(
-    free: list[_Candidate], attributes: list[str], fixed: Mapping[str, object], count: int
-) -> list[list[_Candidate]]:
-    """The free devices split by their values of the constrained attributes, those large enough."""
-    if not attributes:
-        return [free] if len(free) >= count else []
-    by_values: dict[tuple[object, ...], list[_Candidate]] = {}
-    for candidate in free:
-        values = tuple(candidate.device.attribute(a, candidate.driver) for a in attributes)
-        if any(v is None for v in values):
-            continue
-        if any(a in fixed and fixed[a] != v for a, v in zip(attributes, values, strict=True)):
-            continue
-        by_values.setdefault(values, []).append(candidate)
-    return [group for group in by_values.values() if len(group) >= count]
-
-
-def _reach(candidates: Iterable[_Candidate]) -> tuple[NodeSelectorTerm, ...] | None:
+def _reach(candidates: Iterable[Candidate]) -> tuple[NodeSelectorTerm, ...] | None:
     """Where every one of these devices can be reached: the intersection of their reaches."""
     reach: tuple[NodeSelectorTerm, ...] | None = None
     for candidate in candidates:

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from coscheduler.api.native_podgroup import PodGroupClaim
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.api.queue import pod_queue_name
@@ -76,21 +77,23 @@ class GroupKey(NamedTuple):
     def of_pod(cls, pod: PodInfo) -> GroupKey:
         """The key of the group the pod belongs to (its own key when it has none).
 
-        A group label wins (it was written for us); then the composite gang
-        the runtime put its native PodGroup in; then ``spec.schedulingGroup``
-        (1.36 and later) or ``spec.workloadRef`` (1.35); then the group its
-        owner gives it (:mod:`~coscheduler.core.owners`).
+        A group label wins (it was written for us); then the group its owner
+        gives it (:mod:`~coscheduler.core.owners`: a Job annotated for us, whose
+        pods 1.37's ``WorkloadWithJob`` also puts in a native group, basic
+        unless the Job asked otherwise); then the composite gang the runtime
+        put its native PodGroup in; then ``spec.schedulingGroup`` (1.36 and
+        later) or ``spec.workloadRef`` (1.35).
         """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
+        if pod.owner_group is not None:
+            return cls(pod.namespace, pod.owner_group)
         if pod.composite is not None:
             return cls(pod.namespace, pod.composite, KIND_COMPOSITE)
         if pod.scheduling_group is not None:
             return cls(pod.namespace, pod.scheduling_group, KIND_NATIVE_POD_GROUP)
         if pod.workload is not None:
             return cls(pod.namespace, pod.workload.gang_name, KIND_WORKLOAD)
-        if pod.owner_group is not None:
-            return cls(pod.namespace, pod.owner_group)
         return cls(pod.namespace, pod.name, KIND_POD)
 
 
@@ -135,6 +138,10 @@ class GroupPolicy:
     #: What creates the members (``Job ns/name``) and the most pods it runs at
     #: once, when known: a gang larger than that never gathers, and is told so.
     creator: tuple[str, int] | None = None
+    #: A native PodGroup's ``spec.resourceClaims``: allocated once for the gang and
+    #: reserved for the group (``consumer``: its name and uid), not for its members.
+    shared_claims: tuple[PodGroupClaim, ...] = ()
+    consumer: tuple[str, str] | None = None
 
     @property
     def key(self) -> GroupKey:

@@ -20,10 +20,12 @@ group a pod joins and in what state. In order:
    only on pods of a ``gang`` podGroup, or of one it does not know yet); else
    it is a gang of one. A pod naming a group that does not exist waits for it
    (``GroupNotFound``), unless ``lone_when_group_missing`` is set.
-5. A pod without a group label or a Workload reference whose controlling owner
-   is a Job that asks for a gang (or is not known yet) joins the group named
-   after the Job (``PodInfo.owner_group``, set by :mod:`~coscheduler.core.owners`'
-   rule); it waits for that group whatever ``lone_when_group_missing`` says.
+5. A pod without a group label whose controlling owner is a Job that asks for
+   a gang (or is not known yet) joins the group named after the Job
+   (``PodInfo.owner_group``, set by :mod:`~coscheduler.core.owners`' rule),
+   even if it also names a native group or Workload (1.37's Job controller
+   gives every Job's pods one); it waits for that group whatever
+   ``lone_when_group_missing`` says.
 
 :class:`Membership` holds the pods, the groups' policies and each group's
 members; it knows nothing of queues, quota or the planner.

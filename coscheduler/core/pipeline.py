@@ -26,8 +26,9 @@ how the attempt ended.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from coscheduler.api.native_podgroup import PodGroupClaim
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.accounting import Accounts
@@ -100,7 +101,7 @@ class Pipeline:
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)
         if any(pod.device_claims for pod in pending):
-            decision = self._with_devices(decision, pending)
+            decision = self._with_devices(decision, pending, bound)
         order = self.preemptions.settle(
             self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )
@@ -188,13 +189,23 @@ class Pipeline:
             actions.extend(assigned)
         return dataclasses.replace(decision, volume_actions=tuple(actions)) if actions else decision
 
-    def _with_devices(self, decision: Decision, pending: list[PodInfo]) -> Decision:
+    def _with_devices(
+        self, decision: Decision, pending: list[PodInfo], bound: list[PodInfo]
+    ) -> Decision:
         """The claims to write before the bindings; or, placing none, the claims to let go."""
         devices = self.snapshot.devices
+        policy = self.membership.policy(decision.group)
+        consumer = policy.consumer if policy is not None else None
         if decision.bindings:
-            writes = devices.writes_for([(b.name, b.uid) for b in decision.bindings])
+            group_claims: dict[str, tuple[str, str]] = {}
+            if policy is not None and consumer is not None:
+                group_claims = _group_claim_keys(policy.shared_claims, consumer, pending)
+            writes = devices.writes_for([(b.name, b.uid) for b in decision.bindings], group_claims)
             return dataclasses.replace(decision, device_writes=writes)
-        waiting = []
+        waiting: list[tuple[str, Sequence[str]]] = []
+        if consumer is not None and not bound:
+            # Upstream's rule: with no member bound, the group's own claims may be let go.
+            waiting.append((consumer[1], ()))
         for pod in pending:
             if not pod.device_claims or self.snapshot.is_assumed(pod.uid):
                 continue
@@ -205,6 +216,21 @@ class Pipeline:
             waiting.append((pod.uid, keys))
         stale = devices.stale(waiting)
         return dataclasses.replace(decision, device_releases=stale) if stale else decision
+
+
+def _group_claim_keys(
+    shared: Sequence[PodGroupClaim], consumer: tuple[str, str], members: Sequence[PodInfo]
+) -> dict[str, tuple[str, str]]:
+    """The claims of a native PodGroup its members use (key -> the group), as ``BindTo`` decides."""
+    found: dict[str, tuple[str, str]] = {}
+    for pod in members:
+        for entry in pod.device_claims:
+            if entry.claim is None:
+                continue
+            claim_name = entry.claim if entry.template is None else None
+            if any(c.matches(entry.name, claim_name, entry.template) for c in shared):
+                found[f"{pod.namespace}/{entry.claim}"] = consumer
+    return found
 
 
 @dataclasses.dataclass(slots=True)

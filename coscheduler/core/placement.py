@@ -312,10 +312,19 @@ def _device_walk(
         slots = slots[snapshot.device_room(slots) >= need]
     allocatable, used = snapshot.rows(slots)
     request = snapshot.request(pod)
+    # The room for the shape, from the rows already read (as place_run does).
+    columns = [column for column, amount in request.items() if amount > 0]
+    amounts = np.array([request[column] for column in columns], dtype=np.int64)
+    room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
+    if pod.host_ports:
+        room = np.minimum(room, 1)
+    attach = snapshot.attach_room(pod, slots)
+    if attach is not None:
+        room = np.minimum(room, attach)
     scored = scored_columns(pod.requests, snapshot.columns, scoring.weights)
     ranking = scores(scoring.strategy, allocatable, used, request, scored)
     order = np.lexsort((snapshot.ranks(slots), -ranking)).tolist()
-    return _Walk(slots, order, snapshot.room(pod, slots))
+    return _Walk(slots, order, room)
 
 
 def _choose_domain(

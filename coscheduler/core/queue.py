@@ -142,6 +142,17 @@ class GroupQueue:
             return "in-flight"
         return None
 
+    def entries(self) -> list[tuple[GroupKey, str, QueueOrder]]:
+        """Every queued group with its queue and order, whatever its pool (positions)."""
+        queue_of = self._queue_of
+        return [
+            (key, queue_of.get(key, DEFAULT_QUEUE), order) for key, order in self._order.items()
+        ]
+
+    def share(self, queue: str) -> float:
+        """The queue's share as :meth:`pop` ranks queues by it (lowest first)."""
+        return self._share(queue)
+
     def attempts(self, key: GroupKey) -> int:
         return self._attempts.get(key, 0)
 

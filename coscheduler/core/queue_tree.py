@@ -31,6 +31,8 @@ class QueuePolicy:
     nominal: Mapping[str, int] = field(default_factory=dict)
     #: The cap per resource; a resource not here has none.
     max: Mapping[str, int] = field(default_factory=dict)
+    #: How much of its unused nominal it lends, per resource; a resource not here is lent whole.
+    lending_limit: Mapping[str, int] = field(default_factory=dict)
     weight: int = 1
     open: bool = True
     parent: str | None = None
@@ -44,6 +46,13 @@ class QueuePolicy:
         if namespace in self.namespaces:
             return True
         return self.selector is not None and self.selector.matches(namespace_labels)
+
+    def kept(self, resource: str) -> int:
+        """The part of its nominal it never lends (nominal less the lending limit)."""
+        limit = self.lending_limit.get(resource)
+        if limit is None:
+            return 0
+        return max(0, self.nominal.get(resource, 0) - limit)
 
 
 #: The queue every group uses unless it names another, present without an object.

@@ -27,7 +27,18 @@ questions, each pure:
    borrowed amount over the capacity no nominal covers, divided by the
    weight: every queue gets its entitlement before anyone borrows, and
    backlogged borrowers converge to shares of the idle capacity in
-   proportion to their weights.
+   proportion to their weights. With a usage half-life, the queue's recent
+   usage (:mod:`~coscheduler.core.recent_usage`) counts beside its usage
+   here, and only here: a queue that ran big jobs lately goes after one
+   that did not; admission and reclaim never look at the past.
+
+A queue's ``lending_limit`` caps what others may use of its unused nominal:
+the rest (nominal less the limit) is *kept*. Kept room counts as claimed by
+the queue (in its siblings' accounting and at the top), and no group of
+another queue is admitted, entitled or borrowing, if the free capacity left
+after it would not cover what the queues outside its chain keep unused. So
+borrowers never hold a queue's kept room, and what a queue lent comes back
+by reclaim.
 
 A queue named ``default`` exists without an object (open, no quota, every
 namespace): a cluster with no Queue objects schedules exactly as before.
@@ -38,7 +49,7 @@ The forest itself (policies, parents and children, invalid queues) is
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from coscheduler.api.quantity import format_quantity
@@ -51,6 +62,7 @@ from coscheduler.core.queue_tree import (
     QueueTree,
     add_amounts,
 )
+from coscheduler.core.recent_usage import RecentUsage
 from coscheduler.core.status import Code, Status
 
 __all__ = ["IMPLICIT_DEFAULT", "QueuePolicy", "QueueUsage", "Quotas", "add_amounts"]
@@ -70,13 +82,22 @@ class QueueUsage:
     share: float
     #: Why groups cannot draw from it, if they cannot (a person's words).
     problem: str | None
+    lending_limit: dict[str, int] = field(default_factory=dict)
+    #: Usage averaged over the recent past (empty while the half-life is 0).
+    recent: dict[str, int] = field(default_factory=dict)
 
 
 class Quotas:
     """Queue policies, usage and demand; the gate, admission and share (module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, clock: Callable[[], float] | None = None, usage_half_life_seconds: float = 0.0
+    ) -> None:
         self._tree = QueueTree()
+        #: Each queue's decayed usage (off without a clock or a half-life).
+        self._recent = RecentUsage(usage_half_life_seconds if clock else 0.0, clock or _no_clock)
+        #: Whether any queue has a lending limit (else nothing is kept).
+        self._lending = False
         #: Usage charged to each queue directly (leaves; any name a group uses).
         self._usage: dict[str, dict[str, int]] = {}
         #: Demand of each queue's waiting groups, by namespace (only allowed ones claim).
@@ -91,20 +112,24 @@ class Quotas:
     def set_queues(self, queues: Iterable[QueuePolicy]) -> None:
         """Replace every defined queue (the implicit default stays unless redefined)."""
         self._tree.set_queues(queues)
-        self._idle_bases = {}
+        self._structure_changed()
 
     def upsert_queue(self, queue: QueuePolicy) -> bool:
         """Add or change one queue; True if anything changed."""
         changed = self._tree.upsert_queue(queue)
         if changed:
-            self._idle_bases = {}
+            self._structure_changed()
         return changed
 
     def remove_queue(self, name: str) -> bool:
         removed = self._tree.remove_queue(name)
         if removed:
-            self._idle_bases = {}
+            self._structure_changed()
         return removed
+
+    def _structure_changed(self) -> None:
+        self._idle_bases = {}
+        self._lending = any(q.lending_limit for q in self._tree.queues.values())
 
     def set_capacity(self, capacity: Mapping[str, int]) -> None:
         """The allocatable capacity of the cluster's schedulable nodes."""
@@ -116,7 +141,9 @@ class Quotas:
 
     def charge(self, queue: str, requests: Amounts, sign: int = 1) -> None:
         """A pod of a group of ``queue`` was bound (1) or left (-1)."""
-        add_amounts(self._usage.setdefault(queue, {}), requests, sign)
+        usage = self._usage.setdefault(queue, {})
+        self._recent.before_change(queue, usage)
+        add_amounts(usage, requests, sign)
 
     def add_demand(self, queue: str, namespace: str, pending: Amounts, sign: int = 1) -> None:
         """Members of a group of ``namespace`` began (1) or stopped (-1) waiting in ``queue``."""
@@ -138,6 +165,14 @@ class Quotas:
             add_amounts(total, self._usage.get(child, {}))
         return total
 
+    def recent_usage(self, name: str) -> dict[str, float]:
+        """Usage of the queue and every queue below it, averaged over the recent past."""
+        total: dict[str, float] = {}
+        for queue in [name, *self._tree.descendants(name)]:
+            for resource, amount in self._recent.at(queue, self._usage.get(queue, {})).items():
+                total[resource] = total.get(resource, 0.0) + amount
+        return total
+
     def share(self, name: str) -> float:
         """Where the queue stands for its next group: the lowest goes first.
 
@@ -147,10 +182,16 @@ class Quotas:
         over the capacity no nominal covers, divided by its weight. So queues
         under their nominal go before borrowers, and borrowers share the idle
         capacity by weight. Groups draw from leaves, whose usage is their own.
+        With a usage half-life, the leaf's recent usage is added to its usage.
         """
         queue = self.policy(name) or IMPLICIT_DEFAULT
         within = borrowed = 0.0
-        for resource, used in self._usage.get(name, {}).items():
+        current = self._usage.get(name, {})
+        standing: Mapping[str, float] = current
+        if self._recent.on:
+            recent = self._recent.at(name, current)
+            standing = {r: current.get(r, 0) + recent.get(r, 0.0) for r in current.keys() | recent}
+        for resource, used in standing.items():
             nominal = queue.nominal.get(resource, 0)
             if used <= 0 or (resource in _UNSHARED and not nominal):
                 continue
@@ -204,6 +245,8 @@ class Quotas:
             max=caps,
             share=self._dominant(queue, allocated),
             problem=self._tree.problems.get(name),
+            lending_limit=dict(queue.lending_limit),
+            recent={r: round(a) for r, a in self.recent_usage(name).items() if round(a)},
         )
 
     # -- deciding ------------------------------------------------------------
@@ -260,7 +303,7 @@ class Quotas:
             queue = self.policy(level) or IMPLICIT_DEFAULT
             used = used_by(level)
             if all(used.get(r, 0) + a <= queue.nominal.get(r, 0) for r, a in need.items()):
-                return None
+                return self._leaves_kept(name, chain, need, free, memo)
             if queue.parent is None:
                 break
             parent = self.policy(queue.parent) or IMPLICIT_DEFAULT
@@ -269,31 +312,57 @@ class Quotas:
                 if sibling != level:
                     add_amounts(held, self._claim(sibling))
             if all(held.get(r, 0) + a <= parent.nominal.get(r, 0) for r, a in need.items()):
-                return None
-        claims = self._claims_beside(chain[-1], memo)
+                return self._leaves_kept(name, chain, need, free, memo)
+        claims = self._holders_beside(chain, memo, claims=True)
         if not claims:
             return None
-        idle_amounts: Amounts | None = None
-        for resource, wanted in sorted(need.items()):
-            held_for_others = sum(amount for _, amount in claims.get(resource, ()))
-            if held_for_others <= 0:
-                continue
-            if idle_amounts is None:
-                idle_amounts = free()
-            idle = idle_amounts.get(resource, 0)
-            if wanted > idle - held_for_others:
-                holders = ", ".join(
-                    f"{queue} ({_amount(resource, amount)})"
-                    for queue, amount in sorted(claims[resource])
-                )
-                return Status(
-                    Code.UNSCHEDULABLE,
-                    Reason.QUEUE_CANNOT_BORROW,
-                    f"queue {name} needs {_amount(resource, wanted)} beyond its nominal quota; "
-                    f"of {_amount(resource, idle)} idle, {_amount(resource, held_for_others)} "
-                    f"is held for queues under their nominal with groups waiting: {holders}",
-                )
-        return None
+        short = _short_of(need, claims, free)
+        if short is None:
+            return None
+        resource, wanted, idle, held_for_others = short
+        waiting = "with groups waiting"
+        if self._lending:
+            waiting += ", or kept by their lendingLimit"
+        own = self.policy(name) or IMPLICIT_DEFAULT
+        if used_by(name).get(resource, 0) + wanted <= own.nominal.get(resource, 0):
+            # Within its own nominal of this resource: what it lent is in use elsewhere.
+            wants = f"needs {_amount(resource, wanted)} of its nominal quota, lent and in use"
+            after = "; quota a queue lent comes back by reclaim"
+        else:
+            wants, after = f"needs {_amount(resource, wanted)} beyond its nominal quota", ""
+        return Status(
+            Code.UNSCHEDULABLE,
+            Reason.QUEUE_CANNOT_BORROW,
+            f"queue {name} {wants}; of {_amount(resource, idle)} idle, "
+            f"{_amount(resource, held_for_others)} is held for queues under their nominal "
+            f"{waiting}: {_holder_list(resource, claims)}{after}",
+        )
+
+    def _leaves_kept(
+        self,
+        name: str,
+        chain: Sequence[str],
+        need: Amounts,
+        free: Callable[[], Amounts],
+        memo: dict[str, object] | None,
+    ) -> Status | None:
+        """Why a group entitled by quota would still take room other queues keep (None: it
+        would not): their kept, unused nominal must stay free after it."""
+        if not self._lending:
+            return None
+        kept = self._holders_beside(chain, memo, claims=False)
+        short = _short_of(need, kept, free) if kept else None
+        if short is None:
+            return None
+        resource, wanted, idle, held = short
+        return Status(
+            Code.UNSCHEDULABLE,
+            Reason.QUEUE_CANNOT_BORROW,
+            f"queue {name} needs {_amount(resource, wanted)}; of {_amount(resource, idle)} "
+            f"idle, {_amount(resource, held)} is nominal quota that other queues do not lend "
+            f"(spec.lendingLimit): {_holder_list(resource, kept)}; quota a queue lent comes "
+            "back by reclaim",
+        )
 
     def over_max(self, name: str, need: Amounts, held: Amounts | None = None) -> Status | None:
         """Why ``need`` more would take queue ``name`` (or a parent) over its max, if it would."""
@@ -372,6 +441,9 @@ class Quotas:
         Only a queue under its nominal takes back, only from another queue that
         borrowed, and never below that queue's own nominal: so the victim queue
         still stands above the taker afterwards (no ping-pong between queues).
+        Lending limits need nothing here: the victims are borrowers, and the
+        preemptor's admission once they are gone still leaves every other
+        queue's kept room free (:meth:`admit`).
         """
         if taker == victim_queue:
             return False
@@ -391,23 +463,36 @@ class Quotas:
 
     # -- internals -----------------------------------------------------------
 
-    def _claims_beside(
-        self, top: str, memo: dict[str, object] | None
+    def _holders_beside(
+        self, chain: Sequence[str], memo: dict[str, object] | None, *, claims: bool
     ) -> dict[str, list[tuple[str, int]]]:
-        """Per resource, what each other top queue claims now (queue, amount)."""
-        key = f"claims-beside:{top}"
+        """Per resource, what queues outside ``chain`` hold back from its groups now
+        (queue, amount): with ``claims``, what each other top queue claims (its guard),
+        and the kept, unused nominal of the chain's siblings at every level; without,
+        the kept, unused nominal of every queue outside the chain."""
+        key = f"{'claims' if claims else 'kept'}-beside:{chain[0]}"
         if memo is not None and key in memo:
             cached: dict[str, list[tuple[str, int]]] = memo[key]  # type: ignore[assignment]
             return cached
-        claims: dict[str, list[tuple[str, int]]] = {}
+        holders: dict[str, list[tuple[str, int]]] = {}
+
+        def add(queue: str, amounts: Amounts) -> None:
+            for resource, amount in amounts.items():
+                if amount > 0:
+                    holders.setdefault(resource, []).append((queue, amount))
+
+        if self._lending:
+            for level in chain[:-1]:
+                parent = (self.policy(level) or IMPLICIT_DEFAULT).parent
+                for sibling in self._tree.children.get(parent or "", ()):
+                    if sibling != level:
+                        add(sibling, self._kept_unused(sibling))
         for other in self._tree.tops():
-            if other == top:
-                continue
-            for resource, amount in self._guard(other).items():
-                claims.setdefault(resource, []).append((other, amount))
+            if other != chain[-1]:
+                add(other, self._guard(other) if claims else self._kept_unused(other))
         if memo is not None:
-            memo[key] = claims
-        return claims
+            memo[key] = holders
+        return holders
 
     def _claim(self, name: str) -> dict[str, int]:
         """What a queue holds or may claim now: its usage plus its guard."""
@@ -416,18 +501,35 @@ class Quotas:
         return claim
 
     def _guard(self, name: str) -> dict[str, int]:
-        """The unused nominal quota a queue's eligible waiting groups may claim now."""
+        """The unused nominal quota a queue holds back now: what its eligible waiting groups
+        may claim, or what it keeps (does not lend), whichever is larger."""
+        kept = self._kept_unused(name) if self._lending else {}
         queue = self.policy(name)
         if queue is None or not queue.nominal:
-            return {}
+            return kept
         demand = self._eligible_demand(name)
         used = self.usage(name)
-        guard: dict[str, int] = {}
+        guard: dict[str, int] = kept
         for resource, nominal in queue.nominal.items():
             amount = min(max(0, nominal - used.get(resource, 0)), demand.get(resource, 0))
-            if amount > 0:
+            if amount > guard.get(resource, 0):
                 guard[resource] = amount
         return guard
+
+    def _kept_unused(self, name: str) -> dict[str, int]:
+        """The nominal a queue (with the queues below it) keeps from others and does not
+        use now: its own kept part less its usage, or its children's, whichever is larger."""
+        kept: dict[str, int] = {}
+        for child in self._tree.children.get(name, ()):
+            add_amounts(kept, self._kept_unused(child))
+        queue = self.policy(name)
+        if queue is not None and queue.lending_limit:
+            used = self.usage(name)
+            for resource in queue.lending_limit:
+                amount = queue.kept(resource) - used.get(resource, 0)
+                if amount > kept.get(resource, 0):
+                    kept[resource] = amount
+        return kept
 
     def _eligible_demand(self, name: str) -> dict[str, int]:
         """Demand of the open leaves at and below ``name``, from namespaces they allow."""
@@ -448,3 +550,31 @@ class Quotas:
 
 def _amount(resource: str, amount: int) -> str:
     return f"{resource} {format_quantity(resource, amount)}"
+
+
+def _short_of(
+    need: Amounts, holders: Mapping[str, Sequence[tuple[str, int]]], free: Callable[[], Amounts]
+) -> tuple[str, int, int, int] | None:
+    """The first resource of which ``need`` would take room ``holders`` hold back:
+    (resource, wanted, idle, held); None if it takes none. ``free`` is asked once, if at all."""
+    idle_amounts: Amounts | None = None
+    for resource, wanted in sorted(need.items()):
+        held = sum(amount for _, amount in holders.get(resource, ()))
+        if held <= 0:
+            continue
+        if idle_amounts is None:
+            idle_amounts = free()
+        idle = idle_amounts.get(resource, 0)
+        if wanted > idle - held:
+            return resource, wanted, idle, held
+    return None
+
+
+def _holder_list(resource: str, holders: Mapping[str, Sequence[tuple[str, int]]]) -> str:
+    return ", ".join(
+        f"{queue} ({_amount(resource, amount)})" for queue, amount in sorted(holders[resource])
+    )
+
+
+def _no_clock() -> float:
+    return 0.0

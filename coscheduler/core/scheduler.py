@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 
 from coscheduler.api.devices import (
+    DEVICE_CLASS_RESOURCE,
     DeviceClassInfo,
     ResourceClaimInfo,
     ResourceClaimTemplateInfo,
@@ -37,10 +38,12 @@ from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.accounting import Accounts
+from coscheduler.core.device_charges import SharedClaimCharges
 from coscheduler.core.group import KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.membership import Membership, State
 from coscheduler.core.pipeline import Pipeline
 from coscheduler.core.planner import Decision
+from coscheduler.core.positions import Position
 from coscheduler.core.preemption import (
     PreemptionPlan,
     Preemptions,
@@ -68,7 +71,7 @@ class Scheduler(Views):
         self.settings = settings = settings or SchedulerSettings()
         self.clock = clock
         self.snapshot = Snapshot()
-        self.quotas = Quotas()
+        self.quotas = Quotas(clock, settings.usage_half_life_seconds)
         self.quotas.set_namespace_labels(self.snapshot.topology.namespace_labels)
         self.queue = GroupQueue(clock, settings.queue, share=self.quotas.share)
         self._capacity_stale = True
@@ -81,6 +84,8 @@ class Scheduler(Views):
             doomed=self.preemptions.doomed,
         )
         self._accounts = Accounts(self.quotas, self.snapshot, self._membership, self.preemptions)
+        #: Which pod each shared claim's devices count on (queues).
+        self._shared_claims = SharedClaimCharges()
         #: Nothing runs below its lowest: no victim search for a group at or under it.
         self._running_priorities = RunningPriorities()
         self._pipeline = Pipeline(
@@ -154,11 +159,19 @@ class Scheduler(Views):
     # -- pods ----------------------------------------------------------------
 
     def upsert_pod(self, pod: PodInfo) -> None:
+        recount: set[str] = set()
         if pod.device_claims:
-            # Queues count its devices per DeviceClass, as resources.
-            counted = self.snapshot.devices.counted(pod.namespace, pod.device_claims)
-            if counted:
-                pod = dataclasses.replace(pod, requests={**pod.requests, **counted})
+            recount = self._shared_claims.update(pod)
+            # Queues count its devices per DeviceClass, as resources (a shared claim once).
+            requests = {
+                name: amount
+                for name, amount in pod.requests.items()
+                if not name.startswith(DEVICE_CLASS_RESOURCE)
+            }
+            charged = self._shared_claims.charged_to(pod.uid)
+            counted = self.snapshot.devices.counted(pod.namespace, pod.device_claims, charged)
+            if counted or len(requests) != len(pod.requests):
+                pod = dataclasses.replace(pod, requests={**requests, **counted})
         if pod.claims and pod.bound:
             # What it attaches counts against its node's volume limits.
             pod = dataclasses.replace(pod, volume_attach=self.volumes.attachments(pod))
@@ -176,6 +189,14 @@ class Scheduler(Views):
         if key is not None and state is State.PENDING and (not was_pending or claims_resolved):
             # New, or its claims were made from their templates (DRA): worth a try now.
             self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+        self._recount(recount)
+
+    def _recount(self, uids: set[str]) -> None:
+        """Count these pods' devices again: a shared claim they name moved to or from them."""
+        for uid in sorted(uids):
+            other = self._membership.pods.get(uid)
+            if other is not None:
+                self.upsert_pod(other)
 
     def remove_pod(self, uid: str) -> None:
         """A pod was deleted."""
@@ -194,6 +215,7 @@ class Scheduler(Views):
             membership.release_claims(pod)
         if held is not None:
             self.queue.on_event(ClusterEvent.POD_DELETED)
+        self._recount(self._shared_claims.remove(uid))
 
     def _keep_room_if_short(self, key: GroupKey, pod: PodInfo, node: str) -> None:
         """A member on its way to ``node`` was lost: if that leaves its gang's standing
@@ -269,7 +291,11 @@ class Scheduler(Views):
         self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def upsert_resource_claim(self, claim: ResourceClaimInfo) -> None:
+        known = claim.key in self.snapshot.devices.claims
         self.snapshot.devices.upsert_claim(claim)
+        charger = None if known else self._shared_claims.charger(claim.key)
+        if charger is not None:
+            self._recount({charger})  # its spec is known now: queues count it
         self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def remove_resource_claim(self, key: str) -> None:
@@ -336,9 +362,7 @@ class Scheduler(Views):
 
     def next_decision(self) -> Decision | None:
         """Try the next group in the queue; None when no group is ready."""
-        if self._capacity_stale:
-            self.quotas.set_capacity(self.snapshot.capacity())
-            self._capacity_stale = False
+        self._refresh_capacity()
         while True:
             key = self.queue.pop()
             if key is None:
@@ -397,7 +421,18 @@ class Scheduler(Views):
             self.queue.on_event(ClusterEvent.GROUP_CHANGED, group)
         return restored
 
+    def queue_positions(self) -> dict[GroupKey, Position]:
+        """As :meth:`Views.queue_positions`, with the shares the next attempt sees: a
+        borrowing queue's share depends on the capacity, refreshed first as there."""
+        self._refresh_capacity()
+        return super().queue_positions()
+
     # -- internals -----------------------------------------------------------
+
+    def _refresh_capacity(self) -> None:
+        if self._capacity_stale:
+            self.quotas.set_capacity(self.snapshot.capacity())
+            self._capacity_stale = False
 
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         """One attempt (:mod:`~coscheduler.core.pipeline`); then file the placed members

@@ -25,6 +25,9 @@ class SchedulerSettings:
     weights: Mapping[str, float] = field(default_factory=dict)
     #: Queue timings.
     queue: QueueSettings = field(default_factory=QueueSettings)
+    #: Half-life of a queue's recent usage, which counts beside its usage when queues are
+    #: ordered (:mod:`~coscheduler.core.recent_usage`); 0: off, the past is not looked at.
+    usage_half_life_seconds: float = 0.0
     #: Place pods that name a missing PodGroup as gangs of one instead of waiting.
     lone_when_group_missing: bool = False
     #: Gang preemption (:mod:`~coscheduler.core.preemption`); off unless asked.

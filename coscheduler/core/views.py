@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.core.group import GroupKey
+from coscheduler.core.positions import Position, positions
 from coscheduler.core.preemption import Hold, Preemptions, PreemptionSettings
 from coscheduler.core.queue import ClusterEvent, GroupQueue
 from coscheduler.core.snapshot import Snapshot
@@ -48,6 +49,15 @@ class Views:
     def queue_sizes(self) -> dict[str, int]:
         """Groups per pool of the queue (active, backoff, unschedulable)."""
         return self.queue.sizes()
+
+    def queue_positions(self) -> dict[GroupKey, Position]:
+        """Where each pending group stands in its queue and in the cluster
+        (:mod:`~coscheduler.core.positions`)."""
+        return positions(self.queue.entries(), self.queue.share)
+
+    def queue_pool(self, key: GroupKey) -> str | None:
+        """Which pool of the queue holds the group (``active``, ``backoff``, ...), if any."""
+        return self.queue.pool(key)
 
     def queued(self) -> int:
         """Groups in the queue, any pool."""

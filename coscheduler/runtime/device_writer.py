@@ -4,7 +4,8 @@ As kube-scheduler's DynamicResources plugin does at PreBind: a claim
 allocated by the decision gets the finalizer that lets kube-controller-manager
 deallocate it once nobody uses it, then its ``status.allocation`` (the
 devices and the nodes that reach them) and ``status.reservedFor`` (the
-members that use it); a claim allocated already only gets its new members in
+members that use it, or the native PodGroup whose ``spec.resourceClaims``
+names it); a claim allocated already only gets its new members in
 ``reservedFor``. Each write carries the resourceVersion the core decided on,
 so a claim changed meanwhile is a conflict, never overwritten. If any write
 fails, the ones done are undone (allocation cleared, ``reservedFor`` as it
@@ -21,6 +22,7 @@ from typing import Any, Final
 import structlog
 
 from coscheduler.api.devices import ResourceClaimInfo
+from coscheduler.api.native_podgroup import GROUP, PLURAL
 from coscheduler.api.node_selector import NodeSelectorTerm
 from coscheduler.core.devices import ClaimWrite
 from coscheduler.runtime.errors import ApiError
@@ -57,6 +59,9 @@ def claim_status(write: ClaimWrite) -> dict[str, Any]:
         for group, resource, name, uid in write.claim.consumers
     ]
     consumers += [{"resource": "pods", "name": name, "uid": uid} for name, uid in write.reserve]
+    if write.group is not None:
+        name, uid = write.group
+        consumers.append({"apiGroup": GROUP, "resource": PLURAL, "name": name, "uid": uid})
     status: dict[str, Any] = {"reservedFor": consumers}
     allocation = write.allocation
     if allocation is not None:
@@ -137,6 +142,7 @@ class DeviceWriter:
             claim=claim.key,
             allocated=write.allocation is not None,
             reserved=[name for name, _ in write.reserve],
+            group=write.group[0] if write.group is not None else None,
         )
         await self._client.send(
             "PATCH", f"{self._path(write)}/status", body=status, content_type=MERGE_PATCH

@@ -222,7 +222,9 @@ class Groups:
             self._scheduler.upsert_group(self.policy(group, key))
         native = group.native
         if native is not None and self.composites is not None:
-            child = ChildGroup(key.name, native.min_count, native.topology_key)
+            child = ChildGroup(
+                key.name, native.min_count, native.topology_key, bool(native.resource_claims)
+            )
             self.composites.child(key.namespace, key.name, native.parent, child)
         if previous is None:
             self._owners.group_moved(key)
@@ -443,16 +445,16 @@ class Groups:
             preempts=(group.native is None or not group.native.never_preempts)
             and (composite is None or not composite.record.preempt_never),
             refused=self._refused(group, key) or (composite.waits if composite else None),
+            shared_claims=group.native.resource_claims if group.native is not None else (),
+            consumer=(
+                (key.name, group.uid or "")
+                if group.native is not None and group.native.resource_claims
+                else None
+            ),
         )
 
     def _refused(self, group: GroupObject, key: GroupKey) -> tuple[Reason, str] | None:
         """Why a native group may not be placed as it is, if it may not."""
-        if group.native is not None and group.native.resource_claims:
-            return (
-                Reason.UNSUPPORTED_FIELD,
-                f"{key.title} asks for spec.resourceClaims: coscheduler does not honour "
-                "PodGroup-level claims yet, so the group is not placed",
-            )
         mixed = self._mixed.get(key)
         if mixed:
             return (

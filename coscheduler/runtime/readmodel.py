@@ -24,6 +24,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.queue import Queue
 from coscheduler.core.group import GroupKey
+from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
@@ -116,6 +117,20 @@ class ReadModel:
         child of a composite's gang: the composite's)."""
         whole = self._composites.whole_of(key)
         return self._groups.verdicts.get(key if whole is None else whole)
+
+    def queue_positions(self) -> dict[GroupKey, Position]:
+        """Each pending group's place in its queue and in the cluster (the core's)."""
+        return self._scheduler.queue_positions()
+
+    def said_position(self, key: GroupKey) -> tuple[int, int] | None:
+        """The place in line the group's status holds (queue, cluster), if it holds one."""
+        group = self._groups.podgroups.get(key)
+        if group is None:
+            return None
+        status = group.status
+        if status.queue_position is None or status.cluster_position is None:
+            return None
+        return status.queue_position, status.cluster_position
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)

@@ -4,6 +4,10 @@
   long-running tasks are alive; a probe failure restarts the container.
 * ``/readyz`` answers 200 once this replica is useful: a standby that waits
   for the Lease is ready, a leader is ready once its caches are filled.
+* ``/debug/queue`` lists the pending groups in the order the next pass tries
+  them, as JSON (:mod:`~coscheduler.runtime.queue_listing`); ``namespace``
+  and ``queue`` query parameters filter. Read-only; 503 on a replica that
+  does not lead (it has no queue). ``coscheduler queue`` reads it.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.queue_listing import QueueListing
 
 __all__ = ["HealthServer"]
 
@@ -31,12 +36,15 @@ class HealthServer:
         self._ready = ready
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
+        #: Set while this replica leads: the rows of ``/debug/queue``.
+        self.listing: QueueListing | None = None
 
     async def start(self, address: str, port: int) -> None:
         app = web.Application()
         app.router.add_get("/metrics", self._serve_metrics)
         app.router.add_get("/healthz", self._serve_health)
         app.router.add_get("/readyz", self._serve_ready)
+        app.router.add_get("/debug/queue", self._serve_queue)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, address, port)
@@ -60,3 +68,11 @@ class HealthServer:
     async def _serve_ready(self, _: web.Request) -> web.Response:
         ok = self._ready()
         return web.Response(status=200 if ok else 503, text="ok\n" if ok else "not ready\n")
+
+    async def _serve_queue(self, request: web.Request) -> web.Response:
+        listing = self.listing
+        if listing is None:
+            return web.json_response({"error": "this replica does not lead"}, status=503)
+        query = request.query
+        rows = listing.rows(namespace=query.get("namespace"), queue=query.get("queue"))
+        return web.json_response({"groups": rows})

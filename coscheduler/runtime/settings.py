@@ -239,6 +239,13 @@ class Settings(BaseSettings):
         "dry-run (only show, on the waiting group, what would be evicted) or off",
         default=PreemptionMode.ON,
     )
+    usage_half_life_seconds: float = _setting(
+        "--usage-half-life-seconds",
+        "fair share over time: a queue's usage averaged over the recent past, decayed with "
+        "this half-life, counts beside its usage when queues are ordered; 0 turns it off",
+        default=0.0,
+        ge=0,
+    )
     volume_bind_timeout_seconds: float = _setting(
         "--volume-bind-timeout-seconds",
         "seconds a gang's claims may take to bind before its members are bound; then retried",

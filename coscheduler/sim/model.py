@@ -13,6 +13,7 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
           allocatable: {cpu: "8", memory: 32Gi}   # pods defaults to 110
           labels: {pool: cpu}
           taints: [{key: gpu, value: "true", effect: NoSchedule}]
+          devices: {gpu: 8}    # DRA: devices per node, by DeviceClass
     workload:
       gangs:
         - name: train          # with count > 1: train-0, train-1, ...
@@ -30,16 +31,23 @@ as ``500m`` or ``4Gi``) and carry their unit when they are times::
           onePer: kubernetes.io/hostname   # members keep apart (required anti-affinity)
           queue: team-a        # the queue it draws from (default: the implicit ``default``)
           namespace: ml        # its namespace (default: ``sim``)
+          devices: {gpu: 2}    # DRA: devices per pod, by DeviceClass (a claim per pod)
     queues:                    # optional: as Queue objects' specs, by name
       - name: team-a
         weight: 3              # 1 to 1000 (default 1)
         nominal: {cpu: "16"}   # entitled quota per resource
         max: {cpu: "48"}       # hard cap, borrowing included
+        lendingLimit: {cpu: "4"}   # lends at most this of its unused nominal; keeps the rest
         state: Open            # or Closed: admits no new gang
         parent: org            # optional; gangs draw from queues without children
         namespaces: [ml]       # who may use it; ``all`` (the default) lets every namespace
+    usageHalfLifeSeconds: 600  # optional: fair share over time (the scheduler's
+                               # --usage-half-life-seconds; default 0, off)
 
 Every node carries the ``kubernetes.io/hostname`` label, as a kubelet sets it.
+Devices are allocated by the core's DRA allocator (:mod:`~coscheduler.sim.devices`):
+a gang gets all its pods' devices or none; queues count them as
+``deviceclass.resource.kubernetes.io/<class>``.
 
 Every mistake is reported with its path in the file and what was expected,
 all at once (:class:`ScenarioError`), never as a traceback; what holds queues
@@ -122,6 +130,10 @@ def _amounts(value: object) -> dict[str, int]:
 ResourceList = Annotated[dict[str, int], BeforeValidator(_amounts)]
 
 
+#: A DeviceClass name (a DNS label, so that it can name objects too).
+DeviceClassName = Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -148,6 +160,10 @@ class NodePool(_Strict):
     labels: dict[str, str] = Field(default_factory=dict)
     taints: list[TaintSpec] = Field(default_factory=list)
     unschedulable: bool = False
+    #: DRA: how many devices each node has, per DeviceClass.
+    devices: dict[DeviceClassName, Annotated[int, Field(ge=0, le=1024)]] = Field(
+        default_factory=dict
+    )
 
 
 class GangSeries(_Strict):
@@ -168,6 +184,10 @@ class GangSeries(_Strict):
     one_per: str | None = Field(None, alias="onePer", min_length=1)
     queue: str = Field(DEFAULT_QUEUE, min_length=1, max_length=63)
     namespace: str = Field(DEFAULT_NAMESPACE, min_length=1, max_length=63)
+    #: DRA: how many devices each pod asks, per DeviceClass.
+    devices: dict[DeviceClassName, Annotated[int, Field(ge=1, le=1024)]] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
     def _min_member_fits(self) -> GangSeries:
@@ -193,6 +213,7 @@ class QueueEntry(_Strict):
     weight: int = Field(1, ge=1, le=1000)
     nominal: ResourceList = Field(default_factory=dict)
     max: ResourceList = Field(default_factory=dict)
+    lending_limit: ResourceList = Field(default_factory=dict, alias="lendingLimit")
     state: Literal["Open", "Closed"] = "Open"
     parent: str | None = Field(None, min_length=1, max_length=63)
     namespaces: Annotated[
@@ -207,6 +228,12 @@ class QueueEntry(_Strict):
             raise ValueError(f"queue {self.name}: max is below nominal for {', '.join(low)}")
         if self.parent == self.name:
             raise ValueError(f"queue {self.name} cannot be its own parent")
+        over = sorted(r for r, a in self.lending_limit.items() if a > self.nominal.get(r, 0))
+        if over:
+            raise ValueError(
+                f"queue {self.name}: lendingLimit is above nominal for {', '.join(over)} "
+                "(a queue lends at most its nominal)"
+            )
         return self
 
     def allows(self, namespace: str) -> bool:
@@ -219,6 +246,7 @@ class QueueEntry(_Strict):
             name=self.name,
             nominal=dict(self.nominal),
             max=dict(self.max),
+            lending_limit=dict(self.lending_limit),
             weight=self.weight,
             open=self.state == "Open",
             parent=self.parent,
@@ -239,6 +267,7 @@ class ScenarioSpec(_Strict):
     cluster: ClusterSpec
     workload: WorkloadSpec
     queues: list[QueueEntry] = Field(default_factory=list)
+    usage_half_life_seconds: float = Field(0.0, alias="usageHalfLifeSeconds", ge=0)
 
     @model_validator(mode="after")
     def _names_unique(self) -> ScenarioSpec:
@@ -277,6 +306,8 @@ class Gang:
     one_per: str | None = None
     queue: str = DEFAULT_QUEUE
     namespace: str = DEFAULT_NAMESPACE
+    #: DRA: devices per pod, by DeviceClass.
+    devices: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def constrained(self) -> bool:
@@ -301,6 +332,10 @@ class Scenario:
     gangs: tuple[Gang, ...]
     #: The queues the scenario defines (none: every gang in the implicit default).
     queues: tuple[QueuePolicy, ...] = ()
+    #: The scheduler's usage half-life (0: queues are ordered by their usage now only).
+    usage_half_life_seconds: float = 0.0
+    #: DRA: per node with devices, how many of each DeviceClass.
+    node_devices: Mapping[str, Mapping[str, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def cpu_capacity(self) -> int:
@@ -367,6 +402,16 @@ def _queue_problems(spec: ScenarioSpec) -> list[str]:
     return problems
 
 
+def _device_problems(spec: ScenarioSpec) -> list[str]:
+    """Gangs asking for a class of device no node has: they could never start."""
+    published = {name for pool in spec.cluster.nodes for name, n in pool.devices.items() if n}
+    return [
+        f"workload.gangs[{number}].devices: no node pool has devices of class {name}"
+        for number, series in enumerate(spec.workload.gangs)
+        for name in sorted(set(series.devices) - published)
+    ]
+
+
 def _names(name: str, count: int) -> list[str]:
     if count == 1:
         return [name]
@@ -381,6 +426,7 @@ def _explain(error: ValidationError, source: str) -> ScenarioError:
 
 def _expand(spec: ScenarioSpec) -> Scenario:
     nodes: list[NodeInfo] = []
+    node_devices: dict[str, dict[str, int]] = {}
     for pool in spec.cluster.nodes:
         allocatable = {POD_RESOURCE: DEFAULT_NODE_PODS, **pool.allocatable}
         taints = tuple(NodeTaint(t.key, t.value, t.effect) for t in pool.taints)
@@ -394,6 +440,8 @@ def _expand(spec: ScenarioSpec) -> Scenario:
                     unschedulable=pool.unschedulable,
                 )
             )
+            if any(pool.devices.values()):
+                node_devices[name] = {k: n for k, n in pool.devices.items() if n}
     gangs: list[Gang] = []
     for series in spec.workload.gangs:
         tolerations = tuple(t.model_dump(exclude_defaults=True) for t in series.tolerations)
@@ -413,10 +461,17 @@ def _expand(spec: ScenarioSpec) -> Scenario:
                     one_per=series.one_per,
                     queue=series.queue,
                     namespace=series.namespace,
+                    devices=dict(series.devices),
                 )
             )
     queues = tuple(queue.policy() for queue in spec.queues)
-    return Scenario(nodes=tuple(nodes), gangs=tuple(gangs), queues=queues)
+    return Scenario(
+        nodes=tuple(nodes),
+        gangs=tuple(gangs),
+        queues=queues,
+        usage_half_life_seconds=spec.usage_half_life_seconds,
+        node_devices=node_devices,
+    )
 
 
 def parse_scenario(raw: Any, source: str = "scenario") -> Scenario:
@@ -429,7 +484,7 @@ def parse_scenario(raw: Any, source: str = "scenario") -> Scenario:
         spec = ScenarioSpec.model_validate(raw)
     except ValidationError as error:
         raise _explain(error, source) from None
-    problems = _queue_problems(spec)
+    problems = _queue_problems(spec) + _device_problems(spec)
     if problems:
         lines = "\n".join(f"  {line}" for line in problems)
         raise ScenarioError(f"{source}: invalid scenario:\n{lines}")

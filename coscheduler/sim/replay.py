@@ -37,6 +37,11 @@ off like any other. The ``baseline`` knows no queues, as a default scheduler
 does not: it shows what the shares are without them. Either way, each
 queue's allocated cpu is sampled after every event time.
 
+Devices (DRA), when the scenario has any, go through the core's allocator
+(:mod:`~coscheduler.sim.devices`): each node's slices and the classes are
+fed first, each pod comes with its own claim; a gang's devices are found in
+the same trial as its nodes, and go back when its pods are removed.
+
 The replay reaches the core only through its facade (nodes, queues, groups
 and pods in; decisions out), so what it shows is the queue discipline users
 get. The cost is the core's: every waiting group is tried again after each
@@ -63,6 +68,7 @@ from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.core.strategy import Strategy
+from coscheduler.sim import devices
 from coscheduler.sim.model import Gang, Scenario
 
 __all__ = ["GangOutcome", "Policy", "Replay", "ReplayError", "replay"]
@@ -146,6 +152,7 @@ class _Live:
 
 def _template(gang: Gang) -> PodInfo:
     """The gang's first pod, parsed as the API would deliver it."""
+    uid = f"{gang.name}-0"
     return PodInfo.from_object(
         {
             "metadata": {
@@ -157,6 +164,7 @@ def _template(gang: Gang) -> PodInfo:
             "spec": {
                 "schedulerName": "coscheduler",
                 "priority": gang.priority,
+                **({"resourceClaims": devices.pod_entries(gang.name)} if gang.devices else {}),
                 "nodeSelector": dict(gang.node_selector),
                 "tolerations": [dict(t) for t in gang.tolerations],
                 **_apart(gang),
@@ -167,7 +175,14 @@ def _template(gang: Gang) -> PodInfo:
                     }
                 ],
             },
-            "status": {"phase": "Pending"},
+            "status": {
+                "phase": "Pending",
+                **(
+                    {"resourceClaimStatuses": [{"name": "devices", "resourceClaimName": uid}]}
+                    if gang.devices
+                    else {}
+                ),
+            },
         }
     )
 
@@ -197,9 +212,20 @@ class _Engine:
     def __init__(self, scenario: Scenario, policy: Policy, strategy: Strategy) -> None:
         self.policy = policy
         self.now = 0.0
-        self.scheduler = Scheduler(lambda: self.now, SchedulerSettings(strategy=strategy))
+        self.scheduler = Scheduler(
+            lambda: self.now,
+            SchedulerSettings(
+                strategy=strategy, usage_half_life_seconds=scenario.usage_half_life_seconds
+            ),
+        )
         for node in scenario.nodes:
             self.scheduler.upsert_node(node)
+        for name, counts in sorted(scenario.node_devices.items()):
+            for resource_slice in devices.slices(name, counts):
+                self.scheduler.upsert_resource_slice(resource_slice)
+        classes = {name for counts in scenario.node_devices.values() for name in counts}
+        for device_class in devices.device_classes(classes):
+            self.scheduler.upsert_device_class(device_class)
         #: Gangs draw from their queues (module docstring): only gangs, with queues defined.
         self.queued = policy is Policy.GANG and bool(scenario.queues)
         if self.queued:
@@ -321,12 +347,23 @@ class _Engine:
         scheduler = self.scheduler
         scheduler.upsert_group(live.policy)
         gang = live.outcome.gang
+        if gang.devices:
+            scheduler.upsert_claim_template(
+                devices.template(gang.namespace, gang.name, gang.devices)
+            )
         # A plain constructor call per member: dataclasses.replace costs 5x more.
         head = live.template
         fields = {f.name: getattr(head, f.name) for f in dataclasses.fields(PodInfo)}
         for i in range(gang.size):
             uid = f"{gang.name}-{i}"
-            pod = head if i == 0 else PodInfo(**{**fields, "name": uid, "uid": uid})
+            if i == 0:
+                pod = head
+            else:
+                # Each pod has its own claim, made from the gang's template.
+                own = {"device_claims": devices.pod_claims(gang.name, uid)} if gang.devices else {}
+                pod = PodInfo(**{**fields, "name": uid, "uid": uid, **own})
+            if gang.devices:
+                scheduler.upsert_resource_claim(devices.claim(gang.namespace, uid, gang.devices))
             live.pending[uid] = pod
             scheduler.upsert_pod(pod)
 
@@ -367,6 +404,11 @@ class _Engine:
         live.pending.clear()
         for uid in live.bound:
             scheduler.remove_pod(uid)
+        gang = live.outcome.gang
+        if gang.devices:
+            # Its claims go with its pods (kube-controller-manager deletes a template's).
+            for i in range(gang.size):
+                scheduler.remove_resource_claim(f"{gang.namespace}/{gang.name}-{i}")
         self.useful -= live.outcome.gang.cpu * len(live.bound)
         if live.slot >= 0:
             self.queue_used[live.slot] -= live.outcome.gang.cpu * len(live.bound)

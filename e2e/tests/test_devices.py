@@ -1,8 +1,8 @@
 """Devices through DRA on the real control plane, with a fake driver.
 
-The test is the driver: it publishes a ResourceSlice of 8 GPUs for each KWOK
-node (model and NVLink-domain attributes) and a DeviceClass whose CEL
-selector picks them. kube-controller-manager's resourceclaim controller
+The test is the driver (``e2e/dra_driver.py``): it publishes a ResourceSlice
+of 8 GPUs for each KWOK node (model and NVLink-domain attributes) and a
+DeviceClass whose CEL selector picks them. kube-controller-manager's resourceclaim controller
 makes each pod's claim from its template; coscheduler allocates every
 member's devices in one trial and writes the claims before the first
 Binding.
@@ -10,6 +10,7 @@ Binding.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,15 @@ import pytest
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
+from e2e.dra_driver import (
+    CLASSES,
+    DRIVER,
+    RESOURCE_API,
+    SLICES,
+    gpu_class,
+    gpu_slice,
+    gpu_template,
+)
 from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests.helpers import (
     condition,
@@ -35,8 +45,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.version_sensitive]
 
 __all__ = ["service_account_kubeconfig"]  # the RBAC test's fixture, used here too
 
-DRIVER = "gpu.e2e.example.com"
-RESOURCE = "/apis/resource.k8s.io/v1"
+RESOURCE = RESOURCE_API
 
 
 @pytest.fixture
@@ -46,48 +55,11 @@ def devices(cluster: Cluster, namespace: str) -> Iterator[Callable[..., None]]:
 
     def publish(nodes: list[str], per_node: int = 8, domains: int = 2) -> None:
         for node in nodes:
-            name = f"{node}-gpus"
-            devices_ = [
-                {
-                    "name": f"gpu-{index}",
-                    "attributes": {
-                        "model": {"string": "H100"},
-                        "nvlink": {"string": f"{node}-nvl{index * domains // per_node}"},
-                    },
-                    "capacity": {"memory": {"value": "80Gi"}},
-                }
-                for index in range(per_node)
-            ]
-            cluster.api.create(
-                f"{RESOURCE}/resourceslices",
-                {
-                    "apiVersion": "resource.k8s.io/v1",
-                    "kind": "ResourceSlice",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "driver": DRIVER,
-                        "nodeName": node,
-                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                        "devices": devices_,
-                    },
-                },
-            )
-            made.append(f"{RESOURCE}/resourceslices/{name}")
+            created = cluster.api.create(SLICES, gpu_slice(node, per_node, domains))
+            made.append(f"{SLICES}/{created['metadata']['name']}")
 
-    selector = (
-        f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "H100" '
-        f'&& device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'
-    )
-    cluster.api.create(
-        f"{RESOURCE}/deviceclasses",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": f"{namespace}-gpu"},
-            "spec": {"selectors": [{"cel": {"expression": selector}}]},
-        },
-    )
-    made.append(f"{RESOURCE}/deviceclasses/{namespace}-gpu")
+    cluster.api.create(CLASSES, gpu_class(f"{namespace}-gpu"))
+    made.append(f"{CLASSES}/{namespace}-gpu")
     try:
         yield publish
     finally:
@@ -96,21 +68,9 @@ def devices(cluster: Cluster, namespace: str) -> Iterator[Callable[..., None]]:
 
 
 def _template(cluster: Cluster, namespace: str, name: str, count: int, **more: Any) -> None:
-    devices: dict[str, Any] = {
-        "requests": [
-            {"name": "gpus", "exactly": {"deviceClassName": f"{namespace}-gpu", "count": count}}
-        ],
-        **more,
-    }
-    cluster.api.create(
-        f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates",
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name},
-            "spec": {"spec": {"devices": devices}},
-        },
-    )
+    body = gpu_template(name, f"{namespace}-gpu", count)
+    body["spec"]["spec"]["devices"].update(more)
+    cluster.api.create(f"{RESOURCE}/namespaces/{namespace}/resourceclaimtemplates", body)
 
 
 def _claims_member(
@@ -450,3 +410,165 @@ def test_the_service_accounts_rbac_is_enough_for_devices(
         assert "not readable by this ServiceAccount" not in process.log()
     finally:
         process.stop()
+
+
+# -- a native PodGroup's own claims (DRAWorkloadResourceClaims, 1.37) ------------
+
+_NATIVE_CLAIMS = (
+    pytest.mark.kubernetes("1.37", reason="PodGroup-level claims are beta in 1.37"),
+    pytest.mark.skipif(
+        os.environ.get("COSCHEDULER_E2E_GANG_API") == "0",
+        reason="the session's cluster was started without the gang API",
+    ),
+)
+
+
+def native_claims(test: Callable[..., None]) -> Callable[..., None]:
+    for mark in _NATIVE_CLAIMS:
+        test = mark(test)
+    return test
+
+
+def _native_gpu_gang(
+    cluster: Cluster, namespace: str, pool: str, name: str, size: int, template: str
+) -> Json:
+    """A native PodGroup whose members share one claim made from ``template`` for the group."""
+    entry = {"name": "gpus", "resourceClaimTemplateName": template}
+    group = w.create_native_podgroup(cluster.api, namespace, name, size, resourceClaims=[entry])
+    for index in range(size):
+        body = w.pod(f"{name}-{index}", pool=pool, cpu="1")
+        body["spec"]["schedulingGroup"] = {"podGroupName": name}
+        body["spec"]["resourceClaims"] = [entry]
+        body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+        cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+    return group
+
+
+def _group_claim_made(cluster: Cluster, namespace: str, group: str) -> Json:
+    """The one claim kube-controller-manager made for the group, once every member names it."""
+
+    def named_by_all(items: list[Json]) -> bool:
+        return bool(items) and all(
+            [
+                s.get("resourceClaimName")
+                for s in p.get("status", {}).get("resourceClaimStatuses", [])
+            ]
+            == [items[0]["metadata"]["name"]]
+            for p in pods(cluster, namespace)
+        )
+
+    (claim,) = wait_for(
+        lambda: _claims(cluster, namespace),
+        named_by_all,
+        describe=f"the claim of PodGroup {group}, named in every member's status",
+    )
+    (owner,) = claim["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"]) == ("PodGroup", group)
+    return claim
+
+
+GROUP_CONSUMER = {"apiGroup": "scheduling.k8s.io", "resource": "podgroups"}
+
+
+@native_claims
+def test_the_podgroup_claim_fields_read_are_the_api_server_s(cluster: Cluster) -> None:
+    """The shape ``api/native_podgroup.py`` reads, from the served OpenAPI schema."""
+    schemas = cluster.api.get("/openapi/v3/apis/scheduling.k8s.io/v1beta1")["components"]["schemas"]
+    entry = schemas["io.k8s.api.scheduling.v1beta1.PodGroupResourceClaim"]["properties"]
+    assert set(entry) == {"name", "resourceClaimName", "resourceClaimTemplateName"}
+
+
+@native_claims
+def test_a_native_podgroups_claim_is_allocated_once_and_reserved_for_the_group(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    _template(cluster, namespace, "four", 4, constraints=[{"matchAttribute": f"{DRIVER}/nvlink"}])
+    group = _native_gpu_gang(cluster, namespace, pool, "train", 4, "four")
+    _group_claim_made(cluster, namespace, "train")
+    start_scheduler()
+    bound = wait_bound(cluster, namespace, 4, "the native gang around its group's GPUs")
+    (claim,) = _claims(cluster, namespace)
+    results = _allocated(claim)
+    assert len(results) == 4
+    # Every member lands where the group's devices are: one node, one NVLink domain.
+    assert {r["pool"] for r in results} == {p["spec"]["nodeName"] for p in bound}
+    assert len({(r["pool"], r["device"]) for r in results}) == 4
+    assert claim["status"]["reservedFor"] == [
+        {**GROUP_CONSUMER, "name": "train", "uid": group["metadata"]["uid"]}
+    ]
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+
+
+@native_claims
+def test_a_native_podgroup_that_cannot_get_its_devices_waits_whole_with_none_allocated(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    # 12 GPUs on one node: each node has 8.
+    _template(cluster, namespace, "twelve", 12)
+    _native_gpu_gang(cluster, namespace, pool, "big", 3, "twelve")
+    _group_claim_made(cluster, namespace, "big")
+    start_scheduler()
+    pod = wait_not_scheduled(cluster, namespace, "big-2", "Unschedulable")
+    assert "cannot allocate all claims" in pod_scheduled(pod)["message"]
+    assert all(not p["spec"].get("nodeName") for p in pods(cluster, namespace))
+    (claim,) = _claims(cluster, namespace)
+    assert not _allocated(claim)
+    assert not claim.get("status", {}).get("reservedFor")
+
+
+@native_claims
+def test_a_group_claim_left_where_no_member_can_go_is_let_go_and_allocated_again(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    devices: Callable[..., None],
+) -> None:
+    nodes = add_nodes(2, cpu="32")
+    devices(nodes)
+    _template(cluster, namespace, "two", 2)
+    group = _native_gpu_gang(cluster, namespace, pool, "held", 2, "two")
+    claim = _group_claim_made(cluster, namespace, "held")
+    # What a scheduler that died between writing the claim and binding leaves.
+    path = f"{RESOURCE}/namespaces/{namespace}/resourceclaims/{claim['metadata']['name']}"
+    merge = "application/merge-patch+json"
+    finalizers = {"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}}
+    cluster.api.request("PATCH", path, finalizers, content_type=merge)
+    results = [
+        {"request": "gpus", "driver": DRIVER, "pool": nodes[1], "device": f"gpu-{index}"}
+        for index in range(2)
+    ]
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [nodes[1]]}]}
+    consumer = {**GROUP_CONSUMER, "name": "held", "uid": group["metadata"]["uid"]}
+    status = {
+        "allocation": {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [term]},
+        },
+        "reservedFor": [consumer],
+    }
+    cluster.api.request("PATCH", f"{path}/status", {"status": status}, content_type=merge)
+    cluster.api.request(
+        "PATCH", f"/api/v1/nodes/{nodes[1]}", {"spec": {"unschedulable": True}}, content_type=merge
+    )
+    start_scheduler()
+    bound = wait_bound(cluster, namespace, 2, "the gang, after its group's claim was let go")
+    assert {p["spec"]["nodeName"] for p in bound} == {nodes[0]}
+    (claim,) = _claims(cluster, namespace)
+    assert {r["pool"] for r in _allocated(claim)} == {nodes[0]}
+    assert claim["status"]["reservedFor"] == [consumer]

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from coscheduler.api.owners import GANG_ANNOTATION
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
@@ -362,6 +363,55 @@ def test_a_job_too_big_for_the_cluster_waits_whole(
         "False",
     )
     assert bound_names(cluster, namespace) == []
+
+
+@pytest.mark.job_workloads
+@needs_job_workloads
+def test_a_job_annotated_for_us_is_our_gang_not_the_basic_group_it_was_given(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """The Job controller gives the annotated Job a basic native group (its pods one by
+    one); our annotation wins: with room for two of three, none is bound, then all."""
+    add_nodes(1, cpu="2")
+    start_scheduler()
+    w.create_job(
+        cluster.api,
+        namespace,
+        "annotated",
+        parallelism=3,
+        pool=pool,
+        cpu="1",
+        run_seconds=600,
+        annotations={GANG_ANNOTATION: "true"},
+    )
+    pods = wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda found: len(found) == 3 and all(p["spec"].get("schedulingGroup") for p in found),
+        describe="the Job's three pods, in a native group",
+    )
+    group_name = pods[0]["spec"]["schedulingGroup"]["podGroupName"]
+    assert native_group(cluster, namespace, group_name)["spec"]["schedulingPolicy"] == {"basic": {}}
+    wait_for(
+        lambda: [
+            c.get("message", "")
+            for p in w.list_pods(cluster.api, namespace)
+            for c in p["status"].get("conditions") or []
+            if c["type"] == "PodScheduled"
+        ],
+        lambda messages: len(messages) == 3,
+        describe="each pod told why it waits",
+    )
+    assert bound_names(cluster, namespace) == []
+    add_nodes(1, cpu="2")
+    wait_for(
+        lambda: bound_names(cluster, namespace),
+        lambda placed: len(placed) == 3,
+        describe="the gang bound whole once there is room",
+    )
 
 
 def test_bad_input_waits_with_a_reason_and_never_stops_the_loop(

@@ -179,6 +179,14 @@ def test_a_long_child_name_is_refused() -> None:
     assert "63" in result.why
 
 
+def test_a_child_with_claims_of_its_own_is_refused_naming_the_field() -> None:
+    sharing = ChildGroup("workers", 4, claims=True)
+    result = compose(read_composite(composite()), [LEADER, sharing])
+    assert isinstance(result, Refused)
+    assert result.field == "child PodGroup spec.resourceClaims"
+    assert "'workers'" in result.why
+
+
 def test_basic_composite_with_topology_is_refused() -> None:
     basic = read_composite(composite(schedulingPolicy={"basic": {}}))
     assert basic_refusal(basic) is None

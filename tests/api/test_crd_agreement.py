@@ -150,7 +150,17 @@ def test_crd_has_status_subresource_and_printer_columns(crd: dict[str, Any]) -> 
     (version,) = crd["spec"]["versions"]
     assert version["subresources"] == {"status": {}}
     columns = [column["name"] for column in version["additionalPrinterColumns"]]
-    assert columns == ["Phase", "MinMember", "Scheduled", "Running", "Succeeded", "Failed", "Age"]
+    assert columns == [
+        "Phase",
+        "MinMember",
+        "Scheduled",
+        "Running",
+        "Succeeded",
+        "Failed",
+        "Position",
+        "Cluster",
+        "Age",
+    ]
 
 
 def cel_rules(node: Any) -> list[dict[str, Any]]:

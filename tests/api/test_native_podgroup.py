@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from coscheduler.api.adapters import native
-from coscheduler.api.native_podgroup import WorkloadRef, read_native_podgroup
+from coscheduler.api.native_podgroup import PodGroupClaim, WorkloadRef, read_native_podgroup
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.podgroup import (
     ConditionStatus,
@@ -133,9 +133,40 @@ def test_v1alpha2_refuses_an_unknown_disruption_mode() -> None:
         ALPHA.parse(raw)
 
 
-def test_resource_claims_are_read_to_be_refused_later() -> None:
-    raw = native_podgroup_object("gpus", 2, resourceClaims=[{"name": "gpu"}])
-    assert read_native_podgroup(raw, "v1beta1").resource_claims
+def test_resource_claims_are_read_and_matched_as_upstream_binds_them() -> None:
+    entries = [
+        {"name": "gpus", "resourceClaimTemplateName": "four"},
+        {"name": "fabric", "resourceClaimName": "imex"},
+    ]
+    raw = native_podgroup_object("gpus", 2, resourceClaims=entries)
+    gpus, fabric = read_native_podgroup(raw, "v1beta1").resource_claims
+    assert gpus == PodGroupClaim("gpus", None, "four")
+    assert gpus.matches("gpus", None, "four")
+    assert not gpus.matches("gpus", None, "other")
+    assert not gpus.matches("other", None, "four")
+    assert fabric.matches("fabric", "imex", None)
+    assert not fabric.matches("fabric", "imex", "four")
+
+
+@pytest.mark.parametrize(
+    ("entries", "field"),
+    [
+        ([{"name": "gpu"}], "exactly one of resourceClaimName"),
+        ([{"name": "g", "resourceClaimName": "a", "resourceClaimTemplateName": "t"}], "exactly"),
+        ([{"resourceClaimName": "a"}], "name"),
+        (
+            [{"name": "g", "resourceClaimName": "a"}, {"name": "g", "resourceClaimName": "b"}],
+            "once",
+        ),
+    ],
+)
+def test_bad_resource_claims_are_refused_naming_the_field(
+    entries: list[dict[str, Any]], field: str
+) -> None:
+    raw = native_podgroup_object("gpus", 2, resourceClaims=entries)
+    with pytest.raises(ValueError, match=field) as caught:
+        read_native_podgroup(raw, "v1beta1")
+    assert "resourceClaims" in str(caught.value)
 
 
 def test_a_pod_names_its_native_group_by_scheduling_group() -> None:

@@ -112,3 +112,13 @@ def test_a_lone_pod_names_its_queue_by_label() -> None:
     assert pod_queue_name({QUEUE_LABEL: "batch"}) == "batch"
     assert pod_queue_name({}) == "default"
     assert pod_queue_name(None) == "default"
+
+
+def test_a_queue_lends_at_most_its_nominal() -> None:
+    with pytest.raises(ValidationError, match=r"spec\.lendingLimit is above spec\.nominal for cpu"):
+        queue(nominal={"cpu": "8"}, lendingLimit={"cpu": "9"})
+    with pytest.raises(ValidationError, match=r"for nvidia\.com/gpu"):
+        queue(nominal={"cpu": "8"}, lendingLimit={"nvidia.com/gpu": 1})
+    lends = queue_policy(queue(nominal={"cpu": "8"}, lendingLimit={"cpu": "2", "memory": 0}))
+    assert lends.lending_limit == {"cpu": 2000, "memory": 0}
+    assert (lends.kept("cpu"), lends.kept("memory"), lends.kept("pods")) == (6000, 0, 0)

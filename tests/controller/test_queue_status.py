@@ -68,3 +68,13 @@ def test_nothing_allocated_leaves_the_amounts_out() -> None:
     )
     assert (status.allocated, status.borrowed, status.nominal, status.max) == (None,) * 4
     assert status.dominant_share == "0%"
+
+
+def test_the_lending_limit_and_recent_usage_are_shown_to_three_digits() -> None:
+    status = derive_queue_status(
+        queue(), usage(lending_limit={"cpu": 1000}, recent={"cpu": 12_345, "memory": 0}), {}, NOW
+    )
+    assert status.lending_limit == {"cpu": "1"}
+    # Recent usage decays every second: shown rounded, so a round writes it only when it moved.
+    assert status.recent_usage == {"cpu": "12300m"}
+    assert derive_queue_status(queue(), usage(), {}, NOW).recent_usage is None

@@ -7,7 +7,7 @@ import dataclasses
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.owners import owner_group
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from tests.builders import job_object, node, pod, pod_object
@@ -48,6 +48,20 @@ def test_pods_of_other_owner_kinds_are_untouched() -> None:
 def test_a_group_label_wins_over_the_owner() -> None:
     member = dataclasses.replace(pod("train-0", owner="train", group="mine"), owner_group="train")
     assert GroupKey.of_pod(member) == GroupKey("default", "mine")
+
+
+def test_a_job_annotated_for_us_wins_over_the_native_group_its_controller_gave_it() -> None:
+    """1.37's ``WorkloadWithJob`` puts every Job's pods in a native group (basic unless
+    the Job asked for a gang); the annotation was written for us, so our Job gang wins."""
+    member = dataclasses.replace(
+        pod("train-0", owner="train"), owner_group="train", scheduling_group="train-pg"
+    )
+    assert GroupKey.of_pod(member) == GroupKey("default", "train")
+
+
+def test_a_job_not_annotated_for_us_keeps_its_native_group() -> None:
+    member = dataclasses.replace(pod("train-0", owner="train"), scheduling_group="train-pg")
+    assert GroupKey.of_pod(member) == GroupKey("default", "train-pg", KIND_NATIVE_POD_GROUP)
 
 
 def test_a_member_by_owner_waits_for_its_group_even_when_lone_pods_go_ahead() -> None:

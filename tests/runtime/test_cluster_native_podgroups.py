@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from coscheduler.api.adapters import native
+from coscheduler.api.devices import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceClaimTemplateInfo,
+    ResourceSliceInfo,
+)
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.device_writer import claim_status
 from coscheduler.runtime.informers.base import InvalidObject
+from tests import dra
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
 from tests.informed import Informed
 
@@ -101,14 +111,139 @@ def test_a_podgroup_of_ours_and_a_native_one_of_the_same_name_are_two_groups() -
     assert ours.status.reason is Reason.GROUP_NOT_FOUND
 
 
-def test_resource_claims_are_refused_with_the_field_named() -> None:
+def _gpu_nodes(state: Informed, count: int, gpus: int = 4) -> None:
+    state.replace_nodes([node_object(f"n{i}", cpu="8") for i in range(count)])
+    for index in range(count):
+        slice_ = ResourceSliceInfo.from_object(dra.gpu_slice(f"n{index}", gpus))
+        state.scheduler.upsert_resource_slice(slice_)
+    state.scheduler.upsert_device_class(DeviceClassInfo.from_object(dra.device_class()))
+
+
+def _group_claim(
+    count: int, *, owned: bool = True, status: dict[str, Any] | None = None
+) -> ResourceClaimInfo:
+    request = {"name": "gpus", "exactly": dra.exactly(count)}
+    raw = dra.claim("train-gpus-x1", request, status=status)
+    if owned:  # as kube-controller-manager makes it from the group's template
+        owner = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup"}
+        raw["metadata"]["ownerReferences"] = [
+            {**owner, "name": "train", "uid": "uid-npg-train", "controller": True}
+        ]
+    return ResourceClaimInfo.from_object(raw)
+
+
+def _claim_member(name: str) -> dict[str, Any]:
+    raw = member(name)
+    raw["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "four"}]
+    raw["status"] = {
+        "resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "train-gpus-x1"}]
+    }
+    return raw
+
+
+SHARED = [{"name": "gpus", "resourceClaimTemplateName": "four"}]
+
+
+def test_a_podgroup_claim_is_allocated_once_and_reserved_for_the_group() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0")])
-    state.upsert_podgroup(native_podgroup_object("train", 1, resourceClaims=[{"name": "g"}]), BETA)
-    state.replace_pods([member("w-0")])
-    [refused] = decisions(state)
-    assert refused.status.reason is Reason.UNSUPPORTED_FIELD
-    assert "spec.resourceClaims" in refused.status.message
+    _gpu_nodes(state, 2)
+    state.scheduler.upsert_resource_claim(_group_claim(4))
+    state.upsert_podgroup(native_podgroup_object("train", 3, resourceClaims=SHARED), BETA)
+    state.replace_pods([_claim_member(f"w-{i}") for i in range(3)])
+    [placed] = decisions(state)
+    assert len(placed.bindings) == 3
+    assert len({b.node for b in placed.bindings}) == 1  # where the group's GPUs are
+    [write] = placed.device_writes
+    assert write.group == ("train", "uid-npg-train")
+    assert write.reserve == ()
+    assert write.allocation is not None
+    assert {r.pool for r in write.allocation.results} == {placed.bindings[0].node}
+    status = claim_status(write)
+    assert status["reservedFor"] == [
+        {
+            "apiGroup": "scheduling.k8s.io",
+            "resource": "podgroups",
+            "name": "train",
+            "uid": "uid-npg-train",
+        }
+    ]
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_queues_count_a_group_claim_from_a_template_not_per_member(owned: bool) -> None:
+    state, _ = make_state()
+    _gpu_nodes(state, 1)
+    spec = dra.claim("four", {"name": "gpus", "exactly": dra.exactly(4)})["spec"]
+    raw = {"metadata": {"name": "four", "namespace": "default"}, "spec": {"spec": spec}}
+    state.scheduler.upsert_claim_template(ResourceClaimTemplateInfo.from_object(raw))
+    state.scheduler.upsert_resource_claim(_group_claim(4, owned=owned))
+    state.upsert_podgroup(native_podgroup_object("train", 2, resourceClaims=SHARED), BETA)
+    counted = []
+    for name in ("w-0", "w-1"):
+        info = state.upsert_pod(_claim_member(name))
+        assert info is not None
+        pod = state.scheduler.pod(info.uid)
+        assert pod is not None
+        counted.append(pod.requests.get("deviceclass.resource.kubernetes.io/gpu", 0))
+    # The group's claim is shared: none of its members counts it (a pod's own claim counts).
+    assert counted == ([0, 0] if owned else [4, 4])
+
+
+def test_a_member_whose_entry_differs_from_the_groups_reserves_its_own_claim() -> None:
+    state, _ = make_state()
+    _gpu_nodes(state, 1)
+    state.scheduler.upsert_resource_claim(_group_claim(2))
+    other = [{"name": "gpus", "resourceClaimTemplateName": "another"}]
+    state.upsert_podgroup(native_podgroup_object("train", 1, resourceClaims=other), BETA)
+    state.replace_pods([_claim_member("w-0")])
+    [placed] = decisions(state)
+    [write] = placed.device_writes
+    assert write.group is None
+    assert [name for name, _ in write.reserve] == ["w-0"]
+
+
+def test_a_group_that_cannot_get_its_devices_takes_none() -> None:
+    state, _ = make_state()
+    _gpu_nodes(state, 2, gpus=2)
+    state.scheduler.upsert_resource_claim(_group_claim(4))
+    state.upsert_podgroup(native_podgroup_object("train", 2, resourceClaims=SHARED), BETA)
+    state.replace_pods([_claim_member(f"w-{i}") for i in range(2)])
+    [waiting] = decisions(state)
+    assert not waiting.bindings
+    assert not waiting.device_writes
+    assert "cannot allocate all claims" in waiting.status.message
+    assert state.scheduler.snapshot.devices.taken() == {}
+
+
+def test_a_group_claim_left_allocated_where_no_member_can_go_is_let_go() -> None:
+    state, _ = make_state()
+    _gpu_nodes(state, 2)
+    results = [
+        {"request": "gpus", "driver": dra.DRIVER, "pool": "n1", "device": f"gpu-{i}"}
+        for i in range(4)
+    ]
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}
+    held = {
+        "allocation": {
+            "devices": {"results": results},
+            "nodeSelector": {"nodeSelectorTerms": [term]},
+        },
+        "reservedFor": [
+            {
+                "apiGroup": "scheduling.k8s.io",
+                "resource": "podgroups",
+                "name": "train",
+                "uid": "uid-npg-train",
+            }
+        ],
+    }
+    state.scheduler.upsert_resource_claim(_group_claim(4, status=held))
+    state.upsert_node(node_object("n1", cpu="8", unschedulable=True))
+    state.upsert_podgroup(native_podgroup_object("train", 2, resourceClaims=SHARED), BETA)
+    state.replace_pods([_claim_member(f"w-{i}") for i in range(2)])
+    [waiting] = decisions(state)
+    assert not waiting.bindings
+    assert [c.key for c in waiting.device_releases] == ["default/train-gpus-x1"]
 
 
 def test_members_under_two_schedulers_wait_with_a_clear_reason() -> None:

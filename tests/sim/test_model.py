@@ -128,7 +128,9 @@ def test_a_file_that_is_not_yaml_or_not_a_map_is_refused(tmp_path: Path) -> None
         load_scenario(tmp_path / "missing.yaml")
 
 
-@pytest.mark.parametrize("name", ["contention.yaml", "mixed.yaml", "racks.yaml", "teams.yaml"])
+@pytest.mark.parametrize(
+    "name", ["contention.yaml", "mixed.yaml", "racks.yaml", "teams.yaml", "usage-decay.yaml"]
+)
 def test_the_shipped_samples_are_valid(name: str) -> None:
     scenario = load_scenario(EXAMPLES / name)
     assert scenario.gangs

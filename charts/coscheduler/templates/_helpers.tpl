@@ -55,6 +55,7 @@ in float notation (1e+06), which an integer flag refuses.
 {{- end }}
 - --score-strategy={{ .Values.scoreStrategy }}
 - --preemption={{ .Values.preemption }}
+- --usage-half-life-seconds={{ .Values.usageHalfLifeSeconds }}
 - --volume-bind-timeout-seconds={{ .Values.volumeBindTimeoutSeconds }}
 - --event-interval-seconds={{ .Values.eventIntervalSeconds }}
 - --log-level={{ .Values.logLevel }}

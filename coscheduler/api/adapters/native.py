@@ -158,7 +158,7 @@ class NativeAdapter:
         if failing is not None and failing.status == ConditionStatus.TRUE:
             ours = failing.reason or ""
             upstream = "SchedulerError" if ours in _OUR_ERRORS else Reason.UNSCHEDULABLE.value
-            message = f"{ours}: {failing.message or ''}"[:_MAX_MESSAGE]
+            message = f"{ours}: {failing.message or ''}{_in_line(status)}"[:_MAX_MESSAGE]
             same = before is not None and before.status == ConditionStatus.FALSE
             return [
                 PodGroupCondition(
@@ -208,6 +208,15 @@ def disruption_condition(message: str, now: datetime.datetime) -> PodGroupCondit
         message=message[:_MAX_MESSAGE],
         last_transition_time=now,
     )
+
+
+def _in_line(status: PodGroupStatus) -> str:
+    """Its place in line, which upstream's status has no field for (our PodGroup's
+    ``queuePosition``/``clusterPosition``), told in the condition we write."""
+    if status.queue_position is None or status.cluster_position is None:
+        return ""
+    queue, cluster = status.queue_position, status.cluster_position
+    return f" (position {queue} in its queue, {cluster} in the cluster)"
 
 
 def _wire_condition(condition: PodGroupCondition) -> dict[str, Any]:

@@ -45,8 +45,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from coscheduler.api.devices import DEVICE_CLASS_RESOURCE
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.decision import PreemptionPlan
+from coscheduler.core.devices import PodDevices
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import plan
 from coscheduler.core.scoring import Scoring
@@ -105,6 +107,8 @@ class _Search:
     refused_by_quota: int = 0
     #: Pods taken out of the snapshot now, to be put back.
     out: dict[str, PodInfo] = field(default_factory=dict)
+    #: Per trial that fitted (its bindings): the devices (DRA) its members took.
+    devices: dict[tuple[Binding, ...], tuple[PodDevices, ...]] = field(default_factory=dict)
 
     @property
     def spent(self) -> bool:
@@ -123,10 +127,14 @@ class _Search:
             self.preemptor.bound,
             scoring=self.scoring,
         )
+        found = self.snapshot.devices.assumed_for
+        taken = tuple(d for b in decision.bindings if (d := found(b.uid)) is not None)
         for binding in decision.bindings:
             self.snapshot.forget(binding.uid)
         if not (decision.admitted and decision.ok):
             return None
+        if taken:
+            self.devices[decision.bindings] = taken
         if self.admits is not None and not self.admits(units):
             self.refused_by_quota += 1
             return None
@@ -228,6 +236,7 @@ def find_plan(
         exhausted,
         "would preempt " + _listing(victims, now),
         preemptor.priority,
+        nominated_devices=search.devices.get(nominated, ()),
     )
 
 
@@ -360,6 +369,8 @@ def _least_needed(preemptor: Preemptor) -> dict[str, int]:
         return {}
     wanted: dict[str, int] = {}
     for resource in {name for pod in preemptor.pending for name in pod.requests}:
+        if resource.startswith(DEVICE_CLASS_RESOURCE):
+            continue  # devices (DRA) are no node column: free ones would count as none
         amounts = sorted(pod.requests.get(resource, 0) for pod in preemptor.pending)
         wanted[resource] = sum(amounts[:needed])
     return wanted

@@ -20,7 +20,9 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
      on its planned node under a placeholder uid (so the room counts as
      taken, whoever looks), and the decision carries an order to evict
      (:class:`~coscheduler.core.decision.Order`). With ``dry-run`` it carries
-     the plan to show, nothing is held.
+     the plan to show, nothing is held. The devices (DRA) the plan's trial
+     gave the members are assumed under the same placeholders: once the
+     victims' claims let them go, no other group can take them first.
 
 Cost: collecting the running groups (:func:`~.running.running_groups`) visits
 every pod (at 20,000 running pods, tens of milliseconds). So a group that could
@@ -65,6 +67,7 @@ from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.decision import Decision, Order, PreemptionPlan
+from coscheduler.core.devices import PodDevices
 from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
 from coscheduler.core.preemption.rules import victim_rule
@@ -97,6 +100,8 @@ class Hold:
     placeholders: tuple[tuple[PodInfo, str], ...]
     victims: frozenset[str]
     lifted: bool = False
+    #: Placeholder uid -> the devices (DRA) held with its room.
+    devices: dict[str, PodDevices] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -261,10 +266,16 @@ class Preemptions:
             for b in plan.nominated
             if b.uid in pending
         )
+        devices = {
+            d.pod_uid + NOMINATED: dataclasses.replace(d, pod_uid=d.pod_uid + NOMINATED)
+            for d in plan.nominated_devices
+            if d.pod_uid in pending
+        }
         memory.spared.update(victim.group.key for victim in plan.victims)
         victims = frozenset(pod.uid for pod in plan.pods)
         self._doomed.update(dict.fromkeys(victims, (key, now)))
-        self._hold(snapshot, key, Hold(plan, now, placeholders, victims, lifted=True))
+        hold = Hold(plan, now, placeholders, victims, lifted=True, devices=devices)
+        self._hold(snapshot, key, hold)
         return order
 
     def _nothing_below(self, who: Preemptor, lowest: int | None, now: float) -> bool:
@@ -382,9 +393,13 @@ class Preemptions:
 
     @staticmethod
     def _hold_again(snapshot: Snapshot, held: Hold | Restore) -> None:
+        devices = held.devices if isinstance(held, Hold) else {}
         for pod, node in held.placeholders:
             if node in snapshot and snapshot.node_of(pod.uid) is None:
                 snapshot.assume(pod, node)
+                if pod.uid in devices:
+                    # Forgetting the placeholder gives them back (Snapshot.forget).
+                    snapshot.devices.assume(devices[pod.uid])
         held.lifted = False
 
     def _let_go_restore(self, snapshot: Snapshot, key: GroupKey) -> None:

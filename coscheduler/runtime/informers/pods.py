@@ -95,8 +95,9 @@ class PodInformer(KeyedInformer[str]):
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
         pod = self._composites.resolve(pod)
-        if pod.workload is None and pod.scheduling_group is None:
-            pod = self._owners.assign(pod)
+        # Native fields too: a Job annotated for us is our gang even where 1.37's
+        # WorkloadWithJob gave its pods a native group (GroupKey.of_pod).
+        pod = self._owners.assign(pod)
         self._scheduler.upsert_pod(pod)
         self._groups.index_member(pod)
         return pod

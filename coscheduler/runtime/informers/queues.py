@@ -77,6 +77,7 @@ def queue_policy(queue: Queue) -> QueuePolicy:
         name=queue.name,
         nominal=dict(spec.nominal_amounts()),
         max=dict(spec.max_amounts()),
+        lending_limit=dict(spec.lending_limit_amounts()),
         weight=spec.weight,
         open=spec.state == "Open",
         parent=spec.parent,

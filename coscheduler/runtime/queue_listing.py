@@ -1,0 +1,52 @@
+"""The pending groups in line, as ``/debug/queue`` serves them (read-only).
+
+Rows come from the core's positions (:mod:`~coscheduler.core.positions`),
+exact and current, in cluster order; the filters choose rows and never
+renumber them, so a group's numbers read the same in every view. Every kind
+is listed: a lone pod, Kubernetes' own PodGroups and other projects'
+PodGroups whose status has no field for a position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from coscheduler.core.group import GroupKey
+from coscheduler.core.status import Status
+from coscheduler.core.views import Views
+
+__all__ = ["QueueListing"]
+
+
+class QueueListing:
+    """The rows of ``/debug/queue`` from the core's views and the loop's verdicts."""
+
+    def __init__(self, views: Views, verdict: Callable[[GroupKey], Status | None]) -> None:
+        self._views = views
+        self._verdict = verdict
+
+    def rows(self, *, namespace: str | None = None, queue: str | None = None) -> list[Any]:
+        placed = self._views.queue_positions()
+        rows: list[Any] = []
+        for key, position in sorted(placed.items(), key=lambda item: item[1].in_cluster):
+            if namespace is not None and key.namespace != namespace:
+                continue
+            if queue is not None and position.queue != queue:
+                continue
+            verdict = self._verdict(key)
+            rows.append(
+                {
+                    "namespace": key.namespace,
+                    "name": key.name,
+                    "kind": key.kind,
+                    "queue": position.queue,
+                    "queuePosition": position.in_queue,
+                    "clusterPosition": position.in_cluster,
+                    "priority": position.priority,
+                    "state": self._views.queue_pool(key),
+                    "reason": verdict.reason.value if verdict is not None else None,
+                    "message": verdict.message if verdict is not None else None,
+                }
+            )
+        return rows
