@@ -4,27 +4,32 @@ Start-up, in order, and why:
 
 1. Connect to the API server and serve ``/metrics``, ``/healthz``, ``/readyz``
    at once, so probes answer while this replica waits for the Lease.
-2. Campaign for the Lease (unless leader election is off). Everything below
-   runs only while leading; losing the Lease ends the process, and a restart
-   rebuilds all state from the API server.
-3. Build, in dependency order and by constructor arguments only: the core,
+2. Build, in dependency order and by constructor arguments only: the core,
    the reporter (events, pod conditions, metrics), the controller's inboxes,
    the informers (one per kind), the controller's read model, the preempter
    and the scheduling loop.
-4. Read the cluster (:mod:`coscheduler.runtime.ingest` runs the table of
+3. Read the cluster (:mod:`coscheduler.runtime.ingest` runs the table of
    kinds, :data:`~coscheduler.runtime.informers.registry.KINDS`): Jobs first,
    so that pods join their Job's gang from the first pod, then every other
-   kind concurrently, each watched on after its list. Only when all are
-   listed does the loop start, so that nothing is decided on a partial
-   picture. Bound pods count as placed, pending ones are queued: a gang
-   half-bound by a previous leader is completed, never bound twice.
-5. Start the scheduling loop, the status writers (PodGroups, Queues), the
-   event and pod condition writers, and the maker of Jobs' PodGroups.
+   kind concurrently, each watched on after its list. Bound pods count as
+   placed, pending ones are queued: a gang half-bound by a previous leader is
+   completed, never bound twice.
+4. Campaign for the Lease (unless leader election is off) while reading: a
+   standby keeps its picture of the cluster current (a warm standby), so a
+   takeover goes straight to deciding instead of importing and listing
+   again (issue #28). Losing the Lease ends the process, and a restart
+   rebuilds all state from the API server.
+5. While leading, once every kind is listed (nothing is decided on a partial
+   picture), start the scheduling loop; then, once it has made its first
+   decision that binds or found nothing to do, the status writers (PodGroups,
+   Queues), the event and pod condition writers, and the maker of Jobs'
+   PodGroups: the first Bindings do not share the start with them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from functools import partial
@@ -99,6 +104,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         health.leading = leading
         metrics.leader.set(1 if leading else 0)
 
+    operator = _Operator(settings, client, metrics, startup)
+    reading = asyncio.create_task(operator.read(health), name="reading")
     try:
         if settings.leader_election.enabled:
             # A rate limit of its own, as kube-scheduler's leader-election client: behind
@@ -107,13 +114,28 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             elector = LeaderElector(
                 client.sibling(), settings.leader_election, on_change=on_leading
             )
-            await elector.run(lambda: _lead(settings, client, metrics, health, startup, server))
+            leading = elector.run(lambda: operator.lead(health, server))
         else:
             on_leading(True)
-            await _lead(settings, client, metrics, health, startup, server)
+            leading = operator.lead(health, server)
+        await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         await server.stop()
         await client.close()
+
+
+async def _first_to_end(*tasks: asyncio.Task[None]) -> None:
+    """Wait until one of ``tasks`` ends, cancel the others, and pass on how it ended."""
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    for task in done:
+        task.result()
 
 
 def _scheduler(settings: Settings) -> Scheduler:
@@ -135,92 +157,114 @@ def _scheduler(settings: Settings) -> Scheduler:
     return scheduler
 
 
-async def _lead(
-    settings: Settings,
-    client: KubeClient,
-    metrics: Metrics,
-    health: _Health,
-    startup: Startup,
-    server: HealthServer,
-) -> None:
-    if settings.leader_election.enabled:
-        startup.mark("leading")
-    scheduler = _scheduler(settings)
-    binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
-    wake = asyncio.Event()  # anything that may make a group placeable wakes the loop
-    reporter = Reporter(
-        client.sibling(),
-        metrics=metrics,
-        is_waiting=scheduler.is_waiting,
-        binds_idle=binds_idle,
-        event_interval_seconds=settings.event_interval_seconds,
-    )
-    changes = Changes()
-    informers = Informers.build(
-        scheduler,
-        complaints=reporter,
-        group_changed=changes.group,
-        queue_changed=changes.queue,
-        owner_changed=changes.owner,
-        namespaces=frozenset(settings.namespaces),
-    )
-    view = ReadModel(scheduler, informers)
-    preempter = Preempter(
-        scheduler=scheduler,
-        client=client,
-        reporter=reporter,
-        group_ref=partial(group_ref, scheduler, informers.groups),
-        wake=wake.set,
-        preempted=informers.composites.composites.preempted,
-    )
-    loop = SchedulingLoop(
-        scheduler=scheduler,
-        groups=informers.groups,
-        owners=informers.owners,
-        binder=Binder(client, concurrency=settings.client.bind_concurrency, on_bound=startup.bound),
-        volume_binder=VolumeBinder(
-            client,
-            bound=scheduler.volumes.bound,
-            timeout_seconds=settings.volume_bind_timeout_seconds,
-        ),
-        reporter=reporter,
-        binds_idle=binds_idle,
-        wake=wake,
-        preempter=preempter,
-        on_decided=startup.decided,
-        device_writer=DeviceWriter(client),
-    )
-    positions = PositionPublisher(
-        positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
-    )
-    writer = StatusWriter(
-        view=view, changed=changes.groups, reporter=reporter, positions=positions.published
-    )
-    queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
-    job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
-    async with asyncio.TaskGroup() as tasks:
-        health.tasks += await ingest.start(
-            client,
-            KINDS,
-            informers,
-            settings,
-            tasks=tasks,
-            wake=wake.set,
-            on_listed=startup.listed,
+class _Operator:
+    """Everything a replica runs: reading the cluster always, deciding while leading."""
+
+    def __init__(
+        self, settings: Settings, client: KubeClient, metrics: Metrics, startup: Startup
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.startup = startup
+        scheduler = self.scheduler = _scheduler(settings)
+        binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
+        self.wake = asyncio.Event()  # anything that may make a group placeable wakes the loop
+        #: Set once every kind is listed: the loop starts on the whole picture only.
+        self.listed = asyncio.Event()
+        #: Set by the loop's first decision that binds, or its first finding nothing to do.
+        self.first_pass = asyncio.Event()
+        reporter = self.reporter = Reporter(
+            client.sibling(),
+            metrics=metrics,
+            is_waiting=scheduler.is_waiting,
+            binds_idle=binds_idle,
+            event_interval_seconds=settings.event_interval_seconds,
         )
-        startup.mark("listed")
-        for name, coroutine in {
-            "scheduling-loop": loop.run(),
-            "status-writer": writer.run(),
-            "queue-status-writer": queue_writer.run(),
-            "events": reporter.run_events(),
-            "pod-conditions": reporter.run_pod_conditions(),
-            "job-podgroups": job_groups.run(),
-            "queue-positions": positions.run(),
-        }.items():
-            health.tasks.append(tasks.create_task(coroutine, name=name))
-        positions.publish()  # before the writer's first round (controller/positions.py)
-        writer.mark_all()
-        server.listing = QueueListing(scheduler, view.verdict)
-        health.synced = True
-        log.info("scheduling", scheduler_name=settings.scheduler_name)
+        changes = Changes()
+        informers = self.informers = Informers.build(
+            scheduler,
+            complaints=reporter,
+            group_changed=changes.group,
+            queue_changed=changes.queue,
+            owner_changed=changes.owner,
+            namespaces=frozenset(settings.namespaces),
+        )
+        view = self.view = ReadModel(scheduler, informers)
+        preempter = Preempter(
+            scheduler=scheduler,
+            client=client,
+            reporter=reporter,
+            group_ref=partial(group_ref, scheduler, informers.groups),
+            wake=self.wake.set,
+            preempted=informers.composites.composites.preempted,
+        )
+        self.loop = SchedulingLoop(
+            scheduler=scheduler,
+            groups=informers.groups,
+            owners=informers.owners,
+            binder=Binder(
+                client, concurrency=settings.client.bind_concurrency, on_bound=startup.bound
+            ),
+            volume_binder=VolumeBinder(
+                client,
+                bound=scheduler.volumes.bound,
+                timeout_seconds=settings.volume_bind_timeout_seconds,
+            ),
+            reporter=reporter,
+            binds_idle=binds_idle,
+            wake=self.wake,
+            preempter=preempter,
+            on_decided=self._decided,
+            on_idle=self.first_pass.set,
+            device_writer=DeviceWriter(client),
+        )
+        self.positions = PositionPublisher(
+            positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
+        )
+        self.writer = StatusWriter(
+            view=view, changed=changes.groups, reporter=reporter, positions=self.positions.published
+        )
+        self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
+        self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
+
+    def _decided(self) -> None:
+        self.startup.decided()
+        self.first_pass.set()
+
+    async def read(self, health: _Health) -> None:
+        """List and watch every kind, for the life of the process (leading or not)."""
+        async with asyncio.TaskGroup() as tasks:
+            health.tasks += await ingest.start(
+                self.client,
+                KINDS,
+                self.informers,
+                self.settings,
+                tasks=tasks,
+                wake=self.wake.set,
+                on_listed=self.startup.listed,
+            )
+            self.startup.mark("listed")
+            self.listed.set()
+
+    async def lead(self, health: _Health, server: HealthServer) -> None:
+        """Decide and write, from the moment the Lease is ours (or at once without election)."""
+        if self.settings.leader_election.enabled:
+            self.startup.mark("leading")
+        await self.listed.wait()
+        async with asyncio.TaskGroup() as tasks:
+            health.tasks.append(tasks.create_task(self.loop.run(), name="scheduling-loop"))
+            await self.first_pass.wait()
+            for name, coroutine in {
+                "status-writer": self.writer.run(),
+                "queue-status-writer": self.queue_writer.run(),
+                "events": self.reporter.run_events(),
+                "pod-conditions": self.reporter.run_pod_conditions(),
+                "job-podgroups": self.job_groups.run(),
+                "queue-positions": self.positions.run(),
+            }.items():
+                health.tasks.append(tasks.create_task(coroutine, name=name))
+            self.positions.publish()  # before the writer's first round (controller/positions.py)
+            self.writer.mark_all()
+            server.listing = QueueListing(self.scheduler, self.view.verdict)
+            health.synced = True
+            log.info("scheduling", scheduler_name=self.settings.scheduler_name)

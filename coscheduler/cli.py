@@ -26,14 +26,27 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
-from coscheduler import __version__
+import coscheduler
 from coscheduler.api import validation
 from coscheduler.runtime.settings import SettingDoc, Settings, documented_settings
 from coscheduler.sim.command import simulate
 
 
+def _print_version(context: click.Context, _: click.Parameter, given: bool) -> None:
+    if given and not context.resilient_parsing:
+        click.echo(f"coscheduler, version {coscheduler.__version__}")
+        context.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="coscheduler")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def main() -> None:
     """coscheduler: place each PodGroup all together or not at all."""
 
@@ -41,7 +54,7 @@ def main() -> None:
 @main.command()
 def version() -> None:
     """Print the version of coscheduler."""
-    click.echo(f"coscheduler {__version__}")
+    click.echo(f"coscheduler {coscheduler.__version__}")
 
 
 # `coscheduler simulate`: offline replay and workload generator (coscheduler/sim/command.py).

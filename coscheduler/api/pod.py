@@ -60,6 +60,9 @@ TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
 MEMBERSHIP_ANNOTATIONS: Final = (*POD_GROUP_ANNOTATIONS, VOLCANO_TASK_KEY)
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
+#: Toleration lists read so far, by their fields (:func:`_parse_tolerations`); a bound.
+_KNOWN_TOLERATIONS: dict[tuple[tuple[object, ...], ...], tuple[Toleration, ...]] = {}
+_KNOWN_TOLERATIONS_MAX: Final = 1024
 
 
 class PodParseError(ObjectParseError):
@@ -214,6 +217,36 @@ def _parse_affinity(
 
 
 def _parse_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...]:
+    # Pods of a workload, and every pod admission defaults (not-ready, unreachable),
+    # carry the same few tolerations: each distinct list is read once (issue #28).
+    key = _tolerations_key(raw)
+    known = _KNOWN_TOLERATIONS.get(key) if key is not None else None
+    if known is not None:
+        return known
+    tolerations = _read_tolerations(reader, raw)
+    if key is not None:
+        if len(_KNOWN_TOLERATIONS) >= _KNOWN_TOLERATIONS_MAX:
+            _KNOWN_TOLERATIONS.clear()
+        _KNOWN_TOLERATIONS[key] = tolerations
+    return tolerations
+
+
+def _tolerations_key(raw: object) -> tuple[tuple[object, ...], ...] | None:
+    """The fields a toleration list is read from; None when it is not a list of objects."""
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        return None
+    key = tuple(
+        (item.get("key"), item.get("operator"), item.get("value"), item.get("effect"))
+        for item in raw
+    )
+    try:
+        hash(key)
+    except TypeError:  # a field of the wrong type (a list, an object): read it to say so
+        return None
+    return key
+
+
+def _read_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...]:
     tolerations = []
     for index, item in enumerate(reader.items(raw, "spec.tolerations")):
         here = f"spec.tolerations[{index}]"

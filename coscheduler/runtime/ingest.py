@@ -1,14 +1,17 @@
-"""Runs the table of kinds: discovery, then each stage listed whole, then the watches on.
+"""Runs the table of kinds: every kind read at once, applied stage by stage, then watched on.
 
 Start-up, in order (issue #28 measures it; keep the order cheap to change):
 
-1. Ask discovery about every optional kind at once (concurrently).
-2. For each stage in order, start the watch of every kind of the stage and
-   wait until each is listed (or refused: a kind the process may not read is
-   logged and left out). Jobs are stage 0, so pods join their Job's gang
-   from the first pod; every other kind is stage 1, listed concurrently.
-3. Return: the loop starts only on the whole picture (a pod whose PodGroup
-   was not listed yet would look orphaned); the watches go on.
+1. Every kind starts at once: an optional kind asks discovery where it is
+   served, then lists; a core kind lists straight away. Nothing waits on
+   another kind's round trips.
+2. A kind's list is applied only once every kind of the earlier stages is
+   applied (or refused: a kind the process may not read is logged and left
+   out). Jobs are stage 0, so pods join their Job's gang from the first pod;
+   every other kind is stage 1. Each kind is watched on after its list.
+3. Return once every kind is applied: the loop starts only on the whole
+   picture (a pod whose PodGroup was not listed yet would look orphaned);
+   the watches go on.
 
 Every event wakes the scheduling loop (``wake``).
 """
@@ -16,7 +19,8 @@ Every event wakes the scheduling loop (``wake``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 
 import structlog
 
@@ -41,38 +45,46 @@ async def start(
     wake: Callable[[], None],
     on_listed: Callable[[str], None] = lambda _kind: None,
 ) -> list[asyncio.Task[None]]:
-    """Steps 1-3; the watch tasks, running in ``tasks``.
+    """Steps 1-3; the watch tasks of the kinds read, running in ``tasks``.
 
     ``on_listed(kind name)`` is called as each kind's first list is applied
     (the start-up line, :mod:`coscheduler.runtime.startup`).
     """
-    paths = await asyncio.gather(*(kind.where(client, settings) for kind in kinds))
-    chosen = [(kind, path) for kind, path in zip(kinds, paths, strict=True) if path is not None]
-    started: list[asyncio.Task[None]] = []
-    for stage in sorted({kind.stage for kind, _ in chosen}):
-        listed: list[asyncio.Event] = []
-        for kind, path in chosen:
-            if kind.stage != stage:
-                continue
-            watch = Watch(
-                client,
-                path,
-                timeout_seconds=settings.client.watch_timeout_seconds,
-                missing_ok=kind.if_missing is not None,
-                stop_if_forbidden=kind.if_forbidden is not None,
-            )
-            listed.append(asyncio.Event())
-            feed = _feed(kind, watch, kind.informer(informers), listed[-1], wake, on_listed)
-            started.append(tasks.create_task(feed, name=f"watch-{kind.name}"))
-        await asyncio.gather(*(event.wait() for event in listed))
-    log.info("cluster listed", kinds=[kind.name for kind, _ in chosen])
-    return started
+    done = {kind.name: asyncio.Event() for kind in kinds}
+    read: dict[str, asyncio.Task[None]] = {}
+
+    async def earlier_stages_applied(stage: int) -> None:
+        await asyncio.gather(*(done[k.name].wait() for k in kinds if k.stage < stage))
+
+    async def run(kind: Kind) -> None:
+        path = await kind.where(client, settings)
+        if path is None:
+            done[kind.name].set()
+            return
+        watch = Watch(
+            client,
+            path,
+            timeout_seconds=settings.client.watch_timeout_seconds,
+            missing_ok=kind.if_missing is not None,
+            stop_if_forbidden=kind.if_forbidden is not None,
+        )
+        gate = partial(earlier_stages_applied, kind.stage)
+        await _feed(kind, watch, kind.informer(informers), gate, done[kind.name], wake, on_listed)
+
+    for kind in kinds:
+        read[kind.name] = tasks.create_task(run(kind), name=f"watch-{kind.name}")
+    await asyncio.gather(*(event.wait() for event in done.values()))
+    # A kind not read has ended by now; the watches of the others run on.
+    started = {name: task for name, task in read.items() if not task.done()}
+    log.info("cluster listed", kinds=list(started))
+    return list(started.values())
 
 
 async def _feed(
     kind: Kind,
     watch: Watch,
     informer: Informer,
+    gate: Callable[[], Awaitable[None]],
     listed: asyncio.Event,
     wake: Callable[[], None],
     on_listed: Callable[[str], None],
@@ -82,6 +94,8 @@ async def _feed(
             if isinstance(item, Listed):
                 if not item.served:
                     log.error(kind.if_missing, path=watch.path)
+                if not listed.is_set():
+                    await gate()
                 informer.replace(item.objects)
                 if not listed.is_set():
                     on_listed(kind.name)
@@ -93,6 +107,7 @@ async def _feed(
             wake()
     except StopWatching:
         log.error(kind.if_forbidden, path=watch.path)
+        await gate()
         on_listed(kind.name)
         listed.set()
         # Not read, for the life of the process: the task stays (health counts it running).

@@ -28,8 +28,6 @@ from typing import Any, Final, TypedDict, Unpack
 import aiohttp
 import orjson
 from aiolimiter import AsyncLimiter
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -38,6 +36,22 @@ from tenacity import (
 )
 
 from coscheduler.runtime.errors import ApiError, Unreachable
+from coscheduler.runtime.lazy_package import defer_init
+
+# kubernetes_asyncio's package __init__ imports every generated API and model:
+# a fifth of start-up (issue #28). Only its configuration, kubeconfig loading
+# and ApiClient are used here, so its __init__ and its models' wait until
+# somebody else in the process asks for them.
+defer_init("kubernetes_asyncio")
+defer_init(
+    "kubernetes_asyncio.client",
+    {"ApiClient": "api_client", "Configuration": "configuration"},
+)
+defer_init("kubernetes_asyncio.client.models")
+
+from kubernetes_asyncio.client import api_client as k8s_api  # noqa: E402
+from kubernetes_asyncio.client import configuration as k8s_configuration  # noqa: E402
+from kubernetes_asyncio.config import incluster_config, kube_config  # noqa: E402
 
 __all__ = ["KubeClient", "RequestOptions", "Response", "query_params"]
 
@@ -72,7 +86,7 @@ def _proxy_from_environment(host: str | None) -> str | None:
     return urllib.request.getproxies().get(url.scheme)
 
 
-def _stop_reading_environment_per_request(api: k8s_client.ApiClient) -> None:
+def _stop_reading_environment_per_request(api: k8s_api.ApiClient) -> None:
     """Replace kubernetes_asyncio's session by one that does not trust the environment.
 
     Its session is built with ``trust_env=True``, so aiohttp parses ~/.netrc and the
@@ -103,7 +117,7 @@ class KubeClient:
 
     def __init__(
         self,
-        api: k8s_client.ApiClient,
+        api: k8s_api.ApiClient,
         *,
         qps: float,
         burst: int,
@@ -144,22 +158,22 @@ class KubeClient:
         max_connections: int = 128,
     ) -> KubeClient:
         """Load credentials from ``kubeconfig``, or in-cluster when it is None."""
-        configuration = k8s_client.Configuration()
+        configuration = k8s_configuration.Configuration()
         if kubeconfig is None:
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            await k8s_config.load_kube_config(
+            await kube_config.load_kube_config(
                 config_file=kubeconfig, client_configuration=configuration
             )
         configuration.connection_pool_maxsize = max_connections
         if not configuration.proxy:
             configuration.proxy = _proxy_from_environment(configuration.host)
-        api = k8s_client.ApiClient(configuration)
+        api = k8s_api.ApiClient(configuration)
         _stop_reading_environment_per_request(api)
         return cls(api, qps=qps, burst=burst, timeout=timeout_seconds)
 
     @property
-    def api_client(self) -> k8s_client.ApiClient:
+    def api_client(self) -> k8s_api.ApiClient:
         """The underlying client, for the few calls where generated models are fine."""
         return self._api
 

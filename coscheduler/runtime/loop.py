@@ -170,12 +170,15 @@ class SchedulingLoop:
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
         on_decided: Callable[[], None] = lambda: None,
+        on_idle: Callable[[], None] = lambda: None,
         device_writer: DeviceWriter | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._device_writer = device_writer
         #: Called with each decision that binds (the start-up line's first decision).
         self._on_decided = on_decided
+        #: Called each time the core has nothing ready (the first time ends the first pass).
+        self._on_idle = on_idle
         self._groups = groups
         self._owners = owners
         self._binder = binder
@@ -206,6 +209,7 @@ class SchedulingLoop:
             started = time.perf_counter()
             decision = self._scheduler.next_decision()
             if decision is None:
+                self._on_idle()
                 self._report_queue()
                 await self._sleep_until_ready()
                 since_yield = 0

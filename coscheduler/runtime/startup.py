@@ -13,7 +13,10 @@ interpreter's start and every import count):
   concurrently overlap: each has its own end);
 * ``listed``: every kind the loop waits for listed, the loop starts;
 * ``first_decision``: the core's first decision that binds;
-* ``first_binding``: the first Binding answered 201.
+* ``first_binding``: the first Binding answered 201;
+* ``after_leading`` (only with leader election): ``first_binding`` less
+  ``leading``, a takeover's time to its first Binding (a warm standby has
+  listed before it leads).
 
 Where ``/proc`` cannot say (not Linux), the clock starts when this object is
 made and ``origin`` says ``"startup"`` instead of ``"process"``.
@@ -80,4 +83,7 @@ class Startup:
             return
         self.mark("first_binding")
         self.logged = True
+        if "leading" in self.phases:
+            lead = self.phases["first_binding"] - self.phases["leading"]
+            self.phases["after_leading"] = round(lead, 3)
         log.info("started", origin=self.origin, **self.phases, lists=self.lists)

@@ -7,6 +7,7 @@ so tests never compete for capacity or for the scheduler's attention.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 
@@ -487,6 +488,55 @@ def test_standby_replica_takes_over_when_the_leader_dies(
         cluster.api, namespace, "after", replicas=2, pool=pool, cpu="1", group="after"
     )
     wait_bound(cluster, namespace, 4, "the new leader binds")
+
+
+def _log_events(process_log: str) -> list[Json]:
+    """The JSON lines of a scheduler's log, in order."""
+    return [json.loads(line) for line in process_log.splitlines() if line.startswith("{")]
+
+
+def test_a_warm_standby_binds_a_waiting_gang_whole_after_the_leader_is_killed(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    """Issue #28: the standby has listed and watches before it leads, so it decides at once."""
+    add_nodes(2, cpu="8")
+    lease = [
+        "--lease-namespace",
+        namespace,
+        "--lease-duration-seconds",
+        "4",
+        "--renew-deadline-seconds",
+        "3",
+        "--retry-period-seconds",
+        "1",
+    ]
+    leader = start_scheduler(*lease, "--identity", "leader", leader_elect=True)
+    standby = start_scheduler(*lease, "--identity", "standby", leader_elect=True, wait_ready=False)
+    wait_for(
+        lambda: '"event": "cluster listed"' in standby.log(),
+        describe="the standby lists the cluster while it waits for the Lease",
+    )
+    assert '"event": "scheduling"' not in standby.log()
+
+    leader.kill()  # SIGKILL to the process this test started: the Lease is not released
+    w.create_podgroup(cluster.api, namespace, "waiting", 4)
+    w.create_replicaset(
+        cluster.api, namespace, "waiting", replicas=4, pool=pool, cpu="2", group="waiting"
+    )
+    wait_bound(cluster, namespace, 4, "the standby binds the whole gang")
+    standby.wait_ready(timeout=30)
+
+    events = [entry["event"] for entry in _log_events(standby.log())]
+    # Warm: listed once, before leading, and never listed again after taking over.
+    assert events.count("cluster listed") == 1
+    assert events.index("cluster listed") < events.index("leadership changed")
+    [started] = [e for e in _log_events(standby.log()) if e["event"] == "started"]
+    assert started["listed"] <= started["leading"] <= started["first_binding"]
+    print(f"takeover to first Binding: {started['after_leading']:.3f} s")  # the figure, no assert
 
 
 def test_describe_podgroup_tells_the_story(

@@ -218,3 +218,28 @@ def test_missing_metadata_is_a_parse_error() -> None:
         PodInfo.from_object({"spec": {}})
     with pytest.raises(PodParseError):
         PodInfo.from_object({"metadata": {"namespace": "ns"}, "spec": {}})
+
+
+def test_equal_toleration_lists_read_alike_and_a_bad_one_is_refused_every_time() -> None:
+    """Toleration lists are read once per distinct list: the answer is the same, errors too."""
+    defaults = [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "gpu", "value": "a100", "effect": "NoSchedule", "tolerationSeconds": 30},
+    ]
+    first = PodInfo.from_object(raw_pod({"containers": [], "tolerations": defaults}, name="a"))
+    second = PodInfo.from_object(raw_pod({"containers": [], "tolerations": defaults}, name="b"))
+    assert (
+        first.tolerations
+        == second.tolerations
+        == (
+            Toleration("node.kubernetes.io/not-ready", "Exists", "", "NoExecute"),
+            Toleration("gpu", "Equal", "a100", "NoSchedule"),
+        )
+    )
+    bad = [{"key": "gpu", "operator": "Equal", "effect": "Sometimes"}]
+    for name in ("c", "d"):
+        with pytest.raises(PodParseError, match=f"{name}.*'Sometimes'"):
+            PodInfo.from_object(raw_pod({"containers": [], "tolerations": bad}, name=name))
+    unhashable = [{"key": ["gpu"]}]
+    with pytest.raises(PodParseError, match=r"spec\.tolerations\[0\]\.key must be a string"):
+        PodInfo.from_object(raw_pod({"containers": [], "tolerations": unhashable}))

@@ -15,11 +15,13 @@ from structlog.testing import capture_logs
 
 from coscheduler import app
 from coscheduler.api.adapters import t9k, volcano, xk8s
+from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.informers.registry import KINDS
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
-from tests.builders import node_object, pod_object
+from tests.builders import Clock, node_object, pod_object
 from tests.runtime.apiserver import FakeApiServer, Reply, WatchStream, object_list
+from tests.runtime.test_leader import LEASE, LeaseStore
 
 
 class _Watched(Startup):
@@ -86,3 +88,41 @@ def test_the_process_age_is_read_from_the_kernel() -> None:
     assert age is not None
     assert 0.0 < age < 24 * 3600
     assert Startup().origin == "process"
+
+
+async def test_a_standby_lists_before_it_leads_and_binds_without_listing_again(
+    apiserver: FakeApiServer, tmp_path: Path
+) -> None:
+    """A warm standby: its informers are synced while another replica holds the Lease."""
+    _serve_one_pod(apiserver)
+    lease = LeaseStore(apiserver, Clock())
+    lease.hold("other", renew_time=rfc3339(micro=True))
+    settings = Settings(
+        kubeconfig=str(apiserver.write_kubeconfig(tmp_path)),
+        scheduler_name="coscheduler",
+        leader_election={
+            "enabled": True,
+            "identity": "standby",
+            "lease_duration_seconds": 60,
+            "renew_deadline_seconds": 30,
+            "retry_period_seconds": 0.01,
+        },
+        serving={"address": "127.0.0.1", "port": 0},
+    )
+    startup = _Watched()
+    with capture_logs() as logs:
+        task = asyncio.create_task(app.run(settings, startup))
+        await apiserver.wait_until(lambda: "listed" in startup.phases)
+        await apiserver.wait_for("GET", LEASE, count=3)  # still another's: it waits
+        assert not apiserver.requests_to("POST", "/api/v1/namespaces/default/pods/p1/binding")
+        lease.hold("")  # the leader released it
+        async with asyncio.timeout(5):
+            await startup.written.wait()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    [line] = [entry for entry in logs if entry["event"] == "started"]
+    assert line["listed"] <= line["leading"] <= line["first_binding"]
+    assert line["after_leading"] == round(line["first_binding"] - line["leading"], 3)
+    assert len(apiserver.requests_to("GET", "/api/v1/pods")) == 1  # no second list
+    assert lease.writes[0][1]["holderIdentity"] == "standby"  # it took the Lease
+    assert lease.holder == ""  # and released it on the way out

@@ -1,0 +1,85 @@
+"""runtime/ingest.py: every kind read at once, applied stage by stage (issue #28)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
+
+from coscheduler.runtime import ingest
+from coscheduler.runtime.informers.registry import Informers, Kind
+from coscheduler.runtime.kube import KubeClient
+from coscheduler.runtime.settings import Settings
+from tests.runtime.apiserver import (
+    Answer,
+    FakeApiServer,
+    RecordedRequest,
+    WatchStream,
+    object_list,
+)
+
+
+class _Recorder:
+    """An informer that notes which kind's list was applied, in order."""
+
+    def __init__(self, name: str, applied: list[str]) -> None:
+        self.name = name
+        self.applied = applied
+
+    def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        self.applied.append(self.name)
+
+    def upsert(self, raw: Mapping[str, Any]) -> object:
+        return None
+
+    def remove(self, raw: Mapping[str, Any]) -> None:
+        pass
+
+
+async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    applied: list[str] = []
+    jobs_answered = asyncio.Event()
+    pods_asked_while_jobs_pending: list[bool] = []
+
+    async def jobs(_: RecordedRequest) -> Answer:
+        await asyncio.sleep(0.3)
+        jobs_answered.set()
+        return object_list([], resource_version="1")
+
+    def pods(_: RecordedRequest) -> Answer:
+        pods_asked_while_jobs_pending.append(not jobs_answered.is_set())
+        return object_list([], resource_version="1")
+
+    apiserver.on("GET", "/apis/batch/v1/jobs", jobs)
+    apiserver.on("GET", "/api/v1/pods", pods)
+    apiserver.on("WATCH", "/api*", WatchStream([], then="hang"))
+
+    async def not_served(_: KubeClient) -> str | None:
+        return None
+
+    kinds = [
+        Kind("pods", lambda _: _Recorder("pods", applied), path="/api/v1/pods"),
+        Kind("jobs", lambda _: _Recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
+        Kind("absent", lambda _: _Recorder("absent", applied), served=not_served),
+    ]
+    listed: list[str] = []
+    async with asyncio.TaskGroup() as tasks:
+        watches = await ingest.start(
+            kube,
+            kinds,
+            cast(Informers, None),
+            Settings(),
+            tasks=tasks,
+            wake=lambda: None,
+            on_listed=listed.append,
+        )
+        for watch in watches:
+            watch.cancel()
+    # The pods were asked for while the Jobs list was still on its way, and applied after
+    # it; the kind not served is not read at all.
+    assert pods_asked_while_jobs_pending == [True]
+    assert applied == ["jobs", "pods"]
+    assert listed == ["jobs", "pods"]
+    assert {task.get_name() for task in watches} == {"watch-pods", "watch-jobs"}
