@@ -53,6 +53,7 @@ def test_crd_applies_and_get_pg_shows_printer_columns(
         "RUNNING",
         "SUCCEEDED",
         "FAILED",
+        "POSITION",
         "AGE",
     ]
     assert row.split()[0] == "trainers"
