@@ -448,15 +448,9 @@ def test_crash_between_bindings_is_completed_by_the_next_start(
     assert len({p["metadata"]["uid"] for p in pods(cluster, namespace)}) == 8
 
 
-def test_standby_replica_takes_over_when_the_leader_dies(
-    cluster: Cluster,
-    namespace: str,
-    pool: str,
-    add_nodes: Callable[..., list[str]],
-    start_scheduler: StartScheduler,
-) -> None:
-    add_nodes(2, cpu="8")
-    lease = [
+def _short_lease(namespace: str) -> list[str]:
+    """Leader-election flags for a Lease in the test's namespace that expires in 4 s."""
+    return [
         "--lease-namespace",
         namespace,
         "--lease-duration-seconds",
@@ -466,6 +460,17 @@ def test_standby_replica_takes_over_when_the_leader_dies(
         "--retry-period-seconds",
         "1",
     ]
+
+
+def test_standby_replica_takes_over_when_the_leader_dies(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+) -> None:
+    add_nodes(2, cpu="8")
+    lease = _short_lease(namespace)
     first = start_scheduler(*lease, "--identity", "first", leader_elect=True)
     second = start_scheduler(*lease, "--identity", "second", leader_elect=True, wait_ready=False)
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/coscheduler"
@@ -504,16 +509,7 @@ def test_a_warm_standby_binds_a_waiting_gang_whole_after_the_leader_is_killed(
 ) -> None:
     """Issue #28: the standby has listed and watches before it leads, so it decides at once."""
     add_nodes(2, cpu="8")
-    lease = [
-        "--lease-namespace",
-        namespace,
-        "--lease-duration-seconds",
-        "4",
-        "--renew-deadline-seconds",
-        "3",
-        "--retry-period-seconds",
-        "1",
-    ]
+    lease = _short_lease(namespace)
     leader = start_scheduler(*lease, "--identity", "leader", leader_elect=True)
     standby = start_scheduler(*lease, "--identity", "standby", leader_elect=True, wait_ready=False)
     wait_for(
