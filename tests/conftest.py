@@ -21,7 +21,7 @@ from tests.hypothesis_profiles import profile_for, unit_timeout_seconds
 UNIT_TESTS = Path(__file__).resolve().parent
 
 settings.load_profile(profile_for(os.environ))
-UNIT_TIMEOUT_SECONDS = unit_timeout_seconds(settings.default.max_examples)
+UNIT_TIMEOUT_SECONDS = unit_timeout_seconds(settings().max_examples)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
