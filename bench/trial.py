@@ -120,9 +120,8 @@ async def run_trial(
             )  # fmt: skip
         if broken and peer.name.startswith("ours"):
             failures.append(
-                f"{len(broken)} gang(s) partially bound longer than "
-                f"{gangs.DEFAULT_BURST_SECONDS:g}s (e2e/gangs.py), first: "
-                + "; ".join(str(b) for b in broken[:3])
+                f"{len(broken)} gang(s) partially bound beyond a bind burst "
+                "(e2e/gangs.py), first: " + "; ".join(str(b) for b in broken[:3])
             )
         if figures.get("gangs_split") and peer.name.startswith("ours"):
             failures.append(
