@@ -96,11 +96,12 @@ class PodInfo:
 
     ``requests`` is the effective request (see the module docstring), always
     including ``pods: 1``; for a pod bound to a node, what it holds there
-    (in-place resizes counted, :mod:`~coscheduler.api.pod_requests`). ``required_affinity`` is None when the pod has no
-    required node affinity, else its terms (ORed). ``placement`` is a hashable
-    key of everything that decides *which* nodes suit the pod apart from free
-    capacity; ``shape`` adds the requests and host ports: two pods with equal
-    shapes fit exactly the same nodes.
+    (in-place resizes counted, :mod:`~coscheduler.api.pod_requests`).
+    ``required_affinity`` is None when the pod has no required node affinity,
+    else its terms (ORed). ``placement`` is a hashable key of everything that
+    decides *which* nodes suit the pod apart from free capacity; ``shape`` adds
+    the requests and host ports: two pods with equal shapes fit exactly the
+    same nodes.
     """
 
     namespace: str
