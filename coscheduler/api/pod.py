@@ -258,13 +258,24 @@ def _read_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...
     return tuple(tolerations)
 
 
-def _parse_host_ports(reader: FieldReader, containers: list[Any]) -> tuple[HostPort, ...]:
-    # As kube-scheduler's NodePorts: the ports of the regular containers.
+def _parse_host_ports(
+    reader: FieldReader, spec: Mapping[str, Any], containers: list[Any]
+) -> tuple[HostPort, ...]:
+    # As kube-scheduler's NodePorts: the ports of the regular containers and of the
+    # sidecars (restartable init containers), which run as long as the pod does.
+    # A hostNetwork pod's ports carry hostPort already (the API server's defaulting).
+    running = [(f"spec.containers[{i}]", c) for i, c in enumerate(containers)]
+    for index, item in enumerate(reader.items(spec.get("initContainers"), "spec.initContainers")):
+        where = f"spec.initContainers[{index}]"
+        init = reader.mapping(item, where)
+        if reader.text(init.get("restartPolicy"), f"{where}.restartPolicy") == "Always":
+            running.append((where, init))
     ports: set[HostPort] = set()
-    for index, container in enumerate(containers):
-        where = f"spec.containers[{index}].ports"
-        for number, item in enumerate(reader.items(container.get("ports"), where)):
-            entry = reader.mapping(item, f"{where}[{number}]")
+    for owner, item in running:
+        container = reader.mapping(item, owner)
+        where = f"{owner}.ports"
+        for number, entry_raw in enumerate(reader.items(container.get("ports"), where)):
+            entry = reader.mapping(entry_raw, f"{where}[{number}]")
             port = reader.integer(entry.get("hostPort"), f"{where}[{number}].hostPort")
             if port <= 0:
                 continue
@@ -352,9 +363,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
     affinity = _parse_affinity(reader, spec)
     tolerations = _parse_tolerations(reader, spec.get("tolerations"))
-    host_ports = _parse_host_ports(
-        reader, [reader.mapping(c, "spec.containers") for c in containers]
-    )
+    host_ports = _parse_host_ports(reader, spec, containers)
     placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
     topology = read_pod_topology(reader, spec, namespace, labels)
     shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)

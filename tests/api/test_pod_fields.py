@@ -1,9 +1,9 @@
-"""Pod-level requests and in-place resizes, counted as kube-scheduler 1.37 counts them.
+"""Pod fields kube-scheduler 1.37 reads, read alike: pod-level requests, resizes, sidecar ports.
 
-The cases follow ``k8s.io/component-helpers/resource.PodRequests`` with the
-1.37 defaults (pod-level resources on, in-place resize of containers and of the
-pod level on); the properties compare the parser with a per-resource reference
-of the same rules written out plainly.
+The request cases follow ``k8s.io/component-helpers/resource.PodRequests``
+with the 1.37 defaults (pod-level resources on, in-place resize of containers
+and of the pod level on); the properties compare the parser with a
+per-resource reference of the same rules written out plainly.
 """
 
 from __future__ import annotations
@@ -430,3 +430,17 @@ def test_without_an_infeasible_resize_a_bound_pod_holds_at_least_its_spec(
     bound = PodInfo.from_object(to_raw({**case, "bound": True, "infeasible": False})).requests
     asked = PodInfo.from_object(to_raw({**case, "bound": False})).requests
     assert all(bound.get(r, 0) >= a for r, a in asked.items())
+
+
+# --- host ports of sidecars -----------------------------------------------------------------
+
+
+def test_sidecars_host_ports_count_and_plain_init_containers_do_not() -> None:
+    spec = {
+        "containers": [named("a", host_ports=[80])],
+        "initContainers": [
+            named("setup", host_ports=[8080]),
+            named("proxy", restart="Always", host_ports=[9090]),
+        ],
+    }
+    assert [p.port for p in pod(spec).host_ports] == [80, 9090]
