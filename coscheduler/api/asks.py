@@ -60,30 +60,4 @@ def read_asks(spec: Mapping[str, Any]) -> Asks:
         for source in _PLACED_VOLUME_SOURCES:
             if source in volume:
                 unsupported.append(f"spec.volumes[{index}].{source}")
-    unsupported.extend(_node_feature_fields(spec))
     return Asks(tuple(unsupported))
-
-
-def _node_feature_fields(spec: Mapping[str, Any]) -> list[str]:
-    """Fields that need a node feature (``status.declaredFeatures``), not matched yet.
-
-    kube-scheduler's NodeDeclaredFeatures filter (1.37) sends a pod that uses
-    one only to nodes declaring the feature: a rule that restarts all
-    containers (RestartAllContainersOnContainerExits), a host-network pod in
-    its own user namespace (UserNamespacesHostNetworkSupport), bind mount
-    options (VolumeBindMountOptions).
-    """
-    fields: list[str] = []
-    for kind in ("initContainers", "containers"):
-        for index, item in enumerate(_items(spec.get(kind))):
-            container = _mapping(item)
-            where = f"spec.{kind}[{index}]"
-            for number, rule in enumerate(_items(container.get("restartPolicyRules"))):
-                if _mapping(rule).get("action") == "RestartAllContainers":
-                    fields.append(f"{where}.restartPolicyRules[{number}].action")
-            for number, mount in enumerate(_items(container.get("volumeMounts"))):
-                if _mapping(mount).get("bindMountOptions"):
-                    fields.append(f"{where}.volumeMounts[{number}].bindMountOptions")
-    if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
-        fields.append("spec.hostUsers")
-    return fields

@@ -31,6 +31,7 @@ from coscheduler.api.labels import (
     pod_group_name,
     pod_role,
 )
+from coscheduler.api.node_features import required_node_features
 from coscheduler.api.node_selector import (
     NodeSelectorTerm,
     parse_node_selector,
@@ -172,6 +173,8 @@ class PodInfo:
     #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
     #: (:mod:`~coscheduler.api.devices`).
     device_claims: tuple[PodClaim, ...] = ()
+    #: Features a node must declare to take the pod (:mod:`~coscheduler.api.node_features`).
+    node_features: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -365,6 +368,9 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     tolerations = _parse_tolerations(reader, spec.get("tolerations"))
     host_ports = _parse_host_ports(reader, spec, containers)
     placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
+    node_features = required_node_features(reader, spec)
+    if node_features:
+        placement = (*placement, node_features)
     topology = read_pod_topology(reader, spec, namespace, labels)
     shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)
     preferences = read_preferences(reader, spec, namespace, labels)
@@ -416,4 +422,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         workload=read_workload_ref(reader, spec),
         scheduling_group=read_scheduling_group(reader, spec),
         device_claims=device_claims,
+        node_features=node_features,
     )

@@ -91,37 +91,11 @@ CASES = [
         NO_ASKS,
         id="native-podgroup-membership-is-honoured",
     ),
-    # kube-scheduler's NodeDeclaredFeatures (1.37): these go only to nodes declaring the feature.
-    pytest.param(
-        {
-            "containers": [
-                {
-                    "name": "w",
-                    "restartPolicyRules": [
-                        {"action": "Restart", "exitCodes": {"operator": "In", "values": [1]}},
-                        {"action": "RestartAllContainers", "exitCodes": {"operator": "In"}},
-                    ],
-                    "volumeMounts": [
-                        {"name": "a", "mountPath": "/a"},
-                        {"name": "b", "mountPath": "/b", "bindMountOptions": ["nosuid"]},
-                    ],
-                }
-            ]
-        },
-        Asks(
-            unsupported=(
-                "spec.containers[0].restartPolicyRules[1].action",
-                "spec.containers[0].volumeMounts[1].bindMountOptions",
-            )
-        ),
-        id="fields-that-need-a-declared-node-feature",
-    ),
     pytest.param(
         {"hostNetwork": True, "hostUsers": False},
-        Asks(unsupported=("spec.hostUsers",)),
-        id="host-network-in-a-user-namespace-needs-a-node-feature",
+        NO_ASKS,
+        id="node-features-are-honoured",
     ),
-    pytest.param({"hostUsers": False}, NO_ASKS, id="a-user-namespace-alone-needs-none"),
 ]
 
 
