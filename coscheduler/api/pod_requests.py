@@ -35,7 +35,7 @@ from coscheduler.api.requests import (
     is_pod_level_resource,
 )
 
-__all__ = ["read_pod_requests"]
+__all__ = ["read_pod_requests", "resize_inputs"]
 
 #: The condition the kubelet sets while a resize waits, and the reason that it never will be.
 _RESIZE_PENDING: Final = "PodResizePending"
@@ -219,3 +219,28 @@ def _resize_infeasible(reader: FieldReader, status: Mapping[str, Any]) -> bool:
         if reader.text(condition.get("type"), f"{where}.type") == _RESIZE_PENDING:
             return reader.text(condition.get("reason"), f"{where}.reason") == _INFEASIBLE
     return False
+
+
+def resize_inputs(status: object) -> tuple[object, ...]:
+    """The parts of a pod's raw ``status`` a bound pod's requests are read from.
+
+    For a digest of a pod's versions (a watch fast path): two versions whose
+    spec and these are equal hold the same on their node. Raw values, unparsed.
+    """
+    if not isinstance(status, Mapping):
+        return ()
+    reported = []
+    for field in ("containerStatuses", "initContainerStatuses"):
+        items = status.get(field)
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, Mapping):
+                reported.append(
+                    (item.get("name"), item.get("allocatedResources"), item.get("resources"))
+                )
+    conditions = status.get("conditions")
+    resize = [
+        (c.get("type"), c.get("reason"))
+        for c in (conditions if isinstance(conditions, list) else ())
+        if isinstance(c, Mapping) and c.get("type") == _RESIZE_PENDING
+    ]
+    return (reported, status.get("allocatedResources"), status.get("resources"), resize)

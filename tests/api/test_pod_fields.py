@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from coscheduler.api.pod import PodInfo, PodParseError
+from coscheduler.api.pod_requests import resize_inputs
 from tests.builders import container
 
 GI = 2**30
@@ -444,3 +445,22 @@ def test_sidecars_host_ports_count_and_plain_init_containers_do_not() -> None:
         ],
     }
     assert [p.port for p in pod(spec).host_ports] == [80, 9090]
+
+
+def test_resize_inputs_change_with_every_status_field_held_requests_read() -> None:
+    base = {
+        "phase": "Running",
+        "podIP": "10.0.0.1",
+        "containerStatuses": [{"name": "a", "ready": True, "allocatedResources": {"cpu": "1"}}],
+    }
+    same = {**base, "podIP": "10.0.0.2", "phase": "Succeeded"}
+    assert resize_inputs(base) == resize_inputs(same)
+    changed = [
+        {**base, "containerStatuses": [{"name": "a", "allocatedResources": {"cpu": "2"}}]},
+        {**base, "initContainerStatuses": [{"name": "s", "resources": {"requests": {}}}]},
+        {**base, "allocatedResources": {"cpu": "1"}},
+        {**base, "resources": {"requests": {"cpu": "1"}}},
+        {**base, "conditions": [infeasible()]},
+    ]
+    for status in changed:
+        assert resize_inputs(status) != resize_inputs(base), status
