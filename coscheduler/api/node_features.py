@@ -34,14 +34,16 @@ def required_node_features(reader: FieldReader, spec: Mapping[str, Any]) -> tupl
         for index, item in enumerate(reader.items(spec.get(kind), f"spec.{kind}")):
             where = f"spec.{kind}[{index}]"
             container = reader.mapping(item, where)
-            rules = reader.items(container.get("restartPolicyRules"), f"{where}.restartPolicyRules")
-            for number, rule in enumerate(rules):
-                here = f"{where}.restartPolicyRules[{number}]"
-                action = reader.text(reader.mapping(rule, here).get("action"), f"{here}.action")
-                if action == "RestartAllContainers":
-                    needed.add(RESTART_ALL)
-            mounts = reader.items(container.get("volumeMounts"), f"{where}.volumeMounts")
-            for number, mount in enumerate(mounts):
+            rules = container.get("restartPolicyRules")
+            if rules is not None and _restarts_all(reader, rules, f"{where}.restartPolicyRules"):
+                needed.add(RESTART_ALL)
+            mounts = container.get("volumeMounts")
+            # Most pods mount a token volume: look closer only at a mount with options.
+            if isinstance(mounts, list) and all(
+                isinstance(m, Mapping) and not m.get("bindMountOptions") for m in mounts
+            ):
+                continue
+            for number, mount in enumerate(reader.items(mounts, f"{where}.volumeMounts")):
                 here = f"{where}.volumeMounts[{number}]"
                 options = reader.mapping(mount, here).get("bindMountOptions")
                 if reader.items(options, f"{here}.bindMountOptions"):
@@ -49,3 +51,13 @@ def required_node_features(reader: FieldReader, spec: Mapping[str, Any]) -> tupl
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
         needed.add(HOST_NETWORK_USER_NAMESPACE)
     return tuple(sorted(needed))
+
+
+def _restarts_all(reader: FieldReader, rules: object, where: str) -> bool:
+    """Whether a ``restartPolicyRules`` list has the action ``RestartAllContainers``."""
+    found = False
+    for number, rule in enumerate(reader.items(rules, where)):
+        here = f"{where}[{number}]"
+        action = reader.text(reader.mapping(rule, here).get("action"), f"{here}.action")
+        found = found or action == "RestartAllContainers"
+    return found

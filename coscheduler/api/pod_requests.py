@@ -49,6 +49,8 @@ class _Container:
     name: str
     requests: dict[str, int]
     restartable: bool = False
+    #: ``resources.requests`` as written: a status that repeats it needs no reading.
+    asked: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,8 @@ def _read_container(
     restartable = (
         init and reader.text(container.get("restartPolicy"), f"{where}.restartPolicy") == "Always"
     )
-    return _Container(reader.text(container.get("name"), f"{where}.name"), requests, restartable)
+    name = reader.text(container.get("name"), f"{where}.name")
+    return _Container(name, requests, restartable, resources.get("requests"))
 
 
 def _pod_level_requests(reader: FieldReader, spec: Mapping[str, Any]) -> dict[str, int] | None:
@@ -152,7 +155,8 @@ def _held(
     if pod_allocated is not None and pod_actuated is not None:
         held = held_amounts(spec_aggregate, pod_actuated, pod_allocated)
     else:
-        statuses = _container_statuses(reader, status)
+        asked = {} if infeasible else {c.name: c.asked for c in (*regular, *init)}
+        statuses = _container_statuses(reader, status, asked)
         if not statuses and not infeasible:
             held = aggregate  # nothing reported: the spec is all there is
         else:
@@ -185,16 +189,32 @@ def _actuated(
 
 
 def _container_statuses(
-    reader: FieldReader, status: Mapping[str, Any]
+    reader: FieldReader, status: Mapping[str, Any], asked: Mapping[str, object]
 ) -> dict[str, _ContainerStatus]:
-    """Each container's reported resources by name (``containerStatuses`` first, as Kubernetes)."""
+    """Each container's reported resources by name (``containerStatuses`` first, as Kubernetes).
+
+    A container whose allocated and actuated requests are written as its spec's
+    (``asked``, by name; the kubelet's report once a pod runs unresized) is left
+    out: the spec stands for what is not reported, so the answer is the same.
+    """
     found: dict[str, _ContainerStatus] = {}
+    as_asked: set[str] = set()
     for field in ("containerStatuses", "initContainerStatuses"):
         for index, item in enumerate(reader.items(status.get(field), f"status.{field}")):
             where = f"status.{field}[{index}]"
             entry = reader.mapping(item, where)
             name = reader.text(entry.get("name"), f"{where}.name")
-            if name in found:
+            if name in found or name in as_asked:
+                continue
+            spec = asked.get(name)
+            resources = entry.get("resources")
+            if (
+                spec is not None
+                and entry.get("allocatedResources") == spec
+                and isinstance(resources, Mapping)
+                and resources.get("requests") == spec
+            ):
+                as_asked.add(name)
                 continue
             allocated = None
             if entry.get("allocatedResources") is not None:
@@ -214,6 +234,10 @@ def _container_statuses(
 def _resize_infeasible(reader: FieldReader, status: Mapping[str, Any]) -> bool:
     """Whether the first ``PodResizePending`` condition says the resize is ``Infeasible``."""
     for index, item in enumerate(reader.items(status.get("conditions"), "status.conditions")):
+        # Only this condition is read: others are passed over unchecked (a running
+        # pod carries five or so, and its every status update repeats them).
+        if isinstance(item, Mapping) and item.get("type") != _RESIZE_PENDING:
+            continue
         where = f"status.conditions[{index}]"
         condition = reader.mapping(item, where)
         if reader.text(condition.get("type"), f"{where}.type") == _RESIZE_PENDING:

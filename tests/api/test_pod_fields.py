@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from coscheduler.api.pod import PodInfo, PodParseError
@@ -141,9 +141,9 @@ def test_pods_with_different_pod_level_requests_have_different_shapes() -> None:
         ),
         pytest.param(
             {"containers": [named("a")], "nodeName": "n1"},
-            {"conditions": [{"type": 7}]},
-            "status.conditions[0].type must be a string",
-            id="condition-type",
+            {"conditions": [{"type": "Ready"}, {"type": "PodResizePending", "reason": 7}]},
+            "status.conditions[1].reason must be a string",
+            id="resize-condition-reason",
         ),
     ],
 )
@@ -260,7 +260,7 @@ def quantity(resource: str, amount: int) -> str:
     return f"{amount}m" if resource == "cpu" else str(amount)
 
 
-amounts = st.dictionaries(st.sampled_from(RESOURCES), st.integers(0, 5000), max_size=4)
+amounts = st.dictionaries(st.sampled_from(RESOURCES), st.integers(0, 5000), max_size=3)
 maybe_amounts = st.none() | amounts
 
 
@@ -272,14 +272,14 @@ def as_list(values: dict[str, int]) -> dict[str, str]:
 def pods(draw: st.DrawFn) -> dict[str, Any]:
     """A pod's requests, pod-level requests, overhead, and (bound) what the kubelet reports."""
     return {
-        "containers": draw(st.lists(amounts, max_size=3)),
-        "init": draw(st.lists(st.tuples(amounts, st.booleans()), max_size=3)),
+        "containers": draw(st.lists(amounts, max_size=2)),
+        "init": draw(st.lists(st.tuples(amounts, st.booleans()), max_size=2)),
         "pod_level": draw(maybe_amounts),
         "overhead": draw(amounts),
         "bound": draw(st.booleans()),
         "infeasible": draw(st.booleans()),
         # Per container (regular then init): allocated, actuated, or no status at all.
-        "statuses": draw(st.lists(st.none() | st.tuples(maybe_amounts, maybe_amounts), max_size=6)),
+        "statuses": draw(st.lists(st.none() | st.tuples(maybe_amounts, maybe_amounts), max_size=4)),
         "pod_allocated": draw(maybe_amounts),
         "pod_actuated": draw(maybe_amounts),
     }
@@ -407,30 +407,24 @@ def reference(case: dict[str, Any]) -> dict[str, int]:
     return result
 
 
+@settings(max_examples=300)  # a costly draw: the same count under every profile
 @given(pods())
 def test_requests_follow_the_reference(case: dict[str, Any]) -> None:
+    """One draw checks three things (the strategy is costly to draw, the parse is not)."""
     requests = PodInfo.from_object(to_raw(case)).requests
     assert {r: a for r, a in requests.items() if a} == reference(case)
-
-
-@given(pods())
-def test_a_pending_pod_is_counted_by_its_spec_alone(case: dict[str, Any]) -> None:
+    # A pending pod is counted by its spec alone, whatever its status says.
     pending = {**case, "bound": False}
-    assert (
-        PodInfo.from_object(to_raw(pending)).requests
-        == PodInfo.from_object(
-            to_raw({**pending, "statuses": [], "pod_allocated": None, "pod_actuated": None})
-        ).requests
-    )
-
-
-@given(pods())
-def test_without_an_infeasible_resize_a_bound_pod_holds_at_least_its_spec(
-    case: dict[str, Any],
-) -> None:
-    bound = PodInfo.from_object(to_raw({**case, "bound": True, "infeasible": False})).requests
-    asked = PodInfo.from_object(to_raw({**case, "bound": False})).requests
-    assert all(bound.get(r, 0) >= a for r, a in asked.items())
+    silent = {**pending, "statuses": [], "pod_allocated": None, "pod_actuated": None}
+    asked = PodInfo.from_object(to_raw(pending)).requests
+    assert asked == PodInfo.from_object(to_raw(silent)).requests
+    # Without an infeasible resize, a bound pod holds at least what its containers
+    # ask. (Not always with pod-level requests: as in Kubernetes, a pod-level
+    # status map naming a resource the spec's pod level does not replaces it.)
+    feasible = {**case, "bound": True, "infeasible": False, "pod_level": None}
+    held = PodInfo.from_object(to_raw(feasible)).requests
+    asked = PodInfo.from_object(to_raw({**feasible, "bound": False})).requests
+    assert all(held.get(r, 0) >= a for r, a in asked.items())
 
 
 # --- host ports of sidecars -----------------------------------------------------------------
