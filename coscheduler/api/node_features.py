@@ -31,18 +31,16 @@ def required_node_features(reader: FieldReader, spec: Mapping[str, Any]) -> tupl
     """The features a node must declare to take the pod, sorted; () for most pods."""
     needed: set[str] = set()
     for kind in ("containers", "initContainers"):
-        for index, item in enumerate(reader.items(spec.get(kind), f"spec.{kind}")):
+        items = spec.get(kind)
+        if type(items) is list and all(type(c) is dict and _plain(c) for c in items):
+            continue  # nearly every pod: nothing here needs a feature
+        for index, item in enumerate(reader.items(items, f"spec.{kind}")):
             where = f"spec.{kind}[{index}]"
             container = reader.mapping(item, where)
             rules = container.get("restartPolicyRules")
             if rules is not None and _restarts_all(reader, rules, f"{where}.restartPolicyRules"):
                 needed.add(RESTART_ALL)
             mounts = container.get("volumeMounts")
-            # Most pods mount a token volume: look closer only at a mount with options.
-            if isinstance(mounts, list) and all(
-                isinstance(m, Mapping) and not m.get("bindMountOptions") for m in mounts
-            ):
-                continue
             for number, mount in enumerate(reader.items(mounts, f"{where}.volumeMounts")):
                 here = f"{where}.volumeMounts[{number}]"
                 options = reader.mapping(mount, here).get("bindMountOptions")
@@ -51,6 +49,18 @@ def required_node_features(reader: FieldReader, spec: Mapping[str, Any]) -> tupl
     if spec.get("hostNetwork") is True and spec.get("hostUsers") is False:
         needed.add(HOST_NETWORK_USER_NAMESPACE)
     return tuple(sorted(needed))
+
+
+def _plain(container: dict[str, Any]) -> bool:
+    """A container with no restart rules and no mount with options (read as JSON, unchecked)."""
+    if "restartPolicyRules" in container:
+        return False
+    mounts = container.get("volumeMounts")
+    if mounts is None:
+        return True
+    return type(mounts) is list and all(
+        type(m) is dict and "bindMountOptions" not in m for m in mounts
+    )
 
 
 def _restarts_all(reader: FieldReader, rules: object, where: str) -> bool:

@@ -80,7 +80,9 @@ def read_pod_requests(
             reader.items(spec.get("initContainers"), "spec.initContainers")
         )
     ]
-    aggregate = _aggregate(regular, init, lambda c: c.requests)
+    aggregate = aggregate_requests(
+        [c.requests for c in regular], [(c.requests, c.restartable) for c in init]
+    )
     pod_level = _pod_level_requests(reader, spec)
     if bound:
         aggregate, pod_level = _held(reader, status, regular, init, aggregate, pod_level)
@@ -201,20 +203,13 @@ def _container_statuses(
     as_asked: set[str] = set()
     for field in ("containerStatuses", "initContainerStatuses"):
         for index, item in enumerate(reader.items(status.get(field), f"status.{field}")):
+            if type(item) is dict and _as_asked(item, asked):
+                as_asked.add(item["name"])
+                continue
             where = f"status.{field}[{index}]"
             entry = reader.mapping(item, where)
             name = reader.text(entry.get("name"), f"{where}.name")
             if name in found or name in as_asked:
-                continue
-            spec = asked.get(name)
-            resources = entry.get("resources")
-            if (
-                spec is not None
-                and entry.get("allocatedResources") == spec
-                and isinstance(resources, Mapping)
-                and resources.get("requests") == spec
-            ):
-                as_asked.add(name)
                 continue
             allocated = None
             if entry.get("allocatedResources") is not None:
@@ -231,12 +226,22 @@ def _container_statuses(
     return found
 
 
+def _as_asked(entry: dict[str, Any], asked: Mapping[str, object]) -> bool:
+    """Whether a container status reports exactly its spec's requests, allocated and actuated."""
+    name = entry.get("name")
+    spec = asked.get(name) if type(name) is str else None
+    if spec is None or entry.get("allocatedResources") != spec:
+        return False
+    resources = entry.get("resources")
+    return type(resources) is dict and resources.get("requests") == spec
+
+
 def _resize_infeasible(reader: FieldReader, status: Mapping[str, Any]) -> bool:
     """Whether the first ``PodResizePending`` condition says the resize is ``Infeasible``."""
     for index, item in enumerate(reader.items(status.get("conditions"), "status.conditions")):
         # Only this condition is read: others are passed over unchecked (a running
         # pod carries five or so, and its every status update repeats them).
-        if isinstance(item, Mapping) and item.get("type") != _RESIZE_PENDING:
+        if type(item) is dict and item.get("type") != _RESIZE_PENDING:
             continue
         where = f"status.conditions[{index}]"
         condition = reader.mapping(item, where)
