@@ -98,7 +98,8 @@ class ConditionStatus(StrEnum):
 class _Model(BaseModel):
     """Base for the wire models: camelCase aliases, unknown fields refused."""
 
-    model_config = ConfigDict(defer_build=True, 
+    model_config = ConfigDict(
+        defer_build=True,
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from coscheduler import app
 from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.api.timestamps import rfc3339
-from coscheduler.runtime.informers.registry import KINDS
+from coscheduler.runtime.informers.kinds import KINDS
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
 from tests.builders import Clock, node_object, pod_object

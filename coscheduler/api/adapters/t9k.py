@@ -66,8 +66,12 @@ _PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 
 class _Wire(BaseModel):
     # Another project's API: fields it adds later are ignored, not refused.
-    model_config = ConfigDict(defer_build=True, 
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    model_config = ConfigDict(
+        defer_build=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
     )
 
 
