@@ -110,9 +110,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             leading = operator.lead(health, server)
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
-        reading.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reading
+        reading.cancel()  # ended already when the campaign ended; not yet if building failed
+        await asyncio.gather(reading, return_exceptions=True)
         if server is not None:
             await server.stop()
         await client.close()
@@ -121,8 +120,9 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
 def _import_operator() -> None:
     """Import the deciding side (run in a worker thread while the lists are on their way).
 
-    Only this thread imports those modules meanwhile: the event loop's thread
-    imports nothing of them until this returns.
+    Meanwhile the event loop's thread only reads (the client, the watches,
+    the table of kinds, all imported already): importing any of these
+    modules there would wait on this thread's import locks.
     """
     import coscheduler.operator  # noqa: F401 (imported for its side effect: loaded)
 
