@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import yaml
 
 from bench.build import PeerBinaries
+from bench.runtime_venv import runtime_python
 from e2e import versions as e2e_versions
 from e2e.processes import Process, free_port
 
@@ -359,8 +360,15 @@ class Ours(Peer):
         return objects
 
     def command(self) -> list[str]:
-        """How ``coscheduler`` is started (before ``run``)."""
-        return [sys.executable, str(Path(sys.executable).parent / "coscheduler")]
+        """How ``coscheduler`` is started (before ``run``): as the image has it, the
+        runtime dependencies only (``bench/runtime_venv.py``), this tree's code.
+
+        -P: not the working directory first on sys.path (it may be another checkout).
+        """
+        return [str(runtime_python()), "-P", "-c", "from coscheduler.cli import main; main()"]
+
+    def env(self) -> dict[str, str] | None:
+        return {"PYTHONPATH": str(self.package().parent)}
 
     def package(self) -> Path:
         """The ``coscheduler`` package directory this peer runs."""
@@ -374,6 +382,7 @@ class Ours(Peer):
         # checkout is compiled again at every start, a sixth of its imports (issue #28),
         # which the image never pays. Not in start(): the runner's clock runs from there.
         compileall.compile_dir(self.package(), quiet=1)
+        runtime_python()  # made once (a minute), not on the runner's clock either
 
     def argv(self, ctx: PeerContext) -> list[list[str]]:
         self.metrics_port = free_port()
@@ -605,7 +614,7 @@ class OursAt(Ours):
     """Ours at another git revision (``ours@REV``): before and after a change, in one run.
 
     The revision's ``coscheduler`` package is exported (``git archive``) into the cache,
-    once per commit, and run with this venv's interpreter and dependencies. Same
+    once per commit, and run as ``ours`` is, with the runtime venv's interpreter. Same
     ``schedulerName`` as ours (``bench-ours``): the workload is the same.
     """
 
@@ -637,13 +646,6 @@ class OursAt(Ours):
                 subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
             self._tree = tree
         return self._tree
-
-    def command(self) -> list[str]:
-        # -P: not the working directory first on sys.path (it may be this checkout).
-        return [sys.executable, "-P", "-c", "from coscheduler.cli import main; main()"]
-
-    def env(self) -> dict[str, str] | None:
-        return {"PYTHONPATH": str(self.tree())}
 
     def package(self) -> Path:
         return self.tree() / "coscheduler"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 Json = dict[str, Any]
-PHASES = ("imports", "client", "leading", "listed", "first_decision", "first_binding")
+PHASES = ("imports", "client", "built", "leading", "listed", "first_decision", "first_binding")
 #: Spans between two phases' ends: less noisy than the ends, which carry the imports' noise.
 SPANS = (("lists", "client", "listed"), ("decision to binding", "first_decision", "first_binding"))
 

@@ -86,7 +86,7 @@ _LONGEST_PRIORITY: Final = 1_000_000_000  # HighestUserDefinablePriority
 
 class _Wire(BaseModel):
     # An alpha API: fields added within v1alpha3 are ignored, not refused.
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore", frozen=True)
 
 
 class _Gang(_Wire):
@@ -95,7 +95,7 @@ class _Gang(_Wire):
 
 class _Policy(_Wire):
     # A policy kind this version does not define is refused, not read as basic.
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="allow", frozen=True)
 
     basic: dict[str, Any] | None = None
     gang: _Gang | None = None
@@ -110,7 +110,7 @@ class _Constraints(_Wire):
 
 
 class _Disruption(_Wire):
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="allow", frozen=True)
 
     single: dict[str, Any] | None = None
     all: dict[str, Any] | None = None

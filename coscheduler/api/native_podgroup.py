@@ -64,12 +64,12 @@ def initially_scheduled_type(version: str) -> str:
 
 class _Wire(BaseModel):
     # A beta API grows: fields added later are ignored, not refused.
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore", frozen=True)
 
 
 class _Closed(_Wire):
     # A union whose members this release does not know must be refused, not taken for another.
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="allow", frozen=True)
 
 
 class _Gang(_Wire):

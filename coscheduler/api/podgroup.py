@@ -99,6 +99,7 @@ class _Model(BaseModel):
     """Base for the wire models: camelCase aliases, unknown fields refused."""
 
     model_config = ConfigDict(
+        defer_build=True,
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
@@ -293,7 +294,7 @@ class PodGroup(ObjectMetadata, BaseModel):
     fields, and those have accessors here.
     """
 
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore", frozen=True)
 
     api_version: str = Field(default=f"{labels.GROUP}/{labels.VERSION}", alias="apiVersion")
     kind: str = labels.KIND

@@ -129,7 +129,7 @@ class QueueStatus(_Model):
 class Queue(BaseModel):
     """A whole Queue object as read from the API server (metadata kept raw)."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore", frozen=True)
 
     api_version: str = Field(default=f"{labels.GROUP}/{labels.VERSION}", alias="apiVersion")
     kind: str = KIND

@@ -4,11 +4,14 @@ Start-up, in order (issue #28 measures it; keep the order cheap to change):
 
 1. Every kind starts at once: an optional kind asks discovery where it is
    served, then lists; a core kind lists straight away. Nothing waits on
-   another kind's round trips.
-2. A kind's list is applied only once every kind of the earlier stages is
-   applied (or refused: a kind the process may not read is logged and left
-   out). Jobs are stage 0, so pods join their Job's gang from the first pod;
-   every other kind is stage 1. Each kind is watched on after its list.
+   another kind's round trips, nor on the informers: the lists may start
+   before the core is imported, and are held until the informers exist
+   (``informers``, a future the caller resolves; :mod:`coscheduler.app`).
+2. A kind's list is applied only once the informers exist and every kind of
+   the earlier stages is applied (or refused: a kind the process may not
+   read is logged and left out). Jobs are stage 0, so pods join their Job's
+   gang from the first pod; every other kind is stage 1. Each kind is
+   watched on after its list.
 3. Return once every kind is applied: the loop starts only on the whole
    picture (a pod whose PodGroup was not listed yet would look orphaned);
    the watches go on.
@@ -21,14 +24,18 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 import structlog
 
-from coscheduler.runtime.informers.base import Informer
-from coscheduler.runtime.informers.registry import Informers, Kind
+from coscheduler.runtime.informers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.watch import Listed, StopWatching, Watch
+
+if TYPE_CHECKING:
+    from coscheduler.runtime.informers.base import Informer
+    from coscheduler.runtime.informers.registry import Informers
 
 __all__ = ["start"]
 
@@ -38,7 +45,7 @@ log = structlog.get_logger(__name__)
 async def start(
     client: KubeClient,
     kinds: Sequence[Kind],
-    informers: Informers,
+    informers: asyncio.Future[Informers],
     settings: Settings,
     *,
     tasks: asyncio.TaskGroup,
@@ -69,7 +76,7 @@ async def start(
             stop_if_forbidden=kind.if_forbidden is not None,
         )
         gate = partial(earlier_stages_applied, kind.stage)
-        await _feed(kind, watch, kind.informer(informers), gate, done[kind.name], wake, on_listed)
+        await _feed(kind, watch, informers, gate, done[kind.name], wake, on_listed)
 
     for kind in kinds:
         read[kind.name] = tasks.create_task(run(kind), name=f"watch-{kind.name}")
@@ -83,14 +90,17 @@ async def start(
 async def _feed(
     kind: Kind,
     watch: Watch,
-    informer: Informer,
+    informers: asyncio.Future[Informers],
     gate: Callable[[], Awaitable[None]],
     listed: asyncio.Event,
     wake: Callable[[], None],
     on_listed: Callable[[str], None],
 ) -> None:
+    informer: Informer | None = None
     try:
         async for item in watch:
+            if informer is None:  # the first item, a list: it waits here for the informers
+                informer = kind.informer(await informers)
             if isinstance(item, Listed):
                 if not item.served:
                     log.error(kind.if_missing, path=watch.path)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from coscheduler.api.labels import DEFAULT_SCHEDULER_NAME
-from coscheduler.core.preemption import Mode as PreemptionMode
+from coscheduler.core.preemption.mode import Mode as PreemptionMode
 from coscheduler.core.strategy import Strategy
 
 __all__ = [

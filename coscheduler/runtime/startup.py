@@ -6,8 +6,12 @@ Binding is answered, gives the end of each phase, all measured from the
 process's own start (the kernel's, read from ``/proc/self/stat``, so the
 interpreter's start and every import count):
 
-* ``imports``: the command's modules imported and logging set up;
-* ``client``: the kubeconfig read and the API client made;
+* ``imports``: the start path's modules imported (the settings, the client,
+  the table of kinds: :mod:`coscheduler.app`) and logging set up;
+* ``client``: the kubeconfig read and the API client made; the lists leave;
+* ``built``: the deciding side (:mod:`coscheduler.operator`: the core, the
+  informers, the controller) imported in a worker thread while the lists
+  are on their way, and built;
 * ``leading``: the Lease won (only with leader election);
 * ``lists``: per kind, when its first list was applied (kinds listed
   concurrently overlap: each has its own end);

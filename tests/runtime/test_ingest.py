@@ -7,7 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from coscheduler.runtime import ingest
-from coscheduler.runtime.informers.registry import Informers, Kind
+from coscheduler.runtime.informers.kinds import Kind
+from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from tests.runtime.apiserver import (
@@ -42,6 +43,7 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
     applied: list[str] = []
     jobs_answered = asyncio.Event()
     pods_asked_while_jobs_pending: list[bool] = []
+    pods_asked_before_informers: list[bool] = []
 
     async def jobs(_: RecordedRequest) -> Answer:
         await asyncio.sleep(0.3)
@@ -50,6 +52,8 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
 
     def pods(_: RecordedRequest) -> Answer:
         pods_asked_while_jobs_pending.append(not jobs_answered.is_set())
+        pods_asked_before_informers.append(not informers.done())
+        informers.set_result(cast(Informers, None))  # the core imported only now
         return object_list([], resource_version="1")
 
     apiserver.on("GET", "/apis/batch/v1/jobs", jobs)
@@ -65,11 +69,13 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
         Kind("absent", lambda _: _Recorder("absent", applied), served=not_served),
     ]
     listed: list[str] = []
+    # The informers exist only once the pods are asked for: the lists do not wait for them.
+    informers: asyncio.Future[Informers] = asyncio.get_running_loop().create_future()
     async with asyncio.TaskGroup() as tasks:
         watches = await ingest.start(
             kube,
             kinds,
-            cast(Informers, None),
+            informers,
             Settings(),
             tasks=tasks,
             wake=lambda: None,
@@ -77,9 +83,10 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
         )
         for watch in watches:
             watch.cancel()
-    # The pods were asked for while the Jobs list was still on its way, and applied after
-    # it; the kind not served is not read at all.
+    # The pods were asked for before the informers existed and while the Jobs list was still
+    # on its way, and applied after it; the kind not served is not read at all.
     assert pods_asked_while_jobs_pending == [True]
+    assert pods_asked_before_informers == [True]
     assert applied == ["jobs", "pods"]
     assert listed == ["jobs", "pods"]
     assert {task.get_name() for task in watches} == {"watch-pods", "watch-jobs"}

@@ -67,7 +67,11 @@ _PHASES: Final = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 class _Wire(BaseModel):
     # Another project's API: fields it adds later are ignored, not refused.
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+        defer_build=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
     )
 
 

@@ -102,7 +102,11 @@ _READ: Final[Mapping[str, PodGroupPhase]] = {
 class _Wire(BaseModel):
     # Another project's API: fields it adds later are ignored, not refused.
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+        defer_build=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        frozen=True,
     )
 
 

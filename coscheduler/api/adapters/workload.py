@@ -71,7 +71,7 @@ _NOTHING_STORED: Final = "no status in scheduling.k8s.io/v1alpha1"
 
 class _Wire(BaseModel):
     # An alpha API: fields added within v1alpha1 are ignored, not refused.
-    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="ignore", frozen=True)
 
 
 class _Gang(_Wire):
@@ -80,7 +80,7 @@ class _Gang(_Wire):
 
 class _Policy(_Wire):
     # A policy kind this version does not define must be refused, not read as basic.
-    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="allow", frozen=True)
 
     basic: dict[str, Any] | None = None
     gang: _Gang | None = None

@@ -7,24 +7,16 @@ is handed about the group just tried, instead of a callback per question.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from coscheduler.core.preemption.mode import Mode
 from coscheduler.core.preemption.search import DEFAULT_BUDGET, Admits, Preemptor
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.victims import RunningGroup, VictimRule
 
 __all__ = ["Attempted", "Mode", "PreemptionSettings"]
-
-
-class Mode(enum.StrEnum):
-    """``--preemption``: evict, only say what would be evicted, or neither."""
-
-    ON = "on"
-    DRY_RUN = "dry-run"
-    OFF = "off"
 
 
 @dataclass(frozen=True, slots=True)
