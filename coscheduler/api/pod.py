@@ -16,10 +16,14 @@ quotes the bad value, never a bare ``KeyError`` or ``TypeError``.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
+
+import orjson
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.devices import PodClaim, read_pod_claims
@@ -52,6 +56,7 @@ __all__ = [
     "PodInfo",
     "PodParseError",
     "Toleration",
+    "progress_fingerprint",
 ]
 
 #: Phases after which a pod holds no resources on its node.
@@ -190,6 +195,61 @@ class PodInfo:
     def from_object(cls, raw: Mapping[str, Any]) -> PodInfo:
         """Parse a raw pod (``orjson.loads`` of the API's JSON)."""
         return _parse_pod(raw)
+
+    def progressed(self, raw: Mapping[str, Any]) -> PodInfo:
+        """This pod with its progress read again from ``raw``: node, phase, start time.
+
+        Only for a newer version of this pod whose :func:`progress_fingerprint`
+        equals that of the version this one was read from: everything else in it
+        is what :meth:`from_object` would read again (a bound pod's two updates,
+        bound then running, cost a small part of a full read).
+        """
+        reader = FieldReader(partial(PodParseError, self.key))
+        spec = reader.mapping(raw.get("spec"), "spec")
+        status = reader.mapping(raw.get("status"), "status")
+        node_name = reader.text(spec.get("nodeName"), "spec.nodeName") or None
+        phase = reader.text(status.get("phase"), "status.phase", "Pending")
+        started = reader.timestamp(status.get("startTime"), "status.startTime") or None
+        if node_name == self.node_name and phase == self.phase and started == self.started:
+            return self
+        return dataclasses.replace(self, node_name=node_name, phase=phase, started=started)
+
+
+def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
+    """A digest of every field :meth:`PodInfo.from_object` reads but a pod's progress.
+
+    Two versions of a pod with equal fingerprints differ at most in
+    ``spec.nodeName``, ``status.phase``, ``status.startTime`` and fields no
+    pod reading looks at (``resourceVersion``, ``managedFields``, conditions,
+    IPs, container statuses): :meth:`PodInfo.progressed` reads the first three
+    again. None when ``raw`` is not shaped like a pod (read it in full).
+    """
+    meta = raw.get("metadata")
+    spec = raw.get("spec")
+    status = raw.get("status")
+    if not isinstance(meta, dict) or not isinstance(spec, dict):
+        return None
+    if "nodeName" in spec:
+        spec = {key: value for key, value in spec.items() if key != "nodeName"}
+    claims = status.get("resourceClaimStatuses") if isinstance(status, dict) else status
+    read = (
+        meta.get("namespace"),
+        meta.get("name"),
+        meta.get("generateName"),
+        meta.get("uid"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        meta.get("ownerReferences"),
+        meta.get("deletionTimestamp"),
+        meta.get("creationTimestamp"),
+        spec,
+        claims,
+    )
+    try:
+        encoded = orjson.dumps(read)
+    except TypeError:  # not JSON: the full read says what is wrong
+        return None
+    return hashlib.blake2b(encoded, digest_size=16).digest()
 
 
 def _container_requests(
