@@ -212,7 +212,17 @@ class PodInfo:
         started = reader.timestamp(status.get("startTime"), "status.startTime") or None
         if node_name == self.node_name and phase == self.phase and started == self.started:
             return self
-        return dataclasses.replace(self, node_name=node_name, phase=phase, started=started)
+        # A field-by-field copy: dataclasses.replace would pass all forty through __init__.
+        copy = object.__new__(PodInfo)
+        for name in _FIELDS:
+            object.__setattr__(copy, name, getattr(self, name))
+        object.__setattr__(copy, "node_name", node_name)
+        object.__setattr__(copy, "phase", phase)
+        object.__setattr__(copy, "started", started)
+        return copy
+
+
+_FIELDS: Final = tuple(field.name for field in dataclasses.fields(PodInfo))
 
 
 def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
