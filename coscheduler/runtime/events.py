@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -123,6 +124,7 @@ class EventRecorder:
     _held: deque[_Pending] = field(init=False, default_factory=deque)
     _turns: dict[tuple[str, str], _Turn] = field(init=False, default_factory=dict)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
+    _names: itertools.count[int] = field(init=False, default_factory=itertools.count)
 
     def __post_init__(self) -> None:
         self._queue = asyncio.Queue(maxsize=self.max_pending)
@@ -256,7 +258,8 @@ class EventRecorder:
 
     async def _create(self, pending: _Pending, now: str) -> None:
         ref = pending.ref
-        name = f"{ref.name}.{self._instance}{uuid.uuid4().hex[:8]}"
+        # Unique: this process's random instance and its own count (no uuid per event).
+        name = f"{ref.name}.{self._instance}{next(self._names):08x}"
         body = {
             "apiVersion": "v1",
             "kind": "Event",
