@@ -243,7 +243,7 @@ class FakeCluster:
         pod = self.pods[name] = running(pod, self._next_version())
         self._publish("MODIFIED", pod)
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         path = request.path
         method = request.method
         body = await request.read()
@@ -296,7 +296,7 @@ class FakeCluster:
              "metadata": {"resourceVersion": str(self.version)}, "items": items},
         )  # fmt: skip
 
-    async def _watch(self, request: web.Request) -> web.StreamResponse:
+    async def _watch(self, request: web.BaseRequest) -> web.StreamResponse:
         response = web.StreamResponse(status=200)
         response.content_type = "application/json"
         await response.prepare(request)
@@ -320,11 +320,13 @@ def _json(status: int, body: Any) -> web.Response:
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
-    return _json(code, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                        "status": "Failure", "reason": reason, "message": message, "code": code})  # fmt: skip
+    status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+    return _json(code, {**status, "reason": reason, "message": message, "code": code})
 
 
-def serve(sock: socket.socket, *, nodes: int, gangs: int, gang_size: int, counters: Counters) -> None:
+def serve(
+    sock: socket.socket, *, nodes: int, gangs: int, gang_size: int, counters: Counters
+) -> None:
     """Serve on ``sock`` until killed (the child process's body)."""
     cluster = FakeCluster(nodes=nodes, gangs=gangs, gang_size=gang_size, counters=counters)
 

@@ -189,14 +189,17 @@ class EventRecorder:
                 pending = self._held.popleft()
             else:
                 try:
-                    # While warnings are held, look at ``idle`` again soon. Not
-                    # asyncio.wait_for: on Python 3.11 it swallows a cancellation that
-                    # lands as an event arrives, and this writer would never stop.
-                    timeout = 0.1 if self._held else 1.0
-                    async with asyncio.timeout(timeout):
-                        pending = await self._queue.get()
-                except TimeoutError:
-                    continue
+                    pending = self._queue.get_nowait()  # no timer while events keep coming
+                except asyncio.QueueEmpty:
+                    try:
+                        # While warnings are held, look at ``idle`` again soon. Not
+                        # asyncio.wait_for: on Python 3.11 it swallows a cancellation that
+                        # lands as an event arrives, and this writer would never stop.
+                        timeout = 0.1 if self._held else 1.0
+                        async with asyncio.timeout(timeout):
+                            pending = await self._queue.get()
+                    except TimeoutError:
+                        continue
                 if pending.kind == "Warning" and not self._idle():
                     self._hold(pending)
                     continue

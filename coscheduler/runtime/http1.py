@@ -73,7 +73,8 @@ class _Connection(asyncio.Protocol):
     # -- requests -------------------------------------------------------------
 
     def send(self, request: bytes) -> asyncio.Future[tuple[int, bytes]]:
-        assert self.transport is not None and self._answer is None
+        assert self.transport is not None
+        assert self._answer is None
         self._answer = asyncio.get_running_loop().create_future()
         self._buffer.clear()
         self._head_size = -1
@@ -84,6 +85,10 @@ class _Connection(asyncio.Protocol):
         self.usable = False
         if self.transport is not None:
             self.transport.close()
+
+    def time_out(self) -> None:
+        """No whole answer in time: give up on it and on this connection."""
+        self._fail(TimeoutError("no answer in time"))
 
     # -- reading the answer -------------------------------------------------
 
@@ -206,37 +211,57 @@ class Http1Pool:
         self._closed = False
 
     async def request(
-        self, method: str, path: str, headers: bytes, body: bytes | None
+        self, method: str, path: str, headers: bytes, body: bytes | None, *, within: float
     ) -> tuple[int, bytes]:
         """Send one request and return its status and body.
 
         ``headers`` are complete header lines (``Name: value\\r\\n`` each) but
         Host and Content-Length. Raises ``OSError`` (``ConnectionError`` among
-        them) or ``ssl.SSLError`` when there is no whole answer; the caller's
-        timeout cancels it (the connection is then dropped).
+        them) or ``ssl.SSLError`` when there is no whole answer, ``TimeoutError``
+        when there is none ``within`` seconds of the request's start
+        (waiting for a free connection included; the connection is then dropped).
         """
         head = f"{method} {self._base_path}{path} HTTP/1.1\r\n".encode()
         length = b"Content-Length: %d\r\n\r\n" % len(body) if body is not None else b"\r\n"
         message = b"".join((head, self._host_header, headers, length, body or b""))
-        async with self._slots:
-            connection = await self._connection()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        if self._slots.locked():
+            async with asyncio.timeout_at(deadline):
+                await self._slots.acquire()
+        else:
+            await self._slots.acquire()
+        try:
+            connection = self._idle_connection()
+            if connection is None:
+                async with asyncio.timeout_at(deadline):
+                    connection = await self._connect()
+            # A plain timer, not asyncio.timeout: this is the hot path.
+            timer = loop.call_at(deadline, connection.time_out)
             try:
                 answer = await connection.send(message)
             except BaseException:
                 connection.close()  # the answer may still come: never read it as another's
                 raise
+            finally:
+                timer.cancel()
             if connection.usable and not self._closed:
                 self._idle.append(connection)
             else:
                 connection.close()
             return answer
+        finally:
+            self._slots.release()
 
-    async def _connection(self) -> _Connection:
+    def _idle_connection(self) -> _Connection | None:
         while self._idle:
             connection = self._idle.pop()
-            if connection.usable and connection.transport is not None:
-                if not connection.transport.is_closing():
-                    return connection
+            transport = connection.transport
+            if connection.usable and transport is not None and not transport.is_closing():
+                return connection
+        return None
+
+    async def _connect(self) -> _Connection:
         if self._closed:
             raise ConnectionError("the pool is closed")
         loop = asyncio.get_running_loop()

@@ -263,8 +263,7 @@ class KubeClient:
         target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
         data = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
         try:
-            async with asyncio.timeout(self._timeout):
-                status, raw = await pool.request(method, target, fixed, data)
+            status, raw = await pool.request(method, target, fixed, data, within=self._timeout)
         except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
             raise _unreachable(method, path, error) from error
         if 200 <= status < 300:

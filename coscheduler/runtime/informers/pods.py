@@ -16,9 +16,9 @@ group in :class:`~coscheduler.runtime.groups.Groups` (for status, whatever
 its phase). Pods outside ``namespaces`` still count on their nodes but are
 not ours to place. A known pod's update that changes only its progress
 (bound, then running: :func:`~coscheduler.api.pod.progress_fingerprint`
-unchanged) is not read in full again (issue #28). An unreadable pod is reported once (with ``waiting`` when
-it is ours and not bound, so its condition says why), and any readable
-version of it is forgotten.
+unchanged) is not read in full again (issue #28). An unreadable pod is
+reported once (with ``waiting`` when it is ours and not bound, so its
+condition says why), and any readable version of it is forgotten.
 """
 
 from __future__ import annotations
