@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import gc
 import logging
 import multiprocessing
 import os
@@ -59,6 +60,23 @@ SPLIT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("planner", ("next_decision (coscheduler/core/scheduler.py:", "(coscheduler/runtime/loop.py:")),
     ("answers read (aiohttp, outside a task)", ("(aiohttp/",)),
 )
+
+
+class _Collections:
+    """CPU seconds spent in the garbage collector, per generation (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.counts = [0, 0, 0]
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            generation = info["generation"]
+            self.seconds[generation] += time.process_time() - self._started
+            self.counts[generation] += 1
 
 
 class _Marks(Startup):
@@ -121,7 +139,10 @@ async def one_run(args: argparse.Namespace, index: int) -> dict[str, Any]:
     spy: list[subprocess.Popen[bytes]] = []
     profile = None if args.profile is None else args.profile / f"run{index}.txt"
 
+    collections_seen = _Collections()
+
     def on_listed() -> None:
+        gc.callbacks.append(collections_seen)
         if profile is not None:
             spy.append(_spy(os.getpid(), profile))
 
@@ -167,6 +188,8 @@ async def one_run(args: argparse.Namespace, index: int) -> dict[str, Any]:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if collections_seen in gc.callbacks:
+                gc.callbacks.remove(collections_seen)
             for profiler in spy:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait(timeout=30)
@@ -180,6 +203,8 @@ async def one_run(args: argparse.Namespace, index: int) -> dict[str, Any]:
         "steady_cpu_s": round(steady, 3),
         "ms_per_pod": round(1000 * steady / pods, 3),
         "wall_s": round(wall, 2),
+        "gc_cpu_s": [round(x, 3) for x in collections_seen.seconds],
+        "gc_runs": collections_seen.counts,
         "requests": counters.snapshot(),
     }
     if profile is not None and profile.exists():
