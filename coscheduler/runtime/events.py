@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import functools
 import itertools
 import time
 import uuid
@@ -56,6 +58,12 @@ log = structlog.get_logger(__name__)
 EventKind = Literal["Normal", "Warning"]
 _REPORTING_COMPONENT: Final = "coscheduler"
 _MESSAGE_LIMIT: Final = 1024  # the API server truncates longer event notes
+
+
+@functools.lru_cache(maxsize=2)
+def _rfc3339_of(second: int) -> str:
+    """``rfc3339`` of a whole second, formatted once: event times are whole seconds."""
+    return rfc3339(datetime.datetime.fromtimestamp(second, datetime.UTC))
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,7 +246,7 @@ class EventRecorder:
 
     async def _write(self, pending: _Pending) -> None:
         series = self._series.get(pending.key)
-        now = rfc3339()
+        now = _rfc3339_of(int(time.time()))
         if series is not None:
             series.count += series.unwritten + 1
             series.unwritten = 0
