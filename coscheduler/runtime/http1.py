@@ -27,6 +27,8 @@ __all__ = ["Http1Pool"]
 _HEAD_END: Final = b"\r\n\r\n"
 #: Answers of these statuses have no body whatever their headers say.
 _NO_BODY: Final = frozenset({204, 304})
+#: Methods whose request may be sent twice (RFC 9110, 9.2.2).
+_IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 #: Larger than any answer to a write; an answer beyond it is refused, not buffered.
 _MAX_ANSWER_BYTES: Final = 64 * 1024 * 1024
 
@@ -232,26 +234,43 @@ class Http1Pool:
         else:
             await self._slots.acquire()
         try:
-            connection = self._idle_connection()
-            if connection is None:
-                async with asyncio.timeout_at(deadline):
-                    connection = await self._connect()
-            # A plain timer, not asyncio.timeout: this is the hot path.
-            timer = loop.call_at(deadline, connection.time_out)
-            try:
-                answer = await connection.send(message)
-            except BaseException:
-                connection.close()  # the answer may still come: never read it as another's
-                raise
-            finally:
-                timer.cancel()
-            if connection.usable and not self._closed:
-                self._idle.append(connection)
-            else:
-                connection.close()
-            return answer
+            # As aiohttp does (RFC 9112, 9.3.1): an idempotent request whose kept-alive
+            # connection turned out closed is sent once more, on a new connection.
+            again = method in _IDEMPOTENT
+            while True:
+                connection = self._idle_connection()
+                reused = connection is not None
+                if connection is None:
+                    async with asyncio.timeout_at(deadline):
+                        connection = await self._connect()
+                try:
+                    answer = await self._exchange(connection, message, deadline)
+                except ConnectionError:
+                    if not (reused and again):
+                        raise
+                    again = False
+                    continue
+                if connection.usable and not self._closed:
+                    self._idle.append(connection)
+                else:
+                    connection.close()
+                return answer
         finally:
             self._slots.release()
+
+    @staticmethod
+    async def _exchange(
+        connection: _Connection, message: bytes, deadline: float
+    ) -> tuple[int, bytes]:
+        # A plain timer, not asyncio.timeout: this is the hot path.
+        timer = asyncio.get_running_loop().call_at(deadline, connection.time_out)
+        try:
+            return await connection.send(message)
+        except BaseException:
+            connection.close()  # the answer may still come: never read it as another's
+            raise
+        finally:
+            timer.cancel()
 
     def _idle_connection(self) -> _Connection | None:
         while self._idle:

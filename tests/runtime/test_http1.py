@@ -154,3 +154,18 @@ async def test_an_answer_that_ends_with_the_connection_is_read_to_its_end(
 def test_only_http_servers() -> None:
     with pytest.raises(ValueError, match="not an http"):
         Http1Pool("unix:///var/run/x", ssl_context=None)
+
+
+@pytest.mark.parametrize(("method", "sent_again"), [("PUT", True), ("POST", False)])
+async def test_only_an_idempotent_request_is_sent_again_when_a_kept_connection_drops(
+    raw: tuple[RawServer, Http1Pool], method: str, sent_again: bool
+) -> None:
+    server, pool = raw
+    server.answers = [answer("200 OK", b"{}"), b"DROP", answer("200 OK", b'"again"')]
+    assert await pool.request(method, "/x", HEADERS, b"{}", within=5) == (200, b"{}")
+    if sent_again:
+        assert await pool.request(method, "/x", HEADERS, b"{}", within=5) == (200, b'"again"')
+    else:
+        with pytest.raises(ConnectionError):
+            await pool.request(method, "/x", HEADERS, b"{}", within=5)
+    assert len(server.requests) == 2 + sent_again
