@@ -56,9 +56,17 @@ SPLIT: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("event writes", ("(coscheduler/runtime/events.py:",)),
     ("status patches", ("(coscheduler/controller/writer.py:",)),
     ("pod condition writes", ("(coscheduler/runtime/podstatus.py:",)),
-    ("watch parsing", ("(coscheduler/runtime/watch.py:", "(coscheduler/runtime/informers/")),
+    (
+        "watch parsing",
+        (
+            "(coscheduler/runtime/watch.py:",
+            "(coscheduler/runtime/informers/",
+            "(coscheduler/runtime/ingest.py:",
+        ),
+    ),
     ("planner", ("next_decision (coscheduler/core/scheduler.py:", "(coscheduler/runtime/loop.py:")),
-    ("answers read (aiohttp, outside a task)", ("(aiohttp/",)),
+    # Answers and watch bytes read in the protocols' callbacks, before any task sees them.
+    ("answers read", ("(aiohttp/", "(coscheduler/runtime/http1.py:")),
 )
 
 
