@@ -40,7 +40,7 @@ from coscheduler.api.node_selector import (
     NodeSelectorTerm,
     parse_node_selector,
 )
-from coscheduler.api.pod_requests import read_pod_requests
+from coscheduler.api.pod_requests import read_pod_requests, resize_inputs
 from coscheduler.api.pod_topology import (
     NO_PREFERENCES,
     NO_TOPOLOGY,
@@ -251,9 +251,12 @@ def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
 
     Two versions of a pod with equal fingerprints differ at most in
     ``spec.nodeName``, ``status.phase``, ``status.startTime`` and fields no
-    pod reading looks at (``resourceVersion``, ``managedFields``, conditions,
-    IPs, container statuses): :meth:`PodInfo.progressed` reads the first three
-    again. None when ``raw`` is not shaped like a pod (read it in full).
+    pod reading looks at (``resourceVersion``, ``managedFields``, IPs, container
+    states, conditions but ``PodResizePending``): :meth:`PodInfo.progressed`
+    reads the first three again. What the kubelet reports of resizes
+    (:func:`~coscheduler.api.pod_requests.resize_inputs`) is in it, with
+    whether the pod is bound when it reports any (a bound pod's requests are
+    read from them). None when ``raw`` is not shaped like a pod (read it in full).
     """
     meta = raw.get("metadata")
     spec = raw.get("spec")
@@ -263,6 +266,15 @@ def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
     if "nodeName" in spec:
         spec = {key: value for key, value in spec.items() if key != "nodeName"}
     claims = status.get("resourceClaimStatuses") if isinstance(status, dict) else status
+    # A bound pod's requests are read from what the kubelet reports of resizes too;
+    # with nothing reported, bound or not, they are the spec's.
+    inputs = resize_inputs(status)
+    entries = inputs[0] if inputs and isinstance(inputs[0], list) else []
+    # A container status that reports no resources says nothing about them.
+    reported = [entry for entry in entries if isinstance(entry, tuple) and any(entry[1:])]
+    resize: tuple[object, ...] = (reported, *inputs[1:])
+    if any(resize):
+        resize = (*resize, bool(raw["spec"].get("nodeName")))
     read = (
         meta.get("namespace"),
         meta.get("name"),
@@ -275,6 +287,7 @@ def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
         meta.get("creationTimestamp"),
         spec,
         claims,
+        resize,
     )
     try:
         encoded = orjson.dumps(read)

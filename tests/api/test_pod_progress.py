@@ -89,6 +89,19 @@ def _claimed(raw: Raw) -> None:
     raw["status"]["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": "p-gpus"}]
 
 
+def _resized_by_the_kubelet(raw: Raw) -> None:
+    reported = {"cpu": "2"}
+    raw["status"]["containerStatuses"] = [
+        {"name": "main", "allocatedResources": reported, "resources": {"requests": reported}}
+    ]
+
+
+def _resize_pending(raw: Raw) -> None:
+    raw["status"]["conditions"] = [
+        {"type": "PodResizePending", "status": "True", "reason": "Infeasible"}
+    ]
+
+
 OTHER_CHANGES = [
     pytest.param(_label, id="label"),
     pytest.param(_resize, id="resized"),
@@ -97,6 +110,8 @@ OTHER_CHANGES = [
     pytest.param(_tolerating, id="toleration"),
     pytest.param(_owned, id="owner"),
     pytest.param(_claimed, id="claim-status"),
+    pytest.param(_resized_by_the_kubelet, id="resize-reported"),
+    pytest.param(_resize_pending, id="resize-pending"),
 ]
 
 
@@ -123,3 +138,17 @@ def test_unreadable_progress_is_a_parse_error_naming_the_pod() -> None:
 def test_no_fingerprint_for_what_is_not_shaped_like_a_pod() -> None:
     assert progress_fingerprint({"metadata": "x", "spec": {}}) is None
     assert progress_fingerprint({"metadata": {}, "spec": {"x": {1, 2}}}) is None
+
+
+def test_with_a_resize_reported_being_bound_changes_the_fingerprint() -> None:
+    # A bound pod's requests are read from the kubelet's reports, a pending one's not.
+    before = _pod()
+    _resized_by_the_kubelet(before)
+    after = copy.deepcopy(before)
+    _bound(after)
+    assert progress_fingerprint(after) != progress_fingerprint(before)
+    again = copy.deepcopy(after)
+    _running(again)
+    _resized_by_the_kubelet(again)  # the running pod's statuses still report it
+    assert progress_fingerprint(again) == progress_fingerprint(after)
+    assert PodInfo.from_object(after).progressed(again) == PodInfo.from_object(again)
