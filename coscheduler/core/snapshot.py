@@ -244,6 +244,12 @@ class Snapshot(SnapshotDiagnosis):
             if counts and placed.node == pod.node_name and not placed.assumed:
                 self._refresh(placed, pod)
                 return
+            if counts and placed.node == pod.node_name and _counts_alike(placed.pod, pod):
+                # Bound where it was assumed, asking the same: it counts as it did.
+                self.devices.settled(pod.uid)
+                self._refresh(placed, pod)
+                placed.assumed = False
+                return
             self._unplace(pod.uid)
             if placed.assumed:
                 # Bound (its claims were written first), or gone: devices follow the claims now.
@@ -353,3 +359,8 @@ class Snapshot(SnapshotDiagnosis):
     def _release_classes(self, slot: int) -> None:
         self._taint_classes.release(int(self._taint_class[slot]))
         self._label_classes.release(int(self._label_class[slot]))
+
+
+def _counts_alike(before: PodInfo, after: PodInfo) -> bool:
+    """Whether two copies of a pod count alike on one node (its requests and host ports)."""
+    return before.requests == after.requests and before.host_ports == after.host_ports

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
+import orjson
 import structlog
 
 from coscheduler.core.statement import Binding
@@ -81,14 +82,21 @@ class Binder:
         return list(await asyncio.gather(*(self.bind(binding) for binding in bindings)))
 
     async def bind(self, binding: Binding) -> BindResult:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            # The uid precondition makes a Binding meant for a deleted pod fail
-            # instead of binding a new pod that reused its name.
-            "metadata": {"name": binding.name, "namespace": binding.namespace, "uid": binding.uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
-        }
+        # Encoded once, also for the attempts that follow an unknown outcome.
+        body = orjson.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                # The uid precondition makes a Binding meant for a deleted pod fail
+                # instead of binding a new pod that reused its name.
+                "metadata": {
+                    "name": binding.name,
+                    "namespace": binding.namespace,
+                    "uid": binding.uid,
+                },
+                "target": {"apiVersion": "v1", "kind": "Node", "name": binding.node},
+            }
+        )
         path = f"/api/v1/namespaces/{binding.namespace}/pods/{binding.name}/binding"
         deadline = time.monotonic() + self._retry_seconds
         attempt = 0

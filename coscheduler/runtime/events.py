@@ -35,6 +35,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import functools
+import itertools
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -55,6 +58,12 @@ log = structlog.get_logger(__name__)
 EventKind = Literal["Normal", "Warning"]
 _REPORTING_COMPONENT: Final = "coscheduler"
 _MESSAGE_LIMIT: Final = 1024  # the API server truncates longer event notes
+
+
+@functools.lru_cache(maxsize=2)
+def _rfc3339_of(second: int) -> str:
+    """``rfc3339`` of a whole second, formatted once: event times are whole seconds."""
+    return rfc3339(datetime.datetime.fromtimestamp(second, datetime.UTC))
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +132,7 @@ class EventRecorder:
     _held: deque[_Pending] = field(init=False, default_factory=deque)
     _turns: dict[tuple[str, str], _Turn] = field(init=False, default_factory=dict)
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
+    _names: itertools.count[int] = field(init=False, default_factory=itertools.count)
 
     def __post_init__(self) -> None:
         self._queue = asyncio.Queue(maxsize=self.max_pending)
@@ -187,14 +197,17 @@ class EventRecorder:
                 pending = self._held.popleft()
             else:
                 try:
-                    # While warnings are held, look at ``idle`` again soon. Not
-                    # asyncio.wait_for: on Python 3.11 it swallows a cancellation that
-                    # lands as an event arrives, and this writer would never stop.
-                    timeout = 0.1 if self._held else 1.0
-                    async with asyncio.timeout(timeout):
-                        pending = await self._queue.get()
-                except TimeoutError:
-                    continue
+                    pending = self._queue.get_nowait()  # no timer while events keep coming
+                except asyncio.QueueEmpty:
+                    try:
+                        # While warnings are held, look at ``idle`` again soon. Not
+                        # asyncio.wait_for: on Python 3.11 it swallows a cancellation that
+                        # lands as an event arrives, and this writer would never stop.
+                        timeout = 0.1 if self._held else 1.0
+                        async with asyncio.timeout(timeout):
+                            pending = await self._queue.get()
+                    except TimeoutError:
+                        continue
                 if pending.kind == "Warning" and not self._idle():
                     self._hold(pending)
                     continue
@@ -233,7 +246,7 @@ class EventRecorder:
 
     async def _write(self, pending: _Pending) -> None:
         series = self._series.get(pending.key)
-        now = rfc3339()
+        now = _rfc3339_of(int(time.time()))
         if series is not None:
             series.count += series.unwritten + 1
             series.unwritten = 0
@@ -256,7 +269,8 @@ class EventRecorder:
 
     async def _create(self, pending: _Pending, now: str) -> None:
         ref = pending.ref
-        name = f"{ref.name}.{self._instance}{uuid.uuid4().hex[:8]}"
+        # Unique: this process's random instance and its own count (no uuid per event).
+        name = f"{ref.name}.{self._instance}{next(self._names):08x}"
         body = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -48,6 +48,26 @@ def test_assume_then_forget_and_confirmation() -> None:
     assert snapshot.allocated("a") == {"cpu": 2000, "pods": 1}
 
 
+def test_bound_where_assumed_counts_once_and_elsewhere_or_resized_moves() -> None:
+    snapshot = Snapshot()
+    snapshot.upsert_node(node("a", cpu="8", labels={"zone": "x"}))
+    snapshot.upsert_node(node("b", cpu="8"))
+    snapshot.assume_many([pod("p", cpu="2"), pod("q", cpu="2"), pod("r", cpu="2")], "a")
+    # Bound where assumed, asking the same (with a new label): confirmed, counted once.
+    snapshot.update_pod(pod("p", cpu="2", node="a", labels={"app": "w"}))
+    assert not snapshot.is_assumed("uid-default-p")
+    assert snapshot.node_of("uid-default-p") == "a"
+    # Bound elsewhere: moves.
+    snapshot.update_pod(pod("q", cpu="2", node="b"))
+    # Bound where assumed but asking more (resized meanwhile): counted as it asks now.
+    snapshot.update_pod(pod("r", cpu="3", node="a"))
+    assert snapshot.allocated("a") == {"cpu": 5000, "pods": 2}
+    assert snapshot.allocated("b") == {"cpu": 2000, "pods": 1}
+    assert not any(snapshot.is_assumed(f"uid-default-{n}") for n in "pqr")
+    snapshot.update_pod(pod("p", cpu="2", node="a", phase="Succeeded"))
+    assert snapshot.allocated("a") == {"cpu": 3000, "pods": 1}
+
+
 def test_statement_discard_restores_exactly() -> None:
     snapshot = Snapshot()
     snapshot.upsert_node(node("a", cpu="4", extra={"nvidia.com/gpu": "2"}))

@@ -43,6 +43,7 @@ def created(request: RecordedRequest) -> Answer:
         pytest.param(created, BindOutcome.BOUND, id="201-bound"),
         pytest.param(status_error(404, "NotFound"), BindOutcome.POD_GONE, id="404-pod-gone"),
         pytest.param(status_error(409, "Conflict"), BindOutcome.ALREADY_BOUND, id="409-bound"),
+        pytest.param(status_error(422, "Invalid"), BindOutcome.FAILED, id="422-node-gone"),
         pytest.param(status_error(500, "InternalError"), BindOutcome.FAILED, id="500-failed"),
         pytest.param(status_error(503, "ServiceUnavailable"), BindOutcome.FAILED, id="503-failed"),
         pytest.param(Disconnect(), BindOutcome.FAILED, id="no-answer-failed"),

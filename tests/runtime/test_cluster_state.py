@@ -399,3 +399,28 @@ def test_a_relist_forgets_deleted_queues() -> None:
     state.replace_queues([queue_object("b")])
     assert state.scheduler.quotas.names() == ["b"]
     assert sorted(state.queues) == ["b"]
+
+
+def test_a_pods_progress_is_read_and_any_other_change_is_read_whole() -> None:
+    state, seen = make_state()
+    state.replace_nodes([node_object("n1", cpu="8")])
+    raw = pod_object("p", cpu="1", group="g")
+    state.replace_pods([raw])
+    bound = pod_object("p", cpu="1", group="g", node="n1")
+    assert (pod := state.upsert_pod(bound)) is not None
+    assert pod.node_name == "n1"
+    running = pod_object("p", cpu="1", group="g", node="n1", phase="Running")
+    assert (pod := state.upsert_pod(running)) is not None
+    assert pod.phase == "Running"
+    assert state.scheduler.snapshot.allocated("n1") == {"cpu": 1000, "pods": 1}
+    # Resized in place: not progress, read whole.
+    resized = pod_object("p", cpu="2", group="g", node="n1", phase="Running")
+    assert (pod := state.upsert_pod(resized)) is not None
+    assert pod.requests["cpu"] == 2000
+    assert state.scheduler.snapshot.allocated("n1") == {"cpu": 2000, "pods": 1}
+    # Progress that cannot be read: reported, and the pod forgotten, as a full read does.
+    broken = pod_object("p", cpu="2", group="g", node="n1")
+    broken["status"] = {"phase": 7}
+    assert state.upsert_pod(broken) is None
+    assert [i.name for i in seen.invalid] == ["p"]
+    assert state.scheduler.pod("uid-default-p") is None

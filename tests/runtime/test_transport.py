@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import aiohttp
 import pytest
 
 from coscheduler.runtime.errors import (
@@ -63,18 +64,24 @@ async def test_a_body_that_is_not_a_status_is_quoted(
     assert "bad gateway" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("verb", "cause"),
+    [
+        pytest.param("POST", ConnectionError, id="write-lean-pool"),
+        pytest.param("GET", aiohttp.ServerDisconnectedError, id="read-aiohttp"),
+    ],
+)
 async def test_no_answer_is_unreachable_and_chained_to_the_http_error(
-    apiserver: FakeApiServer, kube: KubeClient
+    apiserver: FakeApiServer, kube: KubeClient, verb: str, cause: type[Exception]
 ) -> None:
-    apiserver.on("POST", "/x", Disconnect())
+    apiserver.on(verb, "/x", Disconnect())
     with pytest.raises(Unreachable) as caught:
-        await kube.send("POST", "/x", body={})
+        await kube.send(verb, "/x", body={} if verb == "POST" else None)
     error = caught.value
     assert error.status is None
     assert error.retryable
-    assert error.__cause__ is not None
-    assert type(error.__cause__).__module__.startswith("aiohttp")
-    assert str(error).startswith("POST /x: no answer: ")
+    assert isinstance(error.__cause__, cause)
+    assert str(error).startswith(f"{verb} /x: no answer: ")
 
 
 async def test_a_refused_connection_is_unreachable(tmp_path: object) -> None:

@@ -14,9 +14,11 @@ to the core as it should see it, by asking the resolvers in this order:
 A group label wins over both. The pod is then indexed as a member of its
 group in :class:`~coscheduler.runtime.groups.Groups` (for status, whatever
 its phase). Pods outside ``namespaces`` still count on their nodes but are
-not ours to place. An unreadable pod is reported once (with ``waiting`` when
-it is ours and not bound, so its condition says why), and any readable
-version of it is forgotten.
+not ours to place. A known pod's update that changes only its progress
+(bound, then running: :func:`~coscheduler.api.pod.progress_fingerprint`
+unchanged) is not read in full again (issue #28). An unreadable pod is
+reported once (with ``waiting`` when it is ours and not bound, so its
+condition says why), and any readable version of it is forgotten.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from coscheduler.api.pod import PodInfo, PodParseError
+from coscheduler.api.pod import PodInfo, PodParseError, progress_fingerprint
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
@@ -72,13 +74,15 @@ class PodInformer(KeyedInformer[str]):
         self._complaints = complaints
         self._namespaces = namespaces
         self._uids: set[str] = set()
+        #: Each pod as last read, before resolving, and the fingerprint it was read from.
+        self._read: dict[str, tuple[bytes, PodInfo]] = {}
         #: Unreadable pods already reported (each of their events does not report again).
         self._invalid: set[str] = set()
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
         """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
         try:
-            pod = PodInfo.from_object(raw)
+            pod = self._parse(raw)
         except (PodParseError, QuantityError) as error:
             self._unreadable(raw, error)
             return None
@@ -91,6 +95,20 @@ class PodInformer(KeyedInformer[str]):
         self._gangs.track(pod)
         self._composites.track(pod)
         return self._feed(pod).uid
+
+    def _parse(self, raw: Mapping[str, Any]) -> PodInfo:
+        """The pod of ``raw``; only its progress read when nothing else changed."""
+        uid = meta(raw).get("uid")
+        fingerprint = progress_fingerprint(raw) if isinstance(uid, str) and uid else None
+        if fingerprint is None or not isinstance(uid, str):
+            return PodInfo.from_object(raw)
+        known = self._read.get(uid)
+        if known is not None and known[0] == fingerprint:
+            pod = known[1].progressed(raw)
+        else:
+            pod = PodInfo.from_object(raw)
+        self._read[pod.uid] = (fingerprint, pod)
+        return pod
 
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
@@ -138,6 +156,7 @@ class PodInformer(KeyedInformer[str]):
         self._invalid.discard(key)
         self._complaints.waiting(key, False)
         self._uids.discard(key)
+        self._read.pop(key, None)
         self._scheduler.remove_pod(key)
         self._gangs.untrack(key)
         self._composites.untrack(key)
