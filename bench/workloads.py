@@ -104,6 +104,8 @@ class TrialRun:
     infos: dict[str, GangInfo]
     sampler: Sampler | None = None
     before: dict[tuple[str, str, str, str], float] = field(default_factory=dict)
+    backlog_created_per_s: float | None = None
+    """Pods created a second before the peer starts, group objects included."""
 
     def start_peer(self) -> None:
         self.peer.start(self.ctx)
@@ -158,13 +160,28 @@ class Throughput(Workload):
     """Every group object and pod first, then the peer: its rate from start to all bound."""
 
     kind: ClassVar[str] = "throughput"
+    bulk_create: ClassVar[bool] = False
+    """The pods are created by the Go creator (:func:`submit.create_pods_in_bulk`)."""
 
     async def drive(self, run: TrialRun) -> Json:
         total = self.total_pods
         run.progress.status(f"creating {total} pods")
+        created = time.monotonic()
         await submit.create_shares(run.kube, run.peer, self.shares)
         await submit.create_group_objects(run.kube, run.peer, run.ns, self.gangs)
-        await submit.create_pods(run.kube, run.recorder, run.peer, run.ns, self.gangs)
+        if self.bulk_create:
+            await submit.create_pods_in_bulk(
+                run.kube, run.recorder, run.peer, run.ns, self.gangs,
+                run.ctx.binaries.ceiling, run.ctx.work_dir / "backlog",
+            )  # fmt: skip
+        else:
+            await submit.create_pods(run.kube, run.recorder, run.peer, run.ns, self.gangs)
+        backlog_seconds = time.monotonic() - created
+        run.backlog_created_per_s = round(total / backlog_seconds, 1)
+        run.progress.log(
+            f"backlog of {total} pods created in {backlog_seconds:.0f}s "
+            f"({run.backlog_created_per_s:g} pods/s, group objects included)"
+        )
         await run.count_requests_from_now()
         started = run.recorder.now()
         run.start_peer()
@@ -179,6 +196,7 @@ class Throughput(Workload):
             lambda r: r.bound_count,
         )
         figures = analysis.throughput_figures(run.recorder, started)
+        figures["backlog_created_per_s"] = run.backlog_created_per_s
         stop_profiler(profiler)
         return figures
 
@@ -193,6 +211,7 @@ class Scale(Throughput):
     """
 
     kind: ClassVar[str] = "scale"
+    bulk_create: ClassVar[bool] = True
 
     async def drive(self, run: TrialRun) -> Json:
         started = run.recorder.now()
@@ -200,6 +219,7 @@ class Scale(Throughput):
             return await super().drive(run)
         except TimeoutError as error:
             figures = analysis.throughput_figures(run.recorder, started)
+            figures["backlog_created_per_s"] = run.backlog_created_per_s
             figures["stopped"] = str(error)
             return figures
 
