@@ -106,6 +106,8 @@ class TrialRun:
     before: dict[tuple[str, str, str, str], float] = field(default_factory=dict)
     backlog_created_per_s: float | None = None
     """Pods created a second before the peer starts, group objects included."""
+    requests_from: float | None = None
+    """When the API server's request counts were read (monotonic; the ``requests`` baseline)."""
 
     def start_peer(self) -> None:
         self.peer.start(self.ctx)
@@ -114,6 +116,13 @@ class TrialRun:
 
     async def count_requests_from_now(self) -> None:
         self.before = analysis.parse_request_totals(await self.kube.text("/metrics"))
+        self.requests_from = time.monotonic()
+
+    def requests_window(self) -> float | None:
+        """Seconds since the request baseline (the trial adds its settle after the drive)."""
+        return (
+            None if self.requests_from is None else round(time.monotonic() - self.requests_from, 1)
+        )
 
 
 @dataclass
@@ -197,6 +206,7 @@ class Throughput(Workload):
         )
         figures = analysis.throughput_figures(run.recorder, started)
         figures["backlog_created_per_s"] = run.backlog_created_per_s
+        figures["requests_window_s"] = run.requests_window()
         stop_profiler(profiler)
         return figures
 
@@ -220,6 +230,7 @@ class Scale(Throughput):
         except TimeoutError as error:
             figures = analysis.throughput_figures(run.recorder, started)
             figures["backlog_created_per_s"] = run.backlog_created_per_s
+            figures["requests_window_s"] = run.requests_window()
             figures["stopped"] = str(error)
             return figures
 
