@@ -89,3 +89,12 @@ def test_writes_table_divides_each_kind_by_the_request_window() -> None:
     # Without the window figure, a stopped trial spans its time limit.
     del figures["requests_window_s"]
     assert "| 603 s |" in scale_report.write_rows([document])[-1]
+
+
+def test_node_lease_grows_with_the_nodes_so_their_health_writes_stay_bounded() -> None:
+    assert runner.node_lease_seconds(1_000) is None
+    assert runner.node_lease_seconds(2_000) == 500
+    lease = runner.node_lease_seconds(5_000)
+    assert lease == 1_250
+    # 4 Lease renewals and about one status heartbeat per node per Lease.
+    assert 5 * 5_000 / lease == runner.NODE_HEALTH_WRITES_PER_S
