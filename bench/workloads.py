@@ -106,6 +106,8 @@ class TrialRun:
     before: dict[tuple[str, str, str, str], float] = field(default_factory=dict)
     backlog_created_per_s: float | None = None
     """Pods created a second before the peer starts, group objects included."""
+    peer_started: float | None = None
+    """When the peer was started (the recorder's clock): "from start" counts from here."""
     requests_from: float | None = None
     """When the API server's request counts were read (monotonic; the ``requests`` baseline)."""
 
@@ -192,7 +194,7 @@ class Throughput(Workload):
             f"({run.backlog_created_per_s:g} pods/s, group objects included)"
         )
         await run.count_requests_from_now()
-        started = run.recorder.now()
+        started = run.peer_started = run.recorder.now()
         run.start_peer()
         profiler = await start_profiler(run.ctx, run.peer)
         await submit.wait_progress(
@@ -224,11 +226,13 @@ class Scale(Throughput):
     bulk_create: ClassVar[bool] = True
 
     async def drive(self, run: TrialRun) -> Json:
-        started = run.recorder.now()
         try:
             return await super().drive(run)
         except TimeoutError as error:
-            figures = analysis.throughput_figures(run.recorder, started)
+            if run.peer_started is None:  # not the wait for bindings: a real failure
+                raise
+            # From the peer's start, as a trial that finishes: not from before the backlog.
+            figures = analysis.throughput_figures(run.recorder, run.peer_started)
             figures["backlog_created_per_s"] = run.backlog_created_per_s
             figures["requests_window_s"] = run.requests_window()
             figures["stopped"] = str(error)
