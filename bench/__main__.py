@@ -102,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
         "--keep-failed-logs", type=Path, default=None, help="copy the logs of failed trials here"
     )
     run.add_argument(
+        "--keep-logs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="copy every trial's logs here, with ours at info and the trial's pod watch "
+        "(pod-events.jsonl) and pod records (pods.json): to read a trial after the fact",
+    )
+    run.add_argument(
         "--profile",
         type=Path,
         default=None,
@@ -220,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             command=runner.command_line(),
             out_dir=out,
             keep_logs=args.keep_failed_logs,
+            keep_all_logs=args.keep_logs,
             progress=progress,
             profile_dir=args.profile,
         )

@@ -102,3 +102,38 @@ def count_requests(audit_log: Path, since_offset: int = 0) -> tuple[dict[str, in
             resource += "." + ref["apiGroup"]
         counts[f"{event.get('verb', '?')} {resource}"] += 1
     return dict(counts), end
+
+
+def binding_commits(audit_log: Path | None) -> dict[str, float]:
+    """When the API server answered each of the peer's Bindings 201 (epoch seconds), by pod.
+
+    The server's own clock: the time a pod watch sees a binding adds the watch's lag,
+    which on a loaded machine varies by most of a second from one event to the next
+    (issue #31's "partially bound" gang of 8 was its 0.4 s of Bindings seen as 1.1 s).
+    Pods are keyed by name, as the recorder keys them (the runner names them apart).
+    """
+    commits: dict[str, float] = {}
+    if audit_log is None or not audit_log.exists():
+        return commits
+    with audit_log.open("rb") as handle:
+        for line in handle:
+            if b'"binding"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            ref = event.get("objectRef") or {}
+            if (
+                ref.get("subresource") != "binding"
+                or event.get("stage") != "ResponseComplete"
+                or (event.get("responseStatus") or {}).get("code") != 201
+                or (event.get("user") or {}).get("username") != PEER_USER
+            ):
+                continue
+            stamp = str(event.get("stageTimestamp", "")).replace("Z", "+00:00")
+            try:
+                commits[str(ref.get("name"))] = datetime.datetime.fromisoformat(stamp).timestamp()
+            except ValueError:
+                continue
+    return commits

@@ -272,7 +272,13 @@ def machine() -> Json:
 def run_suite(
     suite: Suite, *, command: str, out_dir: Path, keep_logs: Path | None = None,
     progress: Progress | None = None, profile_dir: Path | None = None,
+    keep_all_logs: Path | None = None,
 ) -> Path:  # fmt: skip
+    """Run every trial of the suite, saving the results after each.
+
+    ``keep_logs``: the logs of failed trials are copied there; ``keep_all_logs``: every
+    trial's, with ours logging at info and the trial's pod watch written beside them.
+    """
     progress = progress or Progress()
     progress.status("building or finding the binaries")
     # The scale suite's backlog is made by the ceiling binary's creator, whoever schedules.
@@ -314,12 +320,16 @@ def run_suite(
                      f" | {peer.name} | QPS {spec.regime.qps:g}/{spec.regime.burst}")  # fmt: skip
             progress.begin(title)
             trial_dir = scratch / f"trial-{index:03d}"
-            result = _run_one(spec, peer, binaries, trial_dir, progress, profile_dir, index)
+            result = _run_one(
+                spec, peer, binaries, trial_dir, progress, profile_dir, index,
+                keep_trace=keep_all_logs is not None,
+            )  # fmt: skip
             results.append(result.to_json())
             save(complete=index == len(suite.trials))
             progress.end(result)
-            if (keep_logs is not None and not result.ok) or profile_dir is not None:
-                target = (profile_dir or keep_logs or out_dir) / f"trial-{index:03d}-{peer.name}"
+            kept = keep_all_logs or profile_dir or (keep_logs if not result.ok else None)
+            if kept is not None:
+                target = kept / f"trial-{index:03d}-{peer.name}"
                 for source, name in (
                     (trial_dir / "logs", "logs"),
                     (trial_dir / "state" / "logs", "control-plane"),
@@ -340,6 +350,8 @@ def _run_one(
     progress: Progress,
     profile_dir: Path | None = None,
     index: int = 0,
+    *,
+    keep_trace: bool = False,
 ) -> trial.TrialResult:
     workload = spec.workload
     state_dir = trial_dir / "state"
@@ -391,7 +403,7 @@ def _run_one(
             audit_log=cluster.logs_dir / "audit.log",
             qps=spec.regime.qps, burst=spec.regime.burst, log_dir=trial_dir / "logs",
             profile_dir=profile_dir,
-            log_level="info" if workload.kind == "startup" else None,
+            log_level="info" if workload.kind == "startup" or keep_trace else None,
             label=f"{index:03d}-{workload.kind}-{workload.params.get('gang_size', '')}-"
                   f"{workload.nodes.count}n-{spec.regime.name}",
         )  # fmt: skip
@@ -404,6 +416,7 @@ def _run_one(
                 cluster.state.ports["apiserver"],
                 cluster.pki_dir,
                 progress,
+                trace_dir=trial_dir / "logs" if keep_trace else None,
             )
         )
     except Exception as error:

@@ -38,7 +38,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bench import analysis, fairness, submit
+from bench import analysis, fairness, identity, submit
 from bench import preemption_analysis as pre
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import Kube
@@ -352,7 +352,7 @@ class Contention(Workload):
         figures.update(
             analysis.contention_figures(
                 run.recorder, submit.gang_infos(self.gangs), submitted, capacity,
-                qps=run.regime.qps,
+                qps=run.regime.qps, committed=identity.binding_commits(run.ctx.audit_log),
             )
         )  # fmt: skip
         return figures
@@ -534,6 +534,7 @@ class Dra(Contention):
             run.recorder, submit.gang_infos(self.gangs), submitted,
             float(per_node * len(run.nodes)), qps=run.regime.qps,
             amount=lambda pod: gpus_of.get(pod.gang, 0.0),
+            committed=identity.binding_commits(run.ctx.audit_log),
         )  # fmt: skip
         for cpu_name, gpu_name in (
             ("held_by_incomplete_gangs_cpu_s", "gpu_s_held_by_partial_gangs"),

@@ -22,9 +22,9 @@ Environment:
 Every test that uses the cluster is held to the gang invariant (``whole_gangs``,
 ``e2e/gangs.py``): a watch of every pod runs from before the test creates anything to
 its end, and the test fails in teardown if a gang of ours was partially bound longer
-than the bind burst. A test that breaks gangs on purpose says so with
-``@pytest.mark.partial_gangs(reason=..., seconds=...)`` (a wider burst) or without
-``seconds`` (not checked).
+than a bind burst (its bindings stalled, or trickled: ``e2e/gangs.py``). A test that
+breaks gangs on purpose says so with ``@pytest.mark.partial_gangs(reason=...,
+seconds=...)`` (a wider burst) or without ``seconds`` (not checked).
 """
 
 from __future__ import annotations
@@ -259,8 +259,8 @@ def whole_gangs(request: pytest.FixtureRequest) -> Iterator[None]:
         if check.watch.gaps:
             lines.append(f"(the pod watch had gaps: {'; '.join(check.watch.gaps)})")
         pytest.fail(
-            "the gang invariant failed: a gang of ours was partially bound longer than "
-            f"{check.burst_seconds:g}s (e2e/gangs.py; seconds since the test's start):\n  "
-            + "\n  ".join(lines),
+            "the gang invariant failed: a gang of ours was partially bound beyond a bind "
+            f"burst (bindings over {check.burst_seconds:g}s apart, or too slow: e2e/gangs.py; "
+            "seconds since the test's start):\n  " + "\n  ".join(lines),
             pytrace=False,
         )

@@ -1,5 +1,9 @@
 """Unit tests get a tighter time limit than the default: here a hang is a bug.
 
+The limit guards against hangs, not slowness: it grows with the examples the
+chosen hypothesis profile tries (CI's tries five times the default's), so a
+loaded machine running the CI profile does not cut a property test short.
+
 Their hypothesis profile is chosen here, before any test module is imported
 (tests/hypothesis_profiles.py).
 """
@@ -12,12 +16,12 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.hypothesis_profiles import profile_for
+from tests.hypothesis_profiles import profile_for, unit_timeout_seconds
 
-UNIT_TIMEOUT_SECONDS = 60
 UNIT_TESTS = Path(__file__).resolve().parent
 
 settings.load_profile(profile_for(os.environ))
+UNIT_TIMEOUT_SECONDS = unit_timeout_seconds(settings().max_examples)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -13,9 +13,19 @@ from collections.abc import Mapping
 
 from hypothesis import HealthCheck, settings
 
+DEFAULT_EXAMPLES = 200
+"""The default profile's examples per property test, which the unit time limit is sized for."""
+BASE_UNIT_TIMEOUT_SECONDS = 60
+
+
+def unit_timeout_seconds(max_examples: int) -> int:
+    """A unit test's time limit when property tests try ``max_examples`` examples each."""
+    return BASE_UNIT_TIMEOUT_SECONDS * max(1, -(-max_examples // DEFAULT_EXAMPLES))
+
+
 settings.register_profile(
     "default",
-    max_examples=200,
+    max_examples=DEFAULT_EXAMPLES,
     deadline=None,
     derandomize=True,
     database=None,

@@ -7,7 +7,7 @@ import os
 import pytest
 from hypothesis import settings
 
-from tests.hypothesis_profiles import profile_for
+from tests.hypothesis_profiles import profile_for, unit_timeout_seconds
 
 
 @pytest.mark.parametrize(
@@ -38,3 +38,10 @@ def test_ci_tries_more_examples_and_the_same_ones_every_run() -> None:
 
 def test_this_run_took_the_profile_its_environment_names() -> None:
     assert settings.default == settings.get_profile(profile_for(os.environ))
+
+
+def test_the_unit_time_limit_grows_with_the_examples_a_profile_tries() -> None:
+    default, ci = settings.get_profile("default"), settings.get_profile("ci")
+    assert unit_timeout_seconds(default.max_examples) == 60
+    assert unit_timeout_seconds(ci.max_examples) == 300
+    assert unit_timeout_seconds(1) == 60

@@ -53,6 +53,8 @@ class NodeInfo:
     taints: tuple[Taint, ...]
     unschedulable: bool
     signature: tuple[object, ...]
+    #: ``status.declaredFeatures``: what its kubelet supports (NodeDeclaredFeatures).
+    declared_features: frozenset[str] = frozenset()
 
     @classmethod
     def from_object(cls, raw: Mapping[str, Any]) -> NodeInfo:
@@ -68,6 +70,7 @@ class NodeInfo:
         labels: Mapping[str, str] | None = None,
         taints: tuple[Taint, ...] = (),
         unschedulable: bool = False,
+        declared_features: frozenset[str] = frozenset(),
     ) -> NodeInfo:
         """A node from already converted values (tests, simulations, benchmarks)."""
         labels = dict(labels or {})
@@ -77,7 +80,8 @@ class NodeInfo:
             allocatable=dict(allocatable),
             taints=taints,
             unschedulable=unschedulable,
-            signature=(tuple(sorted(labels.items())), taints, unschedulable),
+            signature=(tuple(sorted(labels.items())), taints, unschedulable, declared_features),
+            declared_features=declared_features,
         )
 
 
@@ -116,10 +120,15 @@ def _parse_node(raw: Mapping[str, Any]) -> NodeInfo:
     unschedulable = spec.get("unschedulable") or False
     if not isinstance(unschedulable, bool):
         raise reader.fail(f"spec.unschedulable must be a boolean, got {unschedulable!r}")
+    features = reader.items(status.get("declaredFeatures"), "status.declaredFeatures")
     return NodeInfo.build(
         name,
         allocatable=allocatable,
         labels=dict(labels),
         taints=tuple(taints),
         unschedulable=unschedulable,
+        declared_features=frozenset(
+            reader.text(feature, f"status.declaredFeatures[{index}]")
+            for index, feature in enumerate(features)
+        ),
     )

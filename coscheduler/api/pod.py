@@ -8,7 +8,8 @@ quantities into integers (millicores, bytes, counts) and the pod's *effective*
 requests computed here, the way Kubernetes computes them, so nothing
 downstream parses a quantity again.
 
-Effective requests follow :mod:`coscheduler.api.requests`.
+Effective requests follow :mod:`coscheduler.api.requests`, read by
+:mod:`coscheduler.api.pod_requests` (a bound pod's also count its in-place resizes).
 
 Anything malformed raises :class:`PodParseError`, which names the pod and
 quotes the bad value, never a bare ``KeyError`` or ``TypeError``.
@@ -23,17 +24,19 @@ from typing import Any, Final
 
 from coscheduler.api.asks import NO_ASKS, Asks, read_asks
 from coscheduler.api.devices import PodClaim, read_pod_claims
-from coscheduler.api.fields import TOO_LARGE, FieldReader, ObjectParseError
+from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.labels import (
     POD_GROUP_ANNOTATIONS,
     VOLCANO_TASK_KEY,
     pod_group_name,
     pod_role,
 )
+from coscheduler.api.node_features import required_node_features
 from coscheduler.api.node_selector import (
     NodeSelectorTerm,
     parse_node_selector,
 )
+from coscheduler.api.pod_requests import read_pod_requests
 from coscheduler.api.pod_topology import (
     NO_PREFERENCES,
     NO_TOPOLOGY,
@@ -42,8 +45,6 @@ from coscheduler.api.pod_topology import (
     read_pod_topology,
     read_preferences,
 )
-from coscheduler.api.quantity import MAX_AMOUNT, ResourceAmounts
-from coscheduler.api.requests import effective_requests
 from coscheduler.api.workload_ref import WorkloadRef, read_scheduling_group, read_workload_ref
 
 __all__ = [
@@ -95,11 +96,13 @@ class PodInfo:
     """The fields of a pod that scheduling reads, already converted.
 
     ``requests`` is the effective request (see the module docstring), always
-    including ``pods: 1``. ``required_affinity`` is None when the pod has no
-    required node affinity, else its terms (ORed). ``placement`` is a hashable
-    key of everything that decides *which* nodes suit the pod apart from free
-    capacity; ``shape`` adds the requests and host ports: two pods with equal
-    shapes fit exactly the same nodes.
+    including ``pods: 1``; for a pod bound to a node, what it holds there
+    (in-place resizes counted, :mod:`~coscheduler.api.pod_requests`).
+    ``required_affinity`` is None when the pod has no required node affinity,
+    else its terms (ORed). ``placement`` is a hashable key of everything that
+    decides *which* nodes suit the pod apart from free capacity; ``shape`` adds
+    the requests and host ports: two pods with equal shapes fit exactly the
+    same nodes.
     """
 
     namespace: str
@@ -170,6 +173,8 @@ class PodInfo:
     #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
     #: (:mod:`~coscheduler.api.devices`).
     device_claims: tuple[PodClaim, ...] = ()
+    #: Features a node must declare to take the pod (:mod:`~coscheduler.api.node_features`).
+    node_features: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -190,18 +195,6 @@ class PodInfo:
     def from_object(cls, raw: Mapping[str, Any]) -> PodInfo:
         """Parse a raw pod (``orjson.loads`` of the API's JSON)."""
         return _parse_pod(raw)
-
-
-def _container_requests(
-    reader: FieldReader, container: Mapping[str, Any], where: str
-) -> ResourceAmounts:
-    """A container's requests, a limit standing in for a missing request (rule 1)."""
-    resources = reader.mapping(container.get("resources"), f"{where}.resources")
-    requests = reader.resources(resources.get("requests"), f"{where}.resources.requests")
-    limits = reader.resources(resources.get("limits"), f"{where}.resources.limits")
-    for resource, amount in limits.items():
-        requests.setdefault(resource, amount)
-    return requests
 
 
 def _parse_affinity(
@@ -268,13 +261,24 @@ def _read_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...
     return tuple(tolerations)
 
 
-def _parse_host_ports(reader: FieldReader, containers: list[Any]) -> tuple[HostPort, ...]:
-    # As kube-scheduler's NodePorts: the ports of the regular containers.
+def _parse_host_ports(
+    reader: FieldReader, spec: Mapping[str, Any], containers: list[Any]
+) -> tuple[HostPort, ...]:
+    # As kube-scheduler's NodePorts: the ports of the regular containers and of the
+    # sidecars (restartable init containers), which run as long as the pod does.
+    # A hostNetwork pod's ports carry hostPort already (the API server's defaulting).
+    running = [(f"spec.containers[{i}]", c) for i, c in enumerate(containers)]
+    for index, item in enumerate(reader.items(spec.get("initContainers"), "spec.initContainers")):
+        where = f"spec.initContainers[{index}]"
+        init = reader.mapping(item, where)
+        if reader.text(init.get("restartPolicy"), f"{where}.restartPolicy") == "Always":
+            running.append((where, init))
     ports: set[HostPort] = set()
-    for index, container in enumerate(containers):
-        where = f"spec.containers[{index}].ports"
-        for number, item in enumerate(reader.items(container.get("ports"), where)):
-            entry = reader.mapping(item, f"{where}[{number}]")
+    for owner, item in running:
+        container = reader.mapping(item, owner)
+        where = f"{owner}.ports"
+        for number, entry_raw in enumerate(reader.items(container.get("ports"), where)):
+            entry = reader.mapping(entry_raw, f"{where}[{number}]")
             port = reader.integer(entry.get("hostPort"), f"{where}[{number}].hostPort")
             if port <= 0:
                 continue
@@ -323,30 +327,6 @@ def _controller_owner(
     return None, None, None
 
 
-def _pod_requests(
-    reader: FieldReader, spec: Mapping[str, Any], containers: list[Any]
-) -> dict[str, int]:
-    """The pod's effective requests (containers, init containers, sidecars, overhead)."""
-    container_amounts = []
-    for index, item in enumerate(containers):
-        where = f"spec.containers[{index}]"
-        container_amounts.append(_container_requests(reader, reader.mapping(item, where), where))
-    init_amounts = []
-    for index, item in enumerate(reader.items(spec.get("initContainers"), "spec.initContainers")):
-        where = f"spec.initContainers[{index}]"
-        container = reader.mapping(item, where)
-        restartable = reader.text(container.get("restartPolicy"), f"{where}.restartPolicy")
-        init_amounts.append(
-            (_container_requests(reader, container, where), restartable == "Always")
-        )
-    overhead = reader.resources(spec.get("overhead"), "spec.overhead")
-    requests = effective_requests(container_amounts, init_amounts, overhead)
-    for resource, amount in requests.items():
-        if amount > MAX_AMOUNT:  # each within bounds, the containers' sum is not
-            raise reader.fail(f"the requests of {resource!r} add up to {amount}, which {TOO_LARGE}")
-    return requests
-
-
 def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
     """The pod annotations that name its group or task in Volcano's API."""
     if not isinstance(raw, Mapping):
@@ -380,15 +360,17 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
     spec = reader.mapping(raw.get("spec"), "spec")
     status = reader.mapping(raw.get("status"), "status")
     containers = reader.items(spec.get("containers"), "spec.containers")
-    requests = _pod_requests(reader, spec, containers)
+    node_name = reader.text(spec.get("nodeName"), "spec.nodeName") or None
+    requests = read_pod_requests(reader, spec, status, containers, bound=node_name is not None)
 
     node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
     affinity = _parse_affinity(reader, spec)
     tolerations = _parse_tolerations(reader, spec.get("tolerations"))
-    host_ports = _parse_host_ports(
-        reader, [reader.mapping(c, "spec.containers") for c in containers]
-    )
+    host_ports = _parse_host_ports(reader, spec, containers)
     placement: tuple[object, ...] = (tuple(sorted(node_selector.items())), affinity, tolerations)
+    node_features = required_node_features(reader, spec)
+    if node_features:
+        placement = (*placement, node_features)
     topology = read_pod_topology(reader, spec, namespace, labels)
     shape: tuple[object, ...] = (placement, tuple(sorted(requests.items())), host_ports)
     preferences = read_preferences(reader, spec, namespace, labels)
@@ -413,7 +395,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         scheduler_name=reader.text(
             spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"
         ),
-        node_name=reader.text(spec.get("nodeName"), "spec.nodeName") or None,
+        node_name=node_name,
         phase=reader.text(status.get("phase"), "status.phase", "Pending"),
         deleting=meta.get("deletionTimestamp") is not None,
         priority=reader.integer(spec.get("priority"), "spec.priority"),
@@ -440,4 +422,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         workload=read_workload_ref(reader, spec),
         scheduling_group=read_scheduling_group(reader, spec),
         device_claims=device_claims,
+        node_features=node_features,
     )

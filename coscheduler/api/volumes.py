@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector
+from coscheduler.api.volume_zone import zone_terms
 
 __all__ = [
     "SELECTED_NODE_ANNOTATION",
@@ -110,6 +111,8 @@ class VolumeInfo:
     claim: str | None = None
     #: ``spec.csi.driver``: whose attach limit the volume counts against.
     csi_driver: str | None = None
+    #: Its zone and region labels as terms (:mod:`~coscheduler.api.volume_zone`); None: none.
+    zone_affinity: tuple[NodeSelectorTerm, ...] | None = None
 
     @property
     def available(self) -> bool:
@@ -144,6 +147,7 @@ class VolumeInfo:
                 reader.mapping(spec.get("csi"), "spec.csi").get("driver"), "spec.csi.driver"
             )
             or None,
+            zone_affinity=zone_terms(reader.strings(meta.get("labels"), "metadata.labels")),
         )
 
 

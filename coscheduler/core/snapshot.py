@@ -201,7 +201,9 @@ class Snapshot(SnapshotDiagnosis):
         row[:] = 0
         for resource, amount in node.allocatable.items():
             row[self.columns.column(resource)] = amount
-        taint_id, fresh = self._taint_classes.acquire((node.taints, node.unschedulable), node)
+        taint_id, fresh = self._taint_classes.acquire(
+            (node.taints, node.unschedulable, node.declared_features), node
+        )
         if fresh:
             self._taint_verdicts.forget_class(taint_id)
         label_id, fresh = self._label_classes.acquire(node.signature[0], node)

@@ -16,7 +16,7 @@ import numpy as np
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.devices import CANNOT_ALLOCATE, DEVICES, DeviceRefusalError
 from coscheduler.core.diagnosis import Diagnosis
-from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
+from coscheduler.core.filters import affinity, features, fit, ports, taints, unschedulable
 from coscheduler.core.snapshot_queries import BoolArray, SnapshotQueries
 
 __all__ = ["SnapshotDiagnosis"]
@@ -37,6 +37,7 @@ class SnapshotDiagnosis(SnapshotQueries):
             for name, check in (
                 (unschedulable.NAME, unschedulable.check),
                 (taints.NAME, taints.check),
+                (features.NAME, features.check),
             ):
                 reason = check(pod, sample)
                 if reason is not None:

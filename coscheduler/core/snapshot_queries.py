@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from coscheduler.api.pod import HostPort, PodInfo
-from coscheduler.core.filters import affinity, taints, unschedulable
+from coscheduler.core.filters import affinity, features, taints, unschedulable
 from coscheduler.core.preferences import DomainTally, RunPreferences
 from coscheduler.core.snapshot_state import SnapshotState
 from coscheduler.core.topology import RunRules
@@ -44,11 +44,15 @@ class SnapshotQueries(SnapshotState):
         return self._match_labels(pod, mask)
 
     def _tolerated(self, pod: PodInfo) -> BoolArray:
-        """Per slot: filters 1-2 (cordon, taints) accept the pod."""
+        """Per slot: filters 1-2 (cordon, taints, declared features) accept the pod."""
         size = len(self._nodes)
         return self._taint_verdicts.mask(
-            pod.tolerations,
-            lambda node: unschedulable.check(pod, node) is None and taints.check(pod, node) is None,
+            (pod.tolerations, pod.node_features) if pod.node_features else pod.tolerations,
+            lambda node: (
+                unschedulable.check(pod, node) is None
+                and taints.check(pod, node) is None
+                and features.check(pod, node) is None
+            ),
         )[self._taint_class[:size]]
 
     def _match_labels(self, pod: PodInfo, mask: BoolArray) -> BoolArray:

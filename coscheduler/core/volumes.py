@@ -3,7 +3,8 @@
 The scheduler keeps the cluster's claims, volumes and storage classes here
 and, just before a group is planned, *resolves* each pending member that
 uses claims (:meth:`VolumeIndex.resolve`): the pod gets the node affinity of
-every volume its bound claims use (a node filter, with kube-scheduler's
+every volume its bound claims use, and the zone its zone labels name
+(VolumeZone, :mod:`~coscheduler.api.volume_zone`) (a node filter, with kube-scheduler's
 reason "node(s) had volume node affinity conflict"), or a reason it cannot
 be placed anywhere now, in kube-scheduler's words where it has them:
 
@@ -103,8 +104,12 @@ class VolumeIndex:
                 volume = self.volumes.get(claim.volume_name)
                 if volume is None:
                     waits.append(f'{MISSING_VOLUME} (claim "{name}")')
-                elif volume.node_affinity is not None:
-                    reach.append(volume.node_affinity)
+                else:
+                    reach.extend(
+                        terms
+                        for terms in (volume.node_affinity, volume.zone_affinity)
+                        if terms is not None
+                    )
             elif (storage_class := self._first_consumer_class(claim)) is not None:
                 candidates = self._candidates(claim)
                 if claim.selected_node is not None:

@@ -91,6 +91,11 @@ CASES = [
         NO_ASKS,
         id="native-podgroup-membership-is-honoured",
     ),
+    pytest.param(
+        {"hostNetwork": True, "hostUsers": False},
+        NO_ASKS,
+        id="node-features-are-honoured",
+    ),
 ]
 
 

@@ -5,13 +5,15 @@ is refused by the first that fails (its reasons are the ones counted in a
 failure message):
 
 1. :mod:`~coscheduler.core.filters.unschedulable` (``spec.unschedulable``);
-2. :mod:`~coscheduler.core.filters.taints` (NoSchedule and NoExecute taints);
+2. :mod:`~coscheduler.core.filters.taints` (NoSchedule and NoExecute taints),
+   then :mod:`~coscheduler.core.filters.features` (the node features the pod needs);
 3. :mod:`~coscheduler.core.filters.affinity` (nodeSelector, required affinity);
 4. :mod:`~coscheduler.core.filters.ports` (host ports);
 5. :mod:`~coscheduler.core.filters.fit` (requests against free capacity; all
    shortfalls are reported).
 
-Filters 1-3 read only what a node *is* (labels, taints, cordon), never what
+Filters 1-3 read only what a node *is* (labels, taints, cordon, declared
+features), never what
 runs on it; the snapshot relies on that to evaluate them once per kind of node
 rather than once per node. A pod with ``spec.nodeName`` set is already bound
 and never reaches the filters: it counts as placed.
@@ -28,7 +30,7 @@ from typing import NamedTuple
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.pod import PodInfo
-from coscheduler.core.filters import affinity, fit, ports, taints, unschedulable
+from coscheduler.core.filters import affinity, features, fit, ports, taints, unschedulable
 
 __all__ = ["Refusal", "check_node", "check_static"]
 
@@ -45,6 +47,7 @@ def check_static(pod: PodInfo, node: NodeInfo) -> Refusal | None:
     for name, check in (
         (unschedulable.NAME, unschedulable.check),
         (taints.NAME, taints.check),
+        (features.NAME, features.check),
         (affinity.NAME, affinity.check),
     ):
         reason = check(pod, node)
