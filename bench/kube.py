@@ -37,6 +37,8 @@ class Kube:
     """HTTPS to 127.0.0.1:port as the cluster's admin."""
 
     def __init__(self, port: int, pki_dir: Path, *, connections: int = 32) -> None:
+        self.port = port
+        self.pki_dir = pki_dir
         pki = Pki(pki_dir)
         context = ssl.create_default_context(cafile=str(pki.ca_cert))
         context.load_cert_chain(str(pki.admin_cert), str(pki.admin_key))

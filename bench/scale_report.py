@@ -4,26 +4,34 @@
 
 One row per (node count, peer), newest trial of each; the ratio is to the ceiling of
 the same node count in the same files. A trial stopped by its time limit shows what it
-bound by then (marked "stopped").
+bound by then (marked "stopped"). A second table: what the API server was asked to write
+a second while each peer ran (``apiserver_request_total``, every client), by kind.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 Json = dict[str, Any]
 ORDER = ("ceiling", "ours", "default", "native", "reference")
+SETTLE_SECONDS = 3.0
+"""The trial's wait after its drive, inside the request window (``bench.trial``)."""
+WRITE_KINDS = {
+    "Bindings": ("POST pods/binding",),
+    "pod status": ("PATCH pods/status", "PUT pods/status"),
+    "node status": ("PATCH nodes/status", "PUT nodes/status", "PATCH nodes", "PUT nodes"),
+    "Leases": ("PUT leases", "POST leases"),
+    "events": ("POST events", "PATCH events"),
+}
+"""The columns of the writes table; every other write is "other"."""
 
 
 def rows(documents: list[Json]) -> list[str]:
-    trials: dict[tuple[int, str], Json] = {}
-    for document in sorted(documents, key=lambda d: d["started"]):
-        for trial in document["trials"]:
-            if trial["workload"] == "scale":
-                trials[(trial["params"]["nodes"], trial["peer"])] = trial
+    trials = latest(documents)
     lines = [
         "| nodes | pods | peer | bound | pods/s from start | / ceiling | bind rate | "
         "first binding | decision p99 | peak RSS | CPU s |",
@@ -37,6 +45,56 @@ def rows(documents: list[Json]) -> list[str]:
         for peer in peers:
             lines.append(row(trials[(nodes, peer)], base))
     return lines
+
+
+def latest(documents: list[Json]) -> dict[tuple[int, str], Json]:
+    trials: dict[tuple[int, str], Json] = {}
+    for document in sorted(documents, key=lambda d: d["started"]):
+        for trial in document["trials"]:
+            if trial["workload"] == "scale":
+                trials[(trial["params"]["nodes"], trial["peer"])] = trial
+    return trials
+
+
+def request_window(trial: Json) -> float | None:
+    """Seconds the trial's request counts span: from the peer's start to the settle's end."""
+    figures = trial.get("figures") or {}
+    window = figures.get("requests_window_s")
+    if window is None:  # runs before the figure: the last binding, or the time limit
+        window = figures.get("all_bound_after_start_s")
+        stopped = re.search(r"after (\d+)s", figures.get("stopped") or "")
+        if stopped:
+            window = float(stopped.group(1))
+    return None if window is None else window + SETTLE_SECONDS
+
+
+def write_rows(documents: list[Json]) -> list[str]:
+    """Writes a second by kind while each peer ran, every client of the API server."""
+    trials = latest(documents)
+    kinds = [*WRITE_KINDS, "other"]
+    lines = [
+        "| nodes | peer | window | " + " | ".join(kinds) + " | all writes |",
+        "|---|---|---|" + "---|" * len(kinds) + "---|",
+    ]
+    for (nodes, peer), trial in sorted(trials.items(), key=lambda kv: (kv[0][0], _rank(kv[0][1]))):
+        window = request_window(trial)
+        requests = trial.get("requests") or {}
+        writes = {k: v for k, v in requests.items()
+                  if k.split(" ", 1)[0] in ("POST", "PUT", "PATCH", "DELETE")}  # fmt: skip
+        if not window or not writes:
+            continue
+        per_kind = {
+            kind: sum(writes.get(k, 0.0) for k in keys) for kind, keys in WRITE_KINDS.items()
+        }
+        per_kind["other"] = sum(writes.values()) - sum(per_kind.values())
+        cells = " | ".join(f"{per_kind[k] / window:,.1f}" for k in kinds)
+        lines.append(f"| {nodes:,} | {peer} | {window:,.0f} s | {cells} | "
+                     f"{sum(writes.values()) / window:,.1f} |")  # fmt: skip
+    return lines
+
+
+def _rank(peer: str) -> int:
+    return ORDER.index(peer) if peer in ORDER else len(ORDER)
 
 
 def row(trial: Json, ceiling_rate: float | None) -> str:
@@ -91,6 +149,10 @@ def main(argv: list[str]) -> int:
         print(f"{document['command']}  ({document['started']} to {document['finished']})")
     print()
     print("\n".join(rows(documents)))
+    print()
+    print("Writes a second while each peer ran (every client):")
+    print()
+    print("\n".join(write_rows(documents)))
     return 0
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from bench.analysis import GangInfo, NodeCapacity
 from bench.kube import ApiError, Kube, gather_limited
@@ -17,10 +20,14 @@ from bench.observe import Recorder
 from bench.peers import GANG_LABEL, Gang, Peer, Share
 from bench.progress import Progress
 from coscheduler.api.quantity import float_quantity
+from e2e.api import write_kubeconfig
 from e2e.kwok_stages import COMPLETE_AFTER_ANNOTATION
+from e2e.pki import Pki
 
 Json = dict[str, Any]
 CREATE_CONCURRENCY = 32
+#: Creations in flight of the Go creator (:func:`create_pods_in_bulk`).
+BULK_CREATE_WORKERS = 128
 
 
 def pod_template(peer: Peer, gang: Gang) -> Json:
@@ -158,6 +165,46 @@ async def create_pods(
         )
 
     await gather_limited([one(g, i) for g in gangs for i in range(g.size)], CREATE_CONCURRENCY)
+
+
+def write_backlog(peer: Peer, ns: str, gangs: list[Gang], kube: Kube, work_dir: Path) -> Path:
+    """The pods of :func:`create_pods` as JSON lines (namespace set) and an admin
+    kubeconfig beside them, for the Go creator; the manifests' path."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    manifests = work_dir / "pods.jsonl"
+    with manifests.open("wb") as out:
+        for gang in gangs:
+            for index in range(gang.size):
+                body = pod_manifest(peer, gang, index)
+                body["metadata"]["namespace"] = gang.namespace or ns
+                out.write(orjson.dumps(body) + b"\n")
+    write_kubeconfig(work_dir / "admin.kubeconfig", port=kube.port, pki=Pki(kube.pki_dir))
+    return manifests
+
+
+async def create_pods_in_bulk(
+    kube: Kube, recorder: Recorder, peer: Peer, ns: str, gangs: list[Gang], creator: Path,
+    work_dir: Path,
+) -> float:  # fmt: skip
+    """The pods of :func:`create_pods`, created by the ceiling binary's ``--create`` mode
+    (Go, protobuf, ``BULK_CREATE_WORKERS`` in flight) as the cluster's admin; the seconds
+    it took. Each pod is marked created when the last is: the peer starts after them."""
+    manifests = write_backlog(peer, ns, gangs, kube, work_dir)
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        str(creator), f"--kubeconfig={work_dir / 'admin.kubeconfig'}", f"--create={manifests}",
+        f"--workers={BULK_CREATE_WORKERS}", "--qps=100000", "--burst=100000",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    output, _ = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"creating {manifests}: {output.decode(errors='replace')[-2000:]}")
+    seconds = time.monotonic() - started
+    for gang in gangs:
+        cpu, memory = float_quantity(gang.cpu), float_quantity(gang.memory)
+        for index in range(gang.size):
+            recorder.mark_created(f"{gang.name}-{index}", gang.name, cpu, memory)
+    return seconds
 
 
 async def wait_peer_ready(

@@ -104,6 +104,12 @@ class TrialRun:
     infos: dict[str, GangInfo]
     sampler: Sampler | None = None
     before: dict[tuple[str, str, str, str], float] = field(default_factory=dict)
+    backlog_created_per_s: float | None = None
+    """Pods created a second before the peer starts, group objects included."""
+    peer_started: float | None = None
+    """When the peer was started (the recorder's clock): "from start" counts from here."""
+    requests_from: float | None = None
+    """When the API server's request counts were read (monotonic; the ``requests`` baseline)."""
 
     def start_peer(self) -> None:
         self.peer.start(self.ctx)
@@ -112,6 +118,13 @@ class TrialRun:
 
     async def count_requests_from_now(self) -> None:
         self.before = analysis.parse_request_totals(await self.kube.text("/metrics"))
+        self.requests_from = time.monotonic()
+
+    def requests_window(self) -> float | None:
+        """Seconds since the request baseline (the trial adds its settle after the drive)."""
+        return (
+            None if self.requests_from is None else round(time.monotonic() - self.requests_from, 1)
+        )
 
 
 @dataclass
@@ -158,15 +171,30 @@ class Throughput(Workload):
     """Every group object and pod first, then the peer: its rate from start to all bound."""
 
     kind: ClassVar[str] = "throughput"
+    bulk_create: ClassVar[bool] = False
+    """The pods are created by the Go creator (:func:`submit.create_pods_in_bulk`)."""
 
     async def drive(self, run: TrialRun) -> Json:
         total = self.total_pods
         run.progress.status(f"creating {total} pods")
+        created = time.monotonic()
         await submit.create_shares(run.kube, run.peer, self.shares)
         await submit.create_group_objects(run.kube, run.peer, run.ns, self.gangs)
-        await submit.create_pods(run.kube, run.recorder, run.peer, run.ns, self.gangs)
+        if self.bulk_create:
+            await submit.create_pods_in_bulk(
+                run.kube, run.recorder, run.peer, run.ns, self.gangs,
+                run.ctx.binaries.ceiling, run.ctx.work_dir / "backlog",
+            )  # fmt: skip
+        else:
+            await submit.create_pods(run.kube, run.recorder, run.peer, run.ns, self.gangs)
+        backlog_seconds = time.monotonic() - created
+        run.backlog_created_per_s = round(total / backlog_seconds, 1)
+        run.progress.log(
+            f"backlog of {total} pods created in {backlog_seconds:.0f}s "
+            f"({run.backlog_created_per_s:g} pods/s, group objects included)"
+        )
         await run.count_requests_from_now()
-        started = run.recorder.now()
+        started = run.peer_started = run.recorder.now()
         run.start_peer()
         profiler = await start_profiler(run.ctx, run.peer)
         await submit.wait_progress(
@@ -179,6 +207,8 @@ class Throughput(Workload):
             lambda r: r.bound_count,
         )
         figures = analysis.throughput_figures(run.recorder, started)
+        figures["backlog_created_per_s"] = run.backlog_created_per_s
+        figures["requests_window_s"] = run.requests_window()
         stop_profiler(profiler)
         return figures
 
@@ -193,13 +223,18 @@ class Scale(Throughput):
     """
 
     kind: ClassVar[str] = "scale"
+    bulk_create: ClassVar[bool] = True
 
     async def drive(self, run: TrialRun) -> Json:
-        started = run.recorder.now()
         try:
             return await super().drive(run)
         except TimeoutError as error:
-            figures = analysis.throughput_figures(run.recorder, started)
+            if run.peer_started is None:  # not the wait for bindings: a real failure
+                raise
+            # From the peer's start, as a trial that finishes: not from before the backlog.
+            figures = analysis.throughput_figures(run.recorder, run.peer_started)
+            figures["backlog_created_per_s"] = run.backlog_created_per_s
+            figures["requests_window_s"] = run.requests_window()
             figures["stopped"] = str(error)
             return figures
 

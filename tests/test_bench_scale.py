@@ -66,3 +66,35 @@ def test_many_nodes_kwok_config_sets_leases_workers_and_our_node_stages() -> Non
     assert names[:2] == ["node-ready", "node-heartbeat-slow"]
     default = list(yaml.safe_load_all(kwok_stages.config_yaml(job_duration_seconds=1)))
     assert all(d["kind"] == "Stage" and d["spec"]["resourceRef"]["kind"] == "Pod" for d in default)
+
+
+def test_writes_table_divides_each_kind_by_the_request_window() -> None:
+    from bench import scale_report
+
+    figures: dict[str, object] = {
+        "requests_window_s": 97.0,
+        "stopped": "only 10/50000 pods bound after 600s",
+    }
+    trial = {
+        "workload": "scale", "peer": "ceiling", "ok": True,
+        "params": {"nodes": 5_000, "pods": 50_000},
+        "figures": figures,
+        "requests": {"POST pods/binding": 5_000.0, "PATCH pods/status": 1_000.0,
+                     "PUT leases": 500.0, "POST podgroups/status": 100.0, "GET nodes": 9.0},
+    }  # fmt: skip
+    document = {"started": "2026-11-26T07:00:00+00:00", "trials": [trial]}
+    lines = scale_report.write_rows([document])
+    # 100 s (97 + the settle): Bindings, pod status, node status, Leases, events, other, all.
+    assert lines[-1] == "| 5,000 | ceiling | 100 s | 50.0 | 10.0 | 0.0 | 5.0 | 0.0 | 1.0 | 66.0 |"
+    # Without the window figure, a stopped trial spans its time limit.
+    del figures["requests_window_s"]
+    assert "| 603 s |" in scale_report.write_rows([document])[-1]
+
+
+def test_node_lease_grows_with_the_nodes_so_their_health_writes_stay_bounded() -> None:
+    assert runner.node_lease_seconds(1_000) is None
+    assert runner.node_lease_seconds(2_000) == 500
+    lease = runner.node_lease_seconds(5_000)
+    assert lease == 1_250
+    # 4 Lease renewals and about one status heartbeat per node per Lease.
+    assert 5 * 5_000 / lease == runner.NODE_HEALTH_WRITES_PER_S

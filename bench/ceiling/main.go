@@ -4,10 +4,17 @@
 // (and the client limits it is given) allow on this machine. It watches the pods whose
 // spec.schedulerName is its own and that have no node, and binds each to the next node
 // of the list in turn. No fit, no capacity, no gangs.
+//
+// With --create FILE it binds nothing: it creates the pods of FILE (one Pod manifest in
+// JSON a line, its namespace set) with --workers requests in flight, in protobuf, and
+// exits. The bench makes its big backlogs so (50,000 pods at 5,000 nodes): cheaper for
+// the API server and for the machine than the same requests from Python.
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -34,7 +41,8 @@ func main() {
 	schedulerName := flag.String("scheduler-name", "ceiling", "spec.schedulerName of the pods to bind")
 	qps := flag.Float64("qps", 50, "client QPS")
 	burst := flag.Int("burst", 100, "client burst")
-	workers := flag.Int("workers", 64, "bindings in flight")
+	workers := flag.Int("workers", 64, "bindings (or creations) in flight")
+	create := flag.String("create", "", "create the pods of this file (JSON lines) and exit")
 	flag.Parse()
 
 	config, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -56,6 +64,13 @@ func main() {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
+	if *create != "" {
+		if err := createPods(ctx, client, *create, *workers); err != nil {
+			fmt.Fprintln(os.Stderr, "create:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	var (
 		nodesMu sync.RWMutex
@@ -167,4 +182,65 @@ loop:
 	queue.ShutDown()
 	wg.Wait()
 	fmt.Printf("bound %d\n", bound.Load())
+}
+
+// createPods creates every pod of path (a Pod manifest in JSON a line) with workers
+// requests in flight; the first error stops it.
+func createPods(ctx context.Context, client kubernetes.Interface, path string, workers int) error {
+	file, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	pods := make(chan *corev1.Pod, workers)
+	var (
+		wg      sync.WaitGroup
+		created atomic.Int64
+	)
+	started := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for pod := range pods {
+				_, err := client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+				if err != nil {
+					cancel(fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err))
+					continue
+				}
+				created.Add(1)
+			}
+		}()
+	}
+	scanner := bufio.NewScanner(file)
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	line := 0
+read:
+	for scanner.Scan() {
+		line++
+		pod := &corev1.Pod{}
+		if err := json.Unmarshal(scanner.Bytes(), pod); err != nil {
+			cancel(fmt.Errorf("line %d: %w", line, err))
+			break
+		}
+		select {
+		case pods <- pod:
+		case <-ctx.Done():
+			break read
+		}
+	}
+	close(pods)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	if err := scanner.Err(); err != nil {
+		return err
+	}
+	seconds := time.Since(started).Seconds()
+	fmt.Printf("created %d in %.1f s (%.0f a second)\n", created.Load(), seconds,
+		float64(created.Load())/seconds)
+	return nil
 }
