@@ -16,8 +16,9 @@ The pieces underneath are usable on their own: :class:`Snapshot`,
 # preemption mode) without NumPy and the planner (issue #28).
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from coscheduler.core.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from coscheduler.core.diagnosis import Diagnosis
@@ -75,10 +76,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME, globals())

@@ -7,8 +7,9 @@ finds the smallest sufficient set by simulating the planner's own attempt.
 # Imported when first asked for, as in coscheduler/core/__init__.py (issue #28).
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from coscheduler.core.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from coscheduler.core.decision import Order, PreemptionPlan
@@ -72,10 +73,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOME, globals())
