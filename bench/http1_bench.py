@@ -29,6 +29,7 @@ from typing import Protocol
 import aiohttp
 from aiohttp import web
 
+from coscheduler.runtime import http1
 from coscheduler.runtime.http1 import Http1Pool
 
 #: The last commit whose pool parsed answers by hand.
@@ -85,7 +86,14 @@ def _pool_at(rev: str) -> Callable[..., _Pool]:
     sys.modules[module.__name__] = module  # dataclasses and annotations look it up
     exec(compile(source, f"http1.py@{rev}", "exec"), module.__dict__)
     pool: Callable[..., _Pool] = module.Http1Pool
+    _connection_classes[f"hand-parsing pool ({rev})"] = module._Connection
     return pool
+
+
+#: Each pool's connection class, for the parse-only measurement.
+_connection_classes: dict[str, Callable[[], asyncio.Protocol]] = {
+    "httptools pool": http1._Connection
+}
 
 
 async def _cpu_per_request(send: Callable[[], Awaitable[int]], requests: int) -> float:
@@ -94,6 +102,40 @@ async def _cpu_per_request(send: Callable[[], Awaitable[int]], requests: int) ->
         if await send() != 201:
             raise RuntimeError("the server did not answer 201")
     return (time.process_time() - start) / requests * 1e6
+
+
+class _Wire(asyncio.Transport):
+    """A transport that goes nowhere: the parse-only measurement feeds the answer itself."""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+
+async def _parse_cost(connection_class: Callable[[], asyncio.Protocol], answers: int) -> float:
+    """CPU µs to read one canned Binding answer (the pool's part without the socket)."""
+    answer = (
+        b"HTTP/1.1 201 Created\r\n"
+        + b"".join(f"{name}: {value}\r\n".encode() for name, value in _HEADERS.items())
+        + b"Content-Type: application/json\r\nDate: Thu, 26 Nov 2026 08:00:00 GMT\r\n"
+        + b"Content-Length: %d\r\n\r\n" % len(_BODY)
+        + _BODY
+    )
+    connection = connection_class()
+    connection.connection_made(_Wire())
+    send = connection.send  # type: ignore[attr-defined]
+    start = time.process_time()
+    for _ in range(answers):
+        done = send(b"")
+        connection.data_received(answer)
+        if done.result()[0] != 201:
+            raise RuntimeError("the answer was misread")
+    return (time.process_time() - start) / answers * 1e6
 
 
 async def _run(url: str, baseline: str, rounds: int, requests: int) -> dict[str, list[float]]:
@@ -137,6 +179,9 @@ async def _run(url: str, baseline: str, rounds: int, requests: int) -> dict[str,
             names = names[round_ % 3 :] + names[: round_ % 3]  # rotate who goes first
             for name in names:
                 results[name].append(await _cpu_per_request(clients[name], requests))
+            for name, connection_class in _connection_classes.items():
+                parsed = results.setdefault(f"{name}, parse only", [])
+                parsed.append(await _parse_cost(connection_class, requests * 10))
     finally:
         await session.close()
         hand.close()
@@ -165,9 +210,12 @@ def main() -> None:
     medians = {name: statistics.median(values) for name, values in results.items()}
     reference = medians["aiohttp"]
     for name, median in medians.items():
+        if name.endswith("parse only"):
+            print(f"{name:42} {median:6.1f} µs CPU/answer")
+            continue
         spread = f"{min(results[name]):.0f}-{max(results[name]):.0f}"
         ratio = median / reference
-        print(f"{name:36} {median:6.1f} µs CPU/request (range {spread}), {ratio:.2f}x aiohttp")
+        print(f"{name:42} {median:6.1f} µs CPU/request (range {spread}), {ratio:.2f}x aiohttp")
 
 
 if __name__ == "__main__":
