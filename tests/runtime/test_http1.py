@@ -169,3 +169,36 @@ async def test_only_an_idempotent_request_is_sent_again_when_a_kept_connection_d
         with pytest.raises(ConnectionError):
             await pool.request(method, "/x", HEADERS, b"{}", within=5)
     assert len(server.requests) == 2 + sent_again
+
+
+async def test_answers_without_a_body_by_status_end_with_their_head(
+    raw: tuple[RawServer, Http1Pool],
+) -> None:
+    server, pool = raw
+    # 304 keeps the length of the body it stands for; no body follows it.
+    server.answers = [
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        answer("304 Not Modified", headers=[b"Content-Length: 5"]),
+    ]
+    assert await pool.request("DELETE", "/x", HEADERS, None, within=5) == (204, b"")
+    assert await pool.request("PUT", "/x", HEADERS, b"{}", within=5) == (304, b"")
+    assert server.connections == 1
+
+
+async def test_a_body_cut_short_by_the_connection_is_an_error(
+    raw: tuple[RawServer, Http1Pool],
+) -> None:
+    server, pool = raw
+    server.answers = [b"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n\r\nshort"]
+    with pytest.raises(ConnectionError):
+        await pool.request("POST", "/x", HEADERS, b"{}", within=5)
+
+
+async def test_bytes_beyond_the_answer_end_the_connection(
+    raw: tuple[RawServer, Http1Pool],
+) -> None:
+    server, pool = raw
+    server.answers = [answer("201 Created", b"{}") + answer("200 OK"), answer("201 Created", b"[]")]
+    assert await pool.request("POST", "/x", HEADERS, b"{}", within=5) == (201, b"{}")
+    assert await pool.request("POST", "/x", HEADERS, b"{}", within=5) == (201, b"[]")
+    assert server.connections == 2
