@@ -23,11 +23,12 @@ from typing import Any
 import yaml
 
 from bench import build as bench_build
-from bench import identity, trial
+from bench import identity, import_floor, trial
 from bench import peers as peers_mod
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
 from bench.progress import Progress
+from bench.runtime_venv import runtime_python
 from e2e import nodes as e2e_nodes
 from e2e import versions as e2e_versions
 from e2e.controlplane import Cluster, ClusterOptions, StartupError
@@ -64,6 +65,8 @@ SMOKE_CONTENTION_PEERS_EXCLUDED = (
 SCALE_PEERS = ("ceiling", "ours", "default", "native", "reference")
 #: From this many nodes on, KWOK renews node Leases less often (``ClusterOptions``).
 MANY_NODES = 2_000
+#: Fresh interpreters per case of the startup suite's import floor (bench/import_floor.py).
+FLOOR_RUNS = 5
 #: The shortest node Lease at that size: renewed every minute.
 MANY_NODES_LEASE_SECONDS = 240
 #: Node health writes a second the fake nodes may ask of the API server, whatever their
@@ -407,7 +410,7 @@ def _run_one(
             label=f"{index:03d}-{workload.kind}-{workload.params.get('gang_size', '')}-"
                   f"{workload.nodes.count}n-{spec.regime.name}",
         )  # fmt: skip
-        return asyncio.run(
+        result = asyncio.run(
             trial.run_trial(
                 workload,
                 peer,
@@ -419,6 +422,17 @@ def _run_one(
                 trace_dir=trial_dir / "logs" if keep_trace else None,
             )
         )
+        if workload.kind == "startup" and isinstance(peer, peers_mod.Ours) and result.ok:
+            # Ours' imports against the libraries' alone (issue #28): its tree, once the
+            # trial's peer has stopped, beside the control plane as the trial had it.
+            progress.status("measuring the libraries' import floor")
+            try:
+                result.figures["import_floor"] = import_floor.measure(
+                    runtime_python(), peer.package().parent, runs=FLOOR_RUNS
+                )
+            except RuntimeError as error:  # the trial stands; the floor says why it is missing
+                result.figures["import_floor"] = {"error": str(error)}
+        return result
     except Exception as error:
         return trial.TrialResult(
             workload=workload.kind, label=workload.label, peer=peer.name, regime=spec.regime.name,

@@ -5,8 +5,13 @@
 Per node count, gang size and peer: the median over rounds (min-max beside it) of the runner's
 ``first_bind_after_start_s`` and pods/s from start; then the median end of each phase of
 ours' ``started`` line (seconds since its process began) and of each kind's list. The
-last column is the ratio to the first peer of the table (``--peers ours@REV,ours``:
-after / before).
+ratio is to the first peer of the table (``--peers ours@REV,ours``: after / before).
+
+Ours' rows also carry its tree's import floor (``bench/import_floor.py``, measured after
+each trial in fresh interpreters): an empty interpreter's start, the libraries' imports
+alone and ours' whole import (``coscheduler.app`` and ``coscheduler.operator``), wall
+seconds with CPU-seconds beside, medians over the trials. ``imports`` and ``built`` read
+against them: no start path ends before the libraries' imports do.
 """
 
 from __future__ import annotations
@@ -22,6 +27,21 @@ Json = dict[str, Any]
 PHASES = ("imports", "client", "built", "leading", "listed", "first_decision", "first_binding")
 #: Spans between two phases' ends: less noisy than the ends, which carry the imports' noise.
 SPANS = (("lists", "client", "listed"), ("decision to binding", "first_decision", "first_binding"))
+#: The import floor's cases (bench/import_floor.py) and their columns.
+FLOOR = (
+    ("empty", "empty interpreter"),
+    ("libraries", "the libraries' imports alone"),
+    ("ours", "ours' imports alone"),
+)
+
+
+def _floor(runs: list[Json], case: str) -> str:
+    cases = [f["import_floor"][case] for f in runs if case in f.get("import_floor", {})]
+    if not cases:
+        return "-"
+    wall = statistics.median(c["wall_s"] for c in cases)
+    cpu = statistics.median(c["cpu_s"] for c in cases)
+    return f"{wall:.2f} ({cpu:.2f} CPU)"
 
 
 def _median(values: list[float]) -> str:
@@ -44,13 +64,14 @@ def table(trials: list[Json]) -> str:
             peers.append(t["peer"])
     lines = [
         "| nodes | gangs of | peer | runs | first binding after exec, s | ratio "
-        "| pods/s from start "
-        "| "
+        "| pods/s from start | "
+        + " | ".join(title for _, title in FLOOR)
+        + " | "
         + " | ".join(PHASES)
         + " | "
         + " | ".join(name for name, _, _ in SPANS)
         + " | slowest lists |",
-        "|---|---|---|---|---|---|---|" + "---|" * (len(PHASES) + len(SPANS)) + "---|",
+        "|---|---|---|---|---|---|---|" + "---|" * (len(FLOOR) + len(PHASES) + len(SPANS)) + "---|",
     ]
     for nodes, size in sorted({(nodes, size) for nodes, size, _ in by}):
         base = [f["first_bind_after_start_s"] for f in by.get((nodes, size, peers[0]), [])]
@@ -65,7 +86,8 @@ def table(trials: list[Json]) -> str:
                 else "-"
             )
             lines_ = [f.get("startup") or {} for f in runs]
-            phases = [_median([s[p] for s in lines_ if p in s]) for p in PHASES]
+            phases = [_floor(runs, case) for case, _ in FLOOR]
+            phases += [_median([s[p] for s in lines_ if p in s]) for p in PHASES]
             phases += [
                 _median([s[end] - s[begin] for s in lines_ if begin in s and end in s])
                 for _, begin, end in SPANS

@@ -18,7 +18,16 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["defer_init"]
+__all__ = ["defer_init", "deferred"]
+
+#: The packages registered by :func:`defer_init` whose ``__init__`` has not run yet,
+#: with their ``light`` names (the bench's import floor defers them alike).
+_DEFERRED: dict[str, dict[str, str]] = {}
+
+
+def deferred() -> dict[str, dict[str, str]]:
+    """The packages still deferred now, each with its ``light`` names."""
+    return {package: dict(light) for package, light in _DEFERRED.items()}
 
 
 def defer_init(package: str, light: Mapping[str, str] | None = None) -> None:
@@ -44,11 +53,13 @@ def defer_init(package: str, light: Mapping[str, str] | None = None) -> None:
             return importlib.import_module(f"{package}.{name}")  # a submodule, as imports ask
         # Anything else: the whole package, as a plain import would have made it.
         delattr(module, "__getattr__")
+        _DEFERRED.pop(package, None)
         loader.exec_module(module)
         return getattr(module, name)
 
     setattr(module, "__getattr__", attribute)  # noqa: B010 (a module-level __getattr__, PEP 562)
     sys.modules[package] = module
+    _DEFERRED[package] = names
     parent, _, child = package.rpartition(".")
     if parent in sys.modules:
         setattr(sys.modules[parent], child, module)

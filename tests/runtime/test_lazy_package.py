@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coscheduler.runtime.lazy_package import defer_init
+from coscheduler.runtime.lazy_package import defer_init, deferred
 
 
 @pytest.fixture
@@ -40,9 +40,16 @@ def test_any_other_name_runs_the_init_once(package: str) -> None:
     defer_init(package, {"Client": "api"})
     import heavy_pkg
 
+    assert package in deferred()
     assert heavy_pkg.EVERYTHING is True
     assert heavy_pkg.models.RAN is True
     assert "__getattr__" not in vars(heavy_pkg)
+    assert package not in deferred()  # the bench's import floor defers only what still is
+
+
+def test_deferred_names_the_light_attributes(package: str) -> None:
+    defer_init(package, {"Client": "api"})
+    assert deferred()[package] == {"Client": "api"}
 
 
 def test_an_imported_package_is_left_alone(package: str) -> None:

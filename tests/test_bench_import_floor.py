@@ -1,0 +1,63 @@
+"""The import floor's list of modules (bench/import_floor.py): derived, not timed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from bench import import_floor
+
+
+def test_third_party_keeps_the_libraries_in_the_order_they_were_imported() -> None:
+    imported = [
+        "sys", "site", "coscheduler", "coscheduler.app", "asyncio", "aiohttp",
+        "aiohttp.web", "_cffi_backend", "numpy", "numpy._core", "__main__",
+    ]  # fmt: skip
+    kept = import_floor.third_party(
+        imported, at_start=["sys", "site"], stdlib={"sys", "site", "asyncio"}
+    )
+    assert kept == ["aiohttp", "aiohttp.web", "_cffi_backend", "numpy", "numpy._core"]
+    assert import_floor.packages(kept) == ["_cffi_backend", "aiohttp", "numpy"]
+
+
+def test_third_party_leaves_out_what_the_interpreter_had_at_start() -> None:
+    # A .pth hook (setuptools' _distutils_hack) is there before any import of ours.
+    kept = import_floor.third_party(["_distutils_hack", "yaml"], at_start=["_distutils_hack"])
+    assert kept == ["yaml"]
+
+
+def test_third_party_knows_the_standard_library_by_default() -> None:
+    assert import_floor.third_party(["json", "email.parser", "yaml"], at_start=[]) == ["yaml"]
+    assert "json" in sys.stdlib_module_names
+
+
+def test_the_plan_of_this_checkout_defers_what_ours_defers_and_names_its_libraries() -> None:
+    # Derived in a fresh interpreter, as the bench does in the runtime venv (no timing).
+    lines = import_floor.plan(Path(sys.executable), Path(__file__).parents[1])
+    deferred = [line.split()[1] for line in lines if line.startswith("defer ")]
+    modules = [line.split()[1] for line in lines if line.startswith("import ")]
+    assert "kubernetes_asyncio" in deferred
+    assert lines.index(f"defer {deferred[-1]}") < len(deferred)  # deferred before any import
+    tops = import_floor.packages(modules)
+    assert {"aiohttp", "pydantic", "numpy", "structlog"} <= set(tops)
+    assert "coscheduler" not in tops
+    assert not [m for m in modules if m.partition(".")[0] in sys.stdlib_module_names]
+
+
+def test_the_startup_report_shows_the_floor_beside_ours_phases() -> None:
+    from bench import startup_report
+
+    floor = {
+        "empty": {"wall_s": 0.03, "cpu_s": 0.02},
+        "libraries": {"wall_s": 0.7, "cpu_s": 0.8},
+        "ours": {"wall_s": 0.9, "cpu_s": 1.0},
+    }
+    trial = {
+        "workload": "startup", "ok": True, "peer": "ours",
+        "params": {"nodes": 100, "gang_size": 8},
+        "figures": {"first_bind_after_start_s": 1.5, "pods_per_s_from_start": 200.0,
+                    "startup": {"imports": 0.6, "built": 1.1}, "import_floor": floor},
+    }  # fmt: skip
+    header, _, row = startup_report.table([trial]).splitlines()
+    assert "the libraries' imports alone" in header
+    assert "| 0.70 (0.80 CPU) | 0.90 (1.00 CPU) | 0.60 |" in row
