@@ -28,6 +28,9 @@ Those are also read into plain comparisons, which answer without a CEL
 evaluation when every value they name is there and of the literal's type;
 anything else (a missing attribute, another type, any other expression) goes
 to the CEL runtime, so the answer and the error are always CEL's.
+
+The CEL runtime is imported with the first selector compiled, not with this
+module: a cluster whose pods claim no devices never loads it (issue #28).
 """
 
 from __future__ import annotations
@@ -35,13 +38,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, Final
-
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_strings
+from typing import TYPE_CHECKING, Any, Final
 
 from coscheduler.api.devices import Device, Version
 from coscheduler.api.quantity import QuantityError, parse_quantity
+
+if TYPE_CHECKING:
+    from cel_expr_python import cel
 
 __all__ = ["CelError", "Selector", "compile_selector"]
 
@@ -117,6 +120,9 @@ def _arith(left: Mapping[str, Any], right: Any, sign: int) -> dict[str, Any]:
 
 
 def _environment() -> cel.Env:
+    from cel_expr_python import cel  # here, not at import: see the module docstring
+    from cel_expr_python.ext import ext_bindings, ext_strings
+
     tagged = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
     integer, boolean, double = cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE
     string = cel.Type.STRING
@@ -185,12 +191,17 @@ def _as_integer(value: Mapping[str, Any]) -> int:
 
 
 _ENV: cel.Env | None = None
+#: CEL's error type, set with the environment (the binding's module is not imported before).
+_ERROR: cel.Type | None = None
 
 
 def _env() -> cel.Env:
-    global _ENV
+    global _ENV, _ERROR
     if _ENV is None:
+        from cel_expr_python import cel as binding  # imported by _environment, just below
+
         _ENV = _environment()
+        _ERROR = binding.Type.ERROR
     return _ENV
 
 
@@ -288,7 +299,7 @@ class Selector:
         except (RuntimeError, ValueError, TypeError) as error:
             raise CelError(f"CEL runtime error: {error}") from error
         value = result.value()
-        if result.type() == cel.Type.ERROR:
+        if result.type() == _ERROR:
             raise CelError(f"CEL runtime error: {value}")
         if not isinstance(value, bool):
             raise CelError(f"CEL result of type {result.type().name()} is not a bool")
