@@ -27,7 +27,7 @@ async def test_without_the_x_k8s_io_api_only_ours_is_read(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
     # Nothing scripted: the fake answers 404, as a server without the CRD does.
-    assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
+    assert [a.api for a in await served_podgroup_apis(kube)] == [sigs.ADAPTER.api]
     # Only discovery is asked: scheduler-plugins' group, Volcano's, T9k's, then each
     # version of Kubernetes' own.
     others = [volcano.API.discovery_path, t9k.API.discovery_path]
@@ -39,7 +39,7 @@ async def test_with_the_x_k8s_io_api_served_both_are_read(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
     apiserver.on("GET", DISCOVERY, resource_list("podgroups", "podgroups/status"))
-    assert await served_podgroup_apis(kube) == [sigs.ADAPTER, xk8s.ADAPTER]
+    assert [a.api for a in await served_podgroup_apis(kube)] == [sigs.ADAPTER.api, xk8s.ADAPTER.api]
 
 
 async def test_the_group_served_without_podgroups_is_not_read(
@@ -47,7 +47,7 @@ async def test_the_group_served_without_podgroups_is_not_read(
 ) -> None:
     # scheduler-plugins' capacity scheduling alone installs ElasticQuota in this group.
     apiserver.on("GET", DISCOVERY, resource_list("elasticquotas", "elasticquotas/status"))
-    assert await served_podgroup_apis(kube) == [sigs.ADAPTER]
+    assert [a.api for a in await served_podgroup_apis(kube)] == [sigs.ADAPTER.api]
 
 
 @pytest.mark.parametrize("adapter", [volcano.ADAPTER, t9k.ADAPTER], ids=["volcano", "t9k"])
@@ -56,7 +56,7 @@ async def test_volcano_and_t9k_are_read_when_discovery_lists_them(
 ) -> None:
     api = volcano.API if adapter is volcano.ADAPTER else t9k.API
     apiserver.on("GET", api.discovery_path, resource_list("podgroups"))
-    assert await served_podgroup_apis(kube) == [sigs.ADAPTER, adapter]
+    assert [a.api for a in await served_podgroup_apis(kube)] == [sigs.ADAPTER.api, api]
 
 
 # -- Kubernetes' own Workload API: the one version read, chosen by discovery ----

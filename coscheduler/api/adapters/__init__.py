@@ -11,6 +11,13 @@ apart (a pod names one by ``spec.schedulingGroup``, never by label), so its
 names never meet ours, scheduler-plugins', Volcano's (``volcano``) or T9k's
 (``t9k``), which come before it in that order.
 
+The other projects' adapters (``xk8s``, ``volcano``, ``t9k``) are named by
+their module and imported when their first object is read
+(:class:`~coscheduler.api.adapters.deferred.DeferredAdapter`): a cluster that
+does not serve their APIs, or holds none of their objects, never imports their
+models (issue #28). A new one: its ``API`` in :mod:`~coscheduler.api.adapters.apis`,
+its module exporting ``ADAPTER``, and one row below.
+
 Kubernetes' 1.35 ``Workload`` (``workload``) is not among them: it is not a
 PodGroup, its gangs are keyed apart (a pod names one with ``spec.workloadRef``),
 so its names never meet a PodGroup's.
@@ -20,15 +27,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from coscheduler.api.adapters import native, sigs, t9k, volcano, xk8s
+from coscheduler.api.adapters import apis, native, sigs
 from coscheduler.api.adapters.base import GroupAdapter, GroupApi, GroupObject, StatusAdapter
+from coscheduler.api.adapters.deferred import DeferredAdapter
 
 __all__ = ["ADAPTERS", "GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
 ADAPTERS: Final[tuple[GroupAdapter, ...]] = (
     sigs.ADAPTER,
-    xk8s.ADAPTER,
-    volcano.ADAPTER,
-    t9k.ADAPTER,
+    DeferredAdapter(apis.XK8S, "coscheduler.api.adapters.xk8s"),
+    DeferredAdapter(apis.VOLCANO, "coscheduler.api.adapters.volcano"),
+    DeferredAdapter(apis.T9K, "coscheduler.api.adapters.t9k"),
     *native.ADAPTERS,
 )

@@ -28,11 +28,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject, foreign_group
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject, foreign_group
 from coscheduler.api.adapters.volcano import VolcanoCondition
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
@@ -50,10 +51,10 @@ from coscheduler.api.timestamps import rfc3339
 
 __all__ = ["ADAPTER", "API", "GROUP", "T9kAdapter", "T9kStatus"]
 
-GROUP: Final = "scheduler.tensorstack.dev"
+API: Final = apis.T9K
+GROUP: Final = API.group
 #: T9k's scheduler answers to ``t9k-scheduler``: run under that name, we stand in for it.
-SCHEDULER_NAME: Final = "t9k-scheduler"
-API: Final = GroupApi(GROUP, "v1beta1", home_scheduler=SCHEDULER_NAME)
+SCHEDULER_NAME: Final = apis.T9K_SCHEDULER
 
 GROUP_SCHEDULED: Final = "GroupScheduled"
 SUFFICIENT_MEMBERS: Final = "SufficientGroupMember"
@@ -136,7 +137,7 @@ class T9kStatus(_Wire):
 
 class _Object(_Wire):
     metadata: dict[str, Any]
-    spec: T9kSpec = T9kSpec()
+    spec: T9kSpec = Field(default_factory=T9kSpec)
 
 
 def _condition(

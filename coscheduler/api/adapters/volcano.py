@@ -39,7 +39,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject, foreign_group
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject, foreign_group
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     DEFAULT_QUEUE,
@@ -56,10 +57,10 @@ from coscheduler.api.timestamps import rfc3339
 
 __all__ = ["ADAPTER", "API", "GROUP", "VolcanoAdapter", "VolcanoPhase", "VolcanoStatus"]
 
-GROUP: Final = "scheduling.volcano.sh"
+API: Final = apis.VOLCANO
+GROUP: Final = API.group
 #: Volcano's scheduler answers to ``volcano``: run under that name, we stand in for it.
-SCHEDULER_NAME: Final = "volcano"
-API: Final = GroupApi(GROUP, "v1beta1", status_subresource=False, home_scheduler=SCHEDULER_NAME)
+SCHEDULER_NAME: Final = apis.VOLCANO_SCHEDULER
 
 
 class VolcanoPhase(StrEnum):
@@ -179,7 +180,7 @@ class VolcanoStatus(_Wire):
 
 class _Object(_Wire):
     metadata: dict[str, Any]
-    spec: VolcanoSpec = VolcanoSpec()
+    spec: VolcanoSpec = Field(default_factory=VolcanoSpec)
 
 
 def written_phase(status: PodGroupStatus) -> VolcanoPhase:

@@ -40,11 +40,12 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject, foreign_group
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject, foreign_group
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     ConditionStatus,
@@ -58,8 +59,8 @@ from coscheduler.api.timestamps import rfc3339
 
 __all__ = ["ADAPTER", "API", "GROUP", "XK8sAdapter", "XK8sPhase", "XK8sSpec", "XK8sStatus"]
 
-GROUP: Final = "scheduling.x-k8s.io"
-API: Final = GroupApi(GROUP, "v1alpha1")
+API: Final = apis.XK8S
+GROUP: Final = API.group
 
 
 class XK8sPhase(StrEnum):
@@ -147,7 +148,7 @@ class XK8sStatus(_Wire):
 
 class _Object(_Wire):
     metadata: dict[str, Any]
-    spec: XK8sSpec = XK8sSpec()
+    spec: XK8sSpec = Field(default_factory=XK8sSpec)
 
 
 def written_phase(status: PodGroupStatus) -> XK8sPhase:
