@@ -76,7 +76,6 @@ def _derive() -> None:
 
     at_start = list(sys.modules)
     exec(OURS)  # a fixed statement: ours' imports
-    from coscheduler.runtime.lazy_package import deferred
 
     # Not importable by name (Cython's shared modules, no spec), or the standard
     # library's though not named in stdlib_module_names (_sysconfigdata_*).
@@ -88,10 +87,27 @@ def _derive() -> None:
         return getattr(module, "__spec__", None) is None or in_stdlib
 
     left_out = [name for name, module in list(sys.modules.items()) if apart(module)]
-    for package, light in deferred().items():
+    for package, light in _deferred().items():
         print("defer", package, *(f"{name}={module}" for name, module in light.items()))
     for name in third_party(list(sys.modules), [*at_start, *left_out]):
         print("import", name)
+
+
+def _deferred() -> dict[str, dict[str, str]]:
+    """The packages ours defers and has not run yet, with their light names."""
+    from coscheduler.runtime import lazy_package
+
+    if hasattr(lazy_package, "deferred"):
+        return dict(lazy_package.deferred())
+    # A tree from before deferred() (ours@REV): its stand-ins still hold their
+    # __getattr__, a closure of lazy_package's over the light names.
+    found = {}
+    for name, module in list(sys.modules.items()):
+        hook: Any = vars(module).get("__getattr__") if hasattr(module, "__dict__") else None
+        if hook is not None and getattr(hook, "__module__", None) == lazy_package.__name__:
+            cells = dict(zip(hook.__code__.co_freevars, hook.__closure__ or (), strict=True))
+            found[name] = dict(cells["names"].cell_contents) if "names" in cells else {}
+    return found
 
 
 def _floor(plan: Path) -> None:
