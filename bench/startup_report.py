@@ -10,8 +10,9 @@ ratio is to the first peer of the table (``--peers ours@REV,ours``: after / befo
 Ours' rows also carry its tree's import floor (``bench/import_floor.py``, measured after
 each trial in fresh interpreters): an empty interpreter's start, the libraries' imports
 alone and ours' whole import (``coscheduler.app`` and ``coscheduler.operator``), wall
-seconds with CPU-seconds beside, medians over the trials. ``imports`` and ``built`` read
-against them: no start path ends before the libraries' imports do.
+seconds with CPU-seconds beside, medians over the trials, and ours' share above the
+libraries (CPU, the difference within each trial: the least noisy of them). ``imports``
+and ``built`` read against them: no start path ends before the libraries' imports do.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ FLOOR = (
     ("libraries", "the libraries' imports alone"),
     ("ours", "ours' imports alone"),
 )
+
+
+def _above_floor(runs: list[Json]) -> str:
+    """Ours' whole import less the libraries' alone, CPU-seconds (the same trial's)."""
+    floors = [f["import_floor"] for f in runs if "ours" in f.get("import_floor", {})]
+    if not floors:
+        return "-"
+    return f"{statistics.median(f['ours']['cpu_s'] - f['libraries']['cpu_s'] for f in floors):.2f}"
 
 
 def _floor(runs: list[Json], case: str) -> str:
@@ -66,12 +75,14 @@ def table(trials: list[Json]) -> str:
         "| nodes | gangs of | peer | runs | first binding after exec, s | ratio "
         "| pods/s from start | "
         + " | ".join(title for _, title in FLOOR)
-        + " | "
+        + " | ours above the libraries, CPU-s | "
         + " | ".join(PHASES)
         + " | "
         + " | ".join(name for name, _, _ in SPANS)
         + " | slowest lists |",
-        "|---|---|---|---|---|---|---|" + "---|" * (len(FLOOR) + len(PHASES) + len(SPANS)) + "---|",
+        "|---|---|---|---|---|---|---|"
+        + "---|" * (len(FLOOR) + 1 + len(PHASES) + len(SPANS))
+        + "---|",
     ]
     for nodes, size in sorted({(nodes, size) for nodes, size, _ in by}):
         base = [f["first_bind_after_start_s"] for f in by.get((nodes, size, peers[0]), [])]
@@ -86,7 +97,7 @@ def table(trials: list[Json]) -> str:
                 else "-"
             )
             lines_ = [f.get("startup") or {} for f in runs]
-            phases = [_floor(runs, case) for case, _ in FLOOR]
+            phases = [_floor(runs, case) for case, _ in FLOOR] + [_above_floor(runs)]
             phases += [_median([s[p] for s in lines_ if p in s]) for p in PHASES]
             phases += [
                 _median([s[end] - s[begin] for s in lines_ if begin in s and end in s])

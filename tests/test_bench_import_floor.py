@@ -60,4 +60,4 @@ def test_the_startup_report_shows_the_floor_beside_ours_phases() -> None:
     }  # fmt: skip
     header, _, row = startup_report.table([trial]).splitlines()
     assert "the libraries' imports alone" in header
-    assert "| 0.70 (0.80 CPU) | 0.90 (1.00 CPU) | 0.60 |" in row
+    assert "| 0.70 (0.80 CPU) | 0.90 (1.00 CPU) | 0.20 | 0.60 |" in row
