@@ -56,7 +56,15 @@ from coscheduler.runtime import gc_pause
 from coscheduler.runtime.errors import ApiError, Forbidden, Gone, Invalid, NotFound
 from coscheduler.runtime.kube import KubeClient, query_params
 
-__all__ = ["Event", "EventType", "Listed", "StopWatching", "Watch", "WatchItem"]
+__all__ = [
+    "Event",
+    "EventType",
+    "Listed",
+    "StopWatching",
+    "Watch",
+    "WatchItem",
+    "initial_events_ended",
+]
 
 log = structlog.get_logger(__name__)
 

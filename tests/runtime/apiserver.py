@@ -187,7 +187,9 @@ class InFlight:
 
 def _not_scripted(request: RecordedRequest) -> Answer:
     if request.verb == "WATCHLIST":
-        message = "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        message = (
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        )
         return status_error(422, "Invalid", message)
     return status_error(404, "NotFound", f"nothing scripted for {request.verb} {request.path}")
 
