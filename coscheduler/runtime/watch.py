@@ -146,10 +146,11 @@ class Watch:
                     listed = True
                     if events is None:
                         yield Listed(objects)
+                        del objects  # the consumer's now; not kept alive by this frame
                     else:  # a watch-list: its stream goes on after the list
                         async with contextlib.aclosing(events):
                             yield Listed(objects)
-                            del objects  # the consumer's now; not kept alive by this frame
+                            del objects
                             async for event in events:
                                 failures = 0
                                 yield event
