@@ -192,12 +192,14 @@ def main() -> None:
     parser.add_argument(
         "--pause-gc", action="store_true", help="the cyclic GC off while the list is decoded"
     )
-    parser.add_argument("--gzip", action="store_true", help="ask for compressed answers")
+    parser.add_argument(
+        "--identity", action="store_true", help="ask for uncompressed answers (gzip by default)"
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         measured = _measure(
-            args.kubeconfig, args.path, args.one, pause_gc=args.pause_gc, gzip=args.gzip
+            args.kubeconfig, args.path, args.one, pause_gc=args.pause_gc, gzip=not args.identity
         )
         print(json.dumps(asyncio.run(measured)))
         return
@@ -209,7 +211,7 @@ def main() -> None:
             out = subprocess.run(
                 [sys.executable, "-m", "bench.list_bench", "--kubeconfig", args.kubeconfig,
                  "--path", args.path, "--one", way, *(["--pause-gc"] if args.pause_gc else []),
-                 *(["--gzip"] if args.gzip else [])],
+                 *(["--identity"] if args.identity else [])],
                 check=True, capture_output=True, text=True,
             )  # fmt: skip
             row = json.loads(out.stdout.strip().splitlines()[-1])

@@ -10,10 +10,10 @@ decoded with orjson; callers keep only the fields they need.
 Writes (every verb but GET) go through :class:`~coscheduler.runtime.http1.Http1Pool`
 when no proxy is configured: the same server, credentials and TLS settings,
 a quarter of aiohttp's CPU per request (issue #28). Reads and watches stay
-on aiohttp, asking for answers uncompressed (``compressed_reads`` to ask
-for gzip): aiohttp asks for gzip by default, and the API server then
-compresses every list over 128 KiB and every watch-list stream, which cost
-more CPU on both sides than the list itself at 50,000 pods (issue #28).
+on aiohttp, which asks for gzip: the API server then compresses lists over
+128 KiB and watch-list streams. Measured at 50,000 pods on a loaded 2-core
+machine, uncompressed answers cost both the server and us more CPU, not less
+(bench/RESULTS.md, issue #28); ``compressed_reads=False`` asks for them.
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
@@ -159,11 +159,11 @@ class KubeClient:
         timeout: float,
         owner: bool = True,
         writes: Http1Pool | None = None,
-        compressed_reads: bool = False,
+        compressed_reads: bool = True,
     ):
         self._api = api
         self._compressed_reads = compressed_reads
-        self._accept_encoding = "gzip" if compressed_reads else "identity"
+        self._accept_encoding = "gzip, deflate" if compressed_reads else "identity"
         #: Where writes go when set (:mod:`coscheduler.runtime.http1`); else aiohttp.
         self._writes = writes
         self._headers: dict[str, bytes] = {}
@@ -204,12 +204,12 @@ class KubeClient:
         burst: int,
         timeout_seconds: float,
         max_connections: int = 128,
-        compressed_reads: bool = False,
+        compressed_reads: bool = True,
     ) -> KubeClient:
         """Load credentials from ``kubeconfig``, or in-cluster when it is None.
 
-        ``compressed_reads``: ask for gzip answers to reads and watches, worth it
-        only where the network, not the CPU, is short.
+        ``compressed_reads``: ask for gzip answers to reads and watches (aiohttp's
+        default; False asks for them uncompressed).
         """
         configuration = k8s_configuration.Configuration()
         if kubeconfig is None:
