@@ -83,6 +83,10 @@ class ClusterOptions:
     startup_timeout_seconds: float = 90.0
     """Per component; generous because a loaded 2-core machine is slow to start Go servers."""
 
+    apiserver_feature_gates: tuple[str, ...] = ()
+    """More of the API server's feature gates, ``Name=true|false`` each: how a test meets a
+    server without a feature (``WatchList=false``: no streaming watch-lists)."""
+
     audit_policy: str | None = None
     """An audit Policy (YAML); when set, kube-apiserver logs what it selects, as JSON lines,
     to ``<state dir>/logs/audit.log`` (the benchmarks count one client's requests so)."""
@@ -440,11 +444,12 @@ def _apiserver_args(
         "--profiling=false",
         "--v=1",
     ]
+    gates = [_gang_gates(options)] if options.gang_api else []
+    gates += options.apiserver_feature_gates
+    if gates:
+        args.append(f"--feature-gates={','.join(gates)}")
     if options.gang_api:
-        args += [
-            f"--feature-gates={_gang_gates(options)}",
-            f"--runtime-config={versions.native_gang_runtime_config()}",
-        ]
+        args.append(f"--runtime-config={versions.native_gang_runtime_config()}")
     if options.node_lease_seconds is not None:
         # Its not-ready taint on every new node is lifted by the node lifecycle controller
         # a node at a time (7 a second here at 5,000 nodes); KWOK makes them Ready at once.

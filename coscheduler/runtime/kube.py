@@ -10,7 +10,10 @@ decoded with orjson; callers keep only the fields they need.
 Writes (every verb but GET) go through :class:`~coscheduler.runtime.http1.Http1Pool`
 when no proxy is configured: the same server, credentials and TLS settings,
 a quarter of aiohttp's CPU per request (issue #28). Reads and watches stay
-on aiohttp.
+on aiohttp, which asks for gzip: the API server then compresses lists over
+128 KiB and watch-list streams. Measured at 50,000 pods on a loaded 2-core
+machine, uncompressed answers cost both the server and us more CPU, not less
+(bench/RESULTS.md, issue #28); ``compressed_reads=False`` asks for them.
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
@@ -156,8 +159,11 @@ class KubeClient:
         timeout: float,
         owner: bool = True,
         writes: Http1Pool | None = None,
+        compressed_reads: bool = True,
     ):
         self._api = api
+        self._compressed_reads = compressed_reads
+        self._accept_encoding = "gzip, deflate" if compressed_reads else "identity"
         #: Where writes go when set (:mod:`coscheduler.runtime.http1`); else aiohttp.
         self._writes = writes
         self._headers: dict[str, bytes] = {}
@@ -186,6 +192,7 @@ class KubeClient:
             timeout=self._timeout,
             owner=False,
             writes=self._writes,
+            compressed_reads=self._compressed_reads,
         )
 
     @classmethod
@@ -197,8 +204,13 @@ class KubeClient:
         burst: int,
         timeout_seconds: float,
         max_connections: int = 128,
+        compressed_reads: bool = True,
     ) -> KubeClient:
-        """Load credentials from ``kubeconfig``, or in-cluster when it is None."""
+        """Load credentials from ``kubeconfig``, or in-cluster when it is None.
+
+        ``compressed_reads``: ask for gzip answers to reads and watches (aiohttp's
+        default; False asks for them uncompressed).
+        """
         configuration = k8s_configuration.Configuration()
         if kubeconfig is None:
             incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
@@ -212,7 +224,12 @@ class KubeClient:
         api = k8s_api.ApiClient(configuration)
         _stop_reading_environment_per_request(api)
         return cls(
-            api, qps=qps, burst=burst, timeout=timeout_seconds, writes=_write_pool(configuration)
+            api,
+            qps=qps,
+            burst=burst,
+            timeout=timeout_seconds,
+            writes=_write_pool(configuration),
+            compressed_reads=compressed_reads,
         )
 
     @property
@@ -287,7 +304,12 @@ class KubeClient:
         await self.take_turn()
         configuration = self._api.configuration
         rest = self._api.rest_client
-        headers = {"Accept": JSON, "Content-Type": content_type, "User-Agent": _USER_AGENT}
+        headers = {
+            "Accept": JSON,
+            "Accept-Encoding": self._accept_encoding,
+            "Content-Type": content_type,
+            "User-Agent": _USER_AGENT,
+        }
         headers.update(await self._auth_headers())
         timeout = request_timeout if request_timeout is not None else self._timeout
         try:

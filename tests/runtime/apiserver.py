@@ -7,14 +7,17 @@ real HTTP through :class:`~coscheduler.runtime.kube.KubeClient`:
 
 * Every request is recorded (:attr:`FakeApiServer.requests`) with its verb,
   path, query and decoded JSON body. A ``GET`` with ``watch=true`` has the verb
-  ``WATCH``, as the API server's audit log and RBAC name it.
+  ``WATCH``, as the API server's audit log and RBAC name it; one that also asks
+  ``sendInitialEvents=true`` (a streaming watch-list) has the verb ``WATCHLIST``.
 * :meth:`FakeApiServer.on` scripts the answers to one verb and path (or a
   pattern such as ``/api/v1/namespaces/*/events/*`` for names a test cannot
   know): they are given in order, and the last one keeps being given. An answer is a
   :class:`Reply` (a JSON body: an object, a list, a ``Status``), a
   :class:`WatchStream` (newline-delimited watch events), :class:`Disconnect`
   (no answer at all), or a function of the request returning one of those.
-* A request nobody scripted is answered 404 with a ``NotFound`` Status.
+* A request nobody scripted is answered 404 with a ``NotFound`` Status; an
+  unscripted ``WATCHLIST`` 422 ``Invalid``, as an API server with its WatchList
+  gate off answers it (so a test that scripts lists reads them in pages).
 """
 
 from __future__ import annotations
@@ -147,6 +150,13 @@ def bookmark(resource_version: str, kind: str = "Pod") -> dict[str, Any]:
     }
 
 
+def initial_events_end(resource_version: str, kind: str = "Pod") -> dict[str, Any]:
+    """The BOOKMARK that closes a watch-list's initial events, at the list's version."""
+    event = bookmark(resource_version, kind)
+    event["object"]["metadata"]["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return event
+
+
 def error_event(code: int, reason: str, message: str = "") -> dict[str, Any]:
     """An ERROR watch event: a ``Status`` inside the stream (410 ``Expired`` most often)."""
     return {"type": "ERROR", "object": status_object(code, reason, message or reason)}
@@ -176,6 +186,11 @@ class InFlight:
 
 
 def _not_scripted(request: RecordedRequest) -> Answer:
+    if request.verb == "WATCHLIST":
+        message = (
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        )
+        return status_error(422, "Invalid", message)
     return status_error(404, "NotFound", f"nothing scripted for {request.verb} {request.path}")
 
 
@@ -265,7 +280,7 @@ class FakeApiServer:
         raw = await request.read()
         verb = request.method
         if verb == "GET" and request.query.get("watch") == "true":
-            verb = "WATCH"
+            verb = "WATCHLIST" if request.query.get("sendInitialEvents") == "true" else "WATCH"
         recorded = RecordedRequest(
             verb=verb,
             path=request.path,

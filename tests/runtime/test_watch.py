@@ -14,7 +14,14 @@ from typing import Any
 import pytest
 
 from coscheduler.runtime.kube import KubeClient
-from coscheduler.runtime.watch import Event, Listed, Watch, WatchItem
+from coscheduler.runtime.watch import (
+    Event,
+    Listed,
+    StopWatching,
+    Watch,
+    WatchItem,
+    initial_events_ended,
+)
 from tests.runtime.apiserver import (
     Answer,
     FakeApiServer,
@@ -24,6 +31,7 @@ from tests.runtime.apiserver import (
     bookmark,
     deleted,
     error_event,
+    initial_events_end,
     modified,
     object_list,
     status_error,
@@ -261,3 +269,200 @@ async def test_watch_story(apiserver: FakeApiServer, kube: KubeClient, story: St
     assert len(apiserver.requests_to("GET", PODS)) == 1 + relists, (
         "a resumed watch does not list again"
     )
+
+
+# -- the streaming watch-list ---------------------------------------------------------
+
+
+def watch_lists(apiserver: FakeApiServer) -> int:
+    return len(apiserver.requests_to("WATCHLIST", PODS))
+
+
+async def test_a_watch_list_is_one_listed_at_its_end_bookmark_then_the_same_stream_goes_on(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on(
+        "WATCHLIST",
+        PODS,
+        WatchStream(
+            [
+                added(pod("b", "7")),  # key order, not version order
+                added(pod("a", "9")),
+                initial_events_end("20"),
+                modified(pod("a", "21")),
+            ],
+            then="hang",
+        ),
+    )
+
+    items = await take(make_watch(kube), 2)
+
+    assert items == [Listed([pod("b", "7"), pod("a", "9")]), Event("MODIFIED", pod("a", "21"))]
+    [request] = apiserver.requests_to("WATCHLIST", PODS)
+    assert request.query["sendInitialEvents"] == "true"
+    assert request.query["resourceVersionMatch"] == "NotOlderThan"
+    assert request.query["allowWatchBookmarks"] == "true"
+    assert "resourceVersion" not in request.query  # a consistent picture: the newest
+    assert apiserver.requests_to("GET", PODS) == []
+    assert apiserver.requests_to("WATCH", PODS) == []
+
+
+async def test_managed_fields_are_dropped_from_a_watch_list(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    heavy = pod("a", "3")
+    heavy["metadata"]["managedFields"] = [{"manager": "kubectl"}]
+    apiserver.on("WATCHLIST", PODS, WatchStream([added(heavy), initial_events_end("5")], "hang"))
+
+    [first] = await take(make_watch(kube), 1)
+
+    assert first == Listed([pod("a", "3")])
+
+
+STREAM_STORIES = [
+    pytest.param(
+        Story(
+            lists=[],
+            watches=[WatchStream([modified(pod("a", "31"))], then="hang")],
+            given=[("Listed", ["a"]), ("ADDED", ["b"]), ("MODIFIED", ["a"])],
+            known={"a": "31", "b": "30"},
+            # The stream ended after the bookmark: resumed from the last version it told.
+            watched_from=["30"],
+        ),
+        id="a-watch-list-the-server-ends-is-resumed-from-its-last-version",
+    ),
+]
+
+
+@pytest.mark.parametrize("story", STREAM_STORIES)
+async def test_watch_list_story(apiserver: FakeApiServer, kube: KubeClient, story: Story) -> None:
+    apiserver.on(
+        "WATCHLIST",
+        PODS,
+        WatchStream(
+            [added(pod("a", "3")), initial_events_end("20"), added(pod("b", "30"))], then="close"
+        ),
+    )
+    apiserver.on("WATCH", PODS, *story.watches)
+
+    items = await take(make_watch(kube), len(story.given))
+
+    assert [(given(i), names(i)) for i in items] == story.given
+    assert consume(items) == story.known
+    assert watched_versions(apiserver) == story.watched_from
+    assert watch_lists(apiserver) == 1
+
+
+async def test_a_watch_list_broken_before_its_end_is_read_again_from_the_start(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on(
+        "WATCHLIST",
+        PODS,
+        # Dropped mid-list: none of these versions is a place to resume from.
+        WatchStream([added(pod("b", "7")), added(pod("a", "9"))], then="hang"),
+        WatchStream([added(pod("a", "9")), initial_events_end("20")], then="hang"),
+    )
+
+    [first] = await take(make_watch(kube), 1)
+
+    assert first == Listed([pod("a", "9")])
+    assert watch_lists(apiserver) == 2
+    assert apiserver.requests_to("WATCH", PODS) == []
+    assert apiserver.requests_to("GET", PODS) == []
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        pytest.param(
+            status_error(422, "Invalid", "sendInitialEvents is forbidden for watch"),
+            id="the-gate-off-answers-422",
+        ),
+        pytest.param(status_error(400, "BadRequest", "unknown parameter"), id="a-400-answer"),
+        pytest.param(
+            # A server that ignores sendInitialEvents: objects, then the end of the stream.
+            WatchStream([added(pod("a", "3"))], then="close"),
+            id="a-stream-that-ends-without-the-bookmark",
+        ),
+    ],
+)
+async def test_a_server_without_watch_lists_is_listed_in_pages_from_then_on(
+    apiserver: FakeApiServer, kube: KubeClient, refusal: Answer
+) -> None:
+    apiserver.on("WATCHLIST", PODS, refusal)
+    apiserver.on(
+        "GET",
+        PODS,
+        listed(pod("a", "3"), resource_version="10"),
+        listed(pod("b", "4"), resource_version="60"),
+    )
+    apiserver.on(
+        "WATCH",
+        PODS,
+        status_error(410, "Expired", "too old resource version"),
+        WatchStream([added(pod("c", "61"))], then="hang"),
+    )
+
+    items = await take(make_watch(kube), 3)
+
+    assert [(given(i), names(i)) for i in items] == [
+        ("Listed", ["a"]),
+        ("Listed", ["b"]),  # the relist after 410 pages too: no second watch-list
+        ("ADDED", ["c"]),
+    ]
+    assert watch_lists(apiserver) == 1
+    assert watched_versions(apiserver) == ["10", "60"]
+
+
+async def test_a_410_in_the_watch_after_a_watch_list_lists_again_by_watch_list(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on(
+        "WATCHLIST",
+        PODS,
+        WatchStream([added(pod("a", "3")), initial_events_end("10")], then="close"),
+        WatchStream([added(pod("b", "55")), initial_events_end("60")], then="hang"),
+    )
+    apiserver.on("WATCH", PODS, status_error(410, "Expired", "too old resource version"))
+
+    items = await take(make_watch(kube), 2)
+
+    assert [(given(i), names(i)) for i in items] == [("Listed", ["a"]), ("Listed", ["b"])]
+    assert watched_versions(apiserver) == ["10"]
+    assert watch_lists(apiserver) == 2
+
+
+async def test_a_watch_list_answered_404_is_none_served_when_missing_is_fine(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on(
+        "WATCHLIST",
+        PODS,
+        status_error(404, "NotFound"),
+        WatchStream([added(pod("a", "3")), initial_events_end("10")], then="hang"),
+    )
+    watch = make_watch(kube)
+    watch.missing_ok = True
+
+    items = await take(watch, 2)
+
+    assert items == [Listed([], served=False), Listed([pod("a", "3")])]
+
+
+async def test_a_watch_list_answered_403_stops_when_told_to(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    apiserver.on("WATCHLIST", PODS, status_error(403, "Forbidden"))
+    watch = make_watch(kube)
+    watch.stop_if_forbidden = True
+
+    with pytest.raises(StopWatching):
+        await take(watch, 1)
+    assert apiserver.requests_to("GET", PODS) == []  # a refusal of rights, not of the protocol
+
+
+def test_only_the_annotated_bookmark_ends_the_initial_events() -> None:
+    assert initial_events_ended(initial_events_end("5")["object"])
+    assert not initial_events_ended(bookmark("5")["object"])
+    assert not initial_events_ended({})
