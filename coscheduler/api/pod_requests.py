@@ -256,20 +256,21 @@ def resize_inputs(status: object) -> tuple[object, ...]:
     For a digest of a pod's versions (a watch fast path): two versions whose
     spec and these are equal hold the same on their node. Raw values, unparsed.
     """
-    if not isinstance(status, Mapping):
+    # ``type(x) is dict`` before the ABC's isinstance: this runs on every pod update.
+    if type(status) is not dict and not isinstance(status, Mapping):
         return ()
     reported = []
     for field in ("containerStatuses", "initContainerStatuses"):
         items = status.get(field)
-        for item in items if isinstance(items, list) else ():
-            if isinstance(item, Mapping):
+        for item in items if type(items) is list else ():
+            if type(item) is dict or isinstance(item, Mapping):
                 reported.append(
                     (item.get("name"), item.get("allocatedResources"), item.get("resources"))
                 )
     conditions = status.get("conditions")
     resize = [
         (c.get("type"), c.get("reason"))
-        for c in (conditions if isinstance(conditions, list) else ())
-        if isinstance(c, Mapping) and c.get("type") == _RESIZE_PENDING
+        for c in (conditions if type(conditions) is list else ())
+        if (type(c) is dict or isinstance(c, Mapping)) and c.get("type") == _RESIZE_PENDING
     ]
     return (reported, status.get("allocatedResources"), status.get("resources"), resize)
