@@ -257,16 +257,20 @@ def _progress_copier() -> Callable[[PodInfo, str | None, str, float | None], Pod
 
     Made once, as dataclasses makes ``__init__``: a loop over the fields, or
     ``dataclasses.replace``, costs two to three times as much per pod update.
+    Each field is set through its slot's own descriptor, a third of the cost of
+    ``object.__setattr__`` (which looks the descriptor up on every call).
     """
+    names = [field.name for field in dataclasses.fields(PodInfo)]
     lines = [
-        f"    _set(pod, {name!r}, {name if name in _PROGRESS else f'old.{name}'})"
-        for name in (field.name for field in dataclasses.fields(PodInfo))
+        f"    _set{index}(pod, {name if name in _PROGRESS else f'old.{name}'})"
+        for index, name in enumerate(names)
     ]
     source = "\n".join(
         ["def copy(old, node_name, phase, started):", "    pod = _new(_PodInfo)", *lines]
     )
-    scope: dict[str, Any] = {"_new": object.__new__, "_set": object.__setattr__}
-    scope["_PodInfo"] = PodInfo
+    scope: dict[str, Any] = {"_new": object.__new__, "_PodInfo": PodInfo}
+    for index, name in enumerate(names):
+        scope[f"_set{index}"] = PodInfo.__dict__[name].__set__  # the slot's member descriptor
     exec(source + "\n    return pod\n", scope)  # built from the field names alone
     copier: Callable[[PodInfo, str | None, str, float | None], PodInfo] = scope["copy"]
     return copier
