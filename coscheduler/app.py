@@ -76,6 +76,10 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         _read(client, settings, informers, health, startup, wake=wake, listed=listed),
         name="reading",
     )
+    # The first gang's Bindings find their connections open (issue #28).
+    warming = asyncio.create_task(
+        client.warm_writes(settings.client.bind_concurrency), name="warming"
+    )
     server = None
     try:
         await asyncio.to_thread(_import_operator)
@@ -111,7 +115,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         reading.cancel()  # ended already when the campaign ended; not yet if building failed
-        await asyncio.gather(reading, return_exceptions=True)
+        warming.cancel()
+        await asyncio.gather(reading, warming, return_exceptions=True)
         if server is not None:
             await server.stop()
         await client.close()

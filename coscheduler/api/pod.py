@@ -303,10 +303,13 @@ def progress_fingerprint(raw: Mapping[str, Any]) -> bytes | None:
     # A bound pod's requests are read from what the kubelet reports of resizes too;
     # with nothing reported, bound or not, they are the spec's.
     inputs = resize_inputs(status)
-    entries = inputs[0] if inputs and isinstance(inputs[0], list) else []
     # A container status that reports no resources says nothing about them.
-    reported = [entry for entry in entries if isinstance(entry, tuple) and any(entry[1:])]
-    resize: tuple[object, ...] = (reported, *inputs[1:])
+    reported = [
+        (name, allocated, resources)
+        for name, allocated, resources in inputs.containers
+        if allocated or resources
+    ]
+    resize: tuple[object, ...] = (reported, inputs.allocated, inputs.resources, inputs.pending)
     if any(resize):
         resize = (*resize, bool(raw["spec"].get("nodeName")))
     read = (

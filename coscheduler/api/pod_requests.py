@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from coscheduler.api.fields import TOO_LARGE, FieldReader
 from coscheduler.api.quantity import MAX_AMOUNT
@@ -35,7 +35,7 @@ from coscheduler.api.requests import (
     is_pod_level_resource,
 )
 
-__all__ = ["read_pod_requests", "resize_inputs"]
+__all__ = ["ResizeInputs", "read_pod_requests", "resize_inputs"]
 
 #: The condition the kubelet sets while a resize waits, and the reason that it never will be.
 _RESIZE_PENDING: Final = "PodResizePending"
@@ -250,16 +250,28 @@ def _resize_infeasible(reader: FieldReader, status: Mapping[str, Any]) -> bool:
     return False
 
 
-def resize_inputs(status: object) -> tuple[object, ...]:
-    """The parts of a pod's raw ``status`` a bound pod's requests are read from.
+class ResizeInputs(NamedTuple):
+    """The parts of a pod's raw ``status`` a bound pod's requests are read from, unparsed."""
+
+    #: Per container status: its name, ``allocatedResources`` and ``resources``.
+    containers: list[tuple[object, object, object]]
+    #: The pod-level ``status.allocatedResources`` and ``status.resources``.
+    allocated: object
+    resources: object
+    #: The ``PodResizePending`` conditions, as (type, reason).
+    pending: list[tuple[object, object]]
+
+
+def resize_inputs(status: object) -> ResizeInputs:
+    """What :func:`read_pod_requests` reads of a bound pod's ``status``.
 
     For a digest of a pod's versions (a watch fast path): two versions whose
-    spec and these are equal hold the same on their node. Raw values, unparsed.
+    spec and these are equal hold the same on their node.
     """
     # ``type(x) is dict`` before the ABC's isinstance: this runs on every pod update.
     if type(status) is not dict and not isinstance(status, Mapping):
-        return ()
-    reported = []
+        return ResizeInputs([], None, None, [])
+    reported: list[tuple[object, object, object]] = []
     for field in ("containerStatuses", "initContainerStatuses"):
         items = status.get(field)
         for item in items if type(items) is list else ():
@@ -268,9 +280,11 @@ def resize_inputs(status: object) -> tuple[object, ...]:
                     (item.get("name"), item.get("allocatedResources"), item.get("resources"))
                 )
     conditions = status.get("conditions")
-    resize = [
+    pending = [
         (c.get("type"), c.get("reason"))
         for c in (conditions if type(conditions) is list else ())
         if (type(c) is dict or isinstance(c, Mapping)) and c.get("type") == _RESIZE_PENDING
     ]
-    return (reported, status.get("allocatedResources"), status.get("resources"), resize)
+    return ResizeInputs(
+        reported, status.get("allocatedResources"), status.get("resources"), pending
+    )

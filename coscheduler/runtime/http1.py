@@ -237,6 +237,31 @@ class Http1Pool:
         finally:
             timer.cancel()
 
+    async def warm(self, count: int) -> int:
+        """Open up to ``count`` connections before any request needs them; answer how many.
+
+        At start the first gangs' Bindings would each wait for a TCP and TLS
+        handshake, taking turns with the decisions that follow on the one event
+        loop. Opened while the first lists are on their way (OpenSSL's handshake
+        lets go of the GIL, so the import thread runs meanwhile), they are idle
+        and ready when the first decision is. A connection that fails to open is
+        not retried: a request opens its own.
+        """
+        wanted = max(0, count - len(self._idle))
+        opened = await asyncio.gather(
+            *(self._connect() for _ in range(wanted)), return_exceptions=True
+        )
+        ready = [connection for connection in opened if isinstance(connection, _Connection)]
+        for connection in opened:
+            if isinstance(connection, asyncio.CancelledError):
+                raise connection
+        if self._closed:
+            for connection in ready:
+                connection.close()
+            return 0
+        self._idle.extend(ready)
+        return len(ready)
+
     def _idle_connection(self) -> _Connection | None:
         while self._idle:
             connection = self._idle.pop()

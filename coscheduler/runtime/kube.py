@@ -225,6 +225,10 @@ class KubeClient:
         async with self._turn:
             await self._limiter.acquire()
 
+    async def warm_writes(self, count: int) -> int:
+        """Open ``count`` connections for writes ahead of the first (:meth:`Http1Pool.warm`)."""
+        return 0 if self._writes is None else await self._writes.warm(count)
+
     async def close(self) -> None:
         if self._owner:
             if self._writes is not None:

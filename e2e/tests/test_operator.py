@@ -474,7 +474,8 @@ def test_standby_replica_takes_over_when_the_leader_dies(
     first = start_scheduler(*lease, "--identity", "first", leader_elect=True)
     second = start_scheduler(*lease, "--identity", "second", leader_elect=True, wait_ready=False)
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/coscheduler"
-    assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "first"
+    held = cluster.api.get(lease_path)["spec"]
+    assert held["holderIdentity"] == "first"
     w.create_podgroup(cluster.api, namespace, "before", 2)
     w.create_replicaset(
         cluster.api, namespace, "before", replicas=2, pool=pool, cpu="1", group="before"
@@ -483,11 +484,12 @@ def test_standby_replica_takes_over_when_the_leader_dies(
     assert '"event": "scheduling"' not in second.log()
 
     first.kill()
-    killed_at = time.monotonic()
+    # Liveness, not speed: the 4 s Lease expires unrenewed and the standby takes it
+    # (the takeover's time is the start-up bench's `after_leading`, never asserted).
     second.wait_ready(timeout=30)
-    took = time.monotonic() - killed_at
-    assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "second"
-    assert took < 4 + 3 + 5, f"takeover took {took:.1f}s"
+    taken = cluster.api.get(lease_path)["spec"]
+    assert taken["holderIdentity"] == "second"
+    assert taken.get("leaseTransitions", 0) == held.get("leaseTransitions", 0) + 1
     w.create_podgroup(cluster.api, namespace, "after", 2)
     w.create_replicaset(
         cluster.api, namespace, "after", replicas=2, pool=pool, cpu="1", group="after"
@@ -593,8 +595,7 @@ def test_sigterm_stops_cleanly_and_releases_the_lease(
     )
     lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/coscheduler"
     assert cluster.api.get(lease_path)["spec"]["holderIdentity"] == "leaving"
-    started = time.monotonic()
+    # A clean exit within 10 s (stop() kills and answers None otherwise).
     assert process.stop(timeout=10) == 0, process.log()[-3000:]
-    assert time.monotonic() - started < 10
     # Released, so that a standby takes over at once instead of after the lease duration.
     assert cluster.api.get(lease_path)["spec"].get("holderIdentity", "") == ""

@@ -475,7 +475,7 @@ def test_resize_inputs_read_other_mappings_as_decoded_json() -> None:
         }
     )
     assert resize_inputs(proxied) == resize_inputs(status)
-    assert resize_inputs("not a status") == ()
+    assert resize_inputs("not a status") == resize_inputs(None)
 
 
 def test_field_reader_takes_any_mapping_and_refuses_what_is_not_text() -> None:

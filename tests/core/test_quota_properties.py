@@ -232,9 +232,17 @@ def test_two_backlogged_queues_of_weights_one_and_three_share_one_to_three() -> 
 def test_backlogged_queues_converge_to_their_weighted_fair_share(
     weights: tuple[int, int, int], seed: int
 ) -> None:
-    shares = long_run(weights, seed, steps=300)
+    """Gangs of one, so that packing cannot move the shares: what is left is the queue order.
+
+    With mixed sizes the shares drift towards equal by an amount that depends
+    on which gangs the random completions free room for (up to 0.11 from the
+    weighted share in 240 random runs of 300 steps, so no tolerance there is
+    both tight and true); the example test above shows that drift. With gangs of
+    one, 60 random runs stayed within 0.011.
+    """
+    shares = long_run(weights, seed, steps=300, sizes=(1,))
     for share, weight in zip(shares, weights, strict=True):
-        assert abs(share - weight / sum(weights)) < 0.1
+        assert abs(share - weight / sum(weights)) < 0.03
 
 
 @given(

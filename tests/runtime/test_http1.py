@@ -202,3 +202,37 @@ async def test_bytes_beyond_the_answer_end_the_connection(
     assert await pool.request("POST", "/x", HEADERS, b"{}", within=5) == (201, b"{}")
     assert await pool.request("POST", "/x", HEADERS, b"{}", within=5) == (201, b"[]")
     assert server.connections == 2
+
+
+async def test_warmed_connections_carry_the_first_requests_without_opening_more(
+    raw: tuple[RawServer, Http1Pool],
+) -> None:
+    server, pool = raw
+    assert await pool.warm(3) == 3
+    assert await pool.warm(3) == 0  # three are idle already
+    server.answers = [answer("201 Created")] * 3
+    answers = await asyncio.gather(
+        *(pool.request("POST", f"/b{i}", HEADERS, b"{}", within=5) for i in range(3))
+    )
+    assert answers == [(201, b"")] * 3
+    assert server.connections == 3
+
+
+async def test_a_warm_that_cannot_connect_opens_none_and_requests_still_go() -> None:
+    listening = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+    port = listening.sockets[0].getsockname()[1]
+    listening.close()
+    await listening.wait_closed()  # nobody listens there now
+    pool = Http1Pool(f"http://127.0.0.1:{port}", ssl_context=None, max_connections=2)
+    assert await pool.warm(2) == 0
+    pool.close()
+
+
+async def test_connections_warmed_after_the_pool_closed_are_closed_not_kept(
+    raw: tuple[RawServer, Http1Pool],
+) -> None:
+    _, pool = raw
+    warming = asyncio.create_task(pool.warm(2))
+    pool.close()
+    assert await warming == 0
+    assert await pool.warm(1) == 0
