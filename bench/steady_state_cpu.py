@@ -1,7 +1,7 @@
 """CPU per pod of ours in steady state, the API server in another process (issue #28).
 
     python -m bench.steady_state_cpu [--nodes 1000] [--pods 2048] [--gang-size 64]
-        [--runs 3] [--profile DIR]
+        [--runs 3] [--profile DIR [--rate 250]]
 
 Ours (:func:`coscheduler.app.run`, the whole operator, in this process) against
 :mod:`bench.steady_state_server` (a stand-in API server that answers as a real
@@ -117,10 +117,10 @@ def _kubeconfig(directory: Path, port: int) -> Path:
     return path
 
 
-def _spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+def _spy(pid: int, out: Path, rate: int) -> subprocess.Popen[bytes]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     return subprocess.Popen(
-        [spy, "record", "--pid", str(pid), "--rate", "250", "--format", "raw",
+        [spy, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw",
          "--output", str(out), "--nonblocking"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -152,7 +152,7 @@ async def one_run(args: argparse.Namespace, index: int) -> dict[str, Any]:
     def on_listed() -> None:
         gc.callbacks.append(collections_seen)
         if profile is not None:
-            spy.append(_spy(os.getpid(), profile))
+            spy.append(_spy(os.getpid(), profile, args.rate))
 
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
@@ -259,6 +259,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--rate", type=int, default=250, help="py-spy samples per second")
     return parser.parse_args(argv)
 
 

@@ -268,21 +268,22 @@ def resize_inputs(status: object) -> ResizeInputs:
     For a digest of a pod's versions (a watch fast path): two versions whose
     spec and these are equal hold the same on their node.
     """
-    if not isinstance(status, Mapping):
+    # ``type(x) is dict`` before the ABC's isinstance: this runs on every pod update.
+    if type(status) is not dict and not isinstance(status, Mapping):
         return ResizeInputs([], None, None, [])
     reported: list[tuple[object, object, object]] = []
     for field in ("containerStatuses", "initContainerStatuses"):
         items = status.get(field)
-        for item in items if isinstance(items, list) else ():
-            if isinstance(item, Mapping):
+        for item in items if type(items) is list else ():
+            if type(item) is dict or isinstance(item, Mapping):
                 reported.append(
                     (item.get("name"), item.get("allocatedResources"), item.get("resources"))
                 )
     conditions = status.get("conditions")
     pending = [
         (c.get("type"), c.get("reason"))
-        for c in (conditions if isinstance(conditions, list) else ())
-        if isinstance(c, Mapping) and c.get("type") == _RESIZE_PENDING
+        for c in (conditions if type(conditions) is list else ())
+        if (type(c) is dict or isinstance(c, Mapping)) and c.get("type") == _RESIZE_PENDING
     ]
     return ResizeInputs(
         reported, status.get("allocatedResources"), status.get("resources"), pending

@@ -196,6 +196,8 @@ class SchedulingLoop:
         self.binds_idle.set()
         # When each group waiting to be admitted was first tried (gang wait).
         self._first_tried: dict[GroupKey, float] = {}
+        #: The queue's sizes as last set on the gauges.
+        self._queue_reported: dict[str, int] = {}
         self.decisions = 0
 
     def wake(self) -> None:
@@ -237,7 +239,12 @@ class SchedulingLoop:
             self.binds_idle.set()
 
     def _report_queue(self) -> None:
-        for pool, size in self._scheduler.queue_sizes().items():
+        # Each watch event wakes the loop: the gauges are set only when a size moved.
+        sizes = self._scheduler.queue_sizes()
+        if sizes == self._queue_reported:
+            return
+        self._queue_reported = sizes
+        for pool, size in sizes.items():
             self._metrics.queue_length.labels(pool=pool).set(size)
 
     async def _sleep_until_ready(self) -> None:

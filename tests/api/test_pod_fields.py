@@ -9,12 +9,14 @@ per-resource reference of the same rules written out plainly.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from coscheduler.api.fields import FieldReader
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.pod_requests import resize_inputs
 from tests.builders import container
@@ -458,3 +460,30 @@ def test_resize_inputs_change_with_every_status_field_held_requests_read() -> No
     ]
     for status in changed:
         assert resize_inputs(status) != resize_inputs(base), status
+
+
+def test_resize_inputs_read_other_mappings_as_decoded_json() -> None:
+    # The fast path checks for dicts first: any other mapping reads the same.
+    status = {
+        "containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}],
+        "conditions": [infeasible()],
+    }
+    proxied = MappingProxyType(
+        {
+            "containerStatuses": [MappingProxyType(status["containerStatuses"][0])],
+            "conditions": [MappingProxyType(status["conditions"][0])],
+        }
+    )
+    assert resize_inputs(proxied) == resize_inputs(status)
+    assert resize_inputs("not a status") == resize_inputs(None)
+
+
+def test_field_reader_takes_any_mapping_and_refuses_what_is_not_text() -> None:
+    reader = FieldReader(ValueError)
+    assert reader.mapping(MappingProxyType({"a": 1}), "x") == {"a": 1}
+    assert reader.mapping({"a": 1}, "x") == {"a": 1}
+    assert reader.text("t", "x") == "t"
+    with pytest.raises(ValueError, match="x must be a string"):
+        reader.text(["t"], "x")
+    with pytest.raises(ValueError, match="x must be an object"):
+        reader.mapping(["t"], "x")

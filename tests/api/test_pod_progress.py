@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -152,3 +153,42 @@ def test_with_a_resize_reported_being_bound_changes_the_fingerprint() -> None:
     _resized_by_the_kubelet(again)  # the running pod's statuses still report it
     assert progress_fingerprint(again) == progress_fingerprint(after)
     assert PodInfo.from_object(after).progressed(again) == PodInfo.from_object(again)
+
+
+@pytest.mark.parametrize("node", [None, "", "n1"])
+@pytest.mark.parametrize("phase", [None, "", "Running"])
+@pytest.mark.parametrize("start", [None, "2026-01-01T00:00:00Z", "2026-01-01T00:00:01+02:00"])
+def test_the_usual_shapes_read_as_the_checked_reader_does(
+    node: str | None, phase: str | None, start: str | None
+) -> None:
+    # Decoded JSON (dicts, strings) takes the fast way; a read-only mapping the
+    # checked one: both must agree with a full read.
+    before = PodInfo.from_object(_pod())
+    after = _pod()
+    for field, value in (("nodeName", node), ("phase", phase), ("startTime", start)):
+        place = after["spec"] if field == "nodeName" else after["status"]
+        if value is None:
+            place.pop(field, None)
+        else:
+            place[field] = value
+    full = PodInfo.from_object(after)
+    assert before.progressed(after) == full
+    checked = {**after, "spec": MappingProxyType(after["spec"])}
+    assert before.progressed(checked) == full
+
+
+def test_an_unchanged_progress_is_the_same_pod() -> None:
+    raw = _pod()
+    _running(raw)
+    pod = PodInfo.from_object(raw)
+    assert pod.progressed(copy.deepcopy(raw)) is pod
+
+
+@pytest.mark.parametrize("start", ["", "yesterday", 5])
+def test_an_unreadable_start_time_is_a_parse_error_naming_the_field(start: object) -> None:
+    before = _pod()
+    after = copy.deepcopy(before)
+    _running(after)
+    after["status"]["startTime"] = start
+    with pytest.raises(PodParseError, match=r"default/p.*status\.startTime"):
+        PodInfo.from_object(before).progressed(after)

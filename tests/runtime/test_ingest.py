@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
+
+import pytest
 
 from coscheduler.runtime import ingest
 from coscheduler.runtime.informers.kinds import Kind
@@ -90,3 +93,27 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
     assert applied == ["jobs", "pods"]
     assert listed == ["jobs", "pods"]
     assert {task.get_name() for task in watches} == {"watch-pods", "watch-jobs"}
+
+
+async def test_what_the_lists_built_is_frozen_out_of_the_collector_once_all_are_applied(
+    apiserver: FakeApiServer, kube: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    applied: list[str] = []
+    frozen_after: list[list[str]] = []
+    monkeypatch.setattr(gc, "freeze", lambda: frozen_after.append(list(applied)))
+    apiserver.on("GET", "/api/v1/pods", object_list([], resource_version="1"))
+    apiserver.on("GET", "/apis/batch/v1/jobs", object_list([], resource_version="1"))
+    apiserver.on("WATCH", "/api*", WatchStream([], then="hang"))
+    kinds = [
+        Kind("pods", lambda _: _Recorder("pods", applied), path="/api/v1/pods"),
+        Kind("jobs", lambda _: _Recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
+    ]
+    informers: asyncio.Future[Informers] = asyncio.get_running_loop().create_future()
+    informers.set_result(cast(Informers, None))
+    async with asyncio.TaskGroup() as tasks:
+        watches = await ingest.start(
+            kube, kinds, informers, Settings(), tasks=tasks, wake=lambda: None
+        )
+        for watch in watches:
+            watch.cancel()
+    assert frozen_after == [["jobs", "pods"]]

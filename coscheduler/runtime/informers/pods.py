@@ -16,7 +16,8 @@ group in :class:`~coscheduler.runtime.groups.Groups` (for status, whatever
 its phase). Pods outside ``namespaces`` still count on their nodes but are
 not ours to place. A known pod's update that changes only its progress
 (bound, then running: :func:`~coscheduler.api.pod.progress_fingerprint`
-unchanged) is not read in full again (issue #28). An unreadable pod is
+unchanged) is not read in full again, and one that changes nothing read (a condition, an
+IP, a container's state) is not fed again (issue #28). An unreadable pod is
 reported once (with ``waiting`` when it is ours and not bound, so its
 condition says why), and any readable version of it is forgotten.
 """
@@ -82,10 +83,13 @@ class PodInformer(KeyedInformer[str]):
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
         """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
         try:
-            pod = self._parse(raw)
+            pod, unchanged = self._parse(raw)
         except (PodParseError, QuantityError) as error:
             self._unreadable(raw, error)
             return None
+        if unchanged:
+            # Nothing read changed (a condition, an IP, a container's state): fed as it is.
+            return pod.uid
         if self._namespaces and pod.namespace not in self._namespaces:
             pod = dataclasses.replace(pod, scheduler_name="")  # not ours to place
         self._invalid.discard(pod.uid)
@@ -96,19 +100,26 @@ class PodInformer(KeyedInformer[str]):
         self._composites.track(pod)
         return self._feed(pod).uid
 
-    def _parse(self, raw: Mapping[str, Any]) -> PodInfo:
-        """The pod of ``raw``; only its progress read when nothing else changed."""
+    def _parse(self, raw: Mapping[str, Any]) -> tuple[PodInfo, bool]:
+        """The pod of ``raw``, and whether it is the one last read and fed, unchanged.
+
+        Only its progress is read when nothing else changed.
+        """
         uid = meta(raw).get("uid")
         fingerprint = progress_fingerprint(raw) if isinstance(uid, str) and uid else None
         if fingerprint is None or not isinstance(uid, str):
-            return PodInfo.from_object(raw)
+            return PodInfo.from_object(raw), False
         known = self._read.get(uid)
         if known is not None and known[0] == fingerprint:
             pod = known[1].progressed(raw)
+            # A pod with claims is fed again all the same: what the core counts of
+            # it (devices, volume attachments) is read from the claims as they are now.
+            if pod is known[1] and not pod.device_claims and not pod.claims:
+                return pod, True
         else:
             pod = PodInfo.from_object(raw)
         self._read[pod.uid] = (fingerprint, pod)
-        return pod
+        return pod, False
 
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
