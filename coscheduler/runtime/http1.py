@@ -249,18 +249,18 @@ class Http1Pool:
         """
         wanted = max(0, count - len(self._idle))
         opened = await asyncio.gather(
-            *(self._connect() for _ in range(wanted)), return_exceptions=True
+            *(self._open_idle() for _ in range(wanted)), return_exceptions=True
         )
-        ready = [connection for connection in opened if isinstance(connection, _Connection)]
-        for connection in opened:
-            if isinstance(connection, asyncio.CancelledError):
-                raise connection
+        return sum(1 for kept in opened if kept is True)
+
+    async def _open_idle(self) -> bool:
+        """Open one connection and keep it idle at once (so a cancelled warm leaks none)."""
+        connection = await self._connect()
         if self._closed:
-            for connection in ready:
-                connection.close()
-            return 0
-        self._idle.extend(ready)
-        return len(ready)
+            connection.close()
+            return False
+        self._idle.append(connection)
+        return True
 
     def _idle_connection(self) -> _Connection | None:
         while self._idle:
