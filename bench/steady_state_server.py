@@ -3,7 +3,8 @@
 It answers what a scheduler asks in steady state the way a real API server
 with KWOK does, so that the CPU of ours can be measured alone (the real
 control plane shares the two cores with it): the lists (``nodes``, pending
-``pods`` with their ``PodGroup`` label, the ``PodGroups``), every other list
+``pods`` with their ``PodGroup`` label, the ``PodGroups``), as pages or as
+watch-lists (``sendInitialEvents``, ended by their bookmark), every other list
 empty, the pods' watch, Bindings (201 with a ``Status``), Events (created,
 patched), status patches. After each Binding the pods' watch carries the two
 updates a real cluster sends: bound (``nodeName``, ``PodScheduled``), then
@@ -282,28 +283,39 @@ class FakeCluster:
         self.counters.other.value += 1
         return _json(200, {})
 
-    def _list(self, path: str) -> web.Response:
-        items: list[dict[str, Any]] = []
+    def _items(self, path: str) -> list[dict[str, Any]]:
         if path == "/api/v1/nodes":
-            items = self.nodes
-        elif path == "/api/v1/pods":
-            items = list(self.pods.values())
-        elif path == "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups":
-            items = self.groups
+            return self.nodes
+        if path == "/api/v1/pods":
+            return list(self.pods.values())
+        if path == "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups":
+            return self.groups
+        return []
+
+    def _list(self, path: str) -> web.Response:
         return _json(
             200,
             {"kind": "List", "apiVersion": "v1",
-             "metadata": {"resourceVersion": str(self.version)}, "items": items},
+             "metadata": {"resourceVersion": str(self.version)}, "items": self._items(path)},
         )  # fmt: skip
 
     async def _watch(self, request: web.BaseRequest) -> web.StreamResponse:
         response = web.StreamResponse(status=200)
         response.content_type = "application/json"
         await response.prepare(request)
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        if request.path == "/api/v1/pods":
+            self.pod_watchers.append(queue)
+        if request.query.get("sendInitialEvents") == "true":
+            # A watch-list: every object as ADDED, then the bookmark that ends them.
+            for item in self._items(request.path):
+                await response.write(orjson.dumps({"type": "ADDED", "object": item}) + b"\n")
+            end = {"kind": "Bookmark", "metadata": {
+                "resourceVersion": str(self.version),
+                "annotations": {"k8s.io/initial-events-end": "true"}}}  # fmt: skip
+            await response.write(orjson.dumps({"type": "BOOKMARK", "object": end}) + b"\n")
         if request.path != "/api/v1/pods":
             await asyncio.Event().wait()  # nothing ever changes
-        queue: asyncio.Queue[bytes] = asyncio.Queue()
-        self.pod_watchers.append(queue)
         try:
             while True:
                 line = await queue.get()
