@@ -72,6 +72,9 @@ class Filed(NamedTuple):
     left: PodInfo | None
     #: It was pending before and is still filed in the same group.
     was_pending: bool
+    #: It was bound before and is still bound in the same group: its group's pending
+    #: members, and so its queue entry, are as they were (a bound pod's progress).
+    stayed_bound: bool = False
 
 
 class Membership:
@@ -174,15 +177,19 @@ class Membership:
         """Put the pod in its group's pending or bound set (nowhere: ``key`` None)."""
         previous = self._member_of.pop(pod.uid, None)
         left: PodInfo | None = None
+        was_bound = False
         if previous is not None:
             members = self._members[previous]
             left = members.pending.pop(pod.uid, None)
-            members.bound.pop(pod.uid, None)
+            was_bound = members.bound.pop(pod.uid, None) is not None
         if key is not None and state is not None:
             members = self._members.setdefault(key, Members())
             (members.pending if state is State.PENDING else members.bound)[pod.uid] = pod
             self._member_of[pod.uid] = key
-        return Filed(previous, left, left is not None and previous == key)
+        same = previous == key
+        return Filed(
+            previous, left, left is not None and same, was_bound and same and state is State.BOUND
+        )
 
     def use_claims(self, pod: PodInfo) -> None:
         """Note the claims the pod uses."""
