@@ -34,14 +34,13 @@ waiting gang from flooding the API server, and keep what it shows true:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import functools
 import itertools
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -94,14 +93,6 @@ class _Series:
     deferred_until: float = 0.0
 
 
-@dataclass(slots=True)
-class _Turn:
-    """Writes of one series wait here for each other (rule 5)."""
-
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    users: int = 0
-
-
 @dataclass(frozen=True, slots=True)
 class _Pending:
     ref: ObjectRef
@@ -130,7 +121,10 @@ class EventRecorder:
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
     _held: deque[_Pending] = field(init=False, default_factory=deque)
-    _turns: dict[tuple[str, str], _Turn] = field(init=False, default_factory=dict)
+    #: A series with a write in flight, and the writes of it waiting their turn (rule 5).
+    _turns: dict[tuple[str, str], deque[asyncio.Future[None]]] = field(
+        init=False, default_factory=dict
+    )
     _instance: str = field(init=False, default_factory=lambda: uuid.uuid4().hex[:8])
     _names: itertools.count[int] = field(init=False, default_factory=itertools.count)
 
@@ -211,28 +205,48 @@ class EventRecorder:
                 if pending.kind == "Warning" and not self._idle():
                     self._hold(pending)
                     continue
-            async with self._turn(pending.key):
+            key = pending.key
+            if key in self._turns:
+                await self._wait_turn(key)
+            else:
+                self._turns[key] = deque()  # no other write of it: its turn at once
+            try:
                 if pending.still_true is not None and not pending.still_true():
                     continue
-                try:
-                    await self._write(pending)
-                except ApiError as error:
-                    log.warning("event not written", reason=pending.reason, error=str(error))
+                await self._write(pending)
+            except ApiError as error:
+                log.warning("event not written", reason=pending.reason, error=str(error))
+            finally:
+                self._pass_turn(key)
 
-    @contextlib.asynccontextmanager
-    async def _turn(self, key: tuple[str, str]) -> AsyncIterator[None]:
-        """One write of a series at a time; asyncio.Lock wakes waiters in order."""
-        turn = self._turns.get(key)
-        if turn is None:
-            turn = self._turns[key] = _Turn()
-        turn.users += 1
+    async def _wait_turn(self, key: tuple[str, str]) -> None:
+        """Wait until the writes of this series queued before are done (rule 5).
+
+        Not an asyncio.Lock per series: a lock, its context manager and its
+        bookkeeping cost every event as much again as its write's own steps, and
+        almost every event (a pod's ``Scheduled``) is the only write of its series.
+        """
+        turn = asyncio.get_running_loop().create_future()
+        waiting = self._turns[key]
+        waiting.append(turn)
         try:
-            async with turn.lock:
-                yield
-        finally:
-            turn.users -= 1
-            if turn.users == 0:
-                del self._turns[key]
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self._pass_turn(key)  # handed the turn as it was cancelled: pass it on
+            else:
+                waiting.remove(turn)
+            raise
+
+    def _pass_turn(self, key: tuple[str, str]) -> None:
+        """This write of the series is done: the next one queued goes, in order."""
+        waiting = self._turns[key]
+        while waiting:
+            turn = waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        del self._turns[key]
 
     def _idle(self) -> bool:
         return self.idle is None or self.idle.is_set()

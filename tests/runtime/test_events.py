@@ -8,6 +8,7 @@ waits for one records an unrelated event to give it a turn.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -303,3 +304,39 @@ async def test_stopping_the_recorder_as_an_event_is_queued_stops_it(
 
     done, _ = await asyncio.wait({running}, timeout=1.0)
     assert done, "the recorder ignored being stopped and writes on"
+
+
+async def test_a_write_cancelled_while_waiting_its_series_turn_does_not_hold_up_the_next(
+    recorders: Recorders,
+) -> None:
+    recorder = recorders.make()
+    key = ("uid-worker-1", "FailedScheduling")
+    recorder._turns[key] = deque()  # a write of the series is in flight
+    second = asyncio.create_task(recorder._wait_turn(key))
+    third = asyncio.create_task(recorder._wait_turn(key))
+    await asyncio.sleep(0)
+    second.cancel()
+    await asyncio.gather(second, return_exceptions=True)
+
+    recorder._pass_turn(key)  # the write in flight is done
+    await asyncio.wait_for(third, timeout=1.0)
+    recorder._pass_turn(key)
+    assert key not in recorder._turns
+
+
+async def test_a_write_cancelled_as_its_turn_comes_passes_the_turn_on(
+    recorders: Recorders,
+) -> None:
+    recorder = recorders.make()
+    key = ("uid-worker-1", "FailedScheduling")
+    recorder._turns[key] = deque()
+    second = asyncio.create_task(recorder._wait_turn(key))
+    third = asyncio.create_task(recorder._wait_turn(key))
+    await asyncio.sleep(0)
+
+    recorder._pass_turn(key)  # the second's turn: it is cancelled before it runs again
+    second.cancel()
+    await asyncio.gather(second, return_exceptions=True)
+    await asyncio.wait_for(third, timeout=1.0)
+    recorder._pass_turn(key)
+    assert key not in recorder._turns
