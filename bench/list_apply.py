@@ -18,12 +18,15 @@ so each tree's own code runs) that
 
 CPU-seconds (``time.process_time``) of each step, medians of ``--reps`` reps, the trees
 interleaved rep by rep (a shared machine: compare within one run). ``--profile OUT``
-writes one rep's cProfile of steps 2-4 (this tree only).
+writes one rep's cProfile of steps 2-4 (this tree only). ``--gc-paused`` holds the
+cyclic collector off in steps 2 and 3, as the runtime does (``runtime/gc_pause.py``:
+while a list is decoded, and since issue #28's second pass while it is applied).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -52,7 +55,7 @@ def _bodies(nodes: int, gangs: int, gang_size: int) -> dict[str, bytes]:
     }
 
 
-def _child(bodies_dir: Path, profile: Path | None) -> dict[str, float]:
+def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -> dict[str, float]:
     """One rep (see the module docstring); CPU-seconds per step."""
     clock = time.process_time
     spent: dict[str, float] = {}
@@ -85,6 +88,8 @@ def _child(bodies_dir: Path, profile: Path | None) -> dict[str, float]:
 
         profiler = cProfile.Profile()
         profiler.enable()
+    if gc_paused:
+        gc.disable()
     started = clock()
     lists = {name: orjson.loads(body)["items"] for name, body in raw.items()}
     for item in (obj for items in lists.values() for obj in items):
@@ -98,6 +103,7 @@ def _child(bodies_dir: Path, profile: Path | None) -> dict[str, float]:
         started = clock()
         informer.replace(lists[name])
         spent[name] = clock() - started
+    gc.enable()
     started = clock()
     decision = scheduler.next_decision()
     spent["first_decision"] = clock() - started
@@ -118,10 +124,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gangs", type=int, default=32)
     parser.add_argument("--gang-size", type=int, default=64)
     parser.add_argument("--profile", type=Path, help="cProfile of one rep's steps 2-4")
+    parser.add_argument("--gc-paused", action="store_true", help="no cyclic GC in steps 2-3")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.child is not None:
-        print(json.dumps(_child(options.child, options.profile)))
+        print(json.dumps(_child(options.child, options.profile, gc_paused=options.gc_paused)))
         return 0
     import tempfile
 
@@ -141,6 +148,8 @@ def main(argv: list[str]) -> int:
                 argv_child = [here, "--child", str(bodies)]
                 if options.profile:
                     argv_child += ["--profile", str(options.profile)]
+                if options.gc_paused:
+                    argv_child.append("--gc-paused")
                 out = subprocess.run(
                     [str(python), "-P", *argv_child],
                     env={
