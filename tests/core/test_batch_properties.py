@@ -78,7 +78,7 @@ def test_a_batch_decides_as_pod_by_pod(world: World, rng: random.Random, decided
 def test_a_batch_refreshes_each_group_once_at_its_end() -> None:
     scheduler = feed(World(nodes=[], groups=[], pods=[]))
     synced: list[str] = []
-    original: Callable[..., None] = scheduler._sync  # type: ignore[attr-defined]
+    original: Callable[..., None] = scheduler._sync
 
     def counting(key: object) -> None:
         synced.append(str(key))
