@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.kubeconfig import Credentials, StaticHeaders
 
