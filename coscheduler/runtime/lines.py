@@ -19,18 +19,28 @@ MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
 
 class _Decompressor:
-    """zlib's streaming decompressor with the one method this module needs."""
+    """zlib's streaming decompressor, across the members of a gzip stream.
+
+    The API server compresses each event of a watch as a gzip member of its
+    own (a header, the event, a trailer): one decompressor per member.
+    """
 
     def __init__(self, wbits: int) -> None:
+        self._wbits = wbits
         self._zlib = zlib.decompressobj(wbits)
 
     def decompress(self, data: bytes) -> bytes:
         try:
-            return self._zlib.decompress(data)
+            out = self._zlib.decompress(data)
+            while self._zlib.eof and self._zlib.unused_data:
+                rest = self._zlib.unused_data
+                self._zlib = zlib.decompressobj(self._wbits)
+                out += self._zlib.decompress(rest)
         except zlib.error as error:
             raise ConnectionError(
                 f"a compressed answer that does not decompress: {error}"
             ) from error
+        return out
 
     def flush(self) -> bytes:
         try:

@@ -37,6 +37,14 @@ def test_gzip_cut_anywhere_gives_the_same_lines(lines: list[bytes], cuts: list[i
     assert read(Lines(b"gzip", source="/x"), cut(body, cuts)) == lines
 
 
+@given(lines=st.lists(_LINE, max_size=12), cuts=st.lists(st.integers(0, 800), max_size=10))
+def test_a_gzip_member_per_event_as_the_api_server_sends_them(
+    lines: list[bytes], cuts: list[int]
+) -> None:
+    body = b"".join(gzip.compress(line + b"\n") for line in lines)
+    assert read(Lines(b"gzip"), cut(body, cuts)) == lines
+
+
 def test_a_last_line_without_its_newline_and_blank_lines() -> None:
     assert read(Lines(), [b"\n{a}\n\n{b", b"}"]) == [b"{a}", b"{b}"]
 
