@@ -17,6 +17,9 @@ imported only then: its token and certificates then travel through the same
 pools (issue #28: neither aiohttp nor kubernetes_asyncio is imported on the
 way to the first Binding otherwise).
 
+A proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``),
+or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT).
+
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
 token to open, not per event.
@@ -75,7 +78,7 @@ class Response:
 
 
 class ProxyNotSupportedError(ValueError):
-    """A proxy stands between coscheduler and the API server: not implemented by our pools."""
+    """A proxy our pools cannot tunnel through (not http://: https://, socks5://...)."""
 
 
 def _proxy_from_environment(host: str | None) -> str | None:
@@ -167,6 +170,7 @@ class KubeClient:
         owner: bool = True,
         pools: tuple[Http1Pool, Http1Pool] | None = None,
         compressed_reads: bool = True,
+        proxy: str | None = None,
     ):
         self._credentials = credentials
         #: Writes, then reads and watches: separate, so neither waits for the other's connections.
@@ -176,6 +180,7 @@ class KubeClient:
                 ssl_context=credentials.ssl_context,
                 server_hostname=credentials.tls_server_name,
                 max_connections=max_connections,
+                proxy=proxy,
             )
             for _ in range(2)
         )
@@ -231,7 +236,8 @@ class KubeClient:
         ``compressed_reads``: ask for gzip answers to reads and watches (False
         asks for them uncompressed). Raises
         :class:`~coscheduler.runtime.kubeconfig.KubeconfigError` for credentials
-        that cannot be used, :class:`ProxyNotSupportedError` when a proxy is configured.
+        that cannot be used, :class:`ProxyNotSupportedError` for a proxy not http://
+        (an http:// one is tunnelled through with CONNECT, as client-go does).
         """
         loaded = kubeconfig_module.load(kubeconfig, context=context)
         credentials = (
@@ -240,13 +246,13 @@ class KubeClient:
             else loaded
         )
         proxy = credentials.proxy or _proxy_from_environment(credentials.server)
-        if proxy:
+        if proxy and urllib.parse.urlsplit(proxy).scheme != "http":
             where = urllib.parse.urlsplit(proxy)
             raise ProxyNotSupportedError(
                 f"the API server {credentials.server} is to be reached through the proxy "
                 f"{where.scheme}://{where.hostname}:{where.port} (the environment's or the "
-                "kubeconfig's proxy-url), which coscheduler's client does not do: "
-                "exempt the server with NO_PROXY, or remove proxy-url"
+                "kubeconfig's proxy-url): only http:// proxies (CONNECT) are supported; "
+                "exempt the server with NO_PROXY, or name an http:// proxy"
             )
         return cls(
             credentials,
@@ -255,6 +261,7 @@ class KubeClient:
             timeout=timeout_seconds,
             max_connections=max_connections,
             compressed_reads=compressed_reads,
+            proxy=proxy or None,
         )
 
     @property
