@@ -1,14 +1,15 @@
-"""Keep-alive HTTP/1.1 for the scheduler's short writes: Bindings, Events, status patches.
+"""Keep-alive HTTP/1.1 to the API server: writes, reads and watches.
 
 aiohttp's client spends about 250 µs of CPU on each request (building a URL,
 a request object, header multidicts, timers, tracing hooks): a Binding and a
 ``Scheduled`` Event per pod made it most of the scheduler's CPU per pod
-(issue #28). The writes need none of that: one server, small JSON bodies in
-and out, no redirects or cookies; a proxy only as a CONNECT tunnel. This pool sends each request as
-one pre-formatted buffer on a kept-alive connection and hands the answer's
-bytes, in the protocol's callback, to httptools' binding of llhttp (the
-parser of Node.js and uvicorn), which reads status, headers, lengths, chunks
-and interim answers; about a quarter of aiohttp's cost.
+(issue #28). The scheduler needs none of that: one server, JSON bodies in
+and out, no redirects or cookies, a proxy only as a CONNECT tunnel. This
+pool sends each request as one pre-formatted buffer on a kept-alive
+connection and hands the answer's bytes, in the protocol's callback, to
+httptools' binding of llhttp (the parser of Node.js and uvicorn), which
+reads status, headers, lengths, chunks and interim answers; about a quarter
+of aiohttp's cost.
 
 It is :mod:`coscheduler.runtime.kube`'s, for writes and, in a pool of its
 own, for reads and watches (:meth:`Http1Pool.open`: the answer's body is
