@@ -215,7 +215,7 @@ class Settings(BaseSettings):
 
     kubeconfig: str | None = _setting(
         "--kubeconfig",
-        "kubeconfig file",
+        "kubeconfig file (an exec plugin or auth-provider is read by kubernetes_asyncio)",
         default=None,
         shown_default="$KUBECONFIG (files merged), else in-cluster, else ~/.kube/config",
     )
