@@ -10,19 +10,21 @@
   does not lead (it has no queue). ``coscheduler queue`` reads it.
 
 A few GETs a minute from probes and Prometheus need no web framework: this
-is asyncio's own server and a request line read by hand (issue #28: aiohttp's
-import was a fifth of a second on the way to the first Binding). Kept-alive
-connections are served in turn; anything but a GET (or HEAD) is refused.
+is asyncio's own server with httptools (already the client's parser) reading
+the requests (issue #28: aiohttp's import was a fifth of a second on the way
+to the first Binding). Every answer is made at once, without awaiting, so a
+connection's requests are answered in order, kept alive as HTTP/1.1 asks;
+anything but a GET (or HEAD) is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import urllib.parse
 from collections.abc import Callable
 from typing import Final
 
+import httptools
 import orjson
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
@@ -35,7 +37,13 @@ __all__ = ["HealthServer"]
 _MAX_HEAD_BYTES: Final = 64 * 1024
 #: A kept-alive connection with no request for this long is closed.
 _IDLE_SECONDS: Final = 120.0
-_REASONS: Final = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
+_REASONS: Final = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    503: "Service Unavailable",
+}
 _TEXT: Final = "text/plain; charset=utf-8"
 _JSON: Final = "application/json"
 
@@ -54,13 +62,14 @@ class HealthServer:
         self._alive = alive
         self._ready = ready
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
+        self._connections: set[_Connection] = set()
         self.port: int | None = None
         #: Set while this replica leads: the rows of ``/debug/queue``.
         self.listing: QueueListing | None = None
 
     async def start(self, address: str, port: int) -> None:
-        self._server = await asyncio.start_server(self._serve, address, port, limit=_MAX_HEAD_BYTES)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), address, port)
         sockets = self._server.sockets
         self.port = int(sockets[0].getsockname()[1]) if sockets else port
 
@@ -68,57 +77,16 @@ class HealthServer:
         if self._server is None:
             return
         self._server.close()
-        for writer in list(self._connections):
-            writer.close()
+        for connection in list(self._connections):
+            connection.close()
         await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._connections.add(writer)
-        try:
-            while True:
-                async with asyncio.timeout(_IDLE_SECONDS):
-                    head = await reader.readuntil(b"\r\n\r\n")
-                keep_alive = await self._answer(head, reader, writer)
-                await writer.drain()
-                if not keep_alive:
-                    break
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass  # the client went away, idled, or sent what is not a request of ours
-        finally:
-            self._connections.discard(writer)
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
-
-    async def _answer(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
-        """Answer one request; whether the connection stays open for another."""
-        request_line, *header_lines = head.decode("latin-1").split("\r\n")
-        parts = request_line.split(" ")
-        headers = {}
-        for line in header_lines:
-            name, colon, value = line.partition(":")
-            if colon:
-                headers[name.strip().lower()] = value.strip()
-        length = headers.get("content-length", "0")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1.") or not length.isdigit():
-            _write(writer, (400, _TEXT, b"bad request\n"), keep_alive=False, head_only=False)
-            return False
-        method, target, version = parts
-        if int(length):
-            await reader.readexactly(int(length))  # a body nobody asked for: skip it
-        connection = headers.get("connection", "").lower()
-        keep_alive = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
-        if method not in ("GET", "HEAD"):
-            answer: Answer = (405, _TEXT, b"only GET\n")
-        else:
-            url = urllib.parse.urlsplit(target)
-            answer = self._route(url.path, dict(urllib.parse.parse_qsl(url.query)))
-        _write(writer, answer, keep_alive=keep_alive, head_only=method == "HEAD")
-        return keep_alive
-
-    def _route(self, path: str, query: dict[str, str]) -> Answer:
+    def route(self, method: bytes, target: bytes) -> Answer:
+        """The answer to one request (made at once: nothing here awaits)."""
+        if method not in (b"GET", b"HEAD"):
+            return 405, _TEXT, b"only GET\n"
+        url = urllib.parse.urlsplit(target.decode("latin-1"))
+        path, query = url.path, dict(urllib.parse.parse_qsl(url.query))
         if path == "/metrics":
             return 200, CONTENT_TYPE_LATEST, generate_latest(self._metrics.registry)
         if path == "/healthz":
@@ -136,14 +104,86 @@ class HealthServer:
         return 404, _TEXT, b"not found\n"
 
 
-def _write(
-    writer: asyncio.StreamWriter, answer: Answer, *, keep_alive: bool, head_only: bool
-) -> None:
-    status, content_type, body = answer
-    reason = _REASONS.get(status, "Service Unavailable" if status == 503 else "")
-    closing = "" if keep_alive else "Connection: close\r\n"
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
-        f"Content-Length: {len(body)}\r\n{closing}\r\n"
-    ).encode()
-    writer.write(head if head_only else head + body)
+class _Connection(asyncio.Protocol):
+    """One client's connection: httptools parses, each whole request is answered in turn."""
+
+    def __init__(self, server: HealthServer) -> None:
+        self._server = server
+        self._parser = httptools.HttpRequestParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._target = b""
+        self._head_bytes = 0
+        self._in_head = False
+        self._idle: asyncio.TimerHandle | None = None
+
+    # asyncio's side.
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        self._server._connections.add(self)
+        self._wait_idle()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self.close()  # the request before it is answered; nothing here upgrades
+            return
+        except httptools.HttpParserError:  # not HTTP/1
+            self._answer((400, _TEXT, b"bad request\n"), keep_alive=False, head_only=False)
+            return
+        if self._in_head:  # a head still incomplete after this data: bounded
+            self._head_bytes += len(data)
+            if self._head_bytes > _MAX_HEAD_BYTES:
+                self._answer((400, _TEXT, b"head too large\n"), keep_alive=False, head_only=False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._server._connections.discard(self)
+        if self._idle is not None:
+            self._idle.cancel()
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    # httptools' side.
+
+    def on_message_begin(self) -> None:
+        self._target = b""
+        self._in_head = True
+        self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        self._target += url
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+
+    def on_message_complete(self) -> None:
+        method = self._parser.get_method()
+        answer = self._server.route(method, self._target)
+        self._answer(
+            answer, keep_alive=self._parser.should_keep_alive(), head_only=method == b"HEAD"
+        )
+
+    def _answer(self, answer: Answer, *, keep_alive: bool, head_only: bool) -> None:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        status, content_type, body = answer
+        closing = "" if keep_alive else "Connection: close\r\n"
+        head = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\n{closing}\r\n"
+        ).encode()
+        transport.write(head if head_only else head + body)
+        if keep_alive:
+            self._wait_idle()
+        else:
+            transport.close()  # after what was written is sent
+
+    def _wait_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        self._idle = asyncio.get_running_loop().call_later(_IDLE_SECONDS, self.close)

@@ -81,3 +81,54 @@ async def test_garbage_is_a_bad_request(server: HealthServer) -> None:
         assert status == "HTTP/1.1 400 Bad Request"
     finally:
         writer.close()
+
+
+async def test_pipelined_requests_are_answered_in_order(server: HealthServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n"
+        )
+        first = (await reader.readuntil(b"\r\n\r\n")).split(b"\r\n")[0]
+        assert await reader.readexactly(3) == b"ok\n"
+        second = (await reader.readuntil(b"\r\n\r\n")).split(b"\r\n")[0]
+        assert (first, second) == (b"HTTP/1.1 200 OK", b"HTTP/1.1 404 Not Found")
+    finally:
+        writer.close()
+
+
+async def test_head_answers_without_a_body(server: HealthServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answer = await reader.read()  # closed after the head, as asked
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert answer.endswith(b"Content-Length: 3\r\nConnection: close\r\n\r\n")
+    finally:
+        writer.close()
+
+
+async def test_a_head_too_large_is_refused_and_closed(server: HealthServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(b"GET /healthz HTTP/1.1\r\nX-Filler: " + b"a" * (70 * 1024))
+        answer = await reader.read()
+        assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        assert b"Connection: close" in answer
+    finally:
+        writer.close()
+
+
+async def test_an_upgrade_is_answered_as_a_get_and_the_connection_closed(
+    server: HealthServer,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    try:
+        writer.write(
+            b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+        )
+        answer = await reader.read()  # nothing after it: closed
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert answer.endswith(b"\r\n\r\nok\n")
+    finally:
+        writer.close()
