@@ -13,6 +13,11 @@ alone and ours' whole import (``coscheduler.app`` and ``coscheduler.operator``),
 seconds with CPU-seconds beside, medians over the trials, and ours' share above the
 libraries (CPU, the difference within each trial: the least noisy of them). ``imports``
 and ``built`` read against them: no start path ends before the libraries' imports do.
+
+A second table sets each of ours' peers against the issue's goals, from the medians over
+rounds: first Binding within 0.5 s of exec; pods/s from start at least 0.8 of the
+bind-only ceiling's and 1.2x the default scheduler's; CPU-seconds of the trial at most 2x
+the ceiling's. A goal whose reference peer did not run reads "-".
 """
 
 from __future__ import annotations
@@ -118,11 +123,63 @@ def table(trials: list[Json]) -> str:
     return "\n".join(lines)
 
 
+#: The issue's goals (#28): (name, figure, reference peer, how to compare, bound).
+GOALS = (
+    ("first Binding, s (goal <= 0.5)", "first_bind_after_start_s", None, "at most", 0.5),
+    ("pods/s / ceiling (goal >= 0.8)", "pods_per_s_from_start", "ceiling", "at least", 0.8),
+    ("pods/s / default (goal >= 1.2)", "pods_per_s_from_start", "default", "at least", 1.2),
+    ("CPU-s / ceiling (goal <= 2)", "cpu_s", "ceiling", "at most", 2.0),
+)
+
+
+def _figure(trial: Json, name: str) -> float | None:
+    if name == "cpu_s":
+        value = (trial.get("cost") or {}).get("cpu_s")
+    else:
+        value = trial["figures"].get(name)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def goals(trials: list[Json]) -> str:
+    """Each of ours' peers against the goals, per node count and gang size (medians)."""
+    by: dict[tuple[int, int, str], list[Json]] = defaultdict(list)
+    for t in trials:
+        if t.get("workload") == "startup" and t.get("ok"):
+            by[(int(t["params"]["nodes"]), int(t["params"]["gang_size"]), t["peer"])].append(t)
+
+    def median(key: tuple[int, int, str], name: str) -> float | None:
+        values = [v for t in by.get(key, []) if (v := _figure(t, name)) is not None]
+        return statistics.median(values) if values else None
+
+    lines = [
+        "| nodes | gangs of | peer | " + " | ".join(title for title, *_ in GOALS) + " |",
+        "|---|---|---|" + "---|" * len(GOALS),
+    ]
+    for nodes, size, peer in sorted(by):
+        if not peer.startswith("ours"):
+            continue
+        cells = []
+        for _, name, reference, compare, bound in GOALS:
+            value = median((nodes, size, peer), name)
+            if reference is not None and value is not None:
+                base = median((nodes, size, reference), name)
+                value = value / base if base else None
+            if value is None:
+                cells.append("-")
+                continue
+            met = value <= bound if compare == "at most" else value >= bound
+            cells.append(f"{value:.2f} {'met' if met else '**not met**'}")
+        lines.append(f"| {nodes} | {size} | {peer} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     trials: list[Json] = []
     for name in argv:
         trials += json.loads(Path(name).read_text())["trials"]
     print(table(trials))
+    print()
+    print(goals(trials))
     return 0
 
 

@@ -48,9 +48,13 @@ DEFAULT_SCHEDULER_NAME: Final = "coscheduler"
 
 
 def _first(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> str | None:
-    if not values:
-        return None
-    return next((values[key] for key in keys if values.get(key)), None)
+    # A plain loop: this runs several times per pod read (issue #28).
+    if values:
+        for key in keys:
+            value = values.get(key)
+            if value:
+                return value
+    return None
 
 
 def pod_group_name(

@@ -465,7 +465,7 @@ def _controller_owner(
 
 def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
     """The pod annotations that name its group or task in Volcano's API."""
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         return {}
     return {
         key: reader.text(raw[key], f"metadata.annotations.{key}")
@@ -474,31 +474,117 @@ def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
     }
 
 
-def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
-    if not isinstance(raw, Mapping):
-        raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
-    meta_raw = raw.get("metadata")
-    meta: Mapping[str, Any] = meta_raw if isinstance(meta_raw, Mapping) else {}
-    namespace = meta.get("namespace") or "default"
-    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
-    reader = FieldReader(partial(PodParseError, f"{namespace}/{name}"))
-    if not isinstance(meta_raw, Mapping):
-        raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
-    namespace = reader.text(namespace, "metadata.namespace")
-    name = reader.text(meta.get("name"), "metadata.name")
-    if not name:
-        raise reader.fail("metadata.name is missing")
-    uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
-    labels = reader.strings(meta.get("labels"), "metadata.labels")
-    # Only the few keys that name a group or a task: other annotations may hold anything.
-    annotations = _membership_annotations(reader, meta.get("annotations"))
-    owner_uid, owner_name, owner_kind = _controller_owner(reader, meta)
-    spec = reader.mapping(raw.get("spec"), "spec")
-    status = reader.mapping(raw.get("status"), "status")
-    containers = reader.items(spec.get("containers"), "spec.containers")
-    node_name = reader.text(spec.get("nodeName"), "spec.nodeName") or None
-    requests = read_pod_requests(reader, spec, status, containers, bound=node_name is not None)
+@dataclass(frozen=True, slots=True)
+class _SpecRead:
+    """What a pod's reading takes from its spec and from what its status says of resizes.
 
+    Pods of one workload share it (one spec, one namespace): the first is read
+    in full, the others take this (:func:`_read_spec`; issue #28).
+    """
+
+    scheduler_name: str
+    priority: int
+    requests: Mapping[str, int]
+    node_selector: Mapping[str, str]
+    required_affinity: tuple[NodeSelectorTerm, ...] | None
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    placement: tuple[object, ...]
+    shape: tuple[object, ...]
+    asks: Asks
+    topology: PodTopology
+    preferences: Preferences
+    claims: tuple[str, ...]
+    gated: bool
+    preemption_policy: str
+    workload: WorkloadRef | None
+    scheduling_group: str | None
+    device_claims: tuple[PodClaim, ...]
+    node_features: tuple[str, ...]
+    #: The pod labels it was read with, when it depends on them (inter-pod rules), else None.
+    labels: Mapping[str, str] | None
+    #: The pod name it was read with, when it depends on it (its claims), else None.
+    name: str | None
+
+
+#: Spec reads by what they were read from (:func:`_spec_key`); a bound.
+_KNOWN_SPECS: dict[bytes, _SpecRead] = {}
+_KNOWN_SPECS_MAX: Final = 1024
+
+
+def _spec_key(
+    namespace: str, spec: dict[str, Any], status: Mapping[str, Any], bound: bool
+) -> bytes | None:
+    """Everything :func:`_read_spec_fields` reads but the pod's labels and name, encoded.
+
+    The spec but ``nodeName``, and of the status what a bound pod's requests and
+    its claims are read from (:func:`progress_fingerprint`'s choice): two pods of
+    one workload, pending or bound, have the same key. None when it cannot be
+    encoded (the full read says what is wrong).
+    """
+    if "nodeName" in spec:
+        spec = dict(spec)
+        del spec["nodeName"]
+    inputs = resize_inputs(status)
+    read = (
+        namespace,
+        bound,
+        spec,
+        status.get("resourceClaimStatuses"),
+        inputs.containers,
+        inputs.allocated,
+        inputs.resources,
+        inputs.pending,
+    )
+    try:
+        return orjson.dumps(read)
+    except TypeError:
+        return None
+
+
+def _read_spec(
+    reader: FieldReader,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    containers: list[Any],
+    *,
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+    bound: bool,
+) -> _SpecRead:
+    """The spec's part of a pod's reading, read once per distinct spec (see :class:`_SpecRead`)."""
+    key = _spec_key(namespace, spec, status, bound) if type(spec) is dict else None
+    known = _KNOWN_SPECS.get(key) if key is not None else None
+    if (
+        known is not None
+        and (known.labels is None or known.labels == labels)
+        and (known.name is None or known.name == name)
+    ):
+        return known
+    read = _read_spec_fields(
+        reader, spec, status, containers, namespace=namespace, name=name, labels=labels,
+        bound=bound,
+    )  # fmt: skip
+    if key is not None:
+        if len(_KNOWN_SPECS) >= _KNOWN_SPECS_MAX:
+            _KNOWN_SPECS.clear()
+        _KNOWN_SPECS[key] = read
+    return read
+
+
+def _read_spec_fields(
+    reader: FieldReader,
+    spec: Mapping[str, Any],
+    status: Mapping[str, Any],
+    containers: list[Any],
+    *,
+    namespace: str,
+    name: str,
+    labels: Mapping[str, str],
+    bound: bool,
+) -> _SpecRead:
+    requests = read_pod_requests(reader, spec, status, containers, bound=bound)
     node_selector = reader.strings(spec.get("nodeSelector"), "spec.nodeSelector")
     affinity = _parse_affinity(reader, spec)
     tolerations = _parse_tolerations(reader, spec.get("tolerations"))
@@ -520,23 +606,14 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
             (c.name, c.template or "", c.claim if not c.template else "") for c in device_claims
         )
         shape = (*shape, namespace, asked)
-
-    return PodInfo(
-        namespace=namespace,
-        name=name,
-        uid=uid,
-        labels=labels,
-        group=pod_group_name(labels, annotations),
-        role=pod_role(labels, annotations),
+    claims = _parse_claims(reader, spec, name)
+    # Only these two readers look at labels, and only when the spec has rules to read.
+    by_labels = "affinity" in spec or "topologySpreadConstraints" in spec
+    return _SpecRead(
         scheduler_name=reader.text(
             spec.get("schedulerName"), "spec.schedulerName", "default-scheduler"
         ),
-        node_name=node_name,
-        phase=reader.text(status.get("phase"), "status.phase", "Pending"),
-        deleting=meta.get("deletionTimestamp") is not None,
         priority=reader.integer(spec.get("priority"), "spec.priority"),
-        created=reader.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
-        owner_uid=owner_uid,
         requests=requests,
         node_selector=node_selector,
         required_affinity=affinity,
@@ -547,11 +624,8 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         asks=read_asks(spec),
         topology=topology,
         preferences=preferences,
-        claims=_parse_claims(reader, spec, name),
+        claims=claims,
         gated=bool(reader.items(spec.get("schedulingGates"), "spec.schedulingGates")),
-        owner_name=owner_name or None,
-        owner_kind=owner_kind or None,
-        started=reader.timestamp(status.get("startTime"), "status.startTime") or None,
         preemption_policy=reader.text(
             spec.get("preemptionPolicy"), "spec.preemptionPolicy", "PreemptLowerPriority"
         ),
@@ -559,4 +633,75 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         scheduling_group=read_scheduling_group(reader, spec),
         device_claims=device_claims,
         node_features=node_features,
+        labels=labels if by_labels else None,
+        # An ephemeral volume's claim is named after the pod.
+        name=name if claims else None,
+    )
+
+
+def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
+    # ``type(x) is dict`` first: the ABC's isinstance is slow, and this runs per pod read.
+    if type(raw) is not dict and not isinstance(raw, Mapping):
+        raise PodParseError("<unknown>", f"expected an object, got {type(raw).__name__}")
+    meta_raw = raw.get("metadata")
+    meta: Mapping[str, Any] = (
+        meta_raw if type(meta_raw) is dict or isinstance(meta_raw, Mapping) else {}
+    )
+    is_mapping = meta is meta_raw
+    namespace = meta.get("namespace") or "default"
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    reader = FieldReader(partial(PodParseError, f"{namespace}/{name}"))
+    if not is_mapping:
+        raise reader.fail(f"metadata must be an object, got {meta_raw!r}")
+    namespace = reader.text(namespace, "metadata.namespace")
+    name = reader.text(meta.get("name"), "metadata.name")
+    if not name:
+        raise reader.fail("metadata.name is missing")
+    uid = reader.text(meta.get("uid"), "metadata.uid") or f"{namespace}/{name}"
+    labels = reader.strings(meta.get("labels"), "metadata.labels")
+    # Only the few keys that name a group or a task: other annotations may hold anything.
+    annotations = _membership_annotations(reader, meta.get("annotations"))
+    owner_uid, owner_name, owner_kind = _controller_owner(reader, meta)
+    spec = reader.mapping(raw.get("spec"), "spec")
+    status = reader.mapping(raw.get("status"), "status")
+    containers = reader.items(spec.get("containers"), "spec.containers")
+    node_name = reader.text(spec.get("nodeName"), "spec.nodeName") or None
+    read = _read_spec(
+        reader, spec, status, containers, namespace=namespace, name=name, labels=labels,
+        bound=node_name is not None,
+    )  # fmt: skip
+    return PodInfo(
+        namespace=namespace,
+        name=name,
+        uid=uid,
+        labels=labels,
+        group=pod_group_name(labels, annotations),
+        role=pod_role(labels, annotations),
+        scheduler_name=read.scheduler_name,
+        node_name=node_name,
+        phase=reader.text(status.get("phase"), "status.phase", "Pending"),
+        deleting=meta.get("deletionTimestamp") is not None,
+        priority=read.priority,
+        created=reader.timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp"),
+        owner_uid=owner_uid,
+        requests=read.requests,
+        node_selector=read.node_selector,
+        required_affinity=read.required_affinity,
+        tolerations=read.tolerations,
+        host_ports=read.host_ports,
+        placement=read.placement,
+        shape=read.shape,
+        asks=read.asks,
+        topology=read.topology,
+        preferences=read.preferences,
+        claims=read.claims,
+        gated=read.gated,
+        owner_name=owner_name or None,
+        owner_kind=owner_kind or None,
+        started=reader.timestamp(status.get("startTime"), "status.startTime") or None,
+        preemption_policy=read.preemption_policy,
+        workload=read.workload,
+        scheduling_group=read.scheduling_group,
+        device_claims=read.device_claims,
+        node_features=read.node_features,
     )

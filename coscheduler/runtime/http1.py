@@ -1,17 +1,20 @@
-"""Keep-alive HTTP/1.1 for the scheduler's short writes: Bindings, Events, status patches.
+"""Keep-alive HTTP/1.1 to the API server: writes, reads and watches.
 
 aiohttp's client spends about 250 µs of CPU on each request (building a URL,
 a request object, header multidicts, timers, tracing hooks): a Binding and a
 ``Scheduled`` Event per pod made it most of the scheduler's CPU per pod
-(issue #28). The writes need none of that: one server, small JSON bodies in
-and out, no redirects, cookies or proxies. This pool sends each request as
-one pre-formatted buffer on a kept-alive connection and hands the answer's
-bytes, in the protocol's callback, to httptools' binding of llhttp (the
-parser of Node.js and uvicorn), which reads status, headers, lengths, chunks
-and interim answers; about a quarter of aiohttp's cost.
+(issue #28). The scheduler needs none of that: one server, JSON bodies in
+and out, no redirects or cookies, a proxy only as a CONNECT tunnel. This
+pool sends each request as one pre-formatted buffer on a kept-alive
+connection and hands the answer's bytes, in the protocol's callback, to
+httptools' binding of llhttp (the parser of Node.js and uvicorn), which
+reads status, headers, lengths, chunks and interim answers; about a quarter
+of aiohttp's cost.
 
-It is :mod:`coscheduler.runtime.kube`'s and only for requests without a
-proxy; watches and reads stay on aiohttp. What llhttp refuses (garbage, a
+It is :mod:`coscheduler.runtime.kube`'s, for writes and, in a pool of its
+own, for reads and watches (:meth:`Http1Pool.open`: the answer's body is
+handed over as it arrives, with flow control, so a watch or a list of
+50,000 pods streams through it). What llhttp refuses (garbage, a
 malformed length, bytes beyond the answer) ends the connection with
 ``ConnectionError``; a connection that is closed, reset or times out is
 never reused, so an answer can never be read as another request's.
@@ -20,13 +23,15 @@ never reused, so an answer can never be read as another request's.
 from __future__ import annotations
 
 import asyncio
+import base64
+import collections
 import ssl
 import urllib.parse
 from typing import Final
 
 import httptools
 
-__all__ = ["Http1Pool"]
+__all__ = ["Http1Pool", "StreamedAnswer"]
 
 #: Headers that say where a body ends; without them it ends with the connection.
 _LENGTH_HEADERS: Final = frozenset({b"content-length", b"transfer-encoding"})
@@ -36,6 +41,92 @@ _NO_BODY: Final = frozenset({204, 304})
 _IDEMPOTENT: Final = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"})
 #: Larger than any answer to a write; an answer beyond it is refused, not buffered.
 _MAX_ANSWER_BYTES: Final = 64 * 1024 * 1024
+#: A streamed answer stops reading from its socket while this much waits unread...
+_PAUSE_ABOVE_BYTES: Final = 4 * 1024 * 1024
+#: ...and reads again once its reader has taken all but this much.
+_RESUME_BELOW_BYTES: Final = 1024 * 1024
+
+
+class StreamedAnswer:
+    """The status of an answer and its body as it arrives (:meth:`Http1Pool.open`).
+
+    Read with :meth:`read` until it returns ``b""``; always :meth:`close` it
+    (at its end the connection goes back to the pool, before it the
+    connection is dropped: the rest of the body must never be read as
+    another request's answer).
+    """
+
+    def __init__(self, pool: Http1Pool, connection: _Connection) -> None:
+        self._pool: Http1Pool | None = pool
+        self._connection = connection
+        self.status = 0
+        #: The Content-Encoding header, lower case (b"" when there is none).
+        self.encoding = b""
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._unread = 0
+        self._paused = False
+        self._ended = False
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    async def read(self, *, within: float) -> bytes:
+        """The next bytes of the body; ``b""`` at its end.
+
+        Raises ``TimeoutError`` when nothing arrives ``within`` seconds (the
+        connection is then dropped), ``OSError`` when the connection fails.
+        """
+        if not self._chunks and not self._ended and self._error is None:
+            loop = asyncio.get_running_loop()
+            self._waiter = loop.create_future()
+            timer = loop.call_later(within, self._time_out)
+            try:
+                await self._waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        if self._chunks:
+            chunk = self._chunks.popleft()
+            self._unread -= len(chunk)
+            if self._paused and self._unread < _RESUME_BELOW_BYTES:
+                self._paused = False
+                self._connection.resume_reading()
+            return chunk
+        if self._error is not None:
+            raise self._error
+        self.close()  # the whole answer is read: its connection is free again
+        return b""
+
+    def close(self) -> None:
+        """Give the connection back (the body was read to its end) or drop it."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.give_back(self._connection, reuse=self._ended and not self._chunks)
+
+    # -- from the connection --------------------------------------------------
+
+    def feed(self, chunk: bytes) -> None:
+        self._chunks.append(chunk)
+        self._unread += len(chunk)
+        if not self._paused and self._unread > _PAUSE_ABOVE_BYTES:
+            self._paused = True
+            self._connection.pause_reading()
+        self._wake()
+
+    def end(self) -> None:
+        self._ended = True
+        self._wake()
+
+    def fail(self, error: BaseException) -> None:
+        if not self._ended:
+            self._error = error
+        self._wake()
+
+    def _time_out(self) -> None:
+        self._connection.time_out()
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
 
 class _Connection(asyncio.Protocol):
@@ -50,6 +141,9 @@ class _Connection(asyncio.Protocol):
         self.usable = True
         self._parser = httptools.HttpResponseParser(self)
         self._answer: asyncio.Future[tuple[int, bytes]] | None = None
+        #: Set while a streamed answer is in flight; ``_head`` until its head is read.
+        self._stream: StreamedAnswer | None = None
+        self._head: asyncio.Future[None] | None = None
         self._status = 0
         self._body: list[bytes] = []
         self._body_size = 0
@@ -65,7 +159,7 @@ class _Connection(asyncio.Protocol):
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
-        if self._answer is None:
+        if self._answer is None and self._stream is None:
             self._fail(ConnectionError("bytes arrived while no request was in flight"))
             return
         try:
@@ -77,7 +171,8 @@ class _Connection(asyncio.Protocol):
     def eof_received(self) -> bool | None:
         # httptools cannot tell llhttp the stream ended: an answer whose body
         # runs to the end of the connection is finished here.
-        if self._answer is not None and self._head_read and not self._delimited:
+        in_flight = self._answer is not None or self._stream is not None
+        if in_flight and self._head_read and not self._delimited:
             self._keep_alive = False
             self.on_message_complete()
         return None  # close the transport
@@ -89,7 +184,7 @@ class _Connection(asyncio.Protocol):
     # -- the parser's callbacks -----------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self._answer is None:
+        if self._answer is None and self._stream is None:
             raise ConnectionError("a second answer to one request")
         self._body.clear()
         self._body_size = 0
@@ -97,8 +192,11 @@ class _Connection(asyncio.Protocol):
         self._delimited = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if name.lower() in _LENGTH_HEADERS:
+        lower = name.lower()
+        if lower in _LENGTH_HEADERS:
             self._delimited = True
+        elif lower == b"content-encoding" and self._stream is not None:
+            self._stream.encoding = value.strip().lower()
 
     def on_headers_complete(self) -> None:
         self._status = self._parser.get_status_code()
@@ -106,8 +204,16 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = self._parser.should_keep_alive()
         if self._status in _NO_BODY:
             self._delimited = True
+        if self._stream is not None and self._status >= 200:
+            self._stream.status = self._status
+            head, self._head = self._head, None
+            if head is not None and not head.done():
+                head.set_result(None)
 
     def on_body(self, body: bytes) -> None:
+        if self._stream is not None:
+            self._stream.feed(body)
+            return
         self._body_size += len(body)
         if self._body_size > _MAX_ANSWER_BYTES:
             raise ValueError("answer too large")
@@ -115,6 +221,12 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         if self._status < 200:  # an interim answer (100 Continue): the real one follows
+            return
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            if not self._keep_alive:
+                self.close()
+            stream.end()
             return
         answer, self._answer = self._answer, None
         if not self._keep_alive:
@@ -132,6 +244,24 @@ class _Connection(asyncio.Protocol):
         self.transport.write(request)
         return self._answer
 
+    def send_streamed(self, request: bytes, stream: StreamedAnswer) -> asyncio.Future[None]:
+        """Send ``request``; its answer's body goes to ``stream``; the future is its head."""
+        assert self.transport is not None
+        assert self._answer is None
+        assert self._stream is None
+        self._stream = stream
+        self._head = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
+        return self._head
+
+    def pause_reading(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.resume_reading()
+
     def close(self) -> None:
         self.usable = False
         if self.transport is not None:
@@ -146,6 +276,12 @@ class _Connection(asyncio.Protocol):
         answer, self._answer = self._answer, None
         if answer is not None and not answer.done():
             answer.set_exception(error)
+        head, self._head = self._head, None
+        if head is not None and not head.done():
+            head.set_exception(error)
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.fail(error)
 
 
 class Http1Pool:
@@ -158,7 +294,9 @@ class Http1Pool:
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None = None,
         max_connections: int = 64,
+        proxy: str | None = None,
     ) -> None:
+        """``proxy``: an ``http://[user:password@]host:port`` proxy to tunnel through (CONNECT)."""
         url = urllib.parse.urlsplit(server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"not an http(s) server: {server!r}")
@@ -173,6 +311,7 @@ class Http1Pool:
         self._host_header = (
             f"Host: {host}:{url.port}\r\n" if url.port else f"Host: {host}\r\n"
         ).encode()
+        self._tunnel = None if proxy is None else _Tunnel.to(proxy, host, self._port)
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
         self._closed = False
@@ -222,6 +361,71 @@ class Http1Pool:
                 return answer
         finally:
             self._slots.release()
+
+    async def open(
+        self,
+        method: str,
+        path: str,
+        headers: bytes,
+        *,
+        within: float,
+        head_within: float | None = None,
+    ) -> StreamedAnswer:
+        """Send a request without a body; return its answer once its head is read.
+
+        Its body is read from the answer (:class:`StreamedAnswer`), which holds
+        a connection of the pool until closed. Raises as :meth:`request` does;
+        ``within`` bounds the wait for a connection and, unless ``head_within``
+        does (from when the request is sent), for the head.
+        """
+        message = b"".join(
+            (
+                f"{method} {self._base_path}{path} HTTP/1.1\r\n".encode(),
+                self._host_header,
+                headers,
+                b"\r\n",
+            )
+        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        async with asyncio.timeout_at(deadline):
+            await self._slots.acquire()
+        try:
+            again = method in _IDEMPOTENT
+            while True:
+                connection = self._idle_connection()
+                reused = connection is not None
+                if connection is None:
+                    async with asyncio.timeout_at(deadline):
+                        connection = await self._connect()
+                answer = StreamedAnswer(self, connection)
+                head_deadline = deadline if head_within is None else loop.time() + head_within
+                timer = loop.call_at(head_deadline, connection.time_out)
+                try:
+                    await connection.send_streamed(message, answer)
+                except ConnectionError:
+                    connection.close()
+                    if not (reused and again):
+                        raise
+                    again = False
+                    continue
+                except BaseException:
+                    connection.close()
+                    raise
+                finally:
+                    timer.cancel()
+                return answer
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def give_back(self, connection: _Connection, *, reuse: bool) -> None:
+        """A streamed answer is done with ``connection``: keep it for the next, or drop it."""
+        if reuse and connection.usable and not self._closed:
+            self._idle.append(connection)
+        else:
+            connection.close()
+        self._slots.release()
 
     @staticmethod
     async def _exchange(
@@ -274,6 +478,8 @@ class Http1Pool:
         if self._closed:
             raise ConnectionError("the pool is closed")
         loop = asyncio.get_running_loop()
+        if self._tunnel is not None:
+            return await self._tunnel.open(self._ssl, self._server_hostname)
         _, connection = await loop.create_connection(
             _Connection,
             self._host,
@@ -288,3 +494,97 @@ class Http1Pool:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
+
+
+class _Tunnel(asyncio.Protocol):
+    """A connection through an HTTP proxy (CONNECT), TLS to the server inside it.
+
+    As client-go and aiohttp do for an https:// server behind ``HTTPS_PROXY``:
+    the proxy sees only the server's address, never a request or a credential.
+    """
+
+    def __init__(self, proxy_host: str, proxy_port: int, request: bytes) -> None:
+        self._proxy_host = proxy_host
+        self._proxy_port = proxy_port
+        self._request = request
+        self._head = b""
+        self._opened: asyncio.Future[None] | None = None
+        self._transport: asyncio.Transport | None = None
+
+    @classmethod
+    def to(cls, proxy: str, host: str, port: int) -> _Tunnel:
+        url = urllib.parse.urlsplit(proxy)
+        if url.scheme != "http" or not url.hostname:
+            raise ValueError(f"only http:// proxies are supported, not {url.scheme}://")
+        target = f"{host}:{port}"
+        lines = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+        if url.username is not None:
+            user = urllib.parse.unquote(url.username)
+            password = urllib.parse.unquote(url.password or "")
+            pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+            lines += f"Proxy-Authorization: Basic {pair}\r\n"
+        return cls(url.hostname, url.port or 80, (lines + "\r\n").encode())
+
+    async def open(
+        self, context: ssl.SSLContext | None, server_hostname: str | None
+    ) -> _Connection:
+        """A new connection to the server through the proxy."""
+        loop = asyncio.get_running_loop()
+        tunnel = _Tunnel(self._proxy_host, self._proxy_port, self._request)
+        transport, _ = await loop.create_connection(
+            lambda: tunnel, self._proxy_host, self._proxy_port
+        )
+        try:
+            await tunnel.established()
+            connection = _Connection()
+            if context is not None:
+                inner = await loop.start_tls(
+                    transport, connection, context, server_hostname=server_hostname
+                )
+                if inner is None:
+                    raise ConnectionError("TLS through the proxy did not start")
+                transport = inner
+            else:
+                transport.set_protocol(connection)
+        except BaseException:
+            transport.close()
+            raise
+        connection.connection_made(transport)
+        return connection
+
+    async def established(self) -> None:
+        assert self._transport is not None
+        self._opened = asyncio.get_running_loop().create_future()
+        self._transport.write(self._request)
+        await self._opened
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self._head += data
+        if b"\r\n\r\n" not in self._head:
+            if len(self._head) > 65536:
+                self._settle(ConnectionError("the proxy's answer to CONNECT never ended"))
+            return
+        status_line = self._head.split(b"\r\n", 1)[0].decode("latin-1")
+        parts = status_line.split(" ", 2)
+        if len(parts) < 2 or not parts[1].startswith("2"):
+            self._settle(ConnectionError(f"the proxy refused the tunnel: {status_line}"))
+        elif self._head.index(b"\r\n\r\n") + 4 != len(self._head):
+            self._settle(ConnectionError("the proxy spoke before the server did"))
+        else:
+            self._settle(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._settle(exc or ConnectionError("the proxy closed the connection"))
+
+    def _settle(self, error: BaseException | None) -> None:
+        opened = self._opened
+        if opened is None or opened.done():
+            return
+        if error is None:
+            opened.set_result(None)
+        else:
+            opened.set_exception(error)

@@ -1,27 +1,32 @@
-"""A thin, fast door to the API server on top of kubernetes_asyncio.
+"""A thin, fast door to the API server: our own HTTP/1.1 pools and credentials.
 
-kubernetes_asyncio gives us what is hard to get right: kubeconfig and
-in-cluster loading, TLS, tokens and their refresh. Its generated models are
-slow to decode (hundreds of microseconds per pod), and its generic request
-path costs more per binding than the binding itself, so requests go straight
-to its aiohttp session with its credentials, and bodies are encoded and
-decoded with orjson; callers keep only the fields they need.
+Requests go out through :class:`~coscheduler.runtime.http1.Http1Pool`
+(httptools): writes in one pool, reads and watches in another, so that a
+burst of Bindings never waits behind a list, nor a watch behind Bindings.
+Bodies are encoded and decoded with orjson; callers keep only the fields
+they need. Reads and watches ask for gzip: the API server then compresses
+lists over 128 KiB and watch-list streams. Measured at 50,000 pods on a
+loaded 2-core machine, uncompressed answers cost both the server and us more
+CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False`` (or
+a cluster's ``disable-compression``) asks for them.
 
-Writes (every verb but GET) go through :class:`~coscheduler.runtime.http1.Http1Pool`
-when no proxy is configured: the same server, credentials and TLS settings,
-a quarter of aiohttp's CPU per request (issue #28). Reads and watches stay
-on aiohttp, which asks for gzip: the API server then compresses lists over
-128 KiB and watch-list streams. Measured at 50,000 pods on a loaded 2-core
-machine, uncompressed answers cost both the server and us more CPU, not less
-(bench/RESULTS.md, issue #28); ``compressed_reads=False`` asks for them.
+Credentials come from :mod:`coscheduler.runtime.kubeconfig` (kubeconfig and
+in-cluster, the common forms). A kubeconfig that needs more (an exec
+credential plugin, an auth-provider) is loaded by kubernetes_asyncio,
+imported only then: its token and certificates then travel through the same
+pools (issue #28: neither aiohttp nor kubernetes_asyncio is imported on the
+way to the first Binding otherwise).
+
+A proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``),
+or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT).
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
 token to open, not per event.
 
-This module is the only one that knows the HTTP library: whatever goes wrong
+This module is the only one that knows the HTTP client: whatever goes wrong
 leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
-(an import-linter contract keeps aiohttp and kubernetes_asyncio in here).
+(an import-linter contract keeps kubernetes_asyncio in here).
 """
 
 from __future__ import annotations
@@ -32,9 +37,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
 
-import aiohttp
 import orjson
 from aiolimiter import AsyncLimiter
 from tenacity import (
@@ -44,37 +48,22 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from coscheduler.runtime import kubeconfig as kubeconfig_module
 from coscheduler.runtime.errors import ApiError, Unreachable
-from coscheduler.runtime.http1 import Http1Pool
-from coscheduler.runtime.lazy_package import defer_init
+from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
+from coscheduler.runtime.lines import Lines, decompressor
 
-# kubernetes_asyncio's package __init__ imports every generated API and model:
-# a fifth of start-up (issue #28). Only its configuration, kubeconfig loading
-# and ApiClient are used here, so its __init__ and its models' wait until
-# somebody else in the process asks for them.
-defer_init("kubernetes_asyncio")
-defer_init(
-    "kubernetes_asyncio.client",
-    {"ApiClient": "api_client", "Configuration": "configuration"},
-)
-defer_init("kubernetes_asyncio.client.models")
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client.configuration import Configuration
 
-from kubernetes_asyncio.client import api_client as k8s_api  # noqa: E402
-from kubernetes_asyncio.client import configuration as k8s_configuration  # noqa: E402
-from kubernetes_asyncio.config import incluster_config, kube_config  # noqa: E402
-
-__all__ = ["KubeClient", "RequestOptions", "Response", "query_params"]
+__all__ = ["KubeClient", "ProxyNotSupportedError", "RequestOptions", "Response", "query_params"]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 _USER_AGENT: Final = "coscheduler"
-# As kubernetes_asyncio sets it: a watch event can carry an object up to etcd's 1.5 MiB.
-_READ_BUFFER_BYTES: Final = 2**21
 # How long a read is retried before its error is passed on.
 _READ_RETRY_SECONDS: Final = 60.0
-# Watch streams can carry objects up to etcd's request limit in one line.
-_MAX_LINE_BYTES: Final = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +77,10 @@ class Response:
         return orjson.loads(self.body) if self.body else None
 
 
+class ProxyNotSupportedError(ValueError):
+    """A proxy our pools cannot tunnel through (not http://: https://, socks5://...)."""
+
+
 def _proxy_from_environment(host: str | None) -> str | None:
     """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for ``host``, read once."""
     url = urllib.parse.urlsplit(host or "")
@@ -96,7 +89,22 @@ def _proxy_from_environment(host: str | None) -> str | None:
     return urllib.request.getproxies().get(url.scheme)
 
 
-def _ssl_context(configuration: k8s_configuration.Configuration) -> ssl.SSLContext:
+class _LibraryHeaders:
+    """kubernetes_asyncio's credentials: a token its hooks refresh (exec plugins) as it expires."""
+
+    def __init__(self, configuration: Configuration) -> None:
+        self._configuration = configuration
+
+    async def lines(self) -> bytes:
+        settings = await self._configuration.auth_settings()
+        return "".join(
+            f"{setting['key']}: {setting['value']}\r\n"
+            for setting in settings.values()
+            if setting["in"] == "header" and setting["value"]
+        ).encode()
+
+
+def _library_ssl_context(configuration: Configuration) -> ssl.SSLContext:
     """The TLS settings kubernetes_asyncio gives its own connections, from the same fields."""
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     if configuration.cert_file:
@@ -109,34 +117,35 @@ def _ssl_context(configuration: k8s_configuration.Configuration) -> ssl.SSLConte
     return context
 
 
-def _write_pool(configuration: k8s_configuration.Configuration) -> Http1Pool | None:
-    """The lean pool for writes, unless a proxy stands between us and the server."""
-    if configuration.proxy or not configuration.host:
-        return None
-    return Http1Pool(
-        configuration.host,
-        ssl_context=_ssl_context(configuration),
-        server_hostname=configuration.tls_server_name,
-        max_connections=configuration.connection_pool_maxsize,
+async def _library_credentials(
+    needs: kubeconfig_module.NeedsLibrary,
+) -> kubeconfig_module.Credentials:
+    """Load a kubeconfig we do not read ourselves with kubernetes_asyncio, imported now."""
+    from coscheduler.runtime.lazy_package import defer_init
+
+    # Its package __init__ imports every generated API and model: a fifth of
+    # start-up (issue #28); only its configuration and kubeconfig loader are used.
+    defer_init("kubernetes_asyncio")
+    defer_init("kubernetes_asyncio.client", {"Configuration": "configuration"})
+    defer_init("kubernetes_asyncio.client.models")
+    from kubernetes_asyncio.client import configuration as k8s_configuration
+    from kubernetes_asyncio.config import kube_config
+
+    configuration = k8s_configuration.Configuration()
+    await kube_config.load_kube_config(
+        config_file=needs.files, context=needs.context, client_configuration=configuration
     )
-
-
-def _stop_reading_environment_per_request(api: k8s_api.ApiClient) -> None:
-    """Replace kubernetes_asyncio's session by one that does not trust the environment.
-
-    Its session is built with ``trust_env=True``, so aiohttp parses ~/.netrc and the
-    proxy variables in a worker thread on every request: two thread hops per binding,
-    a fifth of the scheduler's CPU in a profile. The proxy is resolved once instead
-    (:func:`_proxy_from_environment`); credentials come from the kubeconfig, never netrc.
-    """
-    rest = api.rest_client
-    old: aiohttp.ClientSession = rest.pool_manager
-    rest.pool_manager = aiohttp.ClientSession(
-        connector=old.connector,
-        trust_env=False,
-        read_bufsize=_READ_BUFFER_BYTES,
+    server = (configuration.host or "").rstrip("/")
+    if not server:
+        raise kubeconfig_module.KubeconfigError(f"{needs.files}: no server for the context")
+    return kubeconfig_module.Credentials(
+        server=server,
+        ssl_context=_library_ssl_context(configuration) if server.startswith("https://") else None,
+        tls_server_name=configuration.tls_server_name,
+        headers=_LibraryHeaders(configuration),
+        proxy=configuration.proxy,
+        source=f"{needs.files} (kubernetes_asyncio: {needs.why})",
     )
-    old.detach()  # the connector now belongs to the new session
 
 
 class RequestOptions(TypedDict, total=False):
@@ -152,20 +161,34 @@ class KubeClient:
 
     def __init__(
         self,
-        api: k8s_api.ApiClient,
+        credentials: kubeconfig_module.Credentials,
         *,
         qps: float,
         burst: int,
         timeout: float,
+        max_connections: int = 128,
         owner: bool = True,
-        writes: Http1Pool | None = None,
+        pools: tuple[Http1Pool, Http1Pool] | None = None,
         compressed_reads: bool = True,
+        proxy: str | None = None,
     ):
-        self._api = api
+        self._credentials = credentials
+        #: Writes, then reads and watches: separate, so neither waits for the other's connections.
+        self._writes, self._reads = pools or (
+            Http1Pool(
+                credentials.server,
+                ssl_context=credentials.ssl_context,
+                server_hostname=credentials.tls_server_name,
+                max_connections=max_connections,
+                proxy=proxy,
+            )
+            for _ in range(2)
+        )
         self._compressed_reads = compressed_reads
-        self._accept_encoding = "gzip, deflate" if compressed_reads else "identity"
-        #: Where writes go when set (:mod:`coscheduler.runtime.http1`); else aiohttp.
-        self._writes = writes
+        encoding = "gzip" if compressed_reads and credentials.compression else "identity"
+        self._read_headers = (
+            f"Accept: {JSON}\r\nAccept-Encoding: {encoding}\r\nUser-Agent: {_USER_AGENT}\r\n"
+        ).encode()
         self._headers: dict[str, bytes] = {}
         self._qps = qps
         self._burst = burst
@@ -186,12 +209,12 @@ class KubeClient:
         reporting (events, PodGroup status, pod conditions) uses a sibling.
         """
         return KubeClient(
-            self._api,
+            self._credentials,
             qps=self._qps,
             burst=self._burst,
             timeout=self._timeout,
             owner=False,
-            writes=self._writes,
+            pools=(self._writes, self._reads),
             compressed_reads=self._compressed_reads,
         )
 
@@ -205,37 +228,46 @@ class KubeClient:
         timeout_seconds: float,
         max_connections: int = 128,
         compressed_reads: bool = True,
+        context: str | None = None,
     ) -> KubeClient:
-        """Load credentials from ``kubeconfig``, or in-cluster when it is None.
+        """Load credentials (:func:`coscheduler.runtime.kubeconfig.load`) and make the pools.
 
-        ``compressed_reads``: ask for gzip answers to reads and watches (aiohttp's
-        default; False asks for them uncompressed).
+        ``kubeconfig`` None: ``KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
+        ``compressed_reads``: ask for gzip answers to reads and watches (False
+        asks for them uncompressed). Raises
+        :class:`~coscheduler.runtime.kubeconfig.KubeconfigError` for credentials
+        that cannot be used, :class:`ProxyNotSupportedError` for a proxy not http://
+        (an http:// one is tunnelled through with CONNECT, as client-go does).
         """
-        configuration = k8s_configuration.Configuration()
-        if kubeconfig is None:
-            incluster_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            await kube_config.load_kube_config(
-                config_file=kubeconfig, client_configuration=configuration
+        loaded = kubeconfig_module.load(kubeconfig, context=context)
+        credentials = (
+            await _library_credentials(loaded)
+            if isinstance(loaded, kubeconfig_module.NeedsLibrary)
+            else loaded
+        )
+        proxy = credentials.proxy or _proxy_from_environment(credentials.server)
+        if proxy and urllib.parse.urlsplit(proxy).scheme != "http":
+            where = urllib.parse.urlsplit(proxy)
+            raise ProxyNotSupportedError(
+                f"the API server {credentials.server} is to be reached through the proxy "
+                f"{where.scheme}://{where.hostname}:{where.port} (the environment's or the "
+                "kubeconfig's proxy-url): only http:// proxies (CONNECT) are supported; "
+                "exempt the server with NO_PROXY, or name an http:// proxy"
             )
-        configuration.connection_pool_maxsize = max_connections
-        if not configuration.proxy:
-            configuration.proxy = _proxy_from_environment(configuration.host)
-        api = k8s_api.ApiClient(configuration)
-        _stop_reading_environment_per_request(api)
         return cls(
-            api,
+            credentials,
             qps=qps,
             burst=burst,
             timeout=timeout_seconds,
-            writes=_write_pool(configuration),
+            max_connections=max_connections,
             compressed_reads=compressed_reads,
+            proxy=proxy or None,
         )
 
     @property
-    def api_client(self) -> k8s_api.ApiClient:
-        """The underlying client, for the few calls where generated models are fine."""
-        return self._api
+    def server(self) -> str:
+        """The API server's URL."""
+        return self._credentials.server
 
     async def take_turn(self) -> None:
         """Wait for the rate limit to allow one request; callers are served in order."""
@@ -244,25 +276,15 @@ class KubeClient:
 
     async def warm_writes(self, count: int) -> int:
         """Open ``count`` connections for writes ahead of the first (:meth:`Http1Pool.warm`)."""
-        return 0 if self._writes is None else await self._writes.warm(count)
+        return await self._writes.warm(count)
 
     async def close(self) -> None:
         if self._owner:
-            if self._writes is not None:
-                self._writes.close()
-            await self._api.close()
-
-    async def _auth_headers(self) -> dict[str, str]:
-        """The library's own credentials: a token refreshed by its hooks when it expires."""
-        headers = {}
-        for setting in (await self._api.configuration.auth_settings()).values():
-            if setting["in"] == "header" and setting["value"]:
-                headers[setting["key"]] = setting["value"]
-        return headers
+            self._writes.close()
+            self._reads.close()
 
     async def _write(
         self,
-        pool: Http1Pool,
         method: str,
         path: str,
         *,
@@ -270,7 +292,7 @@ class KubeClient:
         body: Any,
         content_type: str,
     ) -> Response:
-        """A write through the lean pool; typed errors as :meth:`send` promises."""
+        """A write through the write pool; typed errors as :meth:`send` promises."""
         await self.take_turn()
         fixed = self._headers.get(content_type)
         if fixed is None:
@@ -278,57 +300,54 @@ class KubeClient:
                 f"Accept: {JSON}\r\nContent-Type: {content_type}\r\n"
                 f"User-Agent: {_USER_AGENT}\r\n".encode()
             )
-        credentials = await self._auth_headers()
+        credentials = await self._credentials.headers.lines()
         if credentials:
-            fixed += "".join(f"{key}: {value}\r\n" for key, value in credentials.items()).encode()
+            fixed += credentials
         target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
         data = None if body is None else body if isinstance(body, bytes) else orjson.dumps(body)
         try:
-            status, raw = await pool.request(method, target, fixed, data, within=self._timeout)
+            status, raw = await self._writes.request(
+                method, target, fixed, data, within=self._timeout
+            )
         except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
             raise _unreachable(method, path, error) from error
         if 200 <= status < 300:
             return Response(status, raw)
         raise ApiError.from_answer(method=method, path=path, status=status, body=raw)
 
-    async def _send(
+    async def _open(
         self,
         method: str,
         path: str,
-        *,
         query: Sequence[tuple[str, str]] | None,
-        body: Any,
-        content_type: str,
-        request_timeout: aiohttp.ClientTimeout | float | None,
-    ) -> aiohttp.ClientResponse:
+        *,
+        head_within: float | None = None,
+    ) -> StreamedAnswer:
+        """A read sent through the read pool, its head read."""
         await self.take_turn()
-        configuration = self._api.configuration
-        rest = self._api.rest_client
-        headers = {
-            "Accept": JSON,
-            "Accept-Encoding": self._accept_encoding,
-            "Content-Type": content_type,
-            "User-Agent": _USER_AGENT,
-        }
-        headers.update(await self._auth_headers())
-        timeout = request_timeout if request_timeout is not None else self._timeout
+        headers = self._read_headers + await self._credentials.headers.lines()
+        target = f"{path}?{urllib.parse.urlencode(query)}" if query else path
         try:
-            response: aiohttp.ClientResponse = await rest.pool_manager.request(
-                method,
-                f"{configuration.host}{path}",
-                params=list(query) if query else None,
-                data=body if body is None or isinstance(body, bytes) else orjson.dumps(body),
-                headers=headers,
-                timeout=timeout
-                if isinstance(timeout, aiohttp.ClientTimeout)
-                else aiohttp.ClientTimeout(total=timeout),
-                proxy=rest.proxy,
-                proxy_headers=rest.proxy_headers,
-                server_hostname=rest.server_hostname,
+            return await self._reads.open(
+                "GET", target, headers, within=self._timeout, head_within=head_within
             )
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+        except (OSError, TimeoutError) as error:
             raise _unreachable(method, path, error) from error
-        return response
+
+    async def _read(self, path: str, query: Sequence[tuple[str, str]] | None) -> Response:
+        """A whole GET through the read pool, within the request timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout
+        answer = await self._open("GET", path, query)
+        try:
+            raw = await _whole_body(answer, deadline)
+        except (OSError, TimeoutError) as error:
+            raise _unreachable("GET", path, error) from error
+        finally:
+            answer.close()
+        if 200 <= answer.status < 300:
+            return Response(answer.status, raw)
+        raise ApiError.from_answer(method="GET", path=path, status=answer.status, body=raw)
 
     async def send(
         self,
@@ -344,24 +363,11 @@ class KubeClient:
         Raises the :class:`~coscheduler.runtime.errors.ApiError` subclass the
         answer's status means, or ``Unreachable`` when there was no answer. The
         body of a success is not decoded (a Binding's says nothing we need).
-        ``body`` is encoded as JSON unless it is ``bytes`` already.
+        ``body`` is encoded as JSON unless it is ``bytes`` already; a GET has none.
         """
-        if self._writes is not None and method != "GET":
-            return await self._write(
-                self._writes, method, path, query=query, body=body, content_type=content_type
-            )
-        response = await self._send(
-            method, path, query=query, body=body, content_type=content_type, request_timeout=None
-        )
-        try:
-            raw = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
-            raise _unreachable(method, path, error) from error
-        finally:
-            response.release()
-        if 200 <= response.status < 300:
-            return Response(response.status, raw)
-        raise ApiError.from_answer(method=method, path=path, status=response.status, body=raw)
+        if method == "GET":
+            return await self._read(path, query)
+        return await self._write(method, path, query=query, body=body, content_type=content_type)
 
     async def call(self, method: str, path: str, **options: Unpack[RequestOptions]) -> Any:
         """Send a request and return the decoded body; raise as :meth:`send` does.
@@ -390,36 +396,36 @@ class KubeClient:
 
         Raises the typed error of the server's refusal, and ``Unreachable``
         when the connection fails or nothing at all arrives for
-        ``read_timeout_seconds`` (a silent, half-dead connection).
+        ``read_timeout_seconds`` (a silent, half-dead connection). Closing the
+        generator early (or cancelling its reader) drops the connection.
         """
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self._timeout, sock_read=read_timeout_seconds
-        )
-        response = await self._send(
-            "GET", path, query=query, body=None, content_type=JSON, request_timeout=timeout
-        )
+        answer = await self._open("WATCH", path, query, head_within=read_timeout_seconds)
         try:
-            if response.status != 200:
-                raise ApiError.from_answer(
-                    method="GET", path=path, status=response.status, body=await response.read()
-                )
-            pending = b""
-            async for chunk in response.content.iter_any():
-                pending += chunk
-                if b"\n" not in chunk:
-                    if len(pending) > _MAX_LINE_BYTES:
-                        raise ValueError(f"watch line over {_MAX_LINE_BYTES} bytes from {path}")
-                    continue
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line:
-                        yield line
-            if pending.strip():
-                yield pending
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            if answer.status != 200:
+                deadline = asyncio.get_running_loop().time() + self._timeout
+                raw = await _whole_body(answer, deadline)
+                raise ApiError.from_answer(method="GET", path=path, status=answer.status, body=raw)
+            lines = Lines(answer.encoding, source=path)
+            while chunk := await answer.read(within=read_timeout_seconds):
+                for line in lines.feed(chunk):
+                    yield line
+            for line in lines.end():
+                yield line
+        except (OSError, TimeoutError) as error:
             raise _unreachable("WATCH", path, error) from error
         finally:
-            response.release()
+            answer.close()
+
+
+async def _whole_body(answer: StreamedAnswer, deadline: float) -> bytes:
+    """All of an answer's body, decompressed, by ``deadline`` (loop time)."""
+    loop = asyncio.get_running_loop()
+    chunks = []
+    while chunk := await answer.read(within=deadline - loop.time()):
+        chunks.append(chunk)
+    raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    unzip = decompressor(answer.encoding)
+    return raw if unzip is None else unzip.decompress(raw) + unzip.flush()
 
 
 def _unreachable(method: str, path: str, error: BaseException) -> Unreachable:

@@ -214,7 +214,10 @@ class Settings(BaseSettings):
     )
 
     kubeconfig: str | None = _setting(
-        "--kubeconfig", "kubeconfig file", default=None, shown_default="in-cluster credentials"
+        "--kubeconfig",
+        "kubeconfig file (an exec plugin or auth-provider is read by kubernetes_asyncio)",
+        default=None,
+        shown_default="$KUBECONFIG (files merged), else in-cluster, else ~/.kube/config",
     )
     scheduler_name: str = _setting(
         "--scheduler-name",

@@ -64,6 +64,10 @@ class RecordedRequest:
     query: Mapping[str, str]
     body: Any
     content_type: str
+    #: The Accept-Encoding the client sent ("" for none).
+    accept_encoding: str = ""
+    #: The Authorization header ("" for none).
+    authorization: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +207,8 @@ class FakeApiServer:
         self._arrived = asyncio.Condition()
         self._closing = asyncio.Event()
         self._http = RawTestServer(self._handle, host="127.0.0.1")
+        #: Compress answers (gzip) whose request accepts it, as the API server does.
+        self.compress = False
 
     async def __aenter__(self) -> FakeApiServer:
         await self._http.start_server()
@@ -287,17 +293,22 @@ class FakeApiServer:
             query=dict(request.query),
             body=orjson.loads(raw) if raw else None,
             content_type=request.content_type,
+            accept_encoding=request.headers.get("Accept-Encoding", ""),
+            authorization=request.headers.get("Authorization", ""),
         )
         async with self._arrived:
             self.requests.append(recorded)
             self._arrived.notify_all()
         answer = await self._answer_for(recorded)
         if isinstance(answer, Reply):
-            return web.Response(
+            reply = web.Response(
                 status=answer.status,
                 body=orjson.dumps(answer.body),
                 content_type="application/json",
             )
+            if self.compress:
+                reply.enable_compression()
+            return reply
         if isinstance(answer, Disconnect):
             assert request.transport is not None
             request.transport.abort()
@@ -326,6 +337,8 @@ class FakeApiServer:
     async def _stream(self, request: web.BaseRequest, stream: WatchStream) -> web.StreamResponse:
         response = web.StreamResponse(status=200)
         response.content_type = "application/json"
+        if self.compress:
+            response.enable_compression()
         await response.prepare(request)
         for event in stream.events:
             await response.write(orjson.dumps(event) + b"\n")

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, cast
 
 from coscheduler.runtime.kube import KubeClient
+from coscheduler.runtime.kubeconfig import Credentials, StaticHeaders
+
+# No request is sent: only the limiter is exercised; nothing listens here.
+NOWHERE = Credentials(
+    server="http://127.0.0.1:9", ssl_context=None, tls_server_name=None, headers=StaticHeaders()
+)
 
 
 async def test_requests_get_their_turn_first_come_first_served() -> None:
-    # No request is sent: only the limiter is exercised, so no API client is needed.
-    client = KubeClient(cast(Any, None), qps=40, burst=1, timeout=1.0)
+    client = KubeClient(NOWHERE, qps=40, burst=1, timeout=1.0)
     served: list[int] = []
 
     async def one(index: int) -> None:
@@ -25,7 +29,7 @@ async def test_requests_get_their_turn_first_come_first_served() -> None:
 
 
 async def test_a_sibling_has_a_limit_of_its_own() -> None:
-    client = KubeClient(cast(Any, None), qps=1, burst=1, timeout=1.0)
+    client = KubeClient(NOWHERE, qps=1, burst=1, timeout=1.0)
     reporting = client.sibling()
     await client.take_turn()
     # The first client's bucket is empty now; the sibling's is not.

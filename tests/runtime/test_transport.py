@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import aiohttp
 import pytest
 
 from coscheduler.runtime.errors import (
@@ -68,7 +67,7 @@ async def test_a_body_that_is_not_a_status_is_quoted(
     ("verb", "cause"),
     [
         pytest.param("POST", ConnectionError, id="write-lean-pool"),
-        pytest.param("GET", aiohttp.ServerDisconnectedError, id="read-aiohttp"),
+        pytest.param("GET", ConnectionError, id="read-pool"),
     ],
 )
 async def test_no_answer_is_unreachable_and_chained_to_the_http_error(

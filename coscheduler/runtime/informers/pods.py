@@ -80,6 +80,11 @@ class PodInformer(KeyedInformer[str]):
         #: Unreadable pods already reported (each of their events does not report again).
         self._invalid: set[str] = set()
 
+    def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        # One queue refresh per group at the end, not one per pod (a gang's size squared).
+        with self._scheduler.batch():
+            super().replace(objects)
+
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
         """Read a pod and feed it in; None (and an :class:`InvalidObject`) if unreadable."""
         try:
