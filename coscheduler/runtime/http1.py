@@ -342,11 +342,7 @@ class Http1Pool:
             # connection turned out closed is sent once more, on a new connection.
             again = method in _IDEMPOTENT
             while True:
-                connection = self._idle_connection()
-                reused = connection is not None
-                if connection is None:
-                    async with asyncio.timeout_at(deadline):
-                        connection = await self._connect()
+                connection, reused = await self._take(deadline)
                 try:
                     answer = await self._exchange(connection, message, deadline)
                 except ConnectionError:
@@ -354,10 +350,7 @@ class Http1Pool:
                         raise
                     again = False
                     continue
-                if connection.usable and not self._closed:
-                    self._idle.append(connection)
-                else:
-                    connection.close()
+                self._keep(connection)
                 return answer
         finally:
             self._slots.release()
@@ -393,11 +386,7 @@ class Http1Pool:
         try:
             again = method in _IDEMPOTENT
             while True:
-                connection = self._idle_connection()
-                reused = connection is not None
-                if connection is None:
-                    async with asyncio.timeout_at(deadline):
-                        connection = await self._connect()
+                connection, reused = await self._take(deadline)
                 answer = StreamedAnswer(self, connection)
                 head_deadline = deadline if head_within is None else loop.time() + head_within
                 timer = loop.call_at(head_deadline, connection.time_out)
@@ -421,8 +410,8 @@ class Http1Pool:
 
     def give_back(self, connection: _Connection, *, reuse: bool) -> None:
         """A streamed answer is done with ``connection``: keep it for the next, or drop it."""
-        if reuse and connection.usable and not self._closed:
-            self._idle.append(connection)
+        if reuse:
+            self._keep(connection)
         else:
             connection.close()
         self._slots.release()
@@ -465,6 +454,21 @@ class Http1Pool:
             return False
         self._idle.append(connection)
         return True
+
+    async def _take(self, deadline: float) -> tuple[_Connection, bool]:
+        """An idle connection (and True), else a new one opened by ``deadline`` (and False)."""
+        connection = self._idle_connection()
+        if connection is not None:
+            return connection, True
+        async with asyncio.timeout_at(deadline):
+            return await self._connect(), False
+
+    def _keep(self, connection: _Connection) -> None:
+        """Keep a connection whose exchange is done idle for the next request, or drop it."""
+        if connection.usable and not self._closed:
+            self._idle.append(connection)
+        else:
+            connection.close()
 
     def _idle_connection(self) -> _Connection | None:
         while self._idle:
