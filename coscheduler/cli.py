@@ -181,11 +181,6 @@ def _run_options(command: Any) -> Any:
 def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
     settings = _load_settings(values)
-    from coscheduler.runtime.lazy_package import defer_init
-
-    # aiolimiter's package __init__ only looks its own version up in the installed
-    # packages' metadata (several ms at start, issue #28): its limiter is all we use.
-    defer_init("aiolimiter", {"AsyncLimiter": "leakybucket"})
     from coscheduler.app import run as run_operator
     from coscheduler.runtime.leader import LeadershipLostError
     from coscheduler.runtime.logging import configure_logging

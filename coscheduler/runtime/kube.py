@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
 
 import orjson
-from aiolimiter import AsyncLimiter
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -51,7 +50,13 @@ from tenacity import (
 from coscheduler.runtime import kubeconfig as kubeconfig_module
 from coscheduler.runtime.errors import ApiError, Unreachable
 from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
+from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
+
+# aiolimiter's package __init__ only looks its own version up in the installed
+# packages' metadata (several ms at start, issue #28): its limiter is all we use.
+defer_init("aiolimiter", {"AsyncLimiter": "leakybucket"})
+from aiolimiter import AsyncLimiter  # noqa: E402
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
