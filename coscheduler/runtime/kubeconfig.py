@@ -245,9 +245,12 @@ def _from_files(
     unusual = sorted((set(cluster) - _CLUSTER_FIELDS) | (set(user) - _USER_FIELDS))
     if unusual:
         return NeedsLibrary(files=files, context=context, why=", ".join(unusual))
+    server = _server(cluster, cluster_file, cluster_name)
     return Credentials(
-        server=_server(cluster, cluster_file, cluster_name),
-        ssl_context=_ssl_context(cluster, cluster_file, cluster_name, user, user_file, user_name),
+        server=server,
+        ssl_context=_ssl_context(cluster, cluster_file, cluster_name, user, user_file, user_name)
+        if server.startswith("https://")
+        else None,
         tls_server_name=_optional_text(
             cluster, "tls-server-name", cluster_file, f"cluster {cluster_name!r}"
         ),
@@ -324,10 +327,9 @@ def _ssl_context(
     user: Mapping[str, Any],
     user_file: Path,
     user_name: object,
-) -> ssl.SSLContext | None:
+) -> ssl.SSLContext:
+    """The TLS settings of an https:// server's cluster and user."""
     where = f"cluster {cluster_name!r}"
-    if _server(cluster, cluster_file, cluster_name).startswith("http://"):
-        return None
     ca_data = _data(cluster, "certificate-authority", cluster_file, where)
     try:
         context = ssl.create_default_context(cadata=ca_data.decode() if ca_data else None)
