@@ -138,8 +138,16 @@ def test_seed_gang_waits_whole_when_only_three_fit(
     assert f"pods of group {namespace}/seed" in message
     assert "Insufficient cpu" in message
     hold(cluster, namespace, 4, lambda items: not on_nodes(items), "no pod is bound")
+    # The condition can first appear while the ReplicaSet is still creating pods, so the
+    # group read then may count 5: the status is read again for all 6.
+    group = wait_group(
+        cluster,
+        namespace,
+        "seed",
+        lambda g: (g.get("status") or {}).get("pending") == 6,
+        "all 6 members counted pending",
+    )
     assert group["status"]["phase"] == "Pending"
-    assert group["status"]["pending"] == 6
 
     pod_name = pods(cluster, namespace)[0]["metadata"]["name"]
     pod = wait_for(
