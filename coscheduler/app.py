@@ -80,9 +80,11 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         _read(client, settings, informers, health, startup, wake=wake, listed=listed),
         name="reading",
     )
-    # The first gang's Bindings find their connections open (issue #28).
+    # The first Bindings find their connections open (issue #28); the Binder opens
+    # the rest as it needs them, after the first decision instead of during the lists.
     warming = asyncio.create_task(
-        client.warm_writes(settings.client.bind_concurrency), name="warming"
+        client.warm_writes(min(WARM_BEFORE_DECIDING, settings.client.bind_concurrency)),
+        name="warming",
     )
     server = None
     try:
@@ -125,6 +127,13 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         if server is not None:
             await server.stop()
         await client.close()
+
+
+#: Write connections opened while the lists come in, for the first decision's
+#: first Bindings. Each TLS handshake costs ~1.5 ms of this process's CPU and some
+#: of the API server's: all ``bind_concurrency`` of them (64) during the lists
+#: delayed the lists (issue #28). A connection opened later is kept as well.
+WARM_BEFORE_DECIDING = 8
 
 
 #: The GIL's switch interval while the worker thread imports (the default is 5 ms).
