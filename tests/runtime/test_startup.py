@@ -9,8 +9,11 @@ duration: timing is the benchmark's (``python -m bench run --suite startup``).
 from __future__ import annotations
 
 import asyncio
+import gc
+import sys
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from coscheduler import app
@@ -58,10 +61,14 @@ async def test_the_started_line_gives_each_phase_in_order(
     )
     startup = _Watched()
     startup.mark("imports")
+    switch_interval = sys.getswitchinterval()
     with capture_logs() as logs:
         task = asyncio.create_task(app.run(settings, startup))
         async with asyncio.timeout(5):
             await startup.written.wait()
+        # The start's shorter GIL switch interval and held-off collector are over.
+        assert sys.getswitchinterval() == switch_interval
+        assert gc.isenabled()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     [line] = [entry for entry in logs if entry["event"] == "started"]
@@ -82,6 +89,20 @@ async def test_the_started_line_gives_each_phase_in_order(
     assert set(line["lists"]) == read
     # Each list is applied once the informers are built (it may have arrived before).
     assert all(line["built"] <= at <= line["listed"] for at in line["lists"].values())
+
+
+def test_the_start_switch_interval_is_restored_when_the_import_fails() -> None:
+    switch_interval = sys.getswitchinterval()
+    during: list[float] = []
+
+    def failing_import() -> None:
+        during.append(sys.getswitchinterval())
+        raise ImportError("numpy")
+
+    with pytest.raises(ImportError), app._short_switch_interval():
+        failing_import()
+    assert during == [app.START_SWITCH_INTERVAL_SECONDS]
+    assert sys.getswitchinterval() == switch_interval
 
 
 def test_the_process_age_is_read_from_the_kernel() -> None:
