@@ -91,7 +91,7 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
     try:
         # No cyclic collection during the import either (the lists' decode holds it off
         # too): its ~100,000 new objects, classes and functions nearly all kept, made the
-        # collector walk them again and again for nothing, ~15 % of the import's CPU.
+        # collector walk them again and again for nothing, a fifth of the import's CPU.
         with gc_pause.paused(), _short_switch_interval():
             await asyncio.to_thread(_import_operator)
         # Imported by now (cheap here); named here so that this module stays light.
@@ -135,8 +135,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
 
 #: Write connections opened while the lists come in, for the first decision's
 #: first Bindings. Each TLS handshake costs ~1.5 ms of this process's CPU and some
-#: of the API server's: all ``bind_concurrency`` of them (64) during the lists
-#: delayed the lists (issue #28). A connection opened later is kept as well.
+#: of the API server's: all ``bind_concurrency`` of them (64) took that CPU from
+#: the lists (issue #28). A connection the Binder opens later is kept as well.
 WARM_BEFORE_DECIDING = 8
 
 
