@@ -11,10 +11,14 @@ phases of ours' ``started`` line read against a floor:
   ``coscheduler.operator`` are (derived from ``sys.modules`` in a fresh interpreter, so
   the list follows the dependencies), imported alone, in the order ours imported them,
   with the packages ours defers (``coscheduler.runtime.lazy_package``) deferred alike;
-* ``ours``: ``coscheduler.app`` and ``coscheduler.operator`` (ours and the libraries).
+* ``ours``: ``coscheduler.app`` and ``coscheduler.operator`` (ours and the libraries);
+* ``stack``: only the project's prescribed libraries that ours imports at start
+  (pydantic through pydantic-settings, structlog, prometheus-client): a floor no
+  Python scheduler on this stack goes below, whatever else it chooses (NumPy, the
+  HTTP client and the rest are ours' choices, in ``libraries``).
 
 Wall and CPU seconds (the child's, from ``wait4``) of each, medians of ``runs`` fresh
-interpreters, the three cases interleaved. ``python -m bench.import_floor`` prints them
+interpreters, the cases interleaved. ``python -m bench.import_floor`` prints them
 for this checkout. The startup suite records them per trial of ours
 (``bench/workloads.py``), tabled by ``bench.startup_report``.
 
@@ -39,7 +43,9 @@ Json = dict[str, Any]
 #: What ours imports by its first decision: the start path and the deciding side.
 OURS = "import coscheduler.app, coscheduler.operator"
 OUR_PACKAGE = "coscheduler"
-CASES = ("empty", "libraries", "ours")
+#: The libraries the project's stack prescribes and ours imports before deciding.
+STACK = "import pydantic_settings, structlog, prometheus_client"
+CASES = ("empty", "libraries", "ours", "stack")
 
 
 def third_party(
@@ -167,7 +173,7 @@ def plan(python: Path, pythonpath: Path) -> list[str]:
 
 
 def measure(python: Path, pythonpath: Path, *, runs: int = 5) -> Json:
-    """Wall and CPU seconds of the three cases, medians of ``runs`` (see the docstring)."""
+    """Wall and CPU seconds of the cases, medians of ``runs`` (see the docstring)."""
     lines = plan(python, pythonpath)
     modules = [line.split()[1] for line in lines if line.startswith("import ")]
     with tempfile.TemporaryDirectory(prefix="import-floor-") as scratch:
@@ -177,6 +183,7 @@ def measure(python: Path, pythonpath: Path, *, runs: int = 5) -> Json:
             "empty": ["-c", "pass"],
             "libraries": [__file__, "floor", str(plan_file)],
             "ours": ["-c", OURS],
+            "stack": ["-c", STACK],
         }
         samples: dict[str, list[tuple[float, float]]] = {case: [] for case in CASES}
         for _ in range(runs):

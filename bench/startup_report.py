@@ -9,7 +9,8 @@ ratio is to the first peer of the table (``--peers ours@REV,ours``: after / befo
 
 Ours' rows also carry its tree's import floor (``bench/import_floor.py``, measured after
 each trial in fresh interpreters): an empty interpreter's start, the libraries' imports
-alone and ours' whole import (``coscheduler.app`` and ``coscheduler.operator``), wall
+alone, the prescribed stack's alone (pydantic-settings, structlog, prometheus-client) and
+ours' whole import (``coscheduler.app`` and ``coscheduler.operator``), wall
 seconds with CPU-seconds beside, medians over the trials, and ours' share above the
 libraries (CPU, the difference within each trial: the least noisy of them). ``imports``
 and ``built`` read against them: no start path ends before the libraries' imports do.
@@ -38,6 +39,7 @@ FLOOR = (
     ("empty", "empty interpreter"),
     ("libraries", "the libraries' imports alone"),
     ("ours", "ours' imports alone"),
+    ("stack", "the prescribed stack alone"),
 )
 
 

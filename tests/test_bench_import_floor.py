@@ -52,6 +52,7 @@ def test_the_startup_report_shows_the_floor_beside_ours_phases() -> None:
         "empty": {"wall_s": 0.03, "cpu_s": 0.02},
         "libraries": {"wall_s": 0.7, "cpu_s": 0.8},
         "ours": {"wall_s": 0.9, "cpu_s": 1.0},
+        "stack": {"wall_s": 0.5, "cpu_s": 0.4},
     }
     trial = {
         "workload": "startup", "ok": True, "peer": "ours",
@@ -61,7 +62,8 @@ def test_the_startup_report_shows_the_floor_beside_ours_phases() -> None:
     }  # fmt: skip
     header, _, row = startup_report.table([trial]).splitlines()
     assert "the libraries' imports alone" in header
-    assert "| 0.70 (0.80 CPU) | 0.90 (1.00 CPU) | 0.20 | 0.60 |" in row
+    assert "the prescribed stack alone" in header
+    assert "| 0.70 (0.80 CPU) | 0.90 (1.00 CPU) | 0.50 (0.40 CPU) | 0.20 | 0.60 |" in row
 
 
 def test_the_startup_report_judges_ours_against_the_goals() -> None:

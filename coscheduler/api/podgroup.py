@@ -248,7 +248,10 @@ class PodGroupStatus(_Model):
 
     def condition(self, condition_type: str) -> PodGroupCondition | None:
         """The condition of this type, if the status has one."""
-        return next((c for c in self.conditions if c.type == condition_type), None)
+        for condition in self.conditions:  # a loop, not next(genexpr): read per status derived
+            if condition.type == condition_type:
+                return condition
+        return None
 
 
 class ObjectMetadata:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -161,7 +162,18 @@ def to_units(value: str | int) -> int:
 
 def resource_amount(resource: str, value: str | int) -> int:
     """The integer the scheduler uses for ``resource``: millicores for cpu, units otherwise."""
+    if type(value) is str or type(value) is int:  # not a bool, nor anything unhashable
+        return _remembered_amount(resource, value)
+    return _exact_amount(resource, value)
+
+
+def _exact_amount(resource: str, value: str | int) -> int:
     return to_milli(value) if resource in MILLI_RESOURCES else to_units(value)
+
+
+#: A cluster names the same few quantities over and over (each status written is
+#: checked again), and the exact arithmetic is dear; a refused one raises each time.
+_remembered_amount: Final = lru_cache(maxsize=4096)(_exact_amount)
 
 
 def parse_resource_list(resources: dict[str, str | int] | None) -> ResourceAmounts:

@@ -140,7 +140,10 @@ class QueueStatusWriter:
                 bucket = "running"
             else:
                 continue
-            counts.setdefault(group.spec.queue, Counter())[bucket] += 1
+            queue = counts.get(group.spec.queue)
+            if queue is None:  # not setdefault: it would make a Counter per group
+                queue = counts[group.spec.queue] = Counter()
+            queue[bucket] += 1
         return counts
 
     async def write_round(self) -> bool:

@@ -118,8 +118,10 @@ class StatusWriter:
     def _domain(self, group: GroupObject, key: GroupKey) -> str | None:
         """The narrowest ``spec.topology`` domain holding every bound member, if any."""
         topology = group.spec.topology
+        if topology is None:
+            return None
         nodes = {pod.node_name for pod in self._view.members(key) if pod.node_name}
-        if topology is None or not nodes:
+        if not nodes:
             return None
         for level in topology.levels():
             values = set()

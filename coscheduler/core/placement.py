@@ -67,7 +67,7 @@ def place_run(statement: Statement, pods: Sequence[PodInfo], scoring: Scoring = 
     request = snapshot.request(first)
     columns = [column for column, amount in request.items() if amount > 0]
     amounts = np.array([request[column] for column in columns], dtype=np.int64)
-    room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
+    room = ((allocatable.take(columns, axis=1) - used.take(columns, axis=1)) // amounts).min(axis=1)
     if first.host_ports:
         room = np.minimum(room, 1)
     attach = snapshot.attach_room(first, slots)
@@ -312,7 +312,7 @@ def _device_walk(
     # The room for the shape, from the rows already read (as place_run does).
     columns = [column for column, amount in request.items() if amount > 0]
     amounts = np.array([request[column] for column in columns], dtype=np.int64)
-    room = ((allocatable[:, columns] - used[:, columns]) // amounts).min(axis=1)
+    room = ((allocatable.take(columns, axis=1) - used.take(columns, axis=1)) // amounts).min(axis=1)
     if pod.host_ports:
         room = np.minimum(room, 1)
     attach = snapshot.attach_room(pod, slots)

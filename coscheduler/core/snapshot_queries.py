@@ -171,10 +171,10 @@ class SnapshotQueries(SnapshotState):
         """How many pods of this one's shape each of ``slots`` has free room for."""
         columns, amounts = self._vector(pod.requests)
         wanted = [(c, a) for c, a in zip(columns, amounts.tolist(), strict=True) if a > 0]
-        free = (
-            self._alloc[slots][:, [c for c, _ in wanted]]
-            - self._used[slots][:, [c for c, _ in wanted]]
-        )
+        chosen = [c for c, _ in wanted]
+        free = self._alloc.take(slots, axis=0).take(chosen, axis=1) - self._used.take(
+            slots, axis=0
+        ).take(chosen, axis=1)
         room: IntArray = (free // np.array([a for _, a in wanted], dtype=np.int64)).min(axis=1)
         attach = self.attach_room(pod, slots)
         if attach is not None:
@@ -182,8 +182,12 @@ class SnapshotQueries(SnapshotState):
         return np.minimum(room, 1) if pod.host_ports else room
 
     def rows(self, slots: npt.NDArray[np.intp]) -> tuple[IntArray, IntArray]:
-        """Allocatable and allocated rows of these slots (copies)."""
-        return self._alloc[slots], self._used[slots]
+        """Allocatable and allocated rows of these slots (copies).
+
+        ``take``, not ``matrix[slots]``: the same rows, read several times faster
+        (the planner reads them for every feasible node at every decision).
+        """
+        return self._alloc.take(slots, axis=0), self._used.take(slots, axis=0)
 
     def ranks(self, slots: npt.NDArray[np.intp]) -> IntArray:
         """Each slot's position in node-name order (the tie-break)."""

@@ -90,16 +90,26 @@ def wait_pod(
     )
 
 
-def wait_not_scheduled(cluster: Cluster, namespace: str, name: str, reason: str) -> Json:
-    """Wait for ``PodScheduled=False`` with ``reason`` and a FailedScheduling event saying why."""
+def wait_not_scheduled(
+    cluster: Cluster, namespace: str, name: str, reason: str, *, says: str = ""
+) -> Json:
+    """Wait for ``PodScheduled=False`` with ``reason`` (and a message holding ``says``) and a
+    FailedScheduling event saying why.
+
+    ``says`` waits past a passing reason: a pod may first be unschedulable for a cause that
+    clears by itself (its ResourceClaim not created yet by the controller) before the one
+    the test is about.
+    """
     pod = wait_pod(
         cluster,
         namespace,
         name,
         lambda p: (
-            pod_scheduled(p).get("status") == "False" and pod_scheduled(p).get("reason") == reason
+            pod_scheduled(p).get("status") == "False"
+            and pod_scheduled(p).get("reason") == reason
+            and says in pod_scheduled(p).get("message", "")
         ),
-        f"PodScheduled=False, {reason}",
+        f"PodScheduled=False, {reason}" + (f", saying {says!r}" if says else ""),
     )
     message = pod_scheduled(pod)["message"]
     path = f"/api/v1/namespaces/{namespace}/events?fieldSelector=involvedObject.name={name}"

@@ -32,7 +32,6 @@ from e2e.dra_driver import (
 from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests.helpers import (
     condition,
-    pod_scheduled,
     podgroup,
     pods,
     wait_bound,
@@ -158,8 +157,9 @@ def test_a_gang_that_cannot_get_its_gpus_waits_whole_with_no_claim_allocated(
         _claims_member(
             cluster, namespace, pool, f"big-{index}", "big", {"resourceClaimTemplateName": "pair"}
         )
-    pod = wait_not_scheduled(cluster, namespace, "big-4", "Unschedulable")
-    assert "cannot allocate all claims" in pod_scheduled(pod)["message"]
+    wait_not_scheduled(
+        cluster, namespace, "big-4", "Unschedulable", says="cannot allocate all claims"
+    )
     assert all(not p["spec"].get("nodeName") for p in pods(cluster, namespace))
     assert not any(_allocated(c) for c in _claims(cluster, namespace))
 
@@ -522,8 +522,9 @@ def test_a_native_podgroup_that_cannot_get_its_devices_waits_whole_with_none_all
     _native_gpu_gang(cluster, namespace, pool, "big", 3, "twelve")
     _group_claim_made(cluster, namespace, "big")
     start_scheduler()
-    pod = wait_not_scheduled(cluster, namespace, "big-2", "Unschedulable")
-    assert "cannot allocate all claims" in pod_scheduled(pod)["message"]
+    wait_not_scheduled(
+        cluster, namespace, "big-2", "Unschedulable", says="cannot allocate all claims"
+    )
     assert all(not p["spec"].get("nodeName") for p in pods(cluster, namespace))
     (claim,) = _claims(cluster, namespace)
     assert not _allocated(claim)

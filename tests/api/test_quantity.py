@@ -125,6 +125,26 @@ def test_resource_amount_uses_millicores_for_cpu_only() -> None:
     assert resource_amount("pods", 110) == 110
 
 
+@pytest.mark.parametrize("value", [True, False, 1.0, [1], {"a": 1}, None])
+def test_resource_amount_refuses_what_is_not_a_quantity_every_time(value: object) -> None:
+    # Amounts are remembered per value: a bool (equal to 1 or 0) and unhashable
+    # values must still be refused, on every call.
+    resource_amount("cpu", 1)
+    resource_amount("cpu", 0)
+    for _ in range(2):
+        with pytest.raises(QuantityError):
+            resource_amount("cpu", value)  # type: ignore[arg-type]
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.sampled_from(["", "m", "k", "Mi", "Gi"]))
+def test_resource_amount_remembered_equals_the_exact_reading(number: int, suffix: str) -> None:
+    text = f"{number}{suffix}"
+    for resource in ("cpu", "memory"):
+        exact = parse_quantity(text) * (1000 if resource == "cpu" else 1)
+        assert resource_amount(resource, text) == -(-exact.numerator // exact.denominator)
+        assert resource_amount(resource, text) == resource_amount(resource, text)
+
+
 def test_resource_list_names_the_bad_resource() -> None:
     assert parse_resource_list({"cpu": "250m", "memory": "64Mi"}) == {
         "cpu": 250,

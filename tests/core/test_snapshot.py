@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -160,3 +161,49 @@ def test_capacity_sums_leave_out_cordoned_and_removed_nodes(
     every = snapshot.free_capacity(schedulable_only=False).get("cpu", 0)
     in_use = 1000 if "n0" in now else 0
     assert every == 1000 * sum(cores for cores, _ in now.values()) - in_use
+
+
+@given(
+    st.lists(st.integers(1, 64), min_size=1, max_size=12),
+    st.lists(
+        st.tuples(st.integers(0, 11), st.integers(1, 4), st.integers(0, 2), st.booleans()),
+        max_size=40,
+    ),
+    st.data(),
+)
+def test_vector_reads_and_counts_equal_plain_indexing(
+    cores: list[int], steps: list[tuple[int, int, int, bool]], data: st.DataObject
+) -> None:
+    """Whatever pods are assumed and forgotten: the used rows equal the plain sums of the
+    pods placed, and ``rows``/``room`` equal reading the matrices by plain indexing."""
+    snapshot = Snapshot()
+    for index, count in enumerate(cores):
+        snapshot.upsert_node(node(f"n{index}", cpu=str(count), extra={"example.com/x": "9"}))
+    placed: dict[str, tuple[str, int, int]] = {}
+    for index, (slot, cpu, extra, forget) in enumerate(steps):
+        name = f"n{slot % len(cores)}"
+        uid = f"p{index % 7}"
+        if forget and uid in placed:
+            assert snapshot.forget(pod(uid).uid)
+            placed.pop(uid)
+            continue
+        asked = {"example.com/x": str(extra)} if extra else None
+        snapshot.assume(pod(uid, cpu=str(cpu), requests=asked), name)
+        placed[uid] = (name, cpu, extra)
+    for index in range(len(cores)):
+        mine = [(cpu, extra) for name, cpu, extra in placed.values() if name == f"n{index}"]
+        row = snapshot._used[snapshot.slot_of(f"n{index}")]
+        assert row[snapshot.columns.column("cpu")] == 1000 * sum(c for c, _ in mine)
+        assert row[snapshot.columns.column("example.com/x")] == sum(x for _, x in mine)
+        assert row[snapshot.columns.column("pods")] == len(mine)
+    slots = np.array(
+        data.draw(st.lists(st.integers(0, len(cores) - 1), max_size=20)), dtype=np.intp
+    )
+    allocatable, used = snapshot.rows(slots)
+    assert np.array_equal(allocatable, snapshot._alloc[slots])
+    assert np.array_equal(used, snapshot._used[slots])
+    shape = pod("shape", cpu="1", requests={"example.com/x": "1"})
+    columns = [c for c, a in snapshot.request(shape).items() if a > 0]
+    plain = ((snapshot._alloc[slots][:, columns] - snapshot._used[slots][:, columns])
+             // np.array([snapshot.request(shape)[c] for c in columns])).min(axis=1)  # fmt: skip
+    assert np.array_equal(snapshot.room(shape, slots), plain)
