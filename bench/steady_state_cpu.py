@@ -1,7 +1,7 @@
 """CPU per pod of ours in steady state, the API server in another process (issue #28).
 
     python -m bench.steady_state_cpu [--nodes 1000] [--pods 2048] [--gang-size 64]
-        [--runs 3] [--profile DIR [--rate 250]]
+        [--runs 3] [--event-loop uvloop|asyncio] [--profile DIR [--rate 250]]
 
 Ours (:func:`coscheduler.app.run`, the whole operator, in this process) against
 :mod:`bench.steady_state_server` (a stand-in API server that answers as a real
@@ -47,7 +47,8 @@ import structlog
 
 from bench.steady_state_server import Counters, serve
 from coscheduler import app
-from coscheduler.runtime.settings import Settings
+from coscheduler.runtime.eventloop import loop_factory
+from coscheduler.runtime.settings import EventLoop, Settings
 from coscheduler.runtime.startup import Startup
 
 #: Where a py-spy sample's time went: the first rule whose marker is in its stack wins.
@@ -245,7 +246,7 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"ms CPU per pod in steady state: median {statistics.median(per_pod):.3f} "
         f"(min {min(per_pod):.3f}, max {max(per_pod):.3f}) over {len(per_pod)} runs; "
-        f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        f"on {args.event_loop}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
 
 
@@ -255,6 +256,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pods", type=int, default=2048)
     parser.add_argument("--gang-size", type=int, default=64)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--event-loop", choices=[choice.value for choice in EventLoop], default="uvloop",
+        help="the loop ours runs on, as coscheduler run's --event-loop",
+    )  # fmt: skip
     parser.add_argument("--qps", type=float, default=1000.0)
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--timeout", type=float, default=300.0)
@@ -268,4 +273,5 @@ if __name__ == "__main__":
     if arguments.profile is not None:
         arguments.profile.mkdir(parents=True, exist_ok=True)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    asyncio.run(main(arguments))
+    with asyncio.Runner(loop_factory=loop_factory(EventLoop(arguments.event_loop))) as runner:
+        runner.run(main(arguments))

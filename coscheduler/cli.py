@@ -182,11 +182,13 @@ def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
     settings = _load_settings(values)
     from coscheduler.app import run as run_operator
+    from coscheduler.runtime.eventloop import loop_factory
     from coscheduler.runtime.leader import LeadershipLostError
     from coscheduler.runtime.logging import configure_logging
     from coscheduler.runtime.startup import Startup
 
     configure_logging(settings.log_level, settings.log_format)
+    new_loop = loop_factory(settings.event_loop)  # uvloop's import is one of the imports
     startup = Startup()
     startup.mark("imports")
 
@@ -199,7 +201,8 @@ def run(**values: Any) -> None:
         await run_operator(settings, startup)
 
     try:
-        asyncio.run(main_task())
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(main_task())
     except asyncio.CancelledError:
         pass
     except LeadershipLostError as error:

@@ -27,7 +27,7 @@ import base64
 import collections
 import ssl
 import urllib.parse
-from typing import Final
+from typing import Final, cast
 
 import httptools
 
@@ -155,8 +155,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ---------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport (uvloop's has asyncio.Transport's methods, not its class).
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self._answer is None and self._stream is None:
@@ -563,8 +563,8 @@ class _Tunnel(asyncio.Protocol):
         await self._opened
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's has asyncio.Transport's methods, not its class).
+        self._transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._head += data

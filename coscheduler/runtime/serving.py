@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
 import httptools
 import orjson
@@ -119,8 +119,8 @@ class _Connection(asyncio.Protocol):
     # asyncio's side.
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport (uvloop's has asyncio.Transport's methods, not its class).
+        self._transport = cast(asyncio.Transport, transport)
         self._server._connections.add(self)
         self._wait_idle()
 

@@ -27,6 +27,7 @@ from coscheduler.core.strategy import Strategy
 __all__ = [
     "BackoffSettings",
     "ClientSettings",
+    "EventLoop",
     "LeaderElectionSettings",
     "LogFormat",
     "LogLevel",
@@ -61,6 +62,11 @@ class LogLevel(StrEnum):
 class LogFormat(StrEnum):
     JSON = "json"
     CONSOLE = "console"
+
+
+class EventLoop(StrEnum):
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
 
 
 class _Group(BaseModel):
@@ -264,6 +270,12 @@ class Settings(BaseSettings):
     log_level: LogLevel = _setting("--log-level", "least severe log level", default=LogLevel.INFO)
     log_format: LogFormat = _setting(
         "--log-format", "json lines, or console for people", default=LogFormat.JSON
+    )
+    event_loop: EventLoop = _setting(
+        "--event-loop",
+        "uvloop (sockets, TLS and timers in C, on libuv) or asyncio's own loop, a way out "
+        "should uvloop misbehave; asyncio's where uvloop is not installed",
+        default=EventLoop.UVLOOP,
     )
     client: ClientSettings = ClientSettings()
     backoff: BackoffSettings = BackoffSettings()

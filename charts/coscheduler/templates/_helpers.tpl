@@ -60,6 +60,7 @@ in float notation (1e+06), which an integer flag refuses.
 - --event-interval-seconds={{ .Values.eventIntervalSeconds }}
 - --log-level={{ .Values.logLevel }}
 - --log-format={{ .Values.logFormat }}
+- --event-loop={{ .Values.eventLoop }}
 - --qps={{ .Values.client.qps }}
 - --burst={{ .Values.client.burst | int64 }}
 - --bind-concurrency={{ .Values.client.bindConcurrency | int64 }}
