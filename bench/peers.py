@@ -589,6 +589,21 @@ class OursPreemptionOff(Ours):
         )
 
 
+class OursAsyncio(Ours):
+    """Ours on asyncio's event loop (``--event-loop asyncio``; ``ours`` runs on uvloop's,
+    issue #28): what the loop costs, side by side in one run."""
+
+    flags = ("--event-loop=asyncio",)
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-asyncio",
+            "coscheduler run (this repository) --event-loop=asyncio",
+            gangs=True,
+        )
+
+
 #: The half-life of ``ours-usage-decay``.
 USAGE_HALF_LIFE_SECONDS = 60.0
 
@@ -683,6 +698,7 @@ PEERS = {
     "ceiling": Ceiling,
     "ours-workload": OursWorkload,
     "ours-preemption-off": OursPreemptionOff,
+    "ours-asyncio": OursAsyncio,
     "ours-usage-decay": OursUsageDecay,
 }
 #: The peers of every suite by default (the variants are asked for by name).
