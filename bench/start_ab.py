@@ -34,8 +34,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.analysis import read_proc
 from bench.peers import OursAt
-from bench.runtime_venv import runtime_python
 from bench.steady_state_cpu import _kubeconfig
 from bench.steady_state_server import Counters, serve
 from bench.workloads import started_line
@@ -43,12 +43,7 @@ from bench.workloads import started_line
 PHASES = ("imports", "client", "built", "listed", "first_decision", "first_binding")
 
 
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def one_start(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
+def one_start(peer: OursAt, args: argparse.Namespace) -> dict[str, Any]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
@@ -69,13 +64,12 @@ def one_start(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
             log = Path(tmp) / "log"
             with log.open("wb") as out:
                 process = subprocess.Popen(
-                    [str(runtime_python()), "-P", "-c", "from coscheduler.cli import main; main()",
-                     "run", "--kubeconfig", str(_kubeconfig(Path(tmp), port)),
+                    [*peer.command(), "run", "--kubeconfig", str(_kubeconfig(Path(tmp), port)),
                      "--no-leader-elect", "--scheduler-name", "coscheduler",
                      "--qps", "1000", "--burst", "2000",
                      "--metrics-address", "127.0.0.1", "--metrics-port", "0",
                      "--log-level", "info"],
-                    env={**os.environ, "PYTHONPATH": str(tree)},
+                    env={**os.environ, "PYTHONPATH": str(peer.package().parent)},
                     stdout=out, stderr=subprocess.STDOUT,
                 )  # fmt: skip
             try:
@@ -84,7 +78,10 @@ def one_start(tree: Path, args: argparse.Namespace) -> dict[str, Any]:
                     if process.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError(log.read_text()[-2000:])
                     time.sleep(0.01)
-                cpu = _cpu_seconds(process.pid)
+                figures = read_proc(process.pid)
+                if figures is None:
+                    raise RuntimeError("the process ended before its CPU was read")
+                cpu = figures["cpu_s"]
             finally:
                 process.kill()
                 process.wait()
@@ -103,14 +100,14 @@ def main() -> None:
     parser.add_argument("--gang-size", type=int, default=512)
     parser.add_argument("--timeout", type=float, default=60.0)
     args = parser.parse_args()
-    trees = {rev: OursAt(rev).tree() for rev in args.rev}
-    for tree in trees.values():
-        compileall.compile_dir(tree / "coscheduler", quiet=1)  # as the image's wheel is
-    runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in trees}
+    peers = {rev: OursAt(rev) for rev in args.rev}
+    for peer in peers.values():
+        compileall.compile_dir(peer.package(), quiet=1)  # as the image's wheel is
+    runs: dict[str, list[dict[str, Any]]] = {rev: [] for rev in peers}
     for index in range(args.runs):
-        order = list(trees) if index % 2 == 0 else list(reversed(trees))
+        order = list(peers) if index % 2 == 0 else list(reversed(peers))
         for rev in order:
-            result = one_start(trees[rev], args)
+            result = one_start(peers[rev], args)
             runs[rev].append(result)
             print(f"run {index + 1} {rev}: {result} load {os.getloadavg()[0]:.1f}", flush=True)
     columns = (*PHASES, "cpu_s")
