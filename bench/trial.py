@@ -97,6 +97,13 @@ async def run_trial(
         preemption = _preemption_figures(own)
         if preemption:
             figures["preemption"] = preemption
+        connections = {
+            name.removeprefix("coscheduler_client_"): value
+            for name, value in own.items()
+            if name.startswith("coscheduler_client_connections")
+        }
+        if connections:
+            figures["client_connections"] = connections
         attempts = _attempts_by_result(own)
         if attempts:
             figures["attempts_by_result"] = attempts

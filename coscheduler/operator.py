@@ -86,6 +86,7 @@ class Operator:
         self.settings = settings
         self.client = client
         self.startup = startup
+        metrics.count_connections(client.pools)
         scheduler = self.scheduler = _scheduler(settings)
         binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
         self.wake = wake

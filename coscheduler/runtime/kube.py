@@ -49,7 +49,7 @@ from tenacity import (
 
 from coscheduler.runtime import kubeconfig as kubeconfig_module
 from coscheduler.runtime.errors import ApiError, Unreachable
-from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
+from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer, client_context
 from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
 
@@ -111,7 +111,7 @@ class _LibraryHeaders:
 
 def _library_ssl_context(configuration: Configuration) -> ssl.SSLContext:
     """The TLS settings kubernetes_asyncio gives its own connections, from the same fields."""
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    context = client_context(cafile=configuration.ssl_ca_cert)
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
     if not configuration.verify_ssl:
@@ -278,6 +278,11 @@ class KubeClient:
         """Wait for the rate limit to allow one request; callers are served in order."""
         async with self._turn:
             await self._limiter.acquire()
+
+    @property
+    def pools(self) -> dict[str, Http1Pool]:
+        """The connection pools by purpose (their counts are metrics)."""
+        return {"writes": self._writes, "reads": self._reads}
 
     async def warm_writes(self, count: int) -> int:
         """Open ``count`` connections for writes ahead of the first (:meth:`Http1Pool.warm`)."""

@@ -39,6 +39,8 @@ from typing import Any, Final, Protocol
 
 import orjson
 
+from coscheduler.runtime.http1 import client_context
+
 __all__ = [
     "Credentials",
     "HeaderSource",
@@ -194,7 +196,7 @@ def in_cluster(env: Mapping[str, str], service_account_dir: Path) -> Credentials
     _read_token(token_path, token_source)  # fail now, not at the first request
     ca = service_account_dir / "ca.crt"
     try:
-        context = ssl.create_default_context(cafile=str(ca))
+        context = client_context(cafile=str(ca))
     except (OSError, ssl.SSLError) as error:
         raise KubeconfigError(f"in-cluster: the CA {ca} cannot be read: {error}") from error
     bracketed = f"[{host}]" if ":" in host else host
@@ -332,7 +334,7 @@ def _ssl_context(
     where = f"cluster {cluster_name!r}"
     ca_data = _data(cluster, "certificate-authority", cluster_file, where)
     try:
-        context = ssl.create_default_context(cadata=ca_data.decode() if ca_data else None)
+        context = client_context(cadata=ca_data.decode() if ca_data else None)
     except (ssl.SSLError, UnicodeDecodeError) as error:
         raise KubeconfigError(f"{cluster_file}: {where}: certificate-authority: {error}") from error
     if _flag(cluster, "insecure-skip-tls-verify", cluster_file, where):

@@ -7,11 +7,15 @@ one) keeps tests and several instances in one interpreter apart.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
-__all__ = ["Metrics", "members_class"]
+__all__ = ["ConnectionCounts", "Metrics", "members_class"]
 
 # From 1 ms to about 5 minutes: binding a pod is fast, a gang may wait long.
 _LATENCY_BUCKETS = (
@@ -71,6 +75,46 @@ def members_class(members: int) -> str:
             return str(high) if low == high else f"{low}-{high}"
         low = high + 1
     return f"{low}+"
+
+
+class ConnectionCounts(Protocol):
+    """What a connection pool counts (:class:`coscheduler.runtime.http1.Http1Pool`)."""
+
+    @property
+    def opened(self) -> int: ...
+    @property
+    def resumed(self) -> int: ...
+    @property
+    def open_now(self) -> int: ...
+
+
+class _Connections(Collector):
+    """The API client's connections, read from its pools when scraped (no cost per request)."""
+
+    def __init__(self, pools: Mapping[str, ConnectionCounts]) -> None:
+        self._pools = pools
+
+    def collect(self) -> Iterator[Metric]:
+        opened = CounterMetricFamily(
+            "coscheduler_client_connections_opened",
+            "Connections opened to the API server (each a TCP and a TLS handshake), by pool.",
+            labels=["pool"],
+        )
+        resumed = CounterMetricFamily(
+            "coscheduler_client_connections_resumed",
+            "Of those, connections whose TLS handshake resumed an earlier session, by pool.",
+            labels=["pool"],
+        )
+        open_now = GaugeMetricFamily(
+            "coscheduler_client_connections",
+            "Connections to the API server open now, by pool.",
+            labels=["pool"],
+        )
+        for name, pool in self._pools.items():
+            opened.add_metric([name], pool.opened)
+            resumed.add_metric([name], pool.resumed)
+            open_now.add_metric([name], pool.open_now)
+        yield from (opened, resumed, open_now)
 
 
 @dataclass
@@ -176,6 +220,10 @@ class Metrics:
             ["queue"],
             registry=r,
         )
+
+    def count_connections(self, pools: Mapping[str, ConnectionCounts]) -> None:
+        """Export the API client's connection counts, by pool (writes, reads)."""
+        self.registry.register(_Connections(pools))
 
 
 def _seconds(registry: CollectorRegistry, name: str, documentation: str) -> Histogram:
