@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         "--peers",
         default=",".join(ALL_PEERS),
         help=f"comma-separated, from {','.join((*PEERS, *OPTIONAL_PEERS))}, or ours@REV "
-        "(ours at a git revision) "
+        "(ours at a git revision), or ours-bindN (ours with --bind-concurrency=N) "
         f"(default: {','.join(ALL_PEERS)})",
     )
     run.add_argument(
@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
 
     peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     for peer in peers:
-        if peer not in PEERS and peer not in OPTIONAL_PEERS and not peer.startswith("ours@"):
+        variant = peer.startswith(("ours@", "ours-bind"))
+        if peer not in PEERS and peer not in OPTIONAL_PEERS and not variant:
             parser.error(f"unknown peer {peer!r}")
         make_peer(peer)  # one the running Kubernetes release cannot run stops here
     regimes = (args.regimes or ("high" if args.suite == "smoke" else "high,default")).split(",")

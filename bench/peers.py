@@ -604,6 +604,20 @@ class OursAsyncio(Ours):
         )
 
 
+class OursBindConcurrency(Ours):
+    """Ours with another ``--bind-concurrency`` (``ours-bindN``): each Binding in flight
+    holds a connection (HTTP/1.1), each connection costs a TLS handshake (issue #28)."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.flags = (f"--bind-concurrency={concurrency}",)
+        Peer.__init__(
+            self,
+            f"ours-bind{concurrency}",
+            f"coscheduler run (this repository) --bind-concurrency={concurrency}",
+            gangs=True,
+        )
+
+
 #: The half-life of ``ours-usage-decay``.
 USAGE_HALF_LIFE_SECONDS = 60.0
 
@@ -715,6 +729,8 @@ def make_peer(name: str) -> Peer:
         return KUEUE_PEERS[name]()
     if name.startswith("ours@"):
         return OursAt(name.removeprefix("ours@"))
+    if name.startswith("ours-bind") and name.removeprefix("ours-bind").isdigit():
+        return OursBindConcurrency(int(name.removeprefix("ours-bind")))
     try:
         return PEERS[name]()
     except KeyError:
