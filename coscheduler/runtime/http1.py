@@ -186,7 +186,7 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.usable = True
-        #: No answer read on it yet (its TLS session's ticket comes with the first).
+        #: No answer read on it yet (its TLS session's ticket comes before the first).
         self.fresh = True
         self._ended = False
         #: Told once when the connection ends (the pool counts those open).
@@ -255,6 +255,8 @@ class _Connection(asyncio.Protocol):
             self._stream.encoding = value.strip().lower()
 
     def on_headers_complete(self) -> None:
+        if self.fresh:
+            self._remember_session()
         self._status = self._parser.get_status_code()
         self._head_read = True
         self._keep_alive = self._parser.should_keep_alive()
@@ -304,6 +306,14 @@ class _Connection(asyncio.Protocol):
         if self.transport is None:
             return None
         return cast(ssl.SSLObject | None, self.transport.get_extra_info("ssl_object"))
+
+    def _remember_session(self) -> None:
+        """Offer this connection's TLS session to the next ones (its first answer is here:
+        a TLS 1.3 ticket, sent right after the handshake, has been read by now)."""
+        self.fresh = False
+        tls = self.tls_object()
+        if tls is not None and isinstance(tls.context, ResumingContext):
+            tls.context.remember(tls)
 
     def resumed_tls(self) -> bool:
         """Whether its TLS handshake resumed an earlier session (a ticket) instead of a full one."""
@@ -545,10 +555,6 @@ class Http1Pool:
 
     def _keep(self, connection: _Connection) -> None:
         """Keep a connection whose exchange is done idle for the next request, or drop it."""
-        if connection.fresh:
-            connection.fresh = False
-            if isinstance(self._ssl, ResumingContext):
-                self._ssl.remember(connection.tls_object())
         if connection.usable and not self._closed:
             self._idle.append(connection)
         else:
