@@ -51,11 +51,12 @@ _RESUME_BELOW_BYTES: Final = 1024 * 1024
 class ResumingContext(ssl.SSLContext):
     """A client TLS context whose new connections resume the latest session it was shown.
 
-    A full TLS handshake costs this process ~2.5 ms of CPU on the API server's
-    ECDSA certificates (issue #28: a trial opens ~100 connections, for the
-    Bindings in flight and the watches, where client-go multiplexes one
-    HTTP/2 connection); one that resumes a session (a TLS 1.3 ticket, or a
-    1.2 session) skips the certificates and the signatures, ~40 % less.
+    A full TLS handshake costs this process ~2 ms of CPU on the API server's
+    ECDSA certificates (issue #28: a startup trial opens ~100 connections, for
+    the Bindings in flight and the lists and watches, where client-go
+    multiplexes one HTTP/2 connection); one that resumes a session (a TLS 1.3
+    ticket, or a 1.2 session) skips the certificates and the signatures:
+    about half (``bench/tls_handshake_cpu.py``).
     Neither asyncio's nor uvloop's ``create_connection`` takes a session, but
     both make their TLS object with the context's :meth:`wrap_bio`, which
     accepts one. A server that refuses the ticket (new keys, a restart) gets a
