@@ -25,7 +25,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import os
 import ssl
+import sys
 import urllib.parse
 from collections.abc import Callable
 from typing import Final, cast
@@ -88,10 +90,15 @@ class ResumingContext(ssl.SSLContext):
 def client_context(*, cafile: str | None = None, cadata: str | None = None) -> ResumingContext:
     """``ssl.create_default_context()`` for a client, as a :class:`ResumingContext`."""
     context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
+    if sys.version_info >= (3, 13):  # as create_default_context there
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
     if cafile is not None or cadata is not None:
         context.load_verify_locations(cafile=cafile, cadata=cadata)
     else:
         context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment:
+        context.keylog_filename = keylog  # as create_default_context: TLS debugging
     return context
 
 

@@ -121,3 +121,14 @@ async def _until(condition: Callable[[], bool]) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError("not within 10 s")
+
+
+def test_the_resuming_context_verifies_as_the_default_context_does(tmp_path: Path) -> None:
+    pki = generate(tmp_path / "pki", service_ip="10.96.0.1")
+    ours = client_context(cafile=str(pki.ca_cert))
+    default = ssl.create_default_context(cafile=str(pki.ca_cert))
+    assert (ours.verify_mode, ours.check_hostname) == (ssl.CERT_REQUIRED, True)
+    assert ours.verify_flags == default.verify_flags
+    assert ours.options == default.options
+    assert ours.minimum_version == default.minimum_version
+    assert ours.get_ca_certs() == default.get_ca_certs()
