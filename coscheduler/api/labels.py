@@ -46,6 +46,9 @@ MIN_RUN_SECONDS_ANNOTATION: Final = f"{GROUP}/min-run-seconds"
 #: The default ``spec.schedulerName`` we schedule for.
 DEFAULT_SCHEDULER_NAME: Final = "coscheduler"
 
+#: The annotation a scheduler sets on a claim to ask the provisioner for a disk near a node.
+SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
+
 
 def _first(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> str | None:
     # A plain loop: this runs several times per pod read (issue #28).

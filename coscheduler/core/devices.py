@@ -501,11 +501,12 @@ class DeviceIndex:
     # -- the search ---------------------------------------------------------
 
     def _index_devices(self) -> None:
-        from coscheduler.core.device_search import Candidate
-
         by_node: dict[str, list[Candidate]] = {}
         elsewhere: list[Candidate] = []
         for (driver, pool), entry in sorted(self._pools.items()):
+            # Here: a preemption trial re-indexes a cluster without devices too.
+            from coscheduler.core.device_search import Candidate
+
             for slice_ in sorted(entry.complete(), key=lambda s: s.name):
                 if slice_.node_name is not None:
                     nodes: tuple[NodeSelectorTerm, ...] | None = (
