@@ -86,11 +86,12 @@ def _proxy_from_environment(host: str | None) -> str | None:
     url = urllib.parse.urlsplit(host or "")
     if not url.hostname or not _may_name_proxies():
         return None
-    import urllib.request  # http.client, email, ...: only when there is a proxy to read
+    # urllib.request imports http.client, email and more: only when there may be a proxy.
+    from urllib.request import getproxies, proxy_bypass
 
-    if urllib.request.proxy_bypass(url.hostname):
+    if proxy_bypass(url.hostname):
         return None
-    return urllib.request.getproxies().get(url.scheme)
+    return getproxies().get(url.scheme)
 
 
 def _may_name_proxies() -> bool:
