@@ -171,6 +171,7 @@ def _import_operator() -> None:
     modules there would wait on this thread's import locks.
     """
     import coscheduler.operator  # noqa: F401 (imported for its side effect: loaded)
+    import coscheduler.runtime.leader  # noqa: F401 (the campaign's, not the operator's)
 
 
 async def _read(

@@ -211,7 +211,7 @@ def run(**values: Any) -> None:
     settings = _load_settings(values)
     from coscheduler.app import run as run_operator
     from coscheduler.runtime.eventloop import loop_factory
-    from coscheduler.runtime.leader import LeadershipLostError
+    from coscheduler.runtime.errors import LeadershipLostError
     from coscheduler.runtime.logging import configure_logging
     from coscheduler.runtime.startup import Startup
 
