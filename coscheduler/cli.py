@@ -210,8 +210,8 @@ def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
     settings = _load_settings(values)
     from coscheduler.app import run as run_operator
-    from coscheduler.runtime.eventloop import loop_factory
     from coscheduler.runtime.errors import LeadershipLostError
+    from coscheduler.runtime.eventloop import loop_factory
     from coscheduler.runtime.logging import configure_logging
     from coscheduler.runtime.startup import Startup
 
