@@ -17,6 +17,9 @@ GROUP: Final = "scheduling.sigs.k8s.io"
 VERSION: Final = "v1alpha1"
 KIND: Final = "PodGroup"
 PLURAL: Final = "podgroups"
+#: Our Queue, in the same group and version.
+QUEUE_KIND: Final = "Queue"
+QUEUE_PLURAL: Final = "queues"
 
 #: The canonical label naming a pod's PodGroup.
 POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"
