@@ -18,7 +18,9 @@ and ``built`` read against them: no start path ends before the libraries' import
 A second table sets each of ours' peers against the issue's goals, from the medians over
 rounds: first Binding within 0.5 s of exec; pods/s from start at least 0.8 of the
 bind-only ceiling's and 1.2x the default scheduler's; CPU-seconds of the trial at most 2x
-the ceiling's. A goal whose reference peer did not run reads "-".
+the ceiling's. A goal whose reference peer did not run reads "-". Beside the goals, without
+one of its own: ours' first Binding as a multiple of kube-scheduler's in the same rounds
+(its start-up with the same backlog on the same machine).
 """
 
 from __future__ import annotations
@@ -125,9 +127,11 @@ def table(trials: list[Json]) -> str:
     return "\n".join(lines)
 
 
-#: The issue's goals (#28): (name, figure, reference peer, how to compare, bound).
-GOALS = (
+#: The issue's goals (#28): (name, figure, reference peer, how to compare, bound); a
+#: figure without a bound is shown for reference only.
+GOALS: tuple[tuple[str, str, str | None, str, float | None], ...] = (
     ("first Binding, s (goal <= 0.5)", "first_bind_after_start_s", None, "at most", 0.5),
+    ("first Binding / default's", "first_bind_after_start_s", "default", "at most", None),
     ("pods/s / ceiling (goal >= 0.8)", "pods_per_s_from_start", "ceiling", "at least", 0.8),
     ("pods/s / default (goal >= 1.2)", "pods_per_s_from_start", "default", "at least", 1.2),
     ("CPU-s / ceiling (goal <= 2)", "cpu_s", "ceiling", "at most", 2.0),
@@ -168,6 +172,9 @@ def goals(trials: list[Json]) -> str:
                 value = value / base if base else None
             if value is None:
                 cells.append("-")
+                continue
+            if bound is None:
+                cells.append(f"{value:.2f}")
                 continue
             met = value <= bound if compare == "at most" else value >= bound
             cells.append(f"{value:.2f} {'met' if met else '**not met**'}")

@@ -170,7 +170,8 @@ def _import_operator() -> None:
     the table of kinds, all imported already): importing any of these
     modules there would wait on this thread's import locks.
     """
-    import coscheduler.operator  # noqa: F401 (imported for its side effect: loaded)
+    import coscheduler.operator
+    import coscheduler.runtime.leader  # noqa: F401 (the campaign's, not the operator's)
 
 
 async def _read(

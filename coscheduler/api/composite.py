@@ -40,7 +40,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi
+from coscheduler.api.adapters import apis
 from coscheduler.api.podgroup import (
     DEFAULT_QUEUE,
     LABEL_KEY_PATTERN,
@@ -68,10 +68,10 @@ __all__ = [
     "read_composite",
 ]
 
-GROUP: Final = "scheduling.k8s.io"
-VERSION: Final = "v1alpha3"
-KIND: Final = "CompositePodGroup"
-API: Final = GroupApi(GROUP, VERSION, KIND, "compositepodgroups")
+API: Final = apis.COMPOSITE
+GROUP: Final = API.group
+VERSION: Final = API.version
+KIND: Final = API.kind
 
 #: The composite's condition (the child PodGroups carry ``PodGroupInitiallyScheduled``).
 CONDITION_INITIALLY_SCHEDULED: Final = "CompositePodGroupInitiallyScheduled"

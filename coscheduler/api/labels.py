@@ -17,6 +17,9 @@ GROUP: Final = "scheduling.sigs.k8s.io"
 VERSION: Final = "v1alpha1"
 KIND: Final = "PodGroup"
 PLURAL: Final = "podgroups"
+#: Our Queue, in the same group and version.
+QUEUE_KIND: Final = "Queue"
+QUEUE_PLURAL: Final = "queues"
 
 #: The canonical label naming a pod's PodGroup.
 POD_GROUP_LABEL: Final = f"{GROUP}/pod-group"
@@ -45,6 +48,9 @@ MIN_RUN_SECONDS_ANNOTATION: Final = f"{GROUP}/min-run-seconds"
 
 #: The default ``spec.schedulerName`` we schedule for.
 DEFAULT_SCHEDULER_NAME: Final = "coscheduler"
+
+#: The annotation a scheduler sets on a claim to ask the provisioner for a disk near a node.
+SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
 
 
 def _first(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> str | None:

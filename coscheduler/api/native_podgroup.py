@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coscheduler.api import validation
+from coscheduler.api.adapters import apis
 from coscheduler.api.podgroup import LABEL_KEY_PATTERN, ObjectMetadata
 from coscheduler.api.queue import QUEUE_LABEL
 
@@ -48,10 +49,10 @@ __all__ = [
     "read_native_podgroup",
 ]
 
-GROUP: Final = "scheduling.k8s.io"
-PLURAL: Final = "podgroups"
+GROUP: Final = apis.NATIVE_GROUP
+PLURAL: Final = apis.NATIVE[0].plural
 #: The versions read, newest first: discovery takes the first one served.
-VERSIONS: Final = ("v1beta1", "v1alpha2")
+VERSIONS: Final = apis.NATIVE_VERSIONS
 
 #: The largest minCount read (an int32 in the API; ours stops at 100,000 members).
 _MAX_MIN_COUNT: Final = 100_000

@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from coscheduler.api.adapters import apis
 from coscheduler.api.native_podgroup import queue_label
 
 __all__ = ["PLURAL", "ControllerRef", "NativeWorkload", "read_native_workload"]
 
-PLURAL: Final = "workloads"
+PLURAL: Final = apis.WORKLOAD_PLURAL
 
 
 @dataclass(frozen=True, slots=True)

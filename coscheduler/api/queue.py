@@ -37,8 +37,8 @@ __all__ = [
     "pod_queue_name",
 ]
 
-PLURAL: Final = "queues"
-KIND: Final = "Queue"
+PLURAL: Final = labels.QUEUE_PLURAL
+KIND: Final = labels.QUEUE_KIND
 #: The label that names a lone pod's queue (a group's queue is ``spec.queue``).
 QUEUE_LABEL: Final = f"{labels.GROUP}/queue"
 

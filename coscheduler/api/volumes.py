@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any, Final
 
 from coscheduler.api.fields import FieldReader, ObjectParseError
+from coscheduler.api.labels import SELECTED_NODE_ANNOTATION
 from coscheduler.api.node_selector import NodeSelectorTerm, parse_node_selector
 from coscheduler.api.volume_zone import zone_terms
 
@@ -28,8 +29,6 @@ __all__ = [
     "VolumeParseError",
 ]
 
-#: The annotation a scheduler sets on a claim to ask the provisioner for a disk near a node.
-SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
 _DEFAULT_CLASS_ANNOTATION: Final = "storageclass.kubernetes.io/is-default-class"
 _NO_PROVISIONER: Final = "kubernetes.io/no-provisioner"
 #: The access mode that lets one pod, cluster-wide, use the claim.

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from coscheduler.api.devices import AttributeValue, ClaimSpec, Device
 from coscheduler.api.node_selector import NodeSelectorTerm
+from coscheduler.core.device_refusal import DeviceKey, DeviceRefusalError
 
 __all__ = [
     "BUDGET",
@@ -39,24 +40,11 @@ __all__ = [
     "choose",
 ]
 
-#: (driver, pool, device): a device cluster-wide.
-DeviceKey = tuple[str, str, str]
-
 #: Options a search may try for one member on one node before it gives up on the node.
 BUDGET = 512
 #: How many splits by constrained values one request tries.
 _MAX_GROUPS = 64
 _NONE: frozenset[DeviceKey] = frozenset()
-
-
-class DeviceRefusalError(Exception):
-    """Why a member's claims cannot be satisfied on a node (or anywhere)."""
-
-    def __init__(self, reason: str, *, anywhere: bool = False) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        #: True when no node can help (a missing claim or class, a CEL error).
-        self.anywhere = anywhere
 
 
 @dataclass(slots=True, eq=False)

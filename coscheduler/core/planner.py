@@ -54,21 +54,25 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
 from coscheduler.core.attempt import Attempt
 from coscheduler.core.decision import Decision
-from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import KIND_COMPOSITE, GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Scoring
-from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
 from coscheduler.core.trial import Failure, run_trial, runs
+
+# Domains (a group's topology) and the exact packing search load with the first
+# group that needs them (issue #28): a plain cluster's gangs fit in the trial.
+if TYPE_CHECKING:
+    from coscheduler.core.domains import Domain
 
 __all__ = ["Decision", "member_order", "plan"]
 
@@ -137,7 +141,11 @@ def plan(
     needed = max(policy.min_member - len(bound), sum(role_needs.values()), 0)
     attempt = Attempt(snapshot, group, policy, pending, bound, role_needs, needed, scoring)
     if needed == 0:
-        home = bound_domain(snapshot, policy.topology_levels, attempt.bound_nodes)
+        home = None
+        if policy.topology_levels:
+            from coscheduler.core.domains import bound_domain
+
+            home = bound_domain(snapshot, policy.topology_levels, attempt.bound_nodes)
         return _elastic(attempt, Statement(snapshot, within=None if home is None else home.nodes))
 
     short = _min_resources_short(attempt)
@@ -149,6 +157,8 @@ def plan(
     trial = run_trial(statement, attempt)
     placed, rest, failure = trial.placed, trial.rest, trial.failure
     if placed < needed:
+        from coscheduler.core.search import find_packing
+
         statement.discard()
         # The search knows nothing of domains: roles kept in one are the trial's alone.
         packing = (
@@ -224,6 +234,8 @@ def _admit(
 
 def _in_one_domain(attempt: Attempt, refused: Callable[[Status, int], Decision]) -> Decision:
     """Rule 5a: the trial inside one domain at a time, narrow levels first."""
+    from coscheduler.core.domains import candidate_domains
+
     snapshot, group, policy, needed = attempt.snapshot, attempt.key, attempt.policy, attempt.needed
     bound_nodes = attempt.bound_nodes
     closest: tuple[int, Domain, Failure | None, str] | None = None

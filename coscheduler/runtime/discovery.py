@@ -3,22 +3,27 @@
 Each answer is the collection path to read, or None: a kind not served is
 not read, and the process runs as it would without it, saying so in one log
 line. Asked concurrently (see :mod:`coscheduler.runtime.ingest`).
+
+Only names are imported here (:mod:`coscheduler.api.adapters.apis`, the
+labels), never a model: discovery runs on the event loop's thread while the
+worker thread imports the models (:mod:`coscheduler.app`, issue #28).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
-from coscheduler.api import composite as composite_api
-from coscheduler.api import native_workload
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, native, sigs
-from coscheduler.api.adapters import workload as workload_api
-from coscheduler.api.labels import GROUP, VERSION
-from coscheduler.api.queue import PLURAL as QUEUE_PLURAL
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
 from coscheduler.runtime.errors import NotFound
 from coscheduler.runtime.kube import KubeClient
+
+if TYPE_CHECKING:
+    from coscheduler.api.adapters import GroupAdapter
 
 __all__ = [
     "native_workloads",
@@ -45,7 +50,7 @@ async def _lists(client: KubeClient, group_version_path: str, plural: str) -> bo
     return any(r.get("name") == plural for r in resources.get("resources") or ())
 
 
-def podgroups(adapter: GroupAdapter) -> Served:
+def podgroups(api: GroupApi) -> Served:
     """Whether to read one PodGroup API: ours always, another when discovery lists it.
 
     Ours is always read: without its CRD, its watch retries and the log says
@@ -54,11 +59,10 @@ def podgroups(adapter: GroupAdapter) -> Served:
     """
 
     async def served(client: KubeClient) -> str | None:
-        api = adapter.api
-        if adapter is sigs.ADAPTER:
+        if api == apis.SIGS:
             return api.collection_path
-        if isinstance(adapter, native.NativeAdapter):
-            return await _native_podgroups(client, adapter)
+        if api in apis.NATIVE:
+            return await _native_podgroups(client, api)
         if await _lists(client, api.discovery_path, api.plural):
             log.info("PodGroup API served; its groups are scheduled too", api=str(api))
             return api.collection_path
@@ -68,26 +72,25 @@ def podgroups(adapter: GroupAdapter) -> Served:
     return served
 
 
-async def _native_podgroups(client: KubeClient, adapter: native.NativeAdapter) -> str | None:
+async def _native_podgroups(client: KubeClient, read: GroupApi) -> str | None:
     """Kubernetes' own PodGroups are read in one version: the newest served.
 
     Its shape changes between versions (1.36's v1alpha2, 1.37's v1beta1), so
     the newest this release reads is taken and the others are left alone.
     """
-    for candidate in native.ADAPTERS:
-        api = candidate.api
+    for api in apis.NATIVE:
         if await _lists(client, api.discovery_path, api.plural):
-            if candidate is adapter:
+            if api == read:
                 log.info(
                     "Kubernetes' PodGroup API served; its groups are scheduled too", api=str(api)
                 )
                 return api.collection_path
             return None  # a newer version is read
-    if adapter is native.ADAPTERS[-1]:
+    if read == apis.NATIVE[-1]:
         log.info(
             "Kubernetes' PodGroup API not served; pods' spec.schedulingGroup names a group "
             "that waits",
-            versions=[candidate.api.api_version for candidate in native.ADAPTERS],
+            versions=[api.api_version for api in apis.NATIVE],
         )
     return None
 
@@ -95,18 +98,19 @@ async def _native_podgroups(client: KubeClient, adapter: native.NativeAdapter) -
 async def native_workloads(client: KubeClient) -> str | None:
     """Kubernetes' own Workloads in the version its PodGroups are read in (1.36 and later):
     a native PodGroup takes its queue and its controller from the Workload it names."""
-    for candidate in native.ADAPTERS:
-        api = candidate.api
+    for api in apis.NATIVE:
         if await _lists(client, api.discovery_path, api.plural):
-            if await _lists(client, api.discovery_path, native_workload.PLURAL):
-                return f"/apis/{api.group}/{api.version}/{native_workload.PLURAL}"
+            if await _lists(client, api.discovery_path, apis.WORKLOAD_PLURAL):
+                return f"/apis/{api.group}/{api.version}/{apis.WORKLOAD_PLURAL}"
             return None
     return None
 
 
 async def served_podgroup_apis(client: KubeClient) -> list[GroupAdapter]:
     """The PodGroup APIs read, in order of precedence."""
-    return [adapter for adapter in ADAPTERS if await podgroups(adapter)(client) is not None]
+    from coscheduler.api.adapters import ADAPTERS  # the models: not needed at start
+
+    return [adapter for adapter in ADAPTERS if await podgroups(adapter.api)(client) is not None]
 
 
 async def workload_api_served(client: KubeClient) -> GroupApi | None:
@@ -115,7 +119,7 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
     Its shape changes with each release, so a version other than the one
     this release reads is refused, loudly, rather than read as if it were.
     """
-    group = workload_api.GROUP
+    group = apis.WORKLOAD.group
     try:
         versions = (await client.call("GET", f"/apis/{group}")).get("versions") or ()
     except NotFound:
@@ -123,9 +127,9 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
     served = []
     for entry in versions:
         version = str(entry.get("version", ""))
-        if await _lists(client, f"/apis/{group}/{version}", workload_api.PLURAL):
+        if await _lists(client, f"/apis/{group}/{version}", apis.WORKLOAD.plural):
             served.append(version)
-    api, refused = workload_api.choose_version(served)
+    api, refused = apis.choose_workload_version(served)
     if api is not None:
         log.info("Workload API served; its gangs are scheduled too", api=str(api))
         if refused:
@@ -139,20 +143,20 @@ async def workload_api_served(client: KubeClient) -> GroupApi | None:
     elif refused:
         log.error(
             "Workload API served only in versions this release does not read: pods naming "
-            f"a Workload wait; it reads {workload_api.API.api_version} (Kubernetes 1.35)",
+            f"a Workload wait; it reads {apis.WORKLOAD.api_version} (Kubernetes 1.35)",
             versions=refused,
         )
     else:
         log.info(
             "Workload API not served; pods' spec.workloadRef is not read",
-            api=str(workload_api.API),
+            api=str(apis.WORKLOAD),
         )
     return api
 
 
 def native_versions() -> tuple[str, ...]:
     """The versions of Kubernetes' own PodGroup this release reads."""
-    return tuple(adapter.version for adapter in native.ADAPTERS)
+    return apis.NATIVE_VERSIONS
 
 
 async def workloads(client: KubeClient) -> str | None:
@@ -166,7 +170,7 @@ async def composites(client: KubeClient) -> str | None:
     Without it a PodGroup naming a parent composite waits for it
     (``GroupNotFound``, the message naming the composite).
     """
-    api = composite_api.API
+    api = apis.COMPOSITE
     if await _lists(client, api.discovery_path, api.plural):
         log.info("CompositePodGroup API served; its gangs are scheduled too", api=str(api))
         return api.collection_path

@@ -24,6 +24,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "Invalid",
+    "LeadershipLostError",
     "NotFound",
     "TooManyRequests",
     "Transient",
@@ -116,3 +117,11 @@ _BY_STATUS: Final[dict[int, type[ApiError]]] = {
     422: Invalid,
     429: TooManyRequests,
 }
+
+
+class LeadershipLostError(Exception):
+    """The Lease could not be renewed in time; another replica may lead now.
+
+    Raised by :mod:`coscheduler.runtime.leader`; here so that the CLI names it
+    without importing the elector before the first request (issue #28).
+    """

@@ -32,20 +32,15 @@ leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
+import sys
 import urllib.parse
-import urllib.request
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
 
 import orjson
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception,
-    stop_after_delay,
-    wait_exponential_jitter,
-)
 
 from coscheduler.runtime import kubeconfig as kubeconfig_module
 from coscheduler.runtime.errors import ApiError, Unreachable
@@ -89,9 +84,22 @@ class ProxyNotSupportedError(ValueError):
 def _proxy_from_environment(host: str | None) -> str | None:
     """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for ``host``, read once."""
     url = urllib.parse.urlsplit(host or "")
-    if not url.hostname or urllib.request.proxy_bypass(url.hostname):
+    if not url.hostname or not _may_name_proxies():
         return None
-    return urllib.request.getproxies().get(url.scheme)
+    # urllib.request imports http.client, email and more: only when there may be a proxy.
+    from urllib.request import getproxies, proxy_bypass
+
+    if proxy_bypass(url.hostname):
+        return None
+    return getproxies().get(url.scheme)
+
+
+def _may_name_proxies() -> bool:
+    """Whether ``urllib.request.getproxies`` could name a proxy: on Linux it reads only
+    ``*_proxy`` variables, and without one urllib.request need not be imported (issue #28)."""
+    if not sys.platform.startswith("linux"):
+        return True  # macOS and Windows also read the system's settings
+    return any(name.lower().endswith("_proxy") for name in os.environ)
 
 
 class _LibraryHeaders:
@@ -384,18 +392,45 @@ class KubeClient:
 
         A GET that meets a retryable failure (throttling, a server starting, a
         dropped connection) is retried with jittered exponential backoff for up
-        to a minute: reads are idempotent, and a fresh API server or a CRD just
-        installed answers 429 for a moment.
+        to a minute after it: reads are idempotent, and a fresh API server or a
+        CRD just installed answers 429 for a moment.
         """
+        try:
+            response = await self.send(method, path, **options)
+        except ApiError as error:
+            if method != "GET" or not _is_retryable(error):
+                raise
+            return await self._retried_read(path, error, **options)
+        return response.json()
+
+    async def _retried_read(
+        self, path: str, failed: ApiError, **options: Unpack[RequestOptions]
+    ) -> Any:
+        """A GET after its first attempt ``failed``, retried as :meth:`call` says.
+
+        tenacity is imported at the first retry: a start whose reads all
+        succeed never imports it (issue #28).
+        """
+        from tenacity import (
+            AsyncRetrying,
+            retry_if_exception,
+            stop_after_delay,
+            wait_exponential_jitter,
+        )
+
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_retryable) if method == "GET" else _never,
+            retry=retry_if_exception(_is_retryable),
             wait=wait_exponential_jitter(multiplier=0.2, max=5.0),
             stop=stop_after_delay(_READ_RETRY_SECONDS),
             reraise=True,
         )
+        first: ApiError | None = failed
         async for attempt in retrying:
             with attempt:
-                response = await self.send(method, path, **options)
+                if first is not None:  # the attempt that failed, as tenacity's first
+                    error, first = first, None
+                    raise error
+                response = await self.send("GET", path, **options)
                 return response.json()
         raise AssertionError("unreachable: tenacity re-raises the last error")
 
@@ -447,10 +482,6 @@ def _unreachable(method: str, path: str, error: BaseException) -> Unreachable:
 
 def _is_retryable(error: BaseException) -> bool:
     return isinstance(error, ApiError) and error.retryable
-
-
-def _never(_: object) -> bool:
-    return False
 
 
 def query_params(params: Mapping[str, str | int | bool | None]) -> list[tuple[str, str]]:

@@ -31,17 +31,13 @@ from typing import Any
 import structlog
 
 from coscheduler.api.timestamps import rfc3339
-from coscheduler.runtime.errors import ApiError, Conflict, NotFound
+from coscheduler.runtime.errors import ApiError, Conflict, LeadershipLostError, NotFound
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import LeaderElectionSettings
 
 __all__ = ["LeaderElector", "LeadershipLostError"]
 
 log = structlog.get_logger(__name__)
-
-
-class LeadershipLostError(Exception):
-    """The Lease could not be renewed in time; another replica may lead now."""
 
 
 class LeaderElector:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
-from coscheduler.api.volumes import SELECTED_NODE_ANNOTATION
+from coscheduler.api.labels import SELECTED_NODE_ANNOTATION
 from coscheduler.core.statement import VolumeAction
 from coscheduler.runtime.errors import ApiError
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient

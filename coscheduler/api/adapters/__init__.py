@@ -15,8 +15,14 @@ The other projects' adapters (``xk8s``, ``volcano``, ``t9k``) are named by
 their module and imported when their first object is read
 (:class:`~coscheduler.api.adapters.deferred.DeferredAdapter`): a cluster that
 does not serve their APIs, or holds none of their objects, never imports their
-models (issue #28). A new one: its ``API`` in :mod:`~coscheduler.api.adapters.apis`,
-its module exporting ``ADAPTER``, and one row below.
+models (issue #28). A new one: its ``API`` in :mod:`~coscheduler.api.adapters.apis`
+(in :data:`~coscheduler.api.adapters.apis.PODGROUPS`, which the table of kinds
+reads), its module exporting ``ADAPTER``, and its row in
+:mod:`~coscheduler.api.adapters.table`, at the same place.
+
+Importing this package imports none of the models: the start reads only
+:mod:`~coscheduler.api.adapters.apis`, and the names below that need the models
+are imported when first asked for (PEP 562), by the deciding side (issue #28).
 
 Kubernetes' 1.35 ``Workload`` (``workload``) is not among them: it is not a
 PodGroup, its gangs are keyed apart (a pod names one with ``spec.workloadRef``),
@@ -25,18 +31,30 @@ so its names never meet a PodGroup's.
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from coscheduler.api.adapters import apis, native, sigs
-from coscheduler.api.adapters.base import GroupAdapter, GroupApi, GroupObject, StatusAdapter
-from coscheduler.api.adapters.deferred import DeferredAdapter
+from coscheduler.api.adapters.apis import GroupApi
+
+if TYPE_CHECKING:
+    from coscheduler.api.adapters.base import GroupAdapter, GroupObject, StatusAdapter
+    from coscheduler.api.adapters.table import ADAPTERS
 
 __all__ = ["ADAPTERS", "GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter"]
 
-ADAPTERS: Final[tuple[GroupAdapter, ...]] = (
-    sigs.ADAPTER,
-    DeferredAdapter(apis.XK8S, "coscheduler.api.adapters.xk8s"),
-    DeferredAdapter(apis.VOLCANO, "coscheduler.api.adapters.volcano"),
-    DeferredAdapter(apis.T9K, "coscheduler.api.adapters.t9k"),
-    *native.ADAPTERS,
-)
+#: Where the names that need the models are defined: imported on first use.
+_HOME = {
+    "ADAPTERS": "coscheduler.api.adapters.table",
+    "GroupAdapter": "coscheduler.api.adapters.base",
+    "GroupObject": "coscheduler.api.adapters.base",
+    "StatusAdapter": "coscheduler.api.adapters.base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:  # a submodule, not imported yet: the import system imports it then
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.native_podgroup import NativePodGroup
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import ObjectMetadata, PodGroupSpec, PodGroupStatus
@@ -28,44 +29,6 @@ if TYPE_CHECKING:
     from coscheduler.api.composite import CompositeGang
 
 __all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter", "foreign_group"]
-
-
-@dataclass(frozen=True, slots=True)
-class GroupApi:
-    """Where PodGroups of one shape are served."""
-
-    group: str
-    version: str
-    kind: str = "PodGroup"
-    plural: str = "podgroups"
-    #: Whether the CRD has a ``/status`` subresource; without one (Volcano's), the
-    #: status is written by a merge patch of the object itself.
-    status_subresource: bool = True
-    #: The ``schedulerName`` of the scheduler this API belongs to, if it has one:
-    #: running under that name, we stand in for it, and write the status of its
-    #: groups that have no pods yet (operators wait for it before making them).
-    home_scheduler: str | None = None
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def discovery_path(self) -> str:
-        """The group-version's resource list, answered only while the API is served."""
-        return f"/apis/{self.group}/{self.version}"
-
-    @property
-    def collection_path(self) -> str:
-        """Every object of the kind, in all namespaces."""
-        return f"/apis/{self.group}/{self.version}/{self.plural}"
-
-    def status_path(self, namespace: str, name: str) -> str:
-        path = f"/apis/{self.group}/{self.version}/namespaces/{namespace}/{self.plural}/{name}"
-        return f"{path}/status" if self.status_subresource else path
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.group}/{self.version}"
 
 
 class StatusAdapter(Protocol):

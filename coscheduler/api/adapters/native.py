@@ -32,10 +32,9 @@ import datetime
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from coscheduler.api.adapters.base import GroupApi, GroupObject
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.native_podgroup import (
-    GROUP,
-    PLURAL,
     VERSIONS,
     NativePodGroup,
     initially_scheduled_type,
@@ -78,7 +77,7 @@ class NativeAdapter:
 
     def __init__(self, version: str) -> None:
         self.version = version
-        self.api = GroupApi(GROUP, version, "PodGroup", PLURAL)
+        self.api = apis.NATIVE[apis.NATIVE_VERSIONS.index(version)]
         self._initially_scheduled = initially_scheduled_type(version)
 
     def __repr__(self) -> str:

@@ -7,14 +7,14 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from coscheduler.api import labels
-from coscheduler.api.adapters.base import GroupApi, GroupObject
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroup, PodGroupStatus
 
 __all__ = ["ADAPTER", "API", "SigsAdapter"]
 
-API: Final = GroupApi(labels.GROUP, labels.VERSION, labels.KIND, labels.PLURAL)
+API: Final = apis.SIGS
 
 
 class SigsAdapter:

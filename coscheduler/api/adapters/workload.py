@@ -34,14 +34,15 @@ so it records the transitions and writes nothing).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coscheduler.api import validation
-from coscheduler.api.adapters.base import GroupApi, GroupObject
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE, ObjectMetadata, PodGroupSpec, PodGroupStatus
 from coscheduler.api.queue import QUEUE_LABEL
@@ -59,11 +60,11 @@ __all__ = [
     "read_workload",
 ]
 
-GROUP: Final = "scheduling.k8s.io"
-PLURAL: Final = "workloads"
+API: Final = apis.WORKLOAD
+GROUP: Final = API.group
+PLURAL: Final = API.plural
 #: The one version read: Kubernetes 1.35's.
-VERSION: Final = "v1alpha1"
-API: Final = GroupApi(GROUP, VERSION, "Workload", PLURAL)
+VERSION: Final = API.version
 
 #: What a Workload's status is in the server's eyes: it has none in v1alpha1.
 _NOTHING_STORED: Final = "no status in scheduling.k8s.io/v1alpha1"
@@ -135,14 +136,8 @@ def read_workload(raw: Mapping[str, Any]) -> Workload:
     return Workload(wire.metadata, pod_groups, queue or DEFAULT_QUEUE)
 
 
-def choose_version(served: Collection[str]) -> tuple[GroupApi | None, list[str]]:
-    """Which version of the Workload API to read, from the versions discovery lists it in.
-
-    Returns the API to read (None when v1alpha1 is not served) and the versions
-    served that are not read, for a log line that says so.
-    """
-    refused = sorted(version for version in served if version != VERSION)
-    return (API if VERSION in served else None), refused
+#: Which version to read, from the versions discovery lists (with the names: read at start).
+choose_version: Final = apis.choose_workload_version
 
 
 def gang_object(workload: Workload, ref: WorkloadRef) -> GroupObject | None:

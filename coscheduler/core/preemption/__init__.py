@@ -13,10 +13,10 @@ from coscheduler.core.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from coscheduler.core.decision import Order, PreemptionPlan
-    from coscheduler.core.preemption.interface import Attempted, PreemptionSettings
+    from coscheduler.core.preemption.interface import DEFAULT_BUDGET, Attempted, PreemptionSettings
     from coscheduler.core.preemption.mode import Mode
     from coscheduler.core.preemption.running import RunningPriorities, running_groups
-    from coscheduler.core.preemption.search import DEFAULT_BUDGET, Admits, Preemptor, find_plan
+    from coscheduler.core.preemption.search import Admits, Preemptor, find_plan
     from coscheduler.core.preemption.tracker import Hold, Preemptions
     from coscheduler.core.victims import (
         Cost,
@@ -58,7 +58,7 @@ _HOME = {
     "PreemptionSettings": "coscheduler.core.preemption.interface",
     "RunningPriorities": "coscheduler.core.preemption.running",
     "running_groups": "coscheduler.core.preemption.running",
-    "DEFAULT_BUDGET": "coscheduler.core.preemption.search",
+    "DEFAULT_BUDGET": "coscheduler.core.preemption.interface",
     "Admits": "coscheduler.core.preemption.search",
     "Preemptor": "coscheduler.core.preemption.search",
     "find_plan": "coscheduler.core.preemption.search",

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from coscheduler.core.preemption.mode import Mode
-from coscheduler.core.preemption.search import DEFAULT_BUDGET, Admits, Preemptor
-from coscheduler.core.scoring import Scoring
-from coscheduler.core.victims import RunningGroup, VictimRule
 
-__all__ = ["Attempted", "Mode", "PreemptionSettings"]
+# Types only: the search and the victims' rules load with the first search (issue #28).
+if TYPE_CHECKING:
+    from coscheduler.core.preemption.search import Admits, Preemptor
+    from coscheduler.core.scoring import Scoring
+    from coscheduler.core.victims import RunningGroup, VictimRule
+
+__all__ = ["DEFAULT_BUDGET", "Attempted", "Mode", "PreemptionSettings"]
+
+#: Trials of the preemptor's gang per search (see :mod:`.search`).
+DEFAULT_BUDGET = 40
 
 
 @dataclass(frozen=True, slots=True)

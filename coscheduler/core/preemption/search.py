@@ -51,6 +51,7 @@ from coscheduler.core.decision import PreemptionPlan
 from coscheduler.core.devices import PodDevices
 from coscheduler.core.group import GroupKey, GroupPolicy
 from coscheduler.core.planner import plan
+from coscheduler.core.preemption.interface import DEFAULT_BUDGET
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding
@@ -70,8 +71,6 @@ __all__ = ["DEFAULT_BUDGET", "NEVER", "Admits", "PreemptionPlan", "Preemptor", "
 #: (asked with their pods out of the snapshot); a caller's rule, like the victims'.
 Admits = Callable[[Sequence[Victim]], bool]
 
-#: Trials of the preemptor's gang per search (see the module docstring).
-DEFAULT_BUDGET = 40
 #: ``spec.preemptionPolicy`` of a pod that waits rather than evict anyone.
 NEVER = "Never"
 #: Most-allocated, every resource weighing 1.

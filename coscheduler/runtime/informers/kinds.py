@@ -10,8 +10,10 @@ which transport feeds it, and which informer of
 here and one small informer module (docs/design.md, "How to add a kind").
 
 Light on purpose: the table is read before the core is imported, so the
-first lists are on their way while it is (issue #28); the informers are
-named, not imported.
+first lists are on their way while it is (issue #28): the informers are
+named, not imported, and each kind is known by its path and version alone
+(the PodGroup APIs by :data:`~coscheduler.api.adapters.apis.PODGROUPS`), its
+models and adapters imported with the deciding side.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, native
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.core.preemption.mode import Mode as PreemptionMode
 from coscheduler.runtime import discovery
 from coscheduler.runtime.kube import KubeClient
@@ -80,10 +83,11 @@ class Kind:
 _RBAC = "apply manifests/rbac.yaml"
 
 
-def _podgroups(adapter: GroupAdapter) -> Kind:
+def _podgroups(api: GroupApi) -> Kind:
     # Ours must be readable; an upgrade that kept an older ClusterRole may miss another.
     forbidden = "PodGroup API served but not readable by this ServiceAccount: its groups wait"
-    if isinstance(adapter, native.NativeAdapter):
+    native = api in apis.NATIVE
+    if native:
         missing = "Kubernetes' PodGroup API is no longer served: pods naming one wait"
     else:
         missing = (
@@ -91,12 +95,10 @@ def _podgroups(adapter: GroupAdapter) -> Kind:
             "install it with kubectl apply -f crds/podgroups.yaml"
         )
     return Kind(
-        f"podgroups.{adapter.api.group}/{adapter.api.version}"
-        if isinstance(adapter, native.NativeAdapter)
-        else f"podgroups.{adapter.api.group}",
-        lambda informers: informers.podgroups[adapter.api],
-        served=discovery.podgroups(adapter),
-        if_forbidden=None if adapter is ADAPTERS[0] else f"{forbidden}; {_RBAC}",
+        f"podgroups.{api.group}/{api.version}" if native else f"podgroups.{api.group}",
+        lambda informers: informers.podgroups[api],
+        served=discovery.podgroups(api),
+        if_forbidden=None if api == apis.PODGROUPS[0] else f"{forbidden}; {_RBAC}",
         if_missing=missing,
     )
 
@@ -167,7 +169,7 @@ KINDS: tuple[Kind, ...] = (
         wanted=_preempting,
     ),
     Kind("queues", lambda informers: informers.queues, served=discovery.queues),
-    *(_podgroups(adapter) for adapter in ADAPTERS),
+    *(_podgroups(api) for api in apis.PODGROUPS),
     Kind(
         "workloads",
         lambda informers: informers.workloads,

@@ -7,18 +7,31 @@ that is not ready are looked at again.
 
 from __future__ import annotations
 
-from coscheduler.api.volumes import (
-    AttachLimits,
-    ClaimInfo,
-    StorageClassInfo,
-    VolumeInfo,
-    VolumeParseError,
-)
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from coscheduler.api.fields import ObjectParseError
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import Complaints
 from coscheduler.runtime.informers.reading import ReadingInformer
 
+if TYPE_CHECKING:
+    from coscheduler.api.volumes import AttachLimits, ClaimInfo, StorageClassInfo, VolumeInfo
+
 __all__ = ["VolumeInformers"]
+
+
+def _reader(kind: str) -> Callable[[Mapping[str, Any]], Any]:
+    """``kind.from_object`` of :mod:`coscheduler.api.volumes`, imported with the first
+    object read: a cluster without volumes never loads it (issue #28). Its readers
+    raise only its ``VolumeParseError``, an :class:`ObjectParseError`."""
+
+    def read(raw: Mapping[str, Any]) -> Any:
+        from coscheduler.api import volumes
+
+        return getattr(volumes, kind).from_object(raw)
+
+    return read
 
 
 class VolumeInformers:
@@ -34,10 +47,10 @@ class VolumeInformers:
         def no_limits(node: str) -> None:
             scheduler.set_attach_limits(node, None)
 
-        self.claims = ReadingInformer[ClaimInfo](
+        self.claims: ReadingInformer[ClaimInfo] = ReadingInformer(
             "PersistentVolumeClaim",
-            read=ClaimInfo.from_object,
-            parse_error=VolumeParseError,
+            read=_reader("ClaimInfo"),
+            parse_error=ObjectParseError,
             key=lambda claim: claim.key,
             put=index.upsert_claim,
             drop=index.remove_claim,
@@ -45,20 +58,20 @@ class VolumeInformers:
             complaints=complaints,
             namespaced=True,
         )
-        self.volumes = ReadingInformer[VolumeInfo](
+        self.volumes: ReadingInformer[VolumeInfo] = ReadingInformer(
             "PersistentVolume",
-            read=VolumeInfo.from_object,
-            parse_error=VolumeParseError,
+            read=_reader("VolumeInfo"),
+            parse_error=ObjectParseError,
             key=lambda volume: volume.name,
             put=index.upsert_volume,
             drop=index.remove_volume,
             changed=changed,
             complaints=complaints,
         )
-        self.storage_classes = ReadingInformer[StorageClassInfo](
+        self.storage_classes: ReadingInformer[StorageClassInfo] = ReadingInformer(
             "StorageClass",
-            read=StorageClassInfo.from_object,
-            parse_error=VolumeParseError,
+            read=_reader("StorageClassInfo"),
+            parse_error=ObjectParseError,
             key=lambda storage_class: storage_class.name,
             put=index.upsert_class,
             drop=index.remove_class,
@@ -66,10 +79,10 @@ class VolumeInformers:
             complaints=complaints,
         )
         # A CSINode changes limits, not the index: the core requeues on its own.
-        self.csinodes = ReadingInformer[AttachLimits](
+        self.csinodes: ReadingInformer[AttachLimits] = ReadingInformer(
             "CSINode",
-            read=AttachLimits.from_object,
-            parse_error=VolumeParseError,
+            read=_reader("AttachLimits"),
+            parse_error=ObjectParseError,
             key=lambda limits: limits.node,
             put=limits,
             drop=no_limits,
