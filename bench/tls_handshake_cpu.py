@@ -35,10 +35,7 @@ _ANSWER = b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}"
 
 def _serve(pki_dir: str, ready: multiprocessing.Queue[int]) -> None:
     pki = Pki(Path(pki_dir))
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(pki.serving_cert, pki.serving_key)
-    context.load_verify_locations(pki.ca_cert)
-    context.verify_mode = ssl.CERT_REQUIRED
+    context = pki.server_context(client_certs=True)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

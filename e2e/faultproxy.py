@@ -467,12 +467,6 @@ def _abort(request: web.Request) -> web.Response:
     return web.Response(status=500)
 
 
-def _server_ssl(pki: Pki) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(str(pki.serving_cert), str(pki.serving_key))
-    return context
-
-
 async def serve(*, port: int, control_port: int, upstream: str, pki: Pki) -> None:
     proxy = Proxy(upstream, pki)
     app = web.Application(client_max_size=8 * 1024 * 1024)
@@ -486,7 +480,7 @@ async def serve(*, port: int, control_port: int, upstream: str, pki: Pki) -> Non
     runners = [web.AppRunner(app, access_log=None), web.AppRunner(control, access_log=None)]
     for runner in runners:
         await runner.setup()
-    await web.TCPSite(runners[0], "127.0.0.1", port, ssl_context=_server_ssl(pki)).start()
+    await web.TCPSite(runners[0], "127.0.0.1", port, ssl_context=pki.server_context()).start()
     await web.TCPSite(runners[1], "127.0.0.1", control_port).start()
     print(f"fault proxy on 127.0.0.1:{port} -> {upstream}, control on {control_port}", flush=True)
     try:

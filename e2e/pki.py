@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +64,16 @@ class Pki:
     @property
     def service_account_public_key(self) -> Path:
         return self.directory / "sa.pub"
+
+    def server_context(self, *, client_certs: bool = False) -> ssl.SSLContext:
+        """A TLS server's context on the API server's certificate; ``client_certs`` requires
+        a client certificate of this CA, as the API server verifies one."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(str(self.serving_cert), str(self.serving_key))
+        if client_certs:
+            context.load_verify_locations(self.ca_cert)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context
 
 
 def generate(directory: Path, *, service_ip: str) -> Pki:

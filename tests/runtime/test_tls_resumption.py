@@ -53,10 +53,7 @@ class TicketServer:
 @pytest.fixture
 async def tickets(tmp_path: Path) -> AsyncIterator[TicketServer]:
     pki = generate(tmp_path / "pki", service_ip="10.96.0.1")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(pki.serving_cert, pki.serving_key)
-    context.load_verify_locations(pki.ca_cert)
-    context.verify_mode = ssl.CERT_REQUIRED
+    context = pki.server_context(client_certs=True)
     served = TicketServer(pki)
     listening = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=context)
     served.port = listening.sockets[0].getsockname()[1]

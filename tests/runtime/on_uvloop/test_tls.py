@@ -52,8 +52,7 @@ class TlsServer:
 @pytest.fixture
 async def tls(tmp_path: Path) -> AsyncIterator[TlsServer]:
     pki = generate(tmp_path / "pki", service_ip="10.96.0.1")
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(pki.serving_cert, pki.serving_key)
+    context = pki.server_context()
     served = TlsServer(pki, 0)
     listening = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=context)
     served.port = listening.sockets[0].getsockname()[1]
