@@ -1,13 +1,9 @@
 """The deciding side of ``coscheduler run``: the core, the loop, the writers, wired.
 
-Built by :func:`coscheduler.app.run` once this module is imported, which
-imports nearly everything else (NumPy, the core, the informers, the
-controller): :mod:`coscheduler.app` imports it in a worker thread while the
-first lists are on their way (issue #28), then builds one :class:`Operator`.
-
-Built in dependency order and by constructor arguments only: the core, the
-reporter (events, pod conditions, metrics), the controller's inboxes, the
-informers (one per kind), the controller's read model, the preempter and the
+:func:`coscheduler.app.run` builds one :class:`Operator` once connected, in
+dependency order and by constructor arguments only: the core, the reporter
+(events, pod conditions, metrics), the controller's inboxes, the informers
+(one per kind), the controller's read model, the preempter and the
 scheduling loop.
 """
 

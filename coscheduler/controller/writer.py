@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 import structlog
 
-from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now

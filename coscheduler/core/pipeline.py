@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from coscheduler.api.native_podgroup import PodGroupClaim
 from coscheduler.api.pod import PodInfo
@@ -39,17 +38,15 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Membership
 from coscheduler.core.planner import plan
 from coscheduler.core.preemption import Preemptions, RunningPriorities
+from coscheduler.core.preemption.running import running_groups
+from coscheduler.core.preemption.search import Admits, Preemptor
 from coscheduler.core.quota import Quotas
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import VolumeAction
 from coscheduler.core.status import Code, Status
+from coscheduler.core.victims import RunningGroup, VictimRule
 from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
-
-# Preemption's search and victims load with the first group that wants room (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.preemption import Admits, Preemptor
-    from coscheduler.core.victims import RunningGroup, VictimRule
 
 __all__ = ["Pipeline"]
 
@@ -250,7 +247,6 @@ class _Attempted:
         return self.pipeline.running_priorities.lowest()
 
     def preemptor(self) -> Preemptor | None:
-        from coscheduler.core.preemption.search import Preemptor
 
         pipeline, pending = self.pipeline, self.pending
         policy = pipeline.membership.policy(self.key)
@@ -267,7 +263,6 @@ class _Attempted:
         )
 
     def running(self) -> list[RunningGroup]:
-        from coscheduler.core.preemption.running import running_groups
 
         membership = self.pipeline.membership
         return running_groups(

@@ -499,7 +499,7 @@ class Scheduler(Views):
         if key is not None and sync and not (filed.stayed_bound and self.skip_unchanged_sync):
             # A bound member's progress (bound, running) leaves its group's pending
             # members, and so what _sync would do, as they were: about a tenth of each
-            # such update's CPU (issue #28).
+            # such update's CPU.
             self._sync(key)
         return filed.was_pending
 

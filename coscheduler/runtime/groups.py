@@ -26,8 +26,10 @@ from typing import Protocol
 
 import structlog
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, StatusAdapter
+from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.adapters.base import GroupAdapter, GroupObject, StatusAdapter
 from coscheduler.api.adapters.native import disruption_condition
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.composite import ChildGroup
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
 from coscheduler.api.native_workload import NativeWorkload

@@ -19,9 +19,8 @@ Order of work, and why:
    event (both deduplicated and rate-limited); the binding clears it.
 4. Between decisions the loop yields to the event loop, so watch events are
    applied while a long queue is worked through: after every decision that
-   binds (its Bindings leave while the next group is planned; at start-up,
-   with a backlog, the first Binding waited for 16 decisions, a quarter of a
-   second: issue #28), and after 16 that do not.
+   binds (its Bindings leave while the next group is planned, instead of
+   waiting behind a backlog's next decisions), and after 16 that do not.
 5. With nothing ready, it sleeps until the queue's next backoff expires or a
    watch event wakes it.
 """

@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus

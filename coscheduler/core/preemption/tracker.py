@@ -62,7 +62,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
@@ -71,13 +70,10 @@ from coscheduler.core.decision import Decision, Order, PreemptionPlan
 from coscheduler.core.devices import PodDevices
 from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
+from coscheduler.core.preemption.rules import victim_rule
+from coscheduler.core.preemption.search import Preemptor, find_plan
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
-
-# The search and the victims' rules load with the first group that wants room
-# (:meth:`Preemptions.settle`): a cluster where every gang fits never imports them.
-if TYPE_CHECKING:
-    from coscheduler.core.preemption.search import Preemptor
 
 __all__ = ["Hold", "Preemptions", "Restore"]
 
@@ -229,8 +225,6 @@ class Preemptions:
         reclaiming = attempted.reclaim(who)
         if reclaiming is None and self._nothing_below(who, attempted.lowest, now):
             return None
-        from coscheduler.core.preemption.rules import victim_rule
-        from coscheduler.core.preemption.search import find_plan
 
         groups = list(attempted.running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))

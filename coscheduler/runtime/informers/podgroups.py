@@ -19,7 +19,7 @@ import structlog
 from pydantic import ValidationError
 
 from coscheduler.api import validation
-from coscheduler.api.adapters import GroupAdapter, GroupObject
+from coscheduler.api.adapters.base import GroupAdapter, GroupObject
 from coscheduler.api.native_podgroup import GROUP as NATIVE_GROUP
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupKey

@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi
+from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.adapters.base import GroupAdapter
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
