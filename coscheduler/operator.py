@@ -44,7 +44,7 @@ log = structlog.get_logger(__name__)
 
 
 def _scheduler(settings: Settings) -> Scheduler:
-    scheduler = Scheduler(
+    return Scheduler(
         time.monotonic,
         SchedulerSettings(
             scheduler_name=settings.scheduler_name,
@@ -57,9 +57,8 @@ def _scheduler(settings: Settings) -> Scheduler:
             preemption=PreemptionSettings(mode=settings.preemption),
             usage_half_life_seconds=settings.usage_half_life_seconds,
         ),
+        wall_clock=time.time,
     )
-    scheduler.preemptions.wall_clock = time.time
-    return scheduler
 
 
 class Operator:

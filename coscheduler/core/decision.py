@@ -103,6 +103,10 @@ class Decision:
     #: What preemption decided for the group after this attempt: a plan to carry out
     #: (evict) or only to tell; None when there is nothing new to tell.
     preemption: Order | None = None
+    #: A victim search ran after this attempt: whether it found a plan (for metrics).
+    preemption_found: bool | None = None
+    #: A preemptor placed: seconds since its plan was made (for metrics).
+    preemption_waited: float | None = None
 
     @property
     def ok(self) -> bool:

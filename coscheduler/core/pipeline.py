@@ -78,12 +78,14 @@ class Pipeline:
         closed = self.quotas.gate(queue, key.namespace)
         if closed is not None:
             self.accounts.withdraw(key)
-            return Decision(
-                key,
-                closed,
-                members=len(pending) + len(bound),
-                bound=len(bound),
-                pending=tuple(pod.key for pod in pending),
+            return self.preemptions.told(
+                Decision(
+                    key,
+                    closed,
+                    members=len(pending) + len(bound),
+                    bound=len(bound),
+                    pending=tuple(pod.key for pod in pending),
+                )
             )
         self.preemptions.expire(self.snapshot, now)
         self.preemptions.lift(self.snapshot, key)
@@ -98,11 +100,9 @@ class Pipeline:
             decision = self._with_volumes(decision)
         if any(pod.device_claims for pod in pending):
             decision = self._with_devices(decision, pending, bound)
-        order = self.preemptions.settle(
+        decision = self.preemptions.settle(
             self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )
-        if order is not None:
-            decision = dataclasses.replace(decision, preemption=order)
         if decision.admitted:
             self.first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:

@@ -219,7 +219,7 @@ class SchedulingLoop:
                 time.perf_counter() - started
             )
             if self._preempter is not None:
-                decision = self._preempter.annotate(decision)
+                self._preempter.take(decision)
             self.decisions += 1
             self._carry_out(decision)
             since_yield += 1

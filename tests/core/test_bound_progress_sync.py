@@ -56,7 +56,7 @@ def _state(scheduler: Scheduler) -> dict[str, Any]:
             dict(preemptions._restores),
             dict(preemptions._doomed),
             dict(preemptions._memory),
-            list(preemptions._placed),
+            dict(preemptions._notes),
         ),
     }
 
