@@ -76,7 +76,6 @@ class Informers:
             owners=owners,
             adapters=adapters,
         )
-        owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
         pods = PodInformer(
             scheduler,
@@ -92,7 +91,7 @@ class Informers:
             groups=groups,
             owners=owners,
             gangs=gangs,
-            jobs=JobInformer(owners, pods),
+            jobs=JobInformer(owners, pods, resized=groups.job_resized),
             pods=pods,
             nodes=NodeInformer(scheduler, complaints),
             namespaces=NamespaceInformer(scheduler),
