@@ -39,6 +39,7 @@ from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup
@@ -85,7 +86,10 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
     )
     server = None
     try:
-        server = HealthServer(metrics, alive=health.alive, ready=health.ready)
+        listing = QueueListing(
+            operator.scheduler, operator.view.verdict, leading=lambda: health.synced
+        )
+        server = HealthServer(metrics, alive=health.alive, ready=health.ready, listing=listing)
         await server.start(settings.serving.address, settings.serving.port)
         log.info("serving", address=settings.serving.address, port=server.port)
 
@@ -100,10 +104,10 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             elector = LeaderElector(
                 client.sibling(), settings.leader_election, on_change=on_leading
             )
-            leading = elector.run(lambda: operator.lead(health, server))
+            leading = elector.run(lambda: operator.lead(health))
         else:
             on_leading(True)
-            leading = operator.lead(health, server)
+            leading = operator.lead(health)
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         reading.cancel()  # ended already when the campaign ended; not yet if building failed

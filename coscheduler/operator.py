@@ -30,10 +30,8 @@ from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter, group_ref
-from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
-from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup
 from coscheduler.runtime.volume_binder import VolumeBinder
@@ -146,7 +144,7 @@ class Operator:
         self.startup.decided()
         self.first_pass.set()
 
-    async def lead(self, health: Health, server: HealthServer) -> None:
+    async def lead(self, health: Health) -> None:
         """Decide and write, from the moment the Lease is ours (or at once without election)."""
         if self.settings.leader_election.enabled:
             self.startup.mark("leading")
@@ -165,6 +163,5 @@ class Operator:
                 health.tasks.append(tasks.create_task(coroutine, name=name))
             self.positions.publish()  # before the writer's first round (controller/positions.py)
             self.writer.mark_all()
-            server.listing = QueueListing(self.scheduler, self.view.verdict)
             health.synced = True
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)
