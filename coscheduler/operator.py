@@ -109,7 +109,7 @@ class Operator:
             reporter=reporter,
             group_ref=partial(group_ref, scheduler, informers.groups),
             wake=self.wake.set,
-            preempted=informers.composites.composites.preempted,
+            preempted=informers.groups.preempted,
         )
         self.loop = SchedulingLoop(
             scheduler=scheduler,

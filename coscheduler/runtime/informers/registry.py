@@ -74,6 +74,7 @@ class Informers:
             complaints=complaints,
             changed=composites.fan_out(group_changed),
             owners=owners,
+            composites=composites,
             adapters=adapters,
         )
         gangs = WorkloadGangs(scheduler, groups)
@@ -86,7 +87,6 @@ class Informers:
             namespaces=namespaces,
             composites=composites,
         )
-        composites.attach(groups, pods.refeed)
         return cls(
             groups=groups,
             owners=owners,
@@ -101,10 +101,14 @@ class Informers:
             queues=QueueInformer(scheduler, complaints, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
-            composites=CompositeInformer(composites, complaints, namespaces=namespaces),
+            composites=CompositeInformer(
+                composites, groups, pods.refeed, complaints, namespaces=namespaces
+            ),
             native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
             podgroups={
-                adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
+                adapter.api: PodGroupInformer(
+                    adapter, groups, complaints, refeed=pods.refeed, namespaces=namespaces
+                )
                 for adapter in adapters
             },
         )
