@@ -28,10 +28,11 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Filed, Members, Membership, State
 from coscheduler.core.planner import Decision
-from coscheduler.core.preemption import Admits, Preemptions, Preemptor, Victim, VictimRule
+from coscheduler.core.preemption import Admits, Preemptions, Preemptor
 from coscheduler.core.quota import Quotas, add_amounts
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Status
+from coscheduler.core.victims import Victim, VictimRule
 
 __all__ = ["Accounts"]
 

@@ -94,6 +94,12 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
         ("resourceclaims", informers.devices.claims),
         ("resourceclaimtemplates", informers.devices.templates),
     )
+    volumes: tuple[tuple[str, Informer, str], ...] = (
+        ("persistentvolumeclaims", informers.volumes.claims, "/api/v1"),
+        ("persistentvolumes", informers.volumes.volumes, "/api/v1"),
+        ("storageclasses", informers.volumes.storage_classes, "/apis/storage.k8s.io/v1"),
+        ("csinodes", informers.volumes.csinodes, "/apis/storage.k8s.io/v1"),
+    )
     return (
         # Jobs first of all: pods join their Job's gang from the first pod.
         Kind(
@@ -108,26 +114,7 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
         Kind("nodes", informers.nodes, path="/api/v1/nodes"),
         Kind("pods", informers.pods, path="/api/v1/pods"),
         Kind("namespaces", informers.namespaces, path="/api/v1/namespaces"),
-        Kind(
-            "persistentvolumeclaims",
-            informers.volumes.claims,
-            path="/api/v1/persistentvolumeclaims",
-        ),
-        Kind(
-            "persistentvolumes",
-            informers.volumes.volumes,
-            path="/api/v1/persistentvolumes",
-        ),
-        Kind(
-            "storageclasses",
-            informers.volumes.storage_classes,
-            path="/apis/storage.k8s.io/v1/storageclasses",
-        ),
-        Kind(
-            "csinodes",
-            informers.volumes.csinodes,
-            path="/apis/storage.k8s.io/v1/csinodes",
-        ),
+        *(Kind(name, informer, path=f"{api}/{name}") for name, informer, api in volumes),
         *(
             Kind(
                 name,
