@@ -81,7 +81,6 @@ class Operator:
         self.startup = startup
         metrics.count_connections(client.pools)
         scheduler = self.scheduler = _scheduler(settings)
-        binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
         self.wake = wake
         self.listed = listed
         #: Set by the loop's first decision that binds, or its first finding nothing to do.
@@ -90,7 +89,6 @@ class Operator:
             client.sibling(),
             metrics=metrics,
             is_waiting=scheduler.is_waiting,
-            binds_idle=binds_idle,
             event_interval_seconds=settings.event_interval_seconds,
         )
         changes = Changes()
@@ -124,7 +122,6 @@ class Operator:
                 timeout_seconds=settings.volume_bind_timeout_seconds,
             ),
             reporter=reporter,
-            binds_idle=binds_idle,
             wake=self.wake,
             preempter=preempter,
             on_decided=self._decided,
@@ -155,8 +152,8 @@ class Operator:
             for name, coroutine in {
                 "status-writer": self.writer.run(),
                 "queue-status-writer": self.queue_writer.run(),
-                "events": self.reporter.run_events(),
-                "pod-conditions": self.reporter.run_pod_conditions(),
+                "events": self.reporter.run_events(self.loop.binds_idle),
+                "pod-conditions": self.reporter.run_pod_conditions(self.loop.binds_idle),
                 "job-podgroups": self.job_groups.run(),
                 "queue-positions": self.positions.run(),
             }.items():

@@ -164,7 +164,6 @@ class SchedulingLoop:
         binder: Binder,
         volume_binder: VolumeBinder,
         reporter: Reporter,
-        binds_idle: asyncio.Event,
         wake: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
@@ -190,8 +189,8 @@ class SchedulingLoop:
         #: Set by anything that may make a group placeable (watch events, the preempter).
         self._wake = wake
         self._binds: set[asyncio.Task[None]] = set()
-        #: Set while no binding is in flight: lower-priority writers wait for it.
-        self.binds_idle = binds_idle
+        #: Set while no binding is in flight: the reporting writers wait for it.
+        self.binds_idle = asyncio.Event()
         self.binds_idle.set()
         # When each group waiting to be admitted was first tried (gang wait).
         self._first_tried: dict[GroupKey, float] = {}
