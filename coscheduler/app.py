@@ -33,7 +33,6 @@ import structlog
 
 from coscheduler.operator import Operator
 from coscheduler.runtime import ingest
-from coscheduler.runtime.health import Health
 from coscheduler.runtime.informers.kinds import kinds
 from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
@@ -64,7 +63,6 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         max_connections=settings.client.bind_concurrency + 16,
     )
     startup.mark("client")
-    health = Health()
     wake = asyncio.Event()  # anything that may make a group placeable wakes the loop
     listed = asyncio.Event()  # every kind listed: the loop may start
     metrics = Metrics()
@@ -74,8 +72,9 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         await client.close()
         raise
     startup.mark("built")
+    watches: list[asyncio.Task[None]] = []
     reading = asyncio.create_task(
-        _read(client, settings, operator.informers, health, startup, wake=wake, listed=listed),
+        _read(client, settings, operator.informers, watches, startup, wake=wake, listed=listed),
         name="reading",
     )
     # The first Bindings find their connections open; the Binder opens the rest
@@ -84,30 +83,37 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         client.warm_writes(min(WARM_BEFORE_DECIDING, settings.client.bind_concurrency)),
         name="warming",
     )
+    elector = None
+    if settings.leader_election.enabled:
+        # A rate limit of its own, as kube-scheduler's leader-election client: behind
+        # a burst of bindings in the shared FIFO limiter, renewals missed their
+        # deadline and the leader lost the Lease (the fault soak showed it).
+        elector = LeaderElector(
+            client.sibling(),
+            settings.leader_election,
+            on_change=lambda leading: metrics.leader.set(1 if leading else 0),
+        )
+
+    def alive() -> bool:
+        return not any(task.done() for task in watches) and operator.alive()
+
+    def ready() -> bool:
+        # A standby is ready: it serves nothing but probes.
+        return operator.deciding.is_set() or (elector is not None and not elector.is_leader)
+
     server = None
     try:
         listing = QueueListing(
-            operator.scheduler, operator.view.verdict, leading=lambda: health.synced
+            operator.scheduler, operator.view.verdict, leading=operator.deciding.is_set
         )
-        server = HealthServer(metrics, alive=health.alive, ready=health.ready, listing=listing)
+        server = HealthServer(metrics, alive=alive, ready=ready, listing=listing)
         await server.start(settings.serving.address, settings.serving.port)
         log.info("serving", address=settings.serving.address, port=server.port)
-
-        def on_leading(leading: bool) -> None:
-            health.leading = leading
-            metrics.leader.set(1 if leading else 0)
-
-        if settings.leader_election.enabled:
-            # A rate limit of its own, as kube-scheduler's leader-election client: behind
-            # a burst of bindings in the shared FIFO limiter, renewals missed their
-            # deadline and the leader lost the Lease (the fault soak showed it).
-            elector = LeaderElector(
-                client.sibling(), settings.leader_election, on_change=on_leading
-            )
-            leading = elector.run(lambda: operator.lead(health))
+        if elector is not None:
+            leading = elector.run(operator.lead)
         else:
-            on_leading(True)
-            leading = operator.lead(health)
+            metrics.leader.set(1)
+            leading = operator.lead()
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         reading.cancel()  # ended already when the campaign ended; not yet if building failed
@@ -129,15 +135,16 @@ async def _read(
     client: KubeClient,
     settings: Settings,
     informers: Informers,
-    health: Health,
+    watches: list[asyncio.Task[None]],
     startup: Startup,
     *,
     wake: asyncio.Event,
     listed: asyncio.Event,
 ) -> None:
-    """List and watch every kind, for the life of the process (leading or not)."""
+    """List and watch every kind, for the life of the process (leading or not); the
+    watch tasks go into ``watches`` (the liveness probe)."""
     async with asyncio.TaskGroup() as tasks:
-        health.tasks += await ingest.start(
+        watches += await ingest.start(
             client,
             kinds(informers),
             settings,

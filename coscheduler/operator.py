@@ -24,7 +24,6 @@ from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
-from coscheduler.runtime.health import Health
 from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
@@ -85,6 +84,9 @@ class Operator:
         self.listed = listed
         #: Set by the loop's first decision that binds, or its first finding nothing to do.
         self.first_pass = asyncio.Event()
+        #: Set once the writers run beside the loop: this replica decides (readiness).
+        self.deciding = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
         reporter = self.reporter = Reporter(
             client.sibling(),
             metrics=metrics,
@@ -137,17 +139,21 @@ class Operator:
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
 
+    def alive(self) -> bool:
+        """No task started while leading has ended (the liveness probe)."""
+        return not any(task.done() for task in self._tasks)
+
     def _decided(self) -> None:
         self.startup.decided()
         self.first_pass.set()
 
-    async def lead(self, health: Health) -> None:
+    async def lead(self) -> None:
         """Decide and write, from the moment the Lease is ours (or at once without election)."""
         if self.settings.leader_election.enabled:
             self.startup.mark("leading")
         await self.listed.wait()
         async with asyncio.TaskGroup() as tasks:
-            health.tasks.append(tasks.create_task(self.loop.run(), name="scheduling-loop"))
+            self._tasks.append(tasks.create_task(self.loop.run(), name="scheduling-loop"))
             await self.first_pass.wait()
             for name, coroutine in {
                 "status-writer": self.writer.run(),
@@ -157,8 +163,8 @@ class Operator:
                 "job-podgroups": self.job_groups.run(),
                 "queue-positions": self.positions.run(),
             }.items():
-                health.tasks.append(tasks.create_task(coroutine, name=name))
+                self._tasks.append(tasks.create_task(coroutine, name=name))
             self.positions.publish()  # before the writer's first round (controller/positions.py)
             self.writer.mark_all()
-            health.synced = True
+            self.deciding.set()
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)
