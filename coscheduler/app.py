@@ -116,7 +116,7 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             leading = operator.lead()
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
-        reading.cancel()  # ended already when the campaign ended; not yet if building failed
+        reading.cancel()  # ended already when the campaign ended; not yet if serving failed
         warming.cancel()
         await asyncio.gather(reading, warming, return_exceptions=True)
         if server is not None:
