@@ -134,7 +134,11 @@ class Operator:
             positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
         )
         self.writer = StatusWriter(
-            view=view, changed=changes.groups, reporter=reporter, positions=self.positions.published
+            view=view,
+            changed=changes.groups,
+            reporter=reporter,
+            written=informers.groups.set_status,
+            positions=self.positions.published,
         )
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
