@@ -10,7 +10,8 @@ phases of ours' ``started`` line read against a floor:
 * ``libraries``: the third-party modules ours has imported once ``coscheduler.app`` and
   ``coscheduler.operator`` are (derived from ``sys.modules`` in a fresh interpreter, so
   the list follows the dependencies), imported alone, in the order ours imported them,
-  with the packages ours defers (``coscheduler.runtime.lazy_package``) deferred alike;
+  with the packages an older tree of ours deferred (``coscheduler.runtime.lazy_package``)
+  deferred alike;
 * ``ours``: ``coscheduler.app`` and ``coscheduler.operator`` (ours and the libraries);
 * ``stack``: only the project's prescribed libraries that ours imports at start
   (pydantic through pydantic-settings, structlog, prometheus-client): a floor no
@@ -101,8 +102,12 @@ def _derive() -> None:
 
 def _deferred() -> dict[str, dict[str, str]]:
     """The packages ours defers and has not run yet, with their light names."""
-    from coscheduler.runtime import lazy_package
+    import importlib
 
+    try:  # trees from before its removal (ours@REV) deferred some packages' __init__
+        lazy_package: Any = importlib.import_module("coscheduler.runtime.lazy_package")
+    except ImportError:
+        return {}
     if hasattr(lazy_package, "deferred"):
         return dict(lazy_package.deferred())
     # A tree from before deferred() (ours@REV): its stand-ins still hold their
@@ -124,9 +129,8 @@ def _floor(plan: Path) -> None:
     for line in plan.read_text().splitlines():
         verb, name, *rest = line.split()
         if verb == "defer":
-            from coscheduler.runtime.lazy_package import defer_init
-
-            defer_init(name, dict(item.split("=", 1) for item in rest))
+            lazy_package: Any = importlib.import_module("coscheduler.runtime.lazy_package")
+            lazy_package.defer_init(name, dict(item.split("=", 1) for item in rest))
         elif name not in sys.modules:
             try:
                 importlib.import_module(name)

@@ -10,36 +10,34 @@ Subcommands:
 * ``queue``: the pending groups in the order the next pass tries them, read
   from a running scheduler's ``/debug/queue``.
 
-``run`` imports only what it needs before its first request: the other
-subcommands' modules are imported when they run (``simulate`` is named by its
-module, :class:`LazyGroup`; ``queue`` imports its HTTP client inside), so that
-``coscheduler run`` reaches the API server sooner (issue #28).
+The other subcommands' modules are imported when they run (``simulate`` is
+named by its module, :class:`LazyGroup`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import importlib
 import json
 import signal
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from coscheduler.runtime import gc_pause
+import click
+from pydantic import ValidationError
 
-# The imports on the way to the first request make some 60,000 objects (classes,
-# functions, pydantic's schemas) that live as long as the process: the cyclic
-# collector, which walked them again and again for nothing (an eighth of their
-# CPU), waits until they are made, and `run` then freezes them out of its passes.
-with gc_pause.paused():
-    import click
-    from pydantic import ValidationError
-
-    import coscheduler
-    from coscheduler.api import validation
-    from coscheduler.runtime.settings import SettingDoc, Settings, documented_settings
+import coscheduler
+from coscheduler.api import validation
+from coscheduler.app import run as run_operator
+from coscheduler.runtime.errors import LeadershipLostError
+from coscheduler.runtime.eventloop import loop_factory
+from coscheduler.runtime.logging import configure_logging
+from coscheduler.runtime.settings import SettingDoc, Settings, documented_settings
+from coscheduler.runtime.startup import Startup
 
 
 class LazyGroup(click.Group):
@@ -138,10 +136,6 @@ def queue(namespace: str | None, queue_name: str | None, endpoint: str, output: 
     POSITION is the place across the cluster, IN-QUEUE within the group's queue
     (1 is tried first); filters choose rows and keep their numbers.
     """
-    import urllib.error
-    import urllib.parse
-    import urllib.request
-
     query = {k: v for k, v in (("namespace", namespace), ("queue", queue_name)) if v}
     url = f"{endpoint.rstrip('/')}/debug/queue"
     if query:
@@ -216,17 +210,9 @@ def _run_options(command: Any) -> Any:
 @_run_options
 def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
-    with gc_pause.paused():
-        settings = _load_settings(values)
-        from coscheduler.app import run as run_operator
-        from coscheduler.runtime.errors import LeadershipLostError
-        from coscheduler.runtime.eventloop import loop_factory
-        from coscheduler.runtime.logging import configure_logging
-        from coscheduler.runtime.startup import Startup
-
-        configure_logging(settings.log_level, settings.log_format)
-        new_loop = loop_factory(settings.event_loop)  # uvloop's import is one of the imports
-    gc.freeze()  # see the imports at the top
+    settings = _load_settings(values)
+    configure_logging(settings.log_level, settings.log_format)
+    new_loop = loop_factory(settings.event_loop)
     startup = Startup()
     startup.mark("imports")
 

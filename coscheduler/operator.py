@@ -1,13 +1,9 @@
 """The deciding side of ``coscheduler run``: the core, the loop, the writers, wired.
 
-Built by :func:`coscheduler.app.run` once this module is imported, which
-imports nearly everything else (NumPy, the core, the informers, the
-controller): :mod:`coscheduler.app` imports it in a worker thread while the
-first lists are on their way (issue #28), then builds one :class:`Operator`.
-
-Built in dependency order and by constructor arguments only: the core, the
-reporter (events, pod conditions, metrics), the controller's inboxes, the
-informers (one per kind), the controller's read model, the preempter and the
+:func:`coscheduler.app.run` builds one :class:`Operator` once connected, in
+dependency order and by constructor arguments only: the core, the reporter
+(events, pod conditions, metrics), the controller's inboxes, the informers
+(one per kind), the controller's read model, the preempter and the
 scheduling loop.
 """
 
@@ -28,16 +24,13 @@ from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
-from coscheduler.runtime.health import Health
 from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter, group_ref
-from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
-from coscheduler.runtime.serving import HealthServer
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup
 from coscheduler.runtime.volume_binder import VolumeBinder
@@ -48,7 +41,7 @@ log = structlog.get_logger(__name__)
 
 
 def _scheduler(settings: Settings) -> Scheduler:
-    scheduler = Scheduler(
+    return Scheduler(
         time.monotonic,
         SchedulerSettings(
             scheduler_name=settings.scheduler_name,
@@ -61,9 +54,8 @@ def _scheduler(settings: Settings) -> Scheduler:
             preemption=PreemptionSettings(mode=settings.preemption),
             usage_half_life_seconds=settings.usage_half_life_seconds,
         ),
+        wall_clock=time.time,
     )
-    scheduler.preemptions.wall_clock = time.time
-    return scheduler
 
 
 class Operator:
@@ -88,16 +80,17 @@ class Operator:
         self.startup = startup
         metrics.count_connections(client.pools)
         scheduler = self.scheduler = _scheduler(settings)
-        binds_idle = asyncio.Event()  # set while no binding is in flight (the loop keeps it)
         self.wake = wake
         self.listed = listed
         #: Set by the loop's first decision that binds, or its first finding nothing to do.
         self.first_pass = asyncio.Event()
+        #: Set once the writers run beside the loop: this replica decides (readiness).
+        self.deciding = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
         reporter = self.reporter = Reporter(
             client.sibling(),
             metrics=metrics,
             is_waiting=scheduler.is_waiting,
-            binds_idle=binds_idle,
             event_interval_seconds=settings.event_interval_seconds,
         )
         changes = Changes()
@@ -116,7 +109,7 @@ class Operator:
             reporter=reporter,
             group_ref=partial(group_ref, scheduler, informers.groups),
             wake=self.wake.set,
-            preempted=informers.composites.composites.preempted,
+            preempted=informers.groups.preempted,
         )
         self.loop = SchedulingLoop(
             scheduler=scheduler,
@@ -131,7 +124,6 @@ class Operator:
                 timeout_seconds=settings.volume_bind_timeout_seconds,
             ),
             reporter=reporter,
-            binds_idle=binds_idle,
             wake=self.wake,
             preempter=preempter,
             on_decided=self._decided,
@@ -142,34 +134,41 @@ class Operator:
             positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
         )
         self.writer = StatusWriter(
-            view=view, changed=changes.groups, reporter=reporter, positions=self.positions.published
+            view=view,
+            changed=changes.groups,
+            reporter=reporter,
+            written=informers.groups.set_status,
+            positions=self.positions.published,
         )
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
+
+    def alive(self) -> bool:
+        """No task started while leading has ended (the liveness probe)."""
+        return not any(task.done() for task in self._tasks)
 
     def _decided(self) -> None:
         self.startup.decided()
         self.first_pass.set()
 
-    async def lead(self, health: Health, server: HealthServer) -> None:
+    async def lead(self) -> None:
         """Decide and write, from the moment the Lease is ours (or at once without election)."""
         if self.settings.leader_election.enabled:
             self.startup.mark("leading")
         await self.listed.wait()
         async with asyncio.TaskGroup() as tasks:
-            health.tasks.append(tasks.create_task(self.loop.run(), name="scheduling-loop"))
+            self._tasks.append(tasks.create_task(self.loop.run(), name="scheduling-loop"))
             await self.first_pass.wait()
             for name, coroutine in {
                 "status-writer": self.writer.run(),
                 "queue-status-writer": self.queue_writer.run(),
-                "events": self.reporter.run_events(),
-                "pod-conditions": self.reporter.run_pod_conditions(),
+                "events": self.reporter.run_events(self.loop.binds_idle),
+                "pod-conditions": self.reporter.run_pod_conditions(self.loop.binds_idle),
                 "job-podgroups": self.job_groups.run(),
                 "queue-positions": self.positions.run(),
             }.items():
-                health.tasks.append(tasks.create_task(coroutine, name=name))
+                self._tasks.append(tasks.create_task(coroutine, name=name))
             self.positions.publish()  # before the writer's first round (controller/positions.py)
             self.writer.mark_all()
-            server.listing = QueueListing(self.scheduler, self.view.verdict)
-            health.synced = True
+            self.deciding.set()
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)

@@ -2,7 +2,7 @@
 
 What ``HTTPS_PROXY`` names in many clusters: the client asks it to open a TCP
 connection to the API server and then speaks TLS through it. Used to check
-that coscheduler's client tunnels through one (issue #28); it records each
+that coscheduler's client tunnels through one; it records each
 CONNECT's target and Proxy-Authorization, and relays bytes both ways.
 """
 

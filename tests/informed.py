@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupObject, sigs
+from coscheduler.api.adapters import sigs
+from coscheduler.api.adapters.base import GroupAdapter, GroupObject
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus

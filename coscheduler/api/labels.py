@@ -54,7 +54,7 @@ SELECTED_NODE_ANNOTATION: Final = "volume.kubernetes.io/selected-node"
 
 
 def _first(values: Mapping[str, str] | None, keys: tuple[str, ...]) -> str | None:
-    # A plain loop: this runs several times per pod read (issue #28).
+    # A plain loop: this runs several times per pod read.
     if values:
         for key in keys:
             value = values.get(key)

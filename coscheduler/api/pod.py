@@ -347,7 +347,7 @@ def _parse_affinity(
 
 def _parse_tolerations(reader: FieldReader, raw: object) -> tuple[Toleration, ...]:
     # Pods of a workload, and every pod admission defaults (not-ready, unreachable),
-    # carry the same few tolerations: each distinct list is read once (issue #28).
+    # carry the same few tolerations: each distinct list is read once.
     key = _tolerations_key(raw)
     known = _KNOWN_TOLERATIONS.get(key) if key is not None else None
     if known is not None:
@@ -479,7 +479,7 @@ class _SpecRead:
     """What a pod's reading takes from its spec and from what its status says of resizes.
 
     Pods of one workload share it (one spec, one namespace): the first is read
-    in full, the others take this (:func:`_read_spec`; issue #28).
+    in full, the others take this (:func:`_read_spec`).
     """
 
     scheduler_name: str

@@ -33,7 +33,8 @@ from typing import Any, Final
 
 import structlog
 
-from coscheduler.api.adapters import GroupObject, sigs
+from coscheduler.api.adapters import sigs
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.owners import GANG_ANNOTATION, JOB_API_VERSION, GangOwner, owns
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey

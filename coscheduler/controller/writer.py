@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import structlog
 
-from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
@@ -71,11 +71,16 @@ class StatusWriter:
         view: ReadModel,
         changed: ChangedGroups,
         reporter: Reporter,
+        written: Callable[[GroupKey, PodGroupStatus, object], None],
         debounce_seconds: float = 0.25,
         concurrency: int = 8,
         positions: Mapping[GroupKey, Position] | None = None,
     ) -> None:
         self._view = view
+        #: Told the status derived and written (or already held), so that the next round
+        #: compares with it even before the PodGroup's own watch event comes back (an
+        #: assumption, as kube-scheduler's cache assumes a pod bound before its event).
+        self._written = written
         #: Each pending group's place in line, as published (:mod:`.positions`).
         self._positions: Mapping[GroupKey, Position] = {} if positions is None else positions
         self._changed = changed
@@ -168,7 +173,7 @@ class StatusWriter:
                 return
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
-            self._view.record_status(key, self._kept(key, group, status), stored)
+            self._written(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
             return
         path = group.api.status_path(key.namespace, key.name)
@@ -188,9 +193,7 @@ class StatusWriter:
                     log.warning("status refused", group=str(key), error=str(error))
                 return
         self.writes += 1
-        # Remember what was written, so that the next round compares with it
-        # even before the PodGroup's own watch event arrives.
-        self._view.record_status(key, self._kept(key, group, status), stored)
+        self._written(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
 
     def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:

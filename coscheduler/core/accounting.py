@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Filed, Members, Membership, State
 from coscheduler.core.planner import Decision
+from coscheduler.core.preemption import Admits, Preemptions, Preemptor
 from coscheduler.core.quota import Quotas, add_amounts
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Status
-
-# Preemption's types only: its search loads with the first group that wants room (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.preemption import Admits, Preemptions, Preemptor, Victim, VictimRule
+from coscheduler.core.victims import Victim, VictimRule
 
 __all__ = ["Accounts"]
 

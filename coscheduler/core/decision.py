@@ -9,7 +9,6 @@ out: its bindings, its volume actions, and its preemption :class:`Order`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from coscheduler.api.devices import ResourceClaimInfo
 from coscheduler.api.pod import PodInfo
@@ -17,10 +16,7 @@ from coscheduler.core.devices import ClaimWrite, PodDevices
 from coscheduler.core.group import GroupKey
 from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Status
-
-# The victims' types: that module loads with the first preemption search (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.victims import Cost, Victim
+from coscheduler.core.victims import Cost, Victim
 
 __all__ = ["Decision", "Order", "PreemptionPlan"]
 
@@ -107,6 +103,10 @@ class Decision:
     #: What preemption decided for the group after this attempt: a plan to carry out
     #: (evict) or only to tell; None when there is nothing new to tell.
     preemption: Order | None = None
+    #: A victim search ran after this attempt: whether it found a plan (for metrics).
+    preemption_found: bool | None = None
+    #: A preemptor placed: seconds since its plan was made (for metrics).
+    preemption_waited: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -28,9 +28,6 @@ Those are also read into plain comparisons, which answer without a CEL
 evaluation when every value they name is there and of the literal's type;
 anything else (a missing attribute, another type, any other expression) goes
 to the CEL runtime, so the answer and the error are always CEL's.
-
-The CEL runtime is imported with the first selector compiled, not with this
-module: a cluster whose pods claim no devices never loads it (issue #28).
 """
 
 from __future__ import annotations
@@ -38,13 +35,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_strings
 
 from coscheduler.api.devices import Device, Version
 from coscheduler.api.quantity import QuantityError, parse_quantity
-
-if TYPE_CHECKING:
-    from cel_expr_python import cel
 
 __all__ = ["CelError", "Selector", "compile_selector"]
 
@@ -120,8 +117,6 @@ def _arith(left: Mapping[str, Any], right: Any, sign: int) -> dict[str, Any]:
 
 
 def _environment() -> cel.Env:
-    from cel_expr_python import cel  # here, not at import: see the module docstring
-    from cel_expr_python.ext import ext_bindings, ext_strings
 
     tagged = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
     integer, boolean, double = cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE
@@ -198,10 +193,8 @@ _ERROR: cel.Type | None = None
 def _env() -> cel.Env:
     global _ENV, _ERROR
     if _ENV is None:
-        from cel_expr_python import cel as binding  # imported by _environment, just below
-
         _ENV = _environment()
-        _ERROR = binding.Type.ERROR
+        _ERROR = cel.Type.ERROR
     return _ENV
 
 

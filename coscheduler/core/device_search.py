@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from coscheduler.api.devices import AttributeValue, ClaimSpec, Device
 from coscheduler.api.node_selector import NodeSelectorTerm
-from coscheduler.core.device_refusal import DeviceKey, DeviceRefusalError
 
 __all__ = [
     "BUDGET",
@@ -39,6 +38,20 @@ __all__ = [
     "Pick",
     "choose",
 ]
+
+#: (driver, pool, device): a device cluster-wide.
+DeviceKey = tuple[str, str, str]
+
+
+class DeviceRefusalError(Exception):
+    """Why a member's claims cannot be satisfied on a node (or anywhere)."""
+
+    def __init__(self, reason: str, *, anywhere: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        #: True when no node can help (a missing claim or class, a CEL error).
+        self.anywhere = anywhere
+
 
 #: Options a search may try for one member on one node before it gives up on the node.
 BUDGET = 512

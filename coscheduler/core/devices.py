@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from coscheduler.api.devices import (
     DEVICE_CLASS_RESOURCE,
@@ -52,13 +51,16 @@ from coscheduler.api.devices import (
 )
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node_selector import NodeSelectorRequirement, NodeSelectorTerm
-from coscheduler.core.device_refusal import DeviceKey, DeviceRefusalError
+from coscheduler.core.device_cel import CelError, compile_selector
+from coscheduler.core.device_search import (
+    Candidate,
+    ClaimAsk,
+    DeviceKey,
+    DeviceRefusalError,
+    Matched,
+    choose,
+)
 from coscheduler.core.filters import affinity
-
-# The search and the CEL runtime behind it are imported with the first claim a
-# member asks for: a cluster without ResourceSlices never loads them (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.device_search import Candidate, Matched
 
 __all__ = [
     "CANNOT_ALLOCATE",
@@ -355,7 +357,6 @@ class DeviceIndex:
 
         Nothing is taken: :meth:`assume` does that.
         """
-        from coscheduler.core.device_search import ClaimAsk, choose
 
         asks: list[ClaimAsk] = []
         uids: list[str] = []
@@ -504,9 +505,6 @@ class DeviceIndex:
         by_node: dict[str, list[Candidate]] = {}
         elsewhere: list[Candidate] = []
         for (driver, pool), entry in sorted(self._pools.items()):
-            # Here: a preemption trial re-indexes a cluster without devices too.
-            from coscheduler.core.device_search import Candidate
-
             for slice_ in sorted(entry.complete(), key=lambda s: s.name):
                 if slice_.node_name is not None:
                     nodes: tuple[NodeSelectorTerm, ...] | None = (
@@ -547,7 +545,6 @@ class DeviceIndex:
         if shared is None:
             shared = self._judge_all(choice, self._elsewhere)
             self._matching[(*judged, None)] = shared
-        from coscheduler.core.device_search import Matched
 
         reached = [
             c
@@ -566,7 +563,6 @@ class DeviceIndex:
                 f"request {request}: device class {choice.device_class} does not exist",
                 anywhere=True,
             )
-        from coscheduler.core.device_search import Matched
 
         devices: list[Candidate] = []
         errors: dict[DeviceKey, tuple[str | None, str]] = {}
@@ -609,8 +605,6 @@ class DeviceIndex:
         verdicts = self._verdicts.setdefault(candidate.key, {})
         verdict = verdicts.get(expression)
         if verdict is None:
-            from coscheduler.core.device_cel import CelError, compile_selector
-
             try:
                 verdict = compile_selector(expression).matches(candidate.driver, candidate.device)
             except CelError as error:

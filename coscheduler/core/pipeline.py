@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from coscheduler.api.native_podgroup import PodGroupClaim
 from coscheduler.api.pod import PodInfo
@@ -39,17 +38,15 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.membership import Membership
 from coscheduler.core.planner import plan
 from coscheduler.core.preemption import Preemptions, RunningPriorities
+from coscheduler.core.preemption.running import running_groups
+from coscheduler.core.preemption.search import Admits, Preemptor
 from coscheduler.core.quota import Quotas
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import VolumeAction
 from coscheduler.core.status import Code, Status
+from coscheduler.core.victims import RunningGroup, VictimRule
 from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
-
-# Preemption's search and victims load with the first group that wants room (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.preemption import Admits, Preemptor
-    from coscheduler.core.victims import RunningGroup, VictimRule
 
 __all__ = ["Pipeline"]
 
@@ -81,12 +78,14 @@ class Pipeline:
         closed = self.quotas.gate(queue, key.namespace)
         if closed is not None:
             self.accounts.withdraw(key)
-            return Decision(
-                key,
-                closed,
-                members=len(pending) + len(bound),
-                bound=len(bound),
-                pending=tuple(pod.key for pod in pending),
+            return self.preemptions.told(
+                Decision(
+                    key,
+                    closed,
+                    members=len(pending) + len(bound),
+                    bound=len(bound),
+                    pending=tuple(pod.key for pod in pending),
+                )
             )
         self.preemptions.expire(self.snapshot, now)
         self.preemptions.lift(self.snapshot, key)
@@ -101,11 +100,9 @@ class Pipeline:
             decision = self._with_volumes(decision)
         if any(pod.device_claims for pod in pending):
             decision = self._with_devices(decision, pending, bound)
-        order = self.preemptions.settle(
+        decision = self.preemptions.settle(
             self.snapshot, decision, now, _Attempted(self, key, pending, bound)
         )
-        if order is not None:
-            decision = dataclasses.replace(decision, preemption=order)
         if decision.admitted:
             self.first_attempt.pop(key, None)
         elif decision.status.reason is Reason.TIMEOUT:
@@ -250,7 +247,6 @@ class _Attempted:
         return self.pipeline.running_priorities.lowest()
 
     def preemptor(self) -> Preemptor | None:
-        from coscheduler.core.preemption.search import Preemptor
 
         pipeline, pending = self.pipeline, self.pending
         policy = pipeline.membership.policy(self.key)
@@ -267,7 +263,6 @@ class _Attempted:
         )
 
     def running(self) -> list[RunningGroup]:
-        from coscheduler.core.preemption.running import running_groups
 
         membership = self.pipeline.membership
         return running_groups(

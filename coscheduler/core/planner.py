@@ -54,25 +54,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core import messages
 from coscheduler.core.attempt import Attempt
 from coscheduler.core.decision import Decision
+from coscheduler.core.domains import Domain, bound_domain, candidate_domains
 from coscheduler.core.group import KIND_COMPOSITE, GroupKey, GroupPolicy
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Scoring
+from coscheduler.core.search import find_packing
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Binding, Statement
 from coscheduler.core.status import Code, Status
 from coscheduler.core.trial import Failure, run_trial, runs
-
-# Domains (a group's topology) and the exact packing search load with the first
-# group that needs them (issue #28): a plain cluster's gangs fit in the trial.
-if TYPE_CHECKING:
-    from coscheduler.core.domains import Domain
 
 __all__ = ["Decision", "member_order", "plan"]
 
@@ -143,8 +139,6 @@ def plan(
     if needed == 0:
         home = None
         if policy.topology_levels:
-            from coscheduler.core.domains import bound_domain
-
             home = bound_domain(snapshot, policy.topology_levels, attempt.bound_nodes)
         return _elastic(attempt, Statement(snapshot, within=None if home is None else home.nodes))
 
@@ -157,8 +151,6 @@ def plan(
     trial = run_trial(statement, attempt)
     placed, rest, failure = trial.placed, trial.rest, trial.failure
     if placed < needed:
-        from coscheduler.core.search import find_packing
-
         statement.discard()
         # The search knows nothing of domains: roles kept in one are the trial's alone.
         packing = (
@@ -234,7 +226,6 @@ def _admit(
 
 def _in_one_domain(attempt: Attempt, refused: Callable[[Status, int], Decision]) -> Decision:
     """Rule 5a: the trial inside one domain at a time, narrow levels first."""
-    from coscheduler.core.domains import candidate_domains
 
     snapshot, group, policy, needed = attempt.snapshot, attempt.key, attempt.policy, attempt.needed
     bound_nodes = attempt.bound_nodes

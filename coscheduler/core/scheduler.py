@@ -71,8 +71,14 @@ class Scheduler(Views):
     skip_unchanged_sync = True
 
     def __init__(
-        self, clock: Callable[[], float], settings: SchedulerSettings | None = None
+        self,
+        clock: Callable[[], float],
+        settings: SchedulerSettings | None = None,
+        *,
+        wall_clock: Callable[[], float] | None = None,
     ) -> None:
+        """``wall_clock``: seconds since the epoch, for how long preemption's victims have
+        run (their start times are the API's); None when ``clock`` is one already."""
         self.settings = settings = settings or SchedulerSettings()
         self.clock = clock
         self.snapshot = Snapshot()
@@ -81,7 +87,7 @@ class Scheduler(Views):
         self.queue = GroupQueue(clock, settings.queue, share=self.quotas.share)
         self._capacity_stale = True
         self.volumes = VolumeIndex()
-        self.preemptions = Preemptions(settings.preemption)
+        self.preemptions = Preemptions(settings.preemption, wall_clock)
         self._membership = Membership(
             settings.scheduler_name,
             lone_when_group_missing=settings.lone_when_group_missing,
@@ -499,7 +505,7 @@ class Scheduler(Views):
         if key is not None and sync and not (filed.stayed_bound and self.skip_unchanged_sync):
             # A bound member's progress (bound, running) leaves its group's pending
             # members, and so what _sync would do, as they were: about a tenth of each
-            # such update's CPU (issue #28).
+            # such update's CPU.
             self._sync(key)
         return filed.was_pending
 

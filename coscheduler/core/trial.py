@@ -23,6 +23,7 @@ from typing import NamedTuple
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.attempt import Attempt
 from coscheduler.core.diagnosis import Diagnosis
+from coscheduler.core.domains import candidate_domains
 from coscheduler.core.placement import place_run
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.statement import Statement
@@ -117,7 +118,6 @@ def _role_in_one_domain(
     scoring: Scoring,
 ) -> Trial:
     """One role's needed members inside one domain of its levels, or the closest try."""
-    from coscheduler.core.domains import candidate_domains  # a role's topology (issue #28)
 
     snapshot = statement.snapshot
     closest: Trial | None = None

@@ -8,7 +8,6 @@ a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
 from coscheduler.api.node import NodeInfo
@@ -41,10 +40,6 @@ class Views:
     def namespaces(self) -> list[str]:
         """Every namespace whose labels are known."""
         return list(self.snapshot.topology.namespace_labels)
-
-    def nodes_with_attach_limits(self) -> list[str]:
-        """The nodes a CSINode gave volume limits for."""
-        return list(self.snapshot.attach_limits)
 
     def queue_sizes(self) -> dict[str, int]:
         """Groups per pool of the queue (active, backoff, unschedulable)."""
@@ -79,14 +74,6 @@ class Views:
     def hold(self, key: GroupKey) -> Hold | None:
         """The room held for a preemptor while its victims go, if any."""
         return self.preemptions.hold(key)
-
-    def take_preemption_counts(self) -> Counter[str]:
-        """Searches, and plans found or not, since the last call (for metrics)."""
-        return self.preemptions.take_counts()
-
-    def take_preemptors_placed(self) -> list[tuple[GroupKey, float]]:
-        """Preemptors placed since the last call, with when their plan was made."""
-        return self.preemptions.take_placed()
 
     def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
         """Give back the volumes a decision reserved (its bindings were not carried out)."""

@@ -32,18 +32,13 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.node_selector import NodeSelectorTerm
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo
 from coscheduler.core.filters import affinity
 from coscheduler.core.statement import VolumeAction
-
-# The volume kinds' types: their module loads with the first claim, volume or class
-# read (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo
 
 __all__ = ["VolumeIndex"]
 

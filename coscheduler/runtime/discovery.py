@@ -3,27 +3,21 @@
 Each answer is the collection path to read, or None: a kind not served is
 not read, and the process runs as it would without it, saying so in one log
 line. Asked concurrently (see :mod:`coscheduler.runtime.ingest`).
-
-Only names are imported here (:mod:`coscheduler.api.adapters.apis`, the
-labels), never a model: discovery runs on the event loop's thread while the
-worker thread imports the models (:mod:`coscheduler.app`, issue #28).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 import structlog
 
 from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.adapters.base import GroupAdapter
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
 from coscheduler.runtime.errors import NotFound
 from coscheduler.runtime.kube import KubeClient
-
-if TYPE_CHECKING:
-    from coscheduler.api.adapters import GroupAdapter
 
 __all__ = [
     "native_workloads",
@@ -108,8 +102,6 @@ async def native_workloads(client: KubeClient) -> str | None:
 
 async def served_podgroup_apis(client: KubeClient) -> list[GroupAdapter]:
     """The PodGroup APIs read, in order of precedence."""
-    from coscheduler.api.adapters import ADAPTERS  # the models: not needed at start
-
     return [adapter for adapter in ADAPTERS if await podgroups(adapter.api)(client) is not None]
 
 

@@ -122,6 +122,5 @@ _BY_STATUS: Final[dict[int, type[ApiError]]] = {
 class LeadershipLostError(Exception):
     """The Lease could not be renewed in time; another replica may lead now.
 
-    Raised by :mod:`coscheduler.runtime.leader`; here so that the CLI names it
-    without importing the elector before the first request (issue #28).
+    Raised by :mod:`coscheduler.runtime.leader`; the CLI exits on it.
     """

@@ -2,7 +2,7 @@
 
 uvloop runs the loop, its sockets and TLS in C (libuv), where asyncio's
 SSL layer and callbacks are Python: a tenth or more of the CPU of a
-scheduler talking TLS to its API server (issue #28). ``--event-loop
+scheduler talking TLS to its API server. ``--event-loop
 asyncio`` keeps the standard loop as a way out; where uvloop is not
 installed (it has no Windows build) asyncio's loop is used and a warning says so.
 """

@@ -115,8 +115,6 @@ class EventRecorder:
     writers: int = 4
     clock: Callable[[], float] = time.monotonic
     on_drop: Callable[[], None] | None = None
-    #: Set while no binding is in flight (rule 4); None: never wait.
-    idle: asyncio.Event | None = None
     _queue: asyncio.Queue[_Pending] = field(init=False)
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
@@ -178,16 +176,17 @@ class EventRecorder:
                 series.deferred = None
                 self._deferred.discard(key)
 
-    async def run(self) -> None:
-        """Write queued events until cancelled."""
+    async def run(self, idle: asyncio.Event | None = None) -> None:
+        """Write queued events until cancelled; ``idle`` is set while no binding is in
+        flight (rule 4; None: never wait)."""
         async with asyncio.TaskGroup() as writers:
             for _ in range(max(1, self.writers)):
-                writers.create_task(self._write_queued())
+                writers.create_task(self._write_queued(idle))
 
-    async def _write_queued(self) -> None:
+    async def _write_queued(self, idle: asyncio.Event | None) -> None:
         while True:
             self._release_deferred()
-            if self._held and self._idle():
+            if self._held and _is_idle(idle):
                 pending = self._held.popleft()
             else:
                 try:
@@ -202,7 +201,7 @@ class EventRecorder:
                             pending = await self._queue.get()
                     except TimeoutError:
                         continue
-                if pending.kind == "Warning" and not self._idle():
+                if pending.kind == "Warning" and not _is_idle(idle):
                     self._hold(pending)
                     continue
             key = pending.key
@@ -247,9 +246,6 @@ class EventRecorder:
                 turn.set_result(None)
                 return
         del self._turns[key]
-
-    def _idle(self) -> bool:
-        return self.idle is None or self.idle.is_set()
 
     def _hold(self, pending: _Pending) -> None:
         if len(self._held) >= self.max_pending:
@@ -312,3 +308,7 @@ class EventRecorder:
         self._series[pending.key] = _Series(name, 1, pending.message, self.clock())
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)
+
+
+def _is_idle(idle: asyncio.Event | None) -> bool:
+    return idle is None or idle.is_set()

@@ -26,8 +26,10 @@ from typing import Protocol
 
 import structlog
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi, GroupObject, StatusAdapter
+from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.adapters.base import GroupAdapter, GroupObject, StatusAdapter
 from coscheduler.api.adapters.native import disruption_condition
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.composite import ChildGroup
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
 from coscheduler.api.native_workload import NativeWorkload
@@ -47,6 +49,7 @@ from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 from coscheduler.runtime.informers.base import Complaints, InvalidObject
+from coscheduler.runtime.informers.composites import CompositeChange, Composites
 
 __all__ = ["Groups"]
 
@@ -64,13 +67,6 @@ class _OwnerHook(Protocol):
         """The Job of that name, if known."""
 
 
-class _ChildHook(Protocol):
-    def child(
-        self, namespace: str, name: str, parent: str | None, child: ChildGroup | None
-    ) -> None:
-        """A native PodGroup as stored (None: gone): the CompositePodGroup it names, if any."""
-
-
 class Groups:
     """The store (see the module docstring)."""
 
@@ -81,6 +77,7 @@ class Groups:
         complaints: Complaints,
         changed: Callable[[GroupKey], None],
         owners: _OwnerHook,
+        composites: Composites,
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
     ) -> None:
         self._scheduler = scheduler
@@ -100,8 +97,8 @@ class Groups:
         self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
         #: Why each PodGroup that exists but cannot be read was refused, by API.
         self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
-        #: Told of each native PodGroup's parent (:mod:`~.informers.composites`), once built.
-        self.composites: _ChildHook | None = None
+        #: Told of each native PodGroup's parent (:mod:`~.informers.composites`).
+        self._composites = composites
         #: Native groups whose members name two schedulers or more, and which.
         self._mixed: dict[GroupKey, tuple[str, ...]] = {}
         #: Kubernetes' own Workloads (1.36 and later) by namespace and name: their
@@ -204,8 +201,10 @@ class Groups:
         *,
         spec_changed: bool = False,
         notify: bool = True,
-    ) -> None:
-        """A readable PodGroup of one API, as read; the key's group if its API wins."""
+    ) -> tuple[str, ...]:
+        """A readable PodGroup of one API, as read; the key's group if its API wins.
+
+        Returns the pods to feed in again (their native PodGroup changed composite)."""
         group = self._with_workload_queue(group)
         self._unreadable.get(adapter.api, {}).pop(key, None)
         self._objects.setdefault(adapter.api, {})[key] = group
@@ -213,7 +212,7 @@ class Groups:
         if winner is not group:
             if winner is not None and spec_changed:
                 _shadowed(key, ignored=adapter.api, used=winner.api)
-            return
+            return ()
         previous = self.podgroups.get(key)
         if previous is not None and previous.api != group.api:
             _shadowed(key, ignored=previous.api, used=group.api)
@@ -221,28 +220,36 @@ class Groups:
         if spec_changed or previous is None or previous.api != group.api:
             self._scheduler.upsert_group(self.policy(group, key))
         native = group.native
-        if native is not None and self.composites is not None:
+        moved: tuple[str, ...] = ()
+        if native is not None:
             child = ChildGroup(
                 key.name, native.min_count, native.topology_key, bool(native.resource_claims)
             )
-            self.composites.child(key.namespace, key.name, native.parent, child)
+            moved = self.apply(
+                self._composites.child(key.namespace, key.name, native.parent, child)
+            )
         if previous is None:
             self._owners.group_moved(key)
         if notify:
             self._changed(key)
+        return moved
 
-    def refuse(self, adapter: GroupAdapter, key: GroupKey, why: str) -> None:
-        """The API's PodGroup of that key exists but cannot be read: it counts as missing."""
-        self.remove(adapter, key)
+    def refuse(self, adapter: GroupAdapter, key: GroupKey, why: str) -> tuple[str, ...]:
+        """The API's PodGroup of that key exists but cannot be read: it counts as missing.
+        Returns the pods to feed in again, as :meth:`remove` does."""
+        moved = self.remove(adapter, key)
         self._unreadable.setdefault(adapter.api, {})[key] = why
         # Its pods were told the group does not exist: look again, so they say why.
         self._scheduler.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
+        return moved
 
-    def remove(self, adapter: GroupAdapter, key: GroupKey) -> None:
-        """The API's PodGroup of that key is gone; another API's of the name may take over."""
+    def remove(self, adapter: GroupAdapter, key: GroupKey) -> tuple[str, ...]:
+        """The API's PodGroup of that key is gone; another API's of the name may take over.
+        Returns the pods to feed in again (their native PodGroup left its composite)."""
         self._unreadable.get(adapter.api, {}).pop(key, None)
         if self._objects.get(adapter.api, {}).pop(key, None) is None:
-            return
+            return ()
+        moved: tuple[str, ...] = ()
         winner = self._winner(key)
         if winner is None:
             self.podgroups.pop(key, None)
@@ -250,13 +257,25 @@ class Groups:
             self._creators.pop(key, None)
             self._scheduler.remove_group(key.namespace, key.name, key.kind)
             self._owners.group_moved(key)
-            if key.kind == KIND_NATIVE_POD_GROUP and self.composites is not None:
-                self.composites.child(key.namespace, key.name, None, None)
+            if key.kind == KIND_NATIVE_POD_GROUP:
+                moved = self.apply(self._composites.child(key.namespace, key.name, None, None))
         elif self.podgroups.get(key) is not winner:
             # The winner is gone and the other API's group of that name takes over.
             self.podgroups[key] = winner
             self._scheduler.upsert_group(self.policy(winner, key))
             self._changed(key)
+        return moved
+
+    def apply(self, change: CompositeChange) -> tuple[str, ...]:
+        """Make again the composites' gangs a change touched; the pods to feed in again."""
+        for name in change.remade:
+            key = GroupKey(change.namespace, name, KIND_COMPOSITE)
+            gang = self._composites.gang(change.namespace, name, self.podgroups.get(key))
+            if gang is None:
+                self.drop_gang(key)
+            else:
+                self.add_gang(key, gang)
+        return change.moved
 
     def _winner(self, key: GroupKey) -> GroupObject | None:
         """The key's group: the object of the first API, in order of precedence, that has one."""
@@ -369,7 +388,13 @@ class Groups:
 
     def preempted(self, key: GroupKey, message: str) -> None:
         """The group lost members to a preemption: Kubernetes' own PodGroup says so
-        in its ``DisruptionTarget`` condition (upstream's words; ours tell it by events)."""
+        in its ``DisruptionTarget`` condition (upstream's words; ours tell it by events),
+        and so do a composite's children."""
+        self._condition_preempted(key, message)
+        for child in self._composites.children_of(key):
+            self._condition_preempted(child, message)
+
+    def _condition_preempted(self, key: GroupKey, message: str) -> None:
         group = self.podgroups.get(key)
         if group is None or (group.native is None and group.composite is None):
             return

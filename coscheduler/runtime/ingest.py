@@ -1,15 +1,13 @@
 """Runs the table of kinds: every kind read at once, applied stage by stage, then watched on.
 
-Start-up, in order (issue #28 measures it; keep the order cheap to change):
+Start-up, in order:
 
 1. Every kind starts at once: an optional kind asks discovery where it is
    served, then lists; a core kind lists straight away. Nothing waits on
-   another kind's round trips, nor on the informers: the lists may start
-   before the core is imported, and are held until the informers exist
-   (``informers``, a future the caller resolves; :mod:`coscheduler.app`).
-2. A kind's list is applied only once the informers exist and every kind of
-   the earlier stages is applied (or refused: a kind the process may not
-   read is logged and left out). Jobs are stage 0, so pods join their Job's
+   another kind's round trips.
+2. A kind's list is applied only once every kind of the earlier stages is
+   applied (or refused: a kind the process may not read is logged and left
+   out). Jobs are stage 0, so pods join their Job's
    gang from the first pod; every other kind is stage 1. Each kind is
    watched on after its list.
 3. Return once every kind is applied: the loop starts only on the whole
@@ -28,7 +26,6 @@ import asyncio
 import gc
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -38,10 +35,6 @@ from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.watch import Listed, StopWatching, Watch
 
-if TYPE_CHECKING:
-    from coscheduler.runtime.informers.base import Informer
-    from coscheduler.runtime.informers.registry import Informers
-
 __all__ = ["start"]
 
 log = structlog.get_logger(__name__)
@@ -50,7 +43,6 @@ log = structlog.get_logger(__name__)
 async def start(
     client: KubeClient,
     kinds: Sequence[Kind],
-    informers: asyncio.Future[Informers],
     settings: Settings,
     *,
     tasks: asyncio.TaskGroup,
@@ -81,14 +73,14 @@ async def start(
             stop_if_forbidden=kind.if_forbidden is not None,
         )
         gate = partial(earlier_stages_applied, kind.stage)
-        await _feed(kind, watch, informers, gate, done[kind.name], wake, on_listed)
+        await _feed(kind, watch, gate, done[kind.name], wake, on_listed)
 
     for kind in kinds:
         read[kind.name] = tasks.create_task(run(kind), name=f"watch-{kind.name}")
     await asyncio.gather(*(event.wait() for event in done.values()))
     # What the lists built (the core's picture of every node and pod) lives on: keep
     # it out of the collector's full passes, each of which would walk all of it again
-    # (about a tenth of the steady state's CPU at 2,048 pods; issue #28).
+    # (about a tenth of the steady state's CPU at 2,048 pods).
     gc.freeze()
     # A kind not read has ended by now; the watches of the others run on.
     started = {name: task for name, task in read.items() if not task.done()}
@@ -99,17 +91,14 @@ async def start(
 async def _feed(
     kind: Kind,
     watch: Watch,
-    informers: asyncio.Future[Informers],
     gate: Callable[[], Awaitable[None]],
     listed: asyncio.Event,
     wake: Callable[[], None],
     on_listed: Callable[[str], None],
 ) -> None:
-    informer: Informer | None = None
+    informer = kind.informer
     try:
         async for item in watch:
-            if informer is None:  # the first item, a list: it waits here for the informers
-                informer = kind.informer(await informers)
             if isinstance(item, Listed):
                 if not item.served:
                     log.error(kind.if_missing, path=watch.path)
@@ -117,7 +106,7 @@ async def _feed(
                     await gate()
                 # No cyclic collection while a list is applied either: each full one
                 # would walk every object decoded so far, with nothing to collect (a
-                # third of the apply at 50,000 pods; issue #28).
+                # third of the apply at 50,000 pods).
                 with gc_pause.paused():
                     informer.replace(item.objects)
                 if not listed.is_set():

@@ -41,17 +41,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
 
 import orjson
+from aiolimiter import AsyncLimiter
 
 from coscheduler.runtime import kubeconfig as kubeconfig_module
 from coscheduler.runtime.errors import ApiError, Unreachable
 from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer, client_context
-from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
-
-# aiolimiter's package __init__ only looks its own version up in the installed
-# packages' metadata (several ms at start, issue #28): its limiter is all we use.
-defer_init("aiolimiter", {"AsyncLimiter": "leakybucket"})
-from aiolimiter import AsyncLimiter  # noqa: E402
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client.configuration import Configuration
@@ -134,13 +129,6 @@ async def _library_credentials(
     needs: kubeconfig_module.NeedsLibrary,
 ) -> kubeconfig_module.Credentials:
     """Load a kubeconfig we do not read ourselves with kubernetes_asyncio, imported now."""
-    from coscheduler.runtime.lazy_package import defer_init
-
-    # Its package __init__ imports every generated API and model: a fifth of
-    # start-up (issue #28); only its configuration and kubeconfig loader are used.
-    defer_init("kubernetes_asyncio")
-    defer_init("kubernetes_asyncio.client", {"Configuration": "configuration"})
-    defer_init("kubernetes_asyncio.client.models")
     from kubernetes_asyncio.client import configuration as k8s_configuration
     from kubernetes_asyncio.config import kube_config
 

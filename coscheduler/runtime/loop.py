@@ -19,9 +19,8 @@ Order of work, and why:
    event (both deduplicated and rate-limited); the binding clears it.
 4. Between decisions the loop yields to the event loop, so watch events are
    applied while a long queue is worked through: after every decision that
-   binds (its Bindings leave while the next group is planned; at start-up,
-   with a backlog, the first Binding waited for 16 decisions, a quarter of a
-   second: issue #28), and after 16 that do not.
+   binds (its Bindings leave while the next group is planned, instead of
+   waiting behind a backlog's next decisions), and after 16 that do not.
 5. With nothing ready, it sleeps until the queue's next backoff expires or a
    watch event wakes it.
 """
@@ -165,7 +164,6 @@ class SchedulingLoop:
         binder: Binder,
         volume_binder: VolumeBinder,
         reporter: Reporter,
-        binds_idle: asyncio.Event,
         wake: asyncio.Event,
         wall_clock: Callable[[], float] = time.time,
         preempter: Preempter | None = None,
@@ -191,8 +189,8 @@ class SchedulingLoop:
         #: Set by anything that may make a group placeable (watch events, the preempter).
         self._wake = wake
         self._binds: set[asyncio.Task[None]] = set()
-        #: Set while no binding is in flight: lower-priority writers wait for it.
-        self.binds_idle = binds_idle
+        #: Set while no binding is in flight: the reporting writers wait for it.
+        self.binds_idle = asyncio.Event()
         self.binds_idle.set()
         # When each group waiting to be admitted was first tried (gang wait).
         self._first_tried: dict[GroupKey, float] = {}
@@ -220,7 +218,7 @@ class SchedulingLoop:
                 time.perf_counter() - started
             )
             if self._preempter is not None:
-                decision = self._preempter.annotate(decision)
+                self._preempter.take(decision)
             self.decisions += 1
             self._carry_out(decision)
             since_yield += 1

@@ -58,13 +58,11 @@ class PodConditionWriter:
         client: KubeClient,
         *,
         still_pending: Callable[[str], bool],
-        idle: asyncio.Event | None = None,
         concurrency: int = 4,
         max_remembered: int = 100_000,
     ) -> None:
         self._client = client
         self._still_pending = still_pending
-        self.idle = idle
         self._concurrency = concurrency
         self._max_remembered = max_remembered
         self._queued: OrderedDict[str, _Update] = OrderedDict()
@@ -97,22 +95,24 @@ class PodConditionWriter:
             while (answered := self._in_flight.get(uid)) is not None:
                 await answered.wait()
 
-    async def run(self) -> None:
-        workers = [asyncio.create_task(self._work()) for _ in range(self._concurrency)]
+    async def run(self, idle: asyncio.Event | None = None) -> None:
+        """Write queued conditions until cancelled, while ``idle`` is set (no binding in
+        flight; None: never wait)."""
+        workers = [asyncio.create_task(self._work(idle)) for _ in range(self._concurrency)]
         try:
             await asyncio.gather(*workers)
         finally:
             for worker in workers:
                 worker.cancel()
 
-    async def _work(self) -> None:
+    async def _work(self, idle: asyncio.Event | None) -> None:
         while True:
             if not self._queued:
                 self._wake.clear()
                 await self._wake.wait()
                 continue
-            if self.idle is not None:
-                await self.idle.wait()
+            if idle is not None:
+                await idle.wait()
                 if not self._queued:
                     continue
             uid, update = self._queued.popitem(last=False)

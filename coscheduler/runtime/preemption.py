@@ -23,15 +23,15 @@ this module does the I/O, in this order, for a plan to carry out:
    gang gets a ``RoomHeld`` event.
 
 Plans that are not carried out (``dry-run``, or no plan) are told on the
-waiting group: its ``Unschedulable`` condition and ``FailedScheduling``
-event carry the plan or why there is none (:meth:`Preempter.annotate`).
+waiting group: the core writes the plan, or why there is none, into the
+decision's message, which its ``Unschedulable`` condition and
+``FailedScheduling`` event carry; a dry-run's plan is an event as well.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterable
 
 import structlog
@@ -80,8 +80,6 @@ class Preempter:
         self._group_ref = group_ref
         self._wake = wake
         self._tasks: set[asyncio.Task[None]] = set()
-        #: What the waiting group's condition says about preemption now.
-        self._notes: dict[GroupKey, str] = {}
         #: Why the Eviction API refused a victim (by uid), until the plan tells it.
         self._refusals: dict[str, str] = {}
         #: Groups whose pods carry a nominatedNodeName of ours, and where.
@@ -93,55 +91,29 @@ class Preempter:
 
     # -- after each decision --------------------------------------------------
 
-    def annotate(self, decision: Decision) -> Decision:
-        """Carry out this decision's preemption order; the decision as the group should tell it."""
-        scheduler = self._scheduler
-        counts = scheduler.take_preemption_counts()
-        if counts:
-            self._metrics.preemption_attempts.inc(counts["attempts"])
-            for outcome in ("found", "none"):
-                if counts[outcome]:
-                    self._metrics.preemption_plans.labels(outcome=outcome).inc(counts[outcome])
-        now = self._scheduler.clock()
-        for key, since in scheduler.take_preemptors_placed():
-            self._metrics.preemption_to_placed.observe(max(0.0, now - since))
-            self._notes.pop(key, None)
+    def take(self, decision: Decision) -> None:
+        """Carry out this decision's preemption order, and count what preemption did."""
+        if decision.preemption_found is not None:
+            self._metrics.preemption_attempts.inc()
+            outcome = "found" if decision.preemption_found else "none"
+            self._metrics.preemption_plans.labels(outcome=outcome).inc()
+        if decision.preemption_waited is not None:
+            self._metrics.preemption_to_placed.observe(decision.preemption_waited)
         if decision.preemption is not None:
             self._take(decision.preemption)
         key = decision.group
         if decision.admitted:
-            self._notes.pop(key, None)
             self._nominated.pop(key, None)
-            return decision
-        hold = scheduler.hold(key)
-        if hold is None and key in self._nominated:
+        elif key in self._nominated and self._scheduler.hold(key) is None:
             self._unnominate(key)  # the hold ran out: the pods are nominated nowhere now
-        note = (
-            f"Preempting: {hold.plan.summary.removeprefix('would preempt ')}; "
-            "the room is held while they terminate."
-            if hold is not None
-            else self._notes.get(key)
-        )
-        if not note or decision.status.ok:
-            return decision
-        status = dataclasses.replace(
-            decision.status, message=f"{decision.status.message.rstrip('.')}. {note}"
-        )
-        return dataclasses.replace(decision, status=status)
 
     def _take(self, order: Order) -> None:
         plan = order.plan
-        key = plan.preemptor
         if not order.evict:
             if plan.found:
-                self._notes[key] = f"Preemption (dry-run) {plan.summary}."
-                self._tell_group(key, "Normal", Reason.PREEMPTING, f"dry-run: {plan.summary}")
-            elif plan.worth_telling:
-                self._notes[key] = f"No preemption: {plan.summary}."
-            else:
-                self._notes.pop(key, None)
+                message = f"dry-run: {plan.summary}"
+                self._tell_group(plan.preemptor, "Normal", Reason.PREEMPTING, message)
             return
-        self._notes.pop(key, None)
         task = asyncio.create_task(self._carry_out(plan))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

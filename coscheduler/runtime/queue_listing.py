@@ -20,13 +20,24 @@ __all__ = ["QueueListing"]
 
 
 class QueueListing:
-    """The rows of ``/debug/queue`` from the core's views and the loop's verdicts."""
+    """The rows of ``/debug/queue`` from the core's views and the loop's verdicts, while
+    ``leading`` says this replica decides (a standby's line is nobody's)."""
 
-    def __init__(self, views: Views, verdict: Callable[[GroupKey], Status | None]) -> None:
+    def __init__(
+        self,
+        views: Views,
+        verdict: Callable[[GroupKey], Status | None],
+        *,
+        leading: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._views = views
         self._verdict = verdict
+        self._leading = leading
 
-    def rows(self, *, namespace: str | None = None, queue: str | None = None) -> list[Any]:
+    def rows(self, *, namespace: str | None = None, queue: str | None = None) -> list[Any] | None:
+        """The rows in cluster order; None while this replica does not lead."""
+        if not self._leading():
+            return None
         placed = self._views.queue_positions()
         rows: list[Any] = []
         for key, position in sorted(placed.items(), key=lambda item: item[1].in_cluster):

@@ -5,11 +5,6 @@ The scheduler-plugins PodGroup controller reads listers only; so does ours.
 views, and hands out nothing it could change. :class:`Changes` tells the
 controller what to look at again: the informers and the loop mark, the
 controller's writers take (kube-scheduler's informers and their work queues).
-
-The one write is :meth:`ReadModel.record_status`: the status writer's
-record of the status it derived and wrote, so its next round compares with
-it even before the PodGroup's own watch event comes back (an assumption, as
-kube-scheduler's cache assumes a pod bound before the Binding's event).
 """
 
 from __future__ import annotations
@@ -18,10 +13,9 @@ import asyncio
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
-from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.queue import Queue
 from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position
@@ -135,10 +129,6 @@ class ReadModel:
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)
         return None if node is None else node.labels
-
-    def record_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
-        """The status writer's record of what it derived and wrote (module docstring)."""
-        self._groups.set_status(key, status, stored)
 
     # -- queues and Jobs -------------------------------------------------------
 

@@ -4,7 +4,7 @@ The informers, the scheduling loop, the preempter and the controller's
 writers all say what happened through it, instead of each taking the same
 event recorder, condition writer and metrics. Reporting has its own client
 (its own rate limit, so it never delays a binding), and its writers stand
-back while bindings are in flight (``binds_idle``, set by the loop).
+back while bindings are in flight (the loop's ``binds_idle``, given when they start).
 
 It is also where an object that cannot be read is told
 (:meth:`Reporter.invalid`): a Warning event quoting what is wrong and, for a
@@ -36,13 +36,11 @@ class Reporter:
         *,
         metrics: Metrics,
         is_waiting: Callable[[str], bool],
-        binds_idle: asyncio.Event | None = None,
         event_interval_seconds: float = 30.0,
         event_writers: int = 4,
     ) -> None:
         self.client = client
         self.metrics = metrics
-        self.binds_idle = binds_idle
         self._is_waiting = is_waiting
         #: The unreadable pods of ours that wait (see ``InvalidObject.waiting``).
         self._unreadable_waiting: set[str] = set()
@@ -51,11 +49,8 @@ class Reporter:
             interval_seconds=event_interval_seconds,
             writers=event_writers,
             on_drop=metrics.events_dropped.inc,
-            idle=binds_idle,
         )
-        self.pod_conditions = PodConditionWriter(
-            client, still_pending=self.still_pending, idle=binds_idle
-        )
+        self.pod_conditions = PodConditionWriter(client, still_pending=self.still_pending)
 
     def still_pending(self, uid: str) -> bool:
         """A pod the core waits to place, or an unreadable one of ours that waits."""
@@ -81,11 +76,11 @@ class Reporter:
     def unreadable_waiting(self, uid: str) -> bool:
         return uid in self._unreadable_waiting
 
-    async def run_events(self) -> None:
-        await self.events.run()
+    async def run_events(self, binds_idle: asyncio.Event | None = None) -> None:
+        await self.events.run(binds_idle)
 
-    async def run_pod_conditions(self) -> None:
-        await self.pod_conditions.run()
+    async def run_pod_conditions(self, binds_idle: asyncio.Event | None = None) -> None:
+        await self.pod_conditions.run(binds_idle)
 
 
 def _ref_of(obj: InvalidObject) -> ObjectRef:

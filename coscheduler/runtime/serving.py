@@ -57,15 +57,16 @@ class HealthServer:
         *,
         alive: Callable[[], bool],
         ready: Callable[[], bool],
+        listing: QueueListing | None = None,
     ) -> None:
         self._metrics = metrics
         self._alive = alive
         self._ready = ready
+        #: The rows of ``/debug/queue`` (None: not served).
+        self._listing = listing
         self._server: asyncio.Server | None = None
         self._connections: set[_Connection] = set()
         self.port: int | None = None
-        #: Set while this replica leads: the rows of ``/debug/queue``.
-        self.listing: QueueListing | None = None
 
     async def start(self, address: str, port: int) -> None:
         loop = asyncio.get_running_loop()
@@ -96,10 +97,14 @@ class HealthServer:
             ok = self._ready()
             return (200, _TEXT, b"ok\n") if ok else (503, _TEXT, b"not ready\n")
         if path == "/debug/queue":
-            listing = self.listing
-            if listing is None:
+            listing = self._listing
+            rows = (
+                None
+                if listing is None
+                else listing.rows(namespace=query.get("namespace"), queue=query.get("queue"))
+            )
+            if rows is None:
                 return 503, _JSON, orjson.dumps({"error": "this replica does not lead"})
-            rows = listing.rows(namespace=query.get("namespace"), queue=query.get("queue"))
             return 200, _JSON, orjson.dumps({"groups": rows})
         return 404, _TEXT, b"not found\n"
 

@@ -1,17 +1,15 @@
 """The start-up line: when each phase of start-up ended, in seconds since the process began.
 
-Issue #28: a scheduler that restarts with a backlog is judged by how soon it
-binds its first pod. One ``started`` log line, written when the first
+A scheduler that restarts with a backlog is judged by how soon it binds its
+first pod. One ``started`` log line, written when the first
 Binding is answered, gives the end of each phase, all measured from the
 process's own start (the kernel's, read from ``/proc/self/stat``, so the
 interpreter's start and every import count):
 
-* ``imports``: the start path's modules imported (the settings, the client,
-  the table of kinds: :mod:`coscheduler.app`) and logging set up;
-* ``client``: the kubeconfig read and the API client made; the lists leave;
-* ``built``: the deciding side (:mod:`coscheduler.operator`: the core, the
-  informers, the controller) imported in a worker thread while the lists
-  are on their way, and built;
+* ``imports``: the program imported and logging set up;
+* ``client``: the kubeconfig read and the API client made;
+* ``built``: the deciding side (:class:`~coscheduler.operator.Operator`: the
+  core, the informers, the controller) built; the lists leave;
 * ``leading``: the Lease won (only with leader election);
 * ``lists``: per kind, when its first list was applied (kinds listed
   concurrently overlap: each has its own end);

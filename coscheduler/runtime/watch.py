@@ -17,7 +17,7 @@ The stream of a kind, as its consumer sees it:
    answered 403 raises :class:`Forbidden` when ``stop_if_forbidden`` (the
    consumer runs without the kind); otherwise it is retried like any error.
 
-How a list is read (issue #28): as a streaming watch-list, one request
+How a list is read: as a streaming watch-list, one request
 (``sendInitialEvents=true``) that the API server answers from its watch
 cache with every object as an ADDED event, then a bookmark annotated
 ``k8s.io/initial-events-end`` carrying the list's resourceVersion, then the

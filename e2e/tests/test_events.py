@@ -63,8 +63,8 @@ async def test_a_held_warning_does_not_hold_up_other_events(
     is written at once, and the warning follows when the bindings are done."""
     subjects = {name: _subject(cluster, namespace, name) for name in ("waiting", "bound")}
     idle = asyncio.Event()  # cleared: bindings are in flight
-    recorder = EventRecorder(client, idle=idle)
-    writer = asyncio.create_task(recorder.run())
+    recorder = EventRecorder(client)
+    writer = asyncio.create_task(recorder.run(idle))
 
     def reasons() -> set[str]:
         items: list[Json] = cluster.api.get(f"/api/v1/namespaces/{namespace}/events")["items"]

@@ -517,7 +517,7 @@ def test_a_warm_standby_binds_a_waiting_gang_whole_after_the_leader_is_killed(
     add_nodes: Callable[..., list[str]],
     start_scheduler: StartScheduler,
 ) -> None:
-    """Issue #28: the standby has listed and watches before it leads, so it decides at once."""
+    """The standby has listed and watches before it leads, so it decides at once."""
     add_nodes(2, cpu="8")
     lease = _short_lease(namespace)
     leader = start_scheduler(*lease, "--identity", "leader", leader_elect=True)

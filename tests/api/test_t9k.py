@@ -15,7 +15,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from coscheduler.api.adapters import ADAPTERS, t9k, volcano
+from coscheduler.api.adapters import t9k, volcano
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     ConditionStatus,

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from coscheduler.api.adapters import ADAPTERS, volcano
+from coscheduler.api.adapters import volcano
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     ConditionStatus,

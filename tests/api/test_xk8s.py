@@ -17,7 +17,8 @@ import yaml
 from pydantic import BaseModel
 
 from bench.build import REFERENCE_CRDS, SCHEDULER_PLUGINS, reference_podgroup_crd
-from coscheduler.api.adapters import ADAPTERS, sigs, xk8s
+from coscheduler.api.adapters import sigs, xk8s
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import (
     ConditionStatus,

@@ -1,4 +1,4 @@
-"""A bound member's progress does not re-sync its group (issue #28), and loses nothing.
+"""A bound member's progress does not re-sync its group, and loses nothing.
 
 The property: for any sequence of decisions, confirmations, progress, failed
 bindings, deletions, recreations, group changes and time, a scheduler that
@@ -56,7 +56,7 @@ def _state(scheduler: Scheduler) -> dict[str, Any]:
             dict(preemptions._restores),
             dict(preemptions._doomed),
             dict(preemptions._memory),
-            list(preemptions._placed),
+            dict(preemptions._notes),
         ),
     }
 

@@ -25,14 +25,9 @@ from hypothesis import strategies as st
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_POD, GroupKey
 from coscheduler.core.planner import plan
-from coscheduler.core.preemption import (
-    PreemptionPlan,
-    Preemptor,
-    RunningGroup,
-    Victim,
-    find_plan,
-)
+from coscheduler.core.preemption import PreemptionPlan, Preemptor, find_plan
 from coscheduler.core.snapshot import Snapshot
+from coscheduler.core.victims import RunningGroup, Victim
 from tests.builders import group, node, pod
 
 NOW = 10_000.0

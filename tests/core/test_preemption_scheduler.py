@@ -67,15 +67,18 @@ def test_the_plan_holds_the_room_and_the_preemptor_binds_when_the_victims_are_go
     placed = [d for d in decisions if d.group == URGENT and d.admitted]
     assert placed
     assert {b.node for b in placed[0].bindings} == {"n0", "n1"}
-    assert [key for key, _ in scheduler.preemptions.take_placed()] == [URGENT]
+    assert placed[0].preemption_waited is not None  # the metrics' time from plan to placed
 
 
 def test_dry_run_shows_the_plan_and_holds_nothing() -> None:
     scheduler = full_cluster(Mode.DRY_RUN, Clock(now=900.0 + 42 * 60))
-    decide(scheduler)
+    decision = decide(scheduler)
+    assert decision is not None
     (order,) = take_orders(scheduler)
     assert not order.evict
     assert order.plan.summary == "would preempt default/low (4 pods, priority 1, running 42 min)"
+    assert decision.status.message.endswith(f". Preemption (dry-run) {order.plan.summary}.")
+    assert decision.preemption_found is True
     assert scheduler.preemptions.hold(URGENT) is None
     assert scheduler.preemptions.nominated_node("uid-default-urgent-0") is None
 
@@ -124,18 +127,21 @@ def test_a_cluster_of_equals_does_not_search_again_and_again() -> None:
         scheduler.upsert_group(group(name, 1, priority=5))
         for member in gang(name, 1, cpu="4", priority=5):
             scheduler.upsert_pod(member)
+    searches: list[bool] = []
     for _ in range(3):  # each time past the floor's memory and every backoff
-        while decide(scheduler) is not None:
-            pass
+        while (decision := decide(scheduler)) is not None:
+            if decision.preemption_found is not None:
+                searches.append(decision.preemption_found)
         clock.advance(60)
     # Nothing runs below priority 5: never a search (issue #18: "pays nothing").
-    assert scheduler.preemptions.take_counts()["attempts"] == 0
+    assert searches == []
     scheduler.upsert_group(group("higher", 1, priority=6))
     for member in gang("higher", 1, cpu="4", priority=6):
         scheduler.upsert_pod(member)
-    while decide(scheduler) is not None:
-        pass
-    assert scheduler.preemptions.take_counts()["found"] >= 1
+    while (decision := decide(scheduler)) is not None:
+        if decision.preemption_found is not None:
+            searches.append(decision.preemption_found)
+    assert True in searches
 
 
 def test_a_gang_whose_podgroup_names_a_lower_priority_than_its_pods_is_still_a_victim() -> None:

@@ -239,7 +239,7 @@ def test_a_preempted_composite_and_its_children_say_so() -> None:
     state.replace_nodes([node_object(f"n{i}", cpu="2") for i in range(2)])
     leader_and_workers(state)
     decisions(state)
-    state.informers.composites.composites.preempted(JOB, "4 pods (the whole gang) preempted")
+    state.informers.groups.preempted(JOB, "4 pods (the whole gang) preempted")
     for key in (JOB, GroupKey("default", "workers", KIND_NATIVE_POD_GROUP)):
         condition = state.podgroups[key].status.condition("DisruptionTarget")
         assert condition is not None

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.labels import MIN_RUN_SECONDS_ANNOTATION
+from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
-from tests.informed import Informed
+from tests.informed import Complaints
 
 
 class Recorder:
@@ -20,21 +24,43 @@ class Recorder:
         self.invalid: list[InvalidObject] = []
 
 
-def make_state() -> tuple[Informed, Recorder]:
-    seen = Recorder()
-    state = Informed(
-        Scheduler(lambda: 0.0),
-        on_group_changed=seen.changed.append,
-        on_invalid=seen.invalid.append,
+@dataclass(frozen=True)
+class Cluster:
+    """A scheduler and its informers, fed by hand as the watches would feed them."""
+
+    scheduler: Scheduler
+    informers: Informers
+    complaints: Complaints
+
+
+def cluster(seen: Recorder | None = None, namespaces: frozenset[str] = frozenset()) -> Cluster:
+    scheduler = Scheduler(lambda: 0.0)
+    complaints = Complaints(None if seen is None else seen.invalid.append)
+    informers = Informers.build(
+        scheduler,
+        complaints=complaints,
+        group_changed=(lambda _key: None) if seen is None else seen.changed.append,
+        namespaces=namespaces,
     )
-    return state, seen
+    return Cluster(scheduler, informers, complaints)
+
+
+def make_state() -> tuple[Cluster, Recorder]:
+    seen = Recorder()
+    return cluster(seen), seen
+
+
+def fed_pod(state: Cluster, raw: dict[str, object]) -> PodInfo | None:
+    """The pod as the core holds it once its informer is given ``raw``."""
+    uid = state.informers.pods.upsert(raw)
+    return None if uid is None else state.scheduler.pod(uid)
 
 
 def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
     state, seen = make_state()
-    state.replace_nodes([node_object("n1")])
+    state.informers.nodes.replace([node_object("n1")])
     bad = pod_object("bad", cpu="lots")
-    state.replace_pods([bad, pod_object("good", cpu="1")])
+    state.informers.pods.replace([bad, pod_object("good", cpu="1")])
 
     assert [(i.kind, i.name) for i in seen.invalid] == [("Pod", "bad")]
     assert "'lots'" in seen.invalid[0].message
@@ -42,7 +68,7 @@ def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
     assert decision is not None
     assert [b.uid for b in decision.bindings] == ["uid-default-good"]
     # Reported once, not at every event of the same pod.
-    state.upsert_pod(bad)
+    fed_pod(state, bad)
     assert len(seen.invalid) == 1
 
 
@@ -54,8 +80,8 @@ def test_amounts_past_what_the_core_counts_are_reported_not_fatal() -> None:
     huge = pod_object("huge", cpu="1")
     huge["spec"]["overhead"] = {"cpu": "8Ei"}
     big_node = node_object("n2", cpu="1e30")
-    state.replace_nodes([node_object("n1"), big_node])
-    state.replace_pods([huge, pod_object("good", cpu="1")])
+    state.informers.nodes.replace([node_object("n1"), big_node])
+    state.informers.pods.replace([huge, pod_object("good", cpu="1")])
 
     assert [(i.kind, i.name) for i in seen.invalid] == [("Node", "n2"), ("Pod", "huge")]
     assert "'8Ei' is more than coscheduler can count" in seen.invalid[1].message
@@ -71,24 +97,24 @@ def test_an_unreadable_pod_of_ours_that_waits_is_marked_so_its_condition_says_wh
     waiting = pod_object("waiting", cpu="1e18")
     bound = pod_object("bound", cpu="1e18", node="n1")
     theirs = pod_object("theirs", cpu="1e18", scheduler="default-scheduler")
-    state.replace_pods([waiting, bound, theirs])
+    state.informers.pods.replace([waiting, bound, theirs])
     assert [(i.name, i.waiting) for i in seen.invalid] == [
         ("waiting", True),
         ("bound", False),
         ("theirs", False),
     ]
-    assert state.unreadable_waiting("uid-default-waiting")
-    assert not state.unreadable_waiting("uid-default-bound")
+    assert "uid-default-waiting" in state.complaints.waiting_uids
+    assert "uid-default-bound" not in state.complaints.waiting_uids
     # Corrected, it is an ordinary pod again.
-    state.upsert_pod(pod_object("waiting", cpu="1"))
-    assert not state.unreadable_waiting("uid-default-waiting")
+    fed_pod(state, pod_object("waiting", cpu="1"))
+    assert "uid-default-waiting" not in state.complaints.waiting_uids
 
 
 def test_a_malformed_node_is_reported_and_dropped() -> None:
     state, seen = make_state()
     broken = node_object("n2")
     broken["status"]["allocatable"]["cpu"] = "eight"
-    state.replace_nodes([node_object("n1"), broken])
+    state.informers.nodes.replace([node_object("n1"), broken])
     assert [i.name for i in seen.invalid] == ["n2"]
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
 
@@ -97,13 +123,13 @@ def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist(
     # Found by e2e/tests/test_bad_input.py: scheduler-plugins' schema lets minMember
     # reach 2**31-1; the group was refused, and its pods said "does not exist: create it".
     state, _ = make_state()
-    state.replace_nodes([node_object("n1")])
-    state.upsert_pod(pod_object("w-0", group="train", group_label=xk8s.GROUP + "/pod-group"))
-    state.upsert_podgroup(
-        podgroup_object("train", 2**31 - 1, api_version=xk8s.API.api_version), xk8s.ADAPTER
+    state.informers.nodes.replace([node_object("n1")])
+    fed_pod(state, pod_object("w-0", group="train", group_label=xk8s.GROUP + "/pod-group"))
+    state.informers.podgroups[xk8s.API].upsert(
+        podgroup_object("train", 2**31 - 1, api_version=xk8s.API.api_version)
     )
     key = GroupKey("default", "train")
-    why = state.unreadable_group(key)
+    why = state.informers.groups.unreadable_group(key)
     assert why is not None
     assert why.startswith("spec.minMember:")
     decision = state.scheduler.next_decision()
@@ -116,14 +142,14 @@ def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist(
     )
 
     # Fixed, it is read; deleted or gone from a relist, nothing is said of it any more.
-    state.upsert_podgroup(
-        podgroup_object("train", 1, api_version=xk8s.API.api_version, generation=2), xk8s.ADAPTER
+    state.informers.podgroups[xk8s.API].upsert(
+        podgroup_object("train", 1, api_version=xk8s.API.api_version, generation=2)
     )
-    assert state.unreadable_group(key) is None
-    state.upsert_podgroup(podgroup_object("other", 0))
-    assert state.unreadable_group(GroupKey("default", "other")) is not None
-    state.replace_podgroups([])
-    assert state.unreadable_group(GroupKey("default", "other")) is None
+    assert state.informers.groups.unreadable_group(key) is None
+    state.informers.podgroups[sigs.API].upsert(podgroup_object("other", 0))
+    assert state.informers.groups.unreadable_group(GroupKey("default", "other")) is not None
+    state.informers.podgroups[sigs.API].replace([])
+    assert state.informers.groups.unreadable_group(GroupKey("default", "other")) is None
 
 
 def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> None:
@@ -131,44 +157,50 @@ def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> 
     # string; a status written with "x" in it made the whole group unreadable, its pods
     # stuck, and our writer never replaced the status it could not read.
     state, seen = make_state()
-    state.upsert_podgroup(podgroup_object("g", 2, status={"allocated": {"cpu": "x"}}))
+    state.informers.podgroups[sigs.API].upsert(
+        podgroup_object("g", 2, status={"allocated": {"cpu": "x"}})
+    )
     assert seen.invalid == []
-    group = state.podgroups[GroupKey("default", "g")]
+    group = state.informers.groups.podgroups[GroupKey("default", "g")]
     assert group.spec.min_member == 2
     assert group.stored is None  # differs from anything ours: the writer replaces it
     # A bad spec is still refused, with the spec's reason.
-    state.upsert_podgroup(podgroup_object("h", 0, status={"allocated": {"cpu": "x"}}))
+    state.informers.podgroups[sigs.API].upsert(
+        podgroup_object("h", 0, status={"allocated": {"cpu": "x"}})
+    )
     assert [i.name for i in seen.invalid] == ["h"]
     assert seen.invalid[0].message.startswith("spec.minMember")
 
 
 def test_an_invalid_podgroup_is_reported_and_ignored() -> None:
     state, seen = make_state()
-    state.replace_podgroups([podgroup_object("zero", 0)])
+    state.informers.podgroups[sigs.API].replace([podgroup_object("zero", 0)])
     assert [i.kind for i in seen.invalid] == ["PodGroup"]
     assert "minMember" in seen.invalid[0].message
-    assert state.podgroups == {}
+    assert state.informers.groups.podgroups == {}
 
 
 def test_relist_forgets_what_disappeared() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n1"), node_object("n2")])
-    state.replace_pods([pod_object("a", group="g", node="n1"), pod_object("b", group="g")])
-    state.replace_podgroups([podgroup_object("g", 2)])
+    state.informers.nodes.replace([node_object("n1"), node_object("n2")])
+    state.informers.pods.replace(
+        [pod_object("a", group="g", node="n1"), pod_object("b", group="g")]
+    )
+    state.informers.podgroups[sigs.API].replace([podgroup_object("g", 2)])
     key = GroupKey("default", "g")
-    assert {p.name for p in state.group_pods(key)} == {"a", "b"}
+    assert {p.name for p in state.informers.groups.group_pods(key)} == {"a", "b"}
 
-    state.replace_nodes([node_object("n1")])
-    state.replace_pods([pod_object("a", group="g", node="n1")])
-    state.replace_podgroups([])
+    state.informers.nodes.replace([node_object("n1")])
+    state.informers.pods.replace([pod_object("a", group="g", node="n1")])
+    state.informers.podgroups[sigs.API].replace([])
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
-    assert {p.name for p in state.group_pods(key)} == {"a"}
-    assert key not in state.podgroups
+    assert {p.name for p in state.informers.groups.group_pods(key)} == {"a"}
+    assert key not in state.informers.groups.podgroups
 
 
 def test_group_members_include_finished_pods_for_status() -> None:
     state, seen = make_state()
-    state.replace_pods(
+    state.informers.pods.replace(
         [
             pod_object("done", group="g", node="n1", phase="Succeeded"),
             pod_object("failed", group="g", node="n1", phase="Failed"),
@@ -176,18 +208,24 @@ def test_group_members_include_finished_pods_for_status() -> None:
         ]
     )
     key = GroupKey("default", "g")
-    assert {p.phase for p in state.group_pods(key)} == {"Succeeded", "Failed", "Pending"}
+    assert {p.phase for p in state.informers.groups.group_pods(key)} == {
+        "Succeeded",
+        "Failed",
+        "Pending",
+    }
     assert key in seen.changed
 
 
 def test_priority_class_resolves_group_priority() -> None:
     state, _ = make_state()
-    state.replace_priority_classes([{"metadata": {"name": "urgent"}, "value": 1000}])
-    state.replace_podgroups([podgroup_object("g", 1, priorityClassName="urgent")])
+    state.informers.priority_classes.replace([{"metadata": {"name": "urgent"}, "value": 1000}])
+    state.informers.podgroups[sigs.API].replace(
+        [podgroup_object("g", 1, priorityClassName="urgent")]
+    )
     policy = state.scheduler.policy(GroupKey("default", "g"))
     assert policy is not None
     assert policy.priority == 1000
-    state.set_priority_class({"metadata": {"name": "urgent"}, "value": 5})
+    state.informers.priority_classes.upsert({"metadata": {"name": "urgent"}, "value": 5})
     policy = state.scheduler.policy(GroupKey("default", "g"))
     assert policy is not None
     assert policy.priority == 5
@@ -197,17 +235,19 @@ def test_verdicts_notify_only_on_change() -> None:
     state, seen = make_state()
     key = GroupKey("default", "g")
     no_room = Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room")
-    state.set_verdict(key, no_room)
-    state.set_verdict(key, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room"))
-    state.set_verdict(key, None)
-    state.set_verdict(key, None)
+    state.informers.groups.set_verdict(key, no_room)
+    state.informers.groups.set_verdict(
+        key, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room")
+    )
+    state.informers.groups.set_verdict(key, None)
+    state.informers.groups.set_verdict(key, None)
     assert seen.changed == [key, key]
 
 
 def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> None:
-    state = Informed(Scheduler(lambda: 0.0), namespaces=frozenset({"mine"}))
-    state.replace_nodes([node_object("n1", cpu="4")])
-    state.replace_pods(
+    state = cluster(namespaces=frozenset({"mine"}))
+    state.informers.nodes.replace([node_object("n1", cpu="4")])
+    state.informers.pods.replace(
         [
             pod_object("theirs-bound", namespace="other", cpu="3", node="n1"),
             pod_object("theirs-pending", namespace="other", cpu="1"),
@@ -223,26 +263,30 @@ def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> No
 def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
     state, seen = make_state()
     raw = podgroup_object("train", 2, generation=1)
-    key = state.upsert_podgroup(raw)
+    key = state.informers.podgroups[sigs.API].upsert(raw)
     assert key is not None
     seen.changed.clear()
 
     # Our own status write coming back: the stored status already says so.
     written = {"phase": "Pending", "pending": 2}
-    group = state.podgroups[key]
-    state.set_status(key, group.adapter.read_status(written), group.adapter.stored_form(written))
+    group = state.informers.groups.podgroups[key]
+    state.informers.groups.set_status(
+        key, group.adapter.read_status(written), group.adapter.stored_form(written)
+    )
     echo = {**raw, "status": written}
-    state.upsert_podgroup(echo)
+    state.informers.podgroups[sigs.API].upsert(echo)
     assert seen.changed == []
 
     # Someone else edited the status: the writer must put it right.
-    state.upsert_podgroup({**raw, "status": {"phase": "Running", "running": 5}})
+    state.informers.podgroups[sigs.API].upsert(
+        {**raw, "status": {"phase": "Running", "running": 5}}
+    )
     assert seen.changed == [key]
-    assert state.podgroups[key].status.phase == "Running"
+    assert state.informers.groups.podgroups[key].status.phase == "Running"
 
     # A new spec (generation 2) reaches the scheduler's policy.
     changed = podgroup_object("train", 3, generation=2)
-    state.upsert_podgroup(changed)
+    state.informers.podgroups[sigs.API].upsert(changed)
     policy = state.scheduler.policy(key)
     assert policy is not None
     assert policy.min_member == 3
@@ -250,15 +294,10 @@ def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
 
 def test_podgroups_outside_the_watched_namespaces_are_not_ours() -> None:
     seen = Recorder()
-    state = Informed(
-        Scheduler(lambda: 0.0),
-        namespaces=frozenset({"team-a"}),
-        on_group_changed=seen.changed.append,
-        on_invalid=seen.invalid.append,
-    )
+    state = cluster(seen, namespaces=frozenset({"team-a"}))
     elsewhere = podgroup_object("train", 2)  # in "default"
-    state.replace_podgroups([elsewhere])
-    assert state.podgroups == {}
+    state.informers.podgroups[sigs.API].replace([elsewhere])
+    assert state.informers.groups.podgroups == {}
     assert seen.changed == []
 
 
@@ -269,11 +308,11 @@ XK8S = "scheduling.x-k8s.io/v1alpha1"
 
 def test_a_scheduling_x_k8s_io_group_is_scheduled_as_ours() -> None:
     state, _ = make_state()
-    key = state.upsert_podgroup(
-        podgroup_object("train", 3, api_version=XK8S, scheduleTimeoutSeconds=30), xk8s.ADAPTER
+    key = state.informers.podgroups[xk8s.API].upsert(
+        podgroup_object("train", 3, api_version=XK8S, scheduleTimeoutSeconds=30)
     )
     assert key is not None
-    assert state.podgroups[key].api is xk8s.API
+    assert state.informers.groups.podgroups[key].api is xk8s.API
     policy = state.scheduler.policy(key)
     assert policy is not None
     assert (policy.min_member, policy.schedule_timeout_seconds) == (3, 30)
@@ -283,66 +322,72 @@ def test_ours_wins_a_name_held_in_both_apis_and_the_other_takes_over_when_it_goe
     state, seen = make_state()
     theirs = podgroup_object("train", 4, api_version=XK8S)
     ours = podgroup_object("train", 2)
-    key = state.upsert_podgroup(theirs, xk8s.ADAPTER)
+    key = state.informers.podgroups[xk8s.API].upsert(theirs)
     assert key is not None
-    state.upsert_podgroup(ours)
+    state.informers.podgroups[sigs.API].upsert(ours)
 
     def min_member() -> int | None:
         policy = state.scheduler.policy(key)
         return None if policy is None else policy.min_member
 
-    assert (state.podgroups[key].api, min_member()) == (sigs.API, 2)
+    assert (state.informers.groups.podgroups[key].api, min_member()) == (sigs.API, 2)
 
     # Theirs changing while ours holds the name changes nothing.
     seen.changed.clear()
-    state.upsert_podgroup(podgroup_object("train", 5, api_version=XK8S, generation=2), xk8s.ADAPTER)
-    assert (state.podgroups[key].api, min_member(), seen.changed) == (sigs.API, 2, [])
+    state.informers.podgroups[xk8s.API].upsert(
+        podgroup_object("train", 5, api_version=XK8S, generation=2)
+    )
+    assert (state.informers.groups.podgroups[key].api, min_member(), seen.changed) == (
+        sigs.API,
+        2,
+        [],
+    )
 
-    state.remove_podgroup(ours)
-    assert (state.podgroups[key].api, min_member()) == (xk8s.API, 5)
+    state.informers.podgroups[sigs.API].remove(ours)
+    assert (state.informers.groups.podgroups[key].api, min_member()) == (xk8s.API, 5)
     assert seen.changed == [key]
 
-    state.remove_podgroup(theirs, xk8s.ADAPTER)
-    assert key not in state.podgroups
+    state.informers.podgroups[xk8s.API].remove(theirs)
+    assert key not in state.informers.groups.podgroups
     assert state.scheduler.policy(key) is None
 
 
 def test_a_relist_of_one_api_forgets_only_that_api_s_groups() -> None:
     state, _ = make_state()
-    state.replace_podgroups([podgroup_object("ours", 2)])
-    state.replace_podgroups([podgroup_object("theirs", 2, api_version=XK8S)], xk8s.ADAPTER)
-    state.replace_podgroups([], xk8s.ADAPTER)
-    assert [key.name for key in state.podgroups] == ["ours"]
+    state.informers.podgroups[sigs.API].replace([podgroup_object("ours", 2)])
+    state.informers.podgroups[xk8s.API].replace([podgroup_object("theirs", 2, api_version=XK8S)])
+    state.informers.podgroups[xk8s.API].replace([])
+    assert [key.name for key in state.informers.groups.podgroups] == ["ours"]
 
 
 def test_an_invalid_x_k8s_io_group_is_reported_under_its_own_api() -> None:
     state, seen = make_state()
-    state.upsert_podgroup(
-        podgroup_object("bad", 2, api_version=XK8S, minResources={"cpu": "lots"}), xk8s.ADAPTER
+    state.informers.podgroups[xk8s.API].upsert(
+        podgroup_object("bad", 2, api_version=XK8S, minResources={"cpu": "lots"})
     )
     [invalid] = seen.invalid
     assert (invalid.kind, invalid.api_version, invalid.name) == ("PodGroup", XK8S, "bad")
     assert "lots" in invalid.message
-    assert state.podgroups == {}
+    assert state.informers.groups.podgroups == {}
 
 
 def test_our_write_of_an_x_k8s_io_status_coming_back_is_no_change_but_another_s_is() -> None:
     state, seen = make_state()
     raw = podgroup_object("train", 2, api_version=XK8S)
-    key = state.upsert_podgroup(raw, xk8s.ADAPTER)
+    key = state.informers.podgroups[xk8s.API].upsert(raw)
     assert key is not None
-    group = state.podgroups[key]
+    group = state.informers.groups.podgroups[key]
     ours = group.status.model_copy(update={"conditions": [], "phase": "Scheduled"})
     written = xk8s.ADAPTER.render_status(ours, [])
-    state.set_status(key, ours, xk8s.ADAPTER.stored_form(written))
+    state.informers.groups.set_status(key, ours, xk8s.ADAPTER.stored_form(written))
     seen.changed.clear()
 
-    state.upsert_podgroup({**raw, "status": {"phase": "Scheduling"}}, xk8s.ADAPTER)
+    state.informers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Scheduling"}})
     assert seen.changed == []  # the same in their shape: our own write coming back
 
-    state.upsert_podgroup({**raw, "status": {"phase": "Finished"}}, xk8s.ADAPTER)
+    state.informers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Finished"}})
     assert seen.changed == [key]  # someone else wrote: the writer puts it right
-    assert state.podgroups[key].status.phase == "Finished"
+    assert state.informers.groups.podgroups[key].status.phase == "Finished"
 
 
 def test_the_min_run_seconds_annotation_protects_a_group_and_a_bad_one_is_reported() -> None:
@@ -351,7 +396,7 @@ def test_the_min_run_seconds_annotation_protects_a_group_and_a_bad_one_is_report
     protected["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "600"}
     bad = podgroup_object("typo", 1)
     bad["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "ten minutes"}
-    state.replace_podgroups([protected, bad])
+    state.informers.podgroups[sigs.API].replace([protected, bad])
     steady = state.scheduler.policy(GroupKey("default", "steady"))
     assert steady is not None
     assert steady.min_run_seconds == 600
@@ -373,12 +418,14 @@ def queue_object(name: str, **spec: object) -> dict[str, object]:
 
 def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec() -> None:
     state, seen = make_state()
-    state.replace_queues([queue_object("team-a", max={"cpu": "4"}, namespaces=["default"])])
+    state.informers.queues.replace(
+        [queue_object("team-a", max={"cpu": "4"}, namespaces=["default"])]
+    )
     assert state.scheduler.quotas.names() == ["team-a"]
     policy = state.scheduler.quotas.policy("team-a")
     assert policy is not None
     assert policy.max == {"cpu": 4000}
-    state.upsert_queue(queue_object("team-a", max={"cpu": "four"}))
+    state.informers.queues.upsert(queue_object("team-a", max={"cpu": "four"}))
     assert [(i.kind, i.name, i.api_version) for i in seen.invalid] == [
         ("Queue", "team-a", "scheduling.sigs.k8s.io/v1alpha1")
     ]
@@ -386,8 +433,8 @@ def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec
     policy = state.scheduler.quotas.policy("team-a")
     assert policy is not None
     assert policy.max == {"cpu": 4000}
-    state.replace_nodes([node_object("n1")])
-    state.replace_pods([pod_object("lone", cpu="1")])
+    state.informers.nodes.replace([node_object("n1")])
+    state.informers.pods.replace([pod_object("lone", cpu="1")])
     decision = state.scheduler.next_decision()
     assert decision is not None
     assert decision.ok
@@ -395,32 +442,32 @@ def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec
 
 def test_a_relist_forgets_deleted_queues() -> None:
     state, _ = make_state()
-    state.replace_queues([queue_object("a"), queue_object("b")])
-    state.replace_queues([queue_object("b")])
+    state.informers.queues.replace([queue_object("a"), queue_object("b")])
+    state.informers.queues.replace([queue_object("b")])
     assert state.scheduler.quotas.names() == ["b"]
-    assert sorted(state.queues) == ["b"]
+    assert sorted(state.informers.queues.objects) == ["b"]
 
 
 def test_a_pods_progress_is_read_and_any_other_change_is_read_whole() -> None:
     state, seen = make_state()
-    state.replace_nodes([node_object("n1", cpu="8")])
+    state.informers.nodes.replace([node_object("n1", cpu="8")])
     raw = pod_object("p", cpu="1", group="g")
-    state.replace_pods([raw])
+    state.informers.pods.replace([raw])
     bound = pod_object("p", cpu="1", group="g", node="n1")
-    assert (pod := state.upsert_pod(bound)) is not None
+    assert (pod := fed_pod(state, bound)) is not None
     assert pod.node_name == "n1"
     running = pod_object("p", cpu="1", group="g", node="n1", phase="Running")
-    assert (pod := state.upsert_pod(running)) is not None
+    assert (pod := fed_pod(state, running)) is not None
     assert pod.phase == "Running"
     assert state.scheduler.snapshot.allocated("n1") == {"cpu": 1000, "pods": 1}
     # Resized in place: not progress, read whole.
     resized = pod_object("p", cpu="2", group="g", node="n1", phase="Running")
-    assert (pod := state.upsert_pod(resized)) is not None
+    assert (pod := fed_pod(state, resized)) is not None
     assert pod.requests["cpu"] == 2000
     assert state.scheduler.snapshot.allocated("n1") == {"cpu": 2000, "pods": 1}
     # Progress that cannot be read: reported, and the pod forgotten, as a full read does.
     broken = pod_object("p", cpu="2", group="g", node="n1")
     broken["status"] = {"phase": 7}
-    assert state.upsert_pod(broken) is None
+    assert fed_pod(state, broken) is None
     assert [i.name for i in seen.invalid] == ["p"]
     assert state.scheduler.pod("uid-default-p") is None

@@ -59,12 +59,12 @@ class Recorders:
         settings.update(options)
         return EventRecorder(self.kube, clock=self.clock, on_drop=count_drop, **settings)
 
-    def start(self, recorder: EventRecorder) -> EventRecorder:
-        self.running.append(asyncio.create_task(recorder.run()))
+    def start(self, recorder: EventRecorder, idle: asyncio.Event | None = None) -> EventRecorder:
+        self.running.append(asyncio.create_task(recorder.run(idle)))
         return recorder
 
-    def running_recorder(self, **options: Any) -> EventRecorder:
-        return self.start(self.make(**options))
+    def running_recorder(self, idle: asyncio.Event | None = None, **options: Any) -> EventRecorder:
+        return self.start(self.make(**options), idle)
 
 
 @pytest.fixture

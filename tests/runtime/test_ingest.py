@@ -1,4 +1,4 @@
-"""runtime/ingest.py: every kind read at once, applied stage by stage (issue #28)."""
+"""runtime/ingest.py: every kind read at once, applied stage by stage."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 
 from coscheduler.runtime import ingest
+from coscheduler.runtime.informers.base import Informer
 from coscheduler.runtime.informers.kinds import Kind
-from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from tests.runtime.apiserver import (
@@ -40,13 +40,16 @@ class _Recorder:
         pass
 
 
+def _recorder(name: str, applied: list[str]) -> Informer:
+    return cast(Informer, _Recorder(name, applied))
+
+
 async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
     apiserver: FakeApiServer, kube: KubeClient
 ) -> None:
     applied: list[str] = []
     jobs_answered = asyncio.Event()
     pods_asked_while_jobs_pending: list[bool] = []
-    pods_asked_before_informers: list[bool] = []
 
     async def jobs(_: RecordedRequest) -> Answer:
         await asyncio.sleep(0.3)
@@ -55,8 +58,6 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
 
     def pods(_: RecordedRequest) -> Answer:
         pods_asked_while_jobs_pending.append(not jobs_answered.is_set())
-        pods_asked_before_informers.append(not informers.done())
-        informers.set_result(cast(Informers, None))  # the core imported only now
         return object_list([], resource_version="1")
 
     apiserver.on("GET", "/apis/batch/v1/jobs", jobs)
@@ -67,18 +68,15 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
         return None
 
     kinds = [
-        Kind("pods", lambda _: _Recorder("pods", applied), path="/api/v1/pods"),
-        Kind("jobs", lambda _: _Recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
-        Kind("absent", lambda _: _Recorder("absent", applied), served=not_served),
+        Kind("pods", _recorder("pods", applied), path="/api/v1/pods"),
+        Kind("jobs", _recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
+        Kind("absent", _recorder("absent", applied), served=not_served),
     ]
     listed: list[str] = []
-    # The informers exist only once the pods are asked for: the lists do not wait for them.
-    informers: asyncio.Future[Informers] = asyncio.get_running_loop().create_future()
     async with asyncio.TaskGroup() as tasks:
         watches = await ingest.start(
             kube,
             kinds,
-            informers,
             Settings(),
             tasks=tasks,
             wake=lambda: None,
@@ -86,10 +84,9 @@ async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(
         )
         for watch in watches:
             watch.cancel()
-    # The pods were asked for before the informers existed and while the Jobs list was still
-    # on its way, and applied after it; the kind not served is not read at all.
+    # The pods were asked for while the Jobs list was still on its way, and applied after
+    # it; the kind not served is not read at all.
     assert pods_asked_while_jobs_pending == [True]
-    assert pods_asked_before_informers == [True]
     assert applied == ["jobs", "pods"]
     assert listed == ["jobs", "pods"]
     assert {task.get_name() for task in watches} == {"watch-pods", "watch-jobs"}
@@ -105,15 +102,11 @@ async def test_what_the_lists_built_is_frozen_out_of_the_collector_once_all_are_
     apiserver.on("GET", "/apis/batch/v1/jobs", object_list([], resource_version="1"))
     apiserver.on("WATCH", "/api*", WatchStream([], then="hang"))
     kinds = [
-        Kind("pods", lambda _: _Recorder("pods", applied), path="/api/v1/pods"),
-        Kind("jobs", lambda _: _Recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
+        Kind("pods", _recorder("pods", applied), path="/api/v1/pods"),
+        Kind("jobs", _recorder("jobs", applied), path="/apis/batch/v1/jobs", stage=0),
     ]
-    informers: asyncio.Future[Informers] = asyncio.get_running_loop().create_future()
-    informers.set_result(cast(Informers, None))
     async with asyncio.TaskGroup() as tasks:
-        watches = await ingest.start(
-            kube, kinds, informers, Settings(), tasks=tasks, wake=lambda: None
-        )
+        watches = await ingest.start(kube, kinds, Settings(), tasks=tasks, wake=lambda: None)
         for watch in watches:
             watch.cancel()
     assert frozen_after == [["jobs", "pods"]]

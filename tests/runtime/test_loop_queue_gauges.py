@@ -30,7 +30,6 @@ async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
         return labels(**names)
 
     metrics.queue_length.labels = counted  # type: ignore[method-assign,assignment]
-    idle = asyncio.Event()
     wake = asyncio.Event()
     loop = SchedulingLoop(
         scheduler=scheduler,
@@ -38,8 +37,7 @@ async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
         owners=state.informers.owners,
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
-        reporter=Reporter(kube, metrics=metrics, is_waiting=scheduler.is_waiting, binds_idle=idle),
-        binds_idle=idle,
+        reporter=Reporter(kube, metrics=metrics, is_waiting=scheduler.is_waiting),
         wake=wake,
     )
     task = asyncio.create_task(loop.run())

@@ -45,8 +45,7 @@ async def running(kube: KubeClient) -> AsyncIterator[Running]:
     """The scheduling loop and the condition writer of one process, running."""
     scheduler = Scheduler(Clock())
     state = Informed(scheduler)
-    idle = asyncio.Event()
-    reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting, binds_idle=idle)
+    reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
     loop = SchedulingLoop(
         scheduler=scheduler,
         groups=state.groups,
@@ -54,11 +53,10 @@ async def running(kube: KubeClient) -> AsyncIterator[Running]:
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
         reporter=reporter,
-        binds_idle=idle,
         wake=asyncio.Event(),
     )
     conditions = reporter.pod_conditions
-    tasks = [asyncio.create_task(loop.run()), asyncio.create_task(conditions.run())]
+    tasks = [asyncio.create_task(loop.run()), asyncio.create_task(conditions.run(loop.binds_idle))]
     yield Running(scheduler, state, loop, conditions)
     for task in tasks:
         task.cancel()

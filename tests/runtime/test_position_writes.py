@@ -72,7 +72,11 @@ async def start(rule: PublishRule, apiserver: FakeApiServer, kube: KubeClient) -
     view = ReadModel(state.scheduler, state.informers)
     publisher = PositionPublisher(positions=view.queue_positions, mark=changed.mark, rule=rule)
     writer = StatusWriter(
-        view=view, changed=changed, reporter=reporter, positions=publisher.published
+        view=view,
+        changed=changed,
+        reporter=reporter,
+        written=state.groups.set_status,
+        positions=publisher.published,
     )
     for index in range(LINE):
         state.upsert_podgroup(podgroup_object(name(index), min_member=1))

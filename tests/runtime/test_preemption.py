@@ -67,8 +67,8 @@ async def test_a_plan_is_carried_out_pod_by_pod_through_the_eviction_api(
     runner, metrics = preempter(scheduler, kube)
     decision = scheduler.next_decision()
     assert decision is not None
-    told = runner.annotate(decision)
-    assert "Preempting: default/low (4 pods, priority 1" in told.status.message
+    assert "Preempting: default/low (4 pods, priority 1" in decision.status.message
+    runner.take(decision)
     await runner.drain()
     evictions = apiserver.requests_to("POST")
     assert sorted(r.path.split("/")[-2] for r in evictions) == [f"low-{i}" for i in range(4)]
@@ -104,7 +104,7 @@ async def test_a_budget_that_changed_since_the_plan_stops_it_before_any_eviction
     runner, _ = preempter(scheduler, kube)
     decision = scheduler.next_decision()
     assert decision is not None
-    runner.annotate(decision)
+    runner.take(decision)
     await runner.drain()
     assert apiserver.requests_to("POST") == []
     assert scheduler.preemptions.hold(URGENT) is None
@@ -131,7 +131,7 @@ async def test_an_eviction_refused_halfway_releases_the_room(
     runner, metrics = preempter(scheduler, kube)
     decision = scheduler.next_decision()
     assert decision is not None
-    runner.annotate(decision)
+    runner.take(decision)
     await runner.drain()
     assert len(apiserver.requests_to("POST")) == 4
     assert metrics.preemption_evicted_pods._value.get() == 3

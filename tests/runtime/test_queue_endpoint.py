@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
-import pytest
 from click.testing import CliRunner
 
 from coscheduler.api.reasons import Reason
@@ -38,12 +38,14 @@ def waiting_line() -> Scheduler:
     return scheduler
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[HealthServer]:
-    served = HealthServer(Metrics(), alive=lambda: True, ready=lambda: True)
+@contextlib.asynccontextmanager
+async def serving(listing: QueueListing | None) -> AsyncIterator[HealthServer]:
+    served = HealthServer(Metrics(), alive=lambda: True, ready=lambda: True, listing=listing)
     await served.start("127.0.0.1", 0)
-    yield served
-    await served.stop()
+    try:
+        yield served
+    finally:
+        await served.stop()
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -51,18 +53,23 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-async def test_a_standby_has_no_queue_to_show(server: HealthServer) -> None:
-    code, output = await asyncio.to_thread(cli, "--endpoint", f"http://127.0.0.1:{server.port}")
+async def test_a_standby_has_no_queue_to_show() -> None:
+    listing = QueueListing(waiting_line(), lambda _key: None, leading=lambda: False)
+    async with serving(listing) as server:
+        code, output = await asyncio.to_thread(cli, "--endpoint", f"http://127.0.0.1:{server.port}")
     assert code == 1
     assert "HTTP 503" in output
     assert "does not lead" in output
 
 
-async def test_the_line_in_cluster_order_with_both_positions(server: HealthServer) -> None:
+async def test_the_line_in_cluster_order_with_both_positions() -> None:
     scheduler = waiting_line()
     waits = Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no node")
-    server.listing = QueueListing(scheduler, {GroupKey("default", "a"): waits}.get)
-    endpoint = f"http://127.0.0.1:{server.port}"
+    async with serving(QueueListing(scheduler, {GroupKey("default", "a"): waits}.get)) as server:
+        await _the_line(f"http://127.0.0.1:{server.port}")
+
+
+async def _the_line(endpoint: str) -> None:
     code, output = await asyncio.to_thread(cli, "--endpoint", endpoint, "-o", "json")
     assert code == 0, output
     rows = json.loads(output)
@@ -88,9 +95,9 @@ async def test_the_line_in_cluster_order_with_both_positions(server: HealthServe
     assert [line.split()[4] for line in lines[1:]] == ["b", "a", "c", "d"]
 
 
-async def test_nothing_pending_says_so(server: HealthServer) -> None:
-    server.listing = QueueListing(Scheduler(Clock()), lambda _key: None)
-    code, output = await asyncio.to_thread(cli, "--endpoint", f"http://127.0.0.1:{server.port}")
+async def test_nothing_pending_says_so() -> None:
+    async with serving(QueueListing(Scheduler(Clock()), lambda _key: None)) as server:
+        code, output = await asyncio.to_thread(cli, "--endpoint", f"http://127.0.0.1:{server.port}")
     assert (code, output.strip()) == (0, "no pending groups")
 
 

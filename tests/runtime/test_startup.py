@@ -1,4 +1,4 @@
-"""The start-up line (issue #28): one ``started`` log line with the end of each phase.
+"""The start-up line: one ``started`` log line with the end of each phase.
 
 The whole operator (:func:`coscheduler.app.run`) against the scripted API
 server: one node, one pending pod of ours; the line is written when its
@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 from pathlib import Path
 
-import pytest
 from structlog.testing import capture_logs
 
 from coscheduler import app
 from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.api.timestamps import rfc3339
-from coscheduler.runtime.informers.kinds import KINDS
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.informers.kinds import kinds
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
 from tests.builders import Clock, node_object, pod_object
+from tests.informed import Informed
 from tests.runtime.apiserver import FakeApiServer, Reply, WatchStream, object_list
 from tests.runtime.test_leader import LEASE, LeaseStore
 
@@ -61,14 +61,11 @@ async def test_the_started_line_gives_each_phase_in_order(
     )
     startup = _Watched()
     startup.mark("imports")
-    switch_interval = sys.getswitchinterval()
     with capture_logs() as logs:
         task = asyncio.create_task(app.run(settings, startup))
         async with asyncio.timeout(5):
             await startup.written.wait()
-        # The start's shorter GIL switch interval and held-off collector are over.
-        assert sys.getswitchinterval() == switch_interval
-        assert gc.isenabled()
+        assert gc.isenabled()  # the lists' pause of the collector is over
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     [line] = [entry for entry in logs if entry["event"] == "started"]
@@ -83,26 +80,12 @@ async def test_the_started_line_gives_each_phase_in_order(
         "compositepodgroups",
         *(f"podgroups.{api.group}" for api in optional),
     }
-    read = {kind.name for kind in KINDS if not kind.name.startswith("podgroups.scheduling.k8s.io")}
+    table = kinds(Informed(Scheduler(Clock())).informers)
+    read = {kind.name for kind in table if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
     read.discard("workloads.scheduling.k8s.io/native")  # read only beside native PodGroups
     assert set(line["lists"]) == read
-    # Each list is applied once the informers are built (it may have arrived before).
     assert all(line["built"] <= at <= line["listed"] for at in line["lists"].values())
-
-
-def test_the_start_switch_interval_is_restored_when_the_import_fails() -> None:
-    switch_interval = sys.getswitchinterval()
-    during: list[float] = []
-
-    def failing_import() -> None:
-        during.append(sys.getswitchinterval())
-        raise ImportError("numpy")
-
-    with pytest.raises(ImportError), app._short_switch_interval():
-        failing_import()
-    assert during == [app.START_SWITCH_INTERVAL_SECONDS]
-    assert sys.getswitchinterval() == switch_interval
 
 
 def test_the_process_age_is_read_from_the_kernel() -> None:

@@ -106,6 +106,7 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
         view=ReadModel(state.scheduler, state.informers),
         changed=changed,
         reporter=reporter,
+        written=state.groups.set_status,
         debounce_seconds=DEBOUNCE_SECONDS,
     )
     tasks = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]

@@ -53,6 +53,7 @@ async def started(
             view=ReadModel(scheduler, state.informers),
             changed=changed,
             reporter=reporter,
+            written=state.groups.set_status,
             debounce_seconds=DEBOUNCE_SECONDS,
         )
         tasks.extend(

@@ -1,11 +1,10 @@
 """Where each group API coscheduler reads is served: names only, no models.
 
-Read at start, before any model is imported: the table of kinds
-(:data:`coscheduler.runtime.informers.kinds.KINDS`) and discovery
-(:mod:`coscheduler.runtime.discovery`) take their paths and versions from
-here, so the first lists leave while the deciding side is still being
-imported (issue #28). The table of adapters
-(:data:`coscheduler.api.adapters.ADAPTERS`) pairs each PodGroup API of
+The table of kinds (:func:`coscheduler.runtime.informers.kinds.kinds`) and
+discovery (:mod:`coscheduler.runtime.discovery`) take their paths and
+versions from here; each model module takes its API's names from here too
+(so this module imports no model). The table of adapters
+(:data:`coscheduler.api.adapters.table.ADAPTERS`) pairs each PodGroup API of
 :data:`PODGROUPS` with the adapter that reads it, in the same order (checked
 when it is imported); each adapter's module takes its ``API`` from here.
 """

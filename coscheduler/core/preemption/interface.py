@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from coscheduler.core.preemption.mode import Mode
 
-# Types only: the search and the victims' rules load with the first search (issue #28).
+# Types only: the search imports this module.
 if TYPE_CHECKING:
     from coscheduler.core.preemption.search import Admits, Preemptor
     from coscheduler.core.scoring import Scoring

@@ -1,4 +1,4 @@
-"""``--preemption``: its own module, so the settings read it without the search (issue #28)."""
+"""``--preemption``: whether and how the scheduler evicts running gangs for a waiting one."""
 
 from __future__ import annotations
 

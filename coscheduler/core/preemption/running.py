@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_POD, GroupKey, GroupPolicy
 from coscheduler.core.snapshot import Snapshot
-
-# The victims' module loads with the first search that collects them (issue #28).
-if TYPE_CHECKING:
-    from coscheduler.core.victims import RunningGroup
+from coscheduler.core.victims import RunningGroup, running_since
 
 __all__ = ["RunningPriorities", "running_groups"]
 
@@ -86,7 +82,6 @@ def running_groups(
     all: its unit would miss the member on its way, which would then land
     alone in a gang evicted whole.
     """
-    from coscheduler.core.victims import RunningGroup, running_since
 
     members: dict[GroupKey, list[PodInfo]] = {}
     ours: set[GroupKey] = set()

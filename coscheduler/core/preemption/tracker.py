@@ -7,8 +7,8 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
    own attempt.
 2. :meth:`~Preemptions.settle` after it, with the decision:
 
-   - placed: the hold (if any) is done; the time since the plan is told to
-     the runtime (:meth:`~Preemptions.take_placed`);
+   - placed: the hold (if any) is done; the decision carries the time since
+     the plan (``preemption_waited``);
    - not placed for lack of room while a hold stands (its victims still on
      their nodes, and for at most ``hold_seconds``): the room is held again
      and nothing more is evicted for it (no second round of evictions for
@@ -23,6 +23,9 @@ The scheduler asks :class:`Preemptions` around each attempt of a group:
      the plan to show, nothing is held. The devices (DRA) the plan's trial
      gave the members are assumed under the same placeholders: once the
      victims' claims let them go, no other group can take them first.
+
+   The decision also carries whether a search found a plan, and its status
+   message says what preemption does for the group (:meth:`~Preemptions.told`).
 
 Cost: collecting the running groups (:func:`~.running.running_groups`) visits
 every pod (at 20,000 running pods, tens of milliseconds). So a group that could
@@ -59,10 +62,8 @@ budgets) is :func:`~.rules.victim_rule`'s to say.
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from coscheduler.api.disruption import DisruptionBudget
 from coscheduler.api.pod import PodInfo
@@ -71,13 +72,10 @@ from coscheduler.core.decision import Decision, Order, PreemptionPlan
 from coscheduler.core.devices import PodDevices
 from coscheduler.core.group import GroupKey
 from coscheduler.core.preemption.interface import Attempted, Mode, PreemptionSettings
+from coscheduler.core.preemption.rules import victim_rule
+from coscheduler.core.preemption.search import Preemptor, find_plan
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.status import Code
-
-# The search and the victims' rules load with the first group that wants room
-# (:meth:`Preemptions.settle`): a cluster where every gang fits never imports them.
-if TYPE_CHECKING:
-    from coscheduler.core.preemption.search import Preemptor
 
 __all__ = ["Hold", "Preemptions", "Restore"]
 
@@ -134,15 +132,14 @@ class Preemptions:
         #: Seconds since the epoch, for how long victims have run (their start
         #: times are the API's); None: the scheduler's own clock is one.
         self.wall_clock = wall_clock
-        #: Searches, and plans found or not, since the last :meth:`take_counts`.
-        self.counts: Counter[str] = Counter()
         self.budgets: dict[str, DisruptionBudget] = {}
         self._holds: dict[GroupKey, Hold] = {}
         self._restores: dict[GroupKey, Restore] = {}
         #: Pods an order to evict was given for, not yet gone: uid -> (preemptor, since).
         self._doomed: dict[str, tuple[GroupKey, float]] = {}
         self._memory: dict[GroupKey, _Memory] = {}
-        self._placed: list[tuple[GroupKey, float]] = []
+        #: What a waiting group's message says about preemption (a dry-run plan, or why none).
+        self._notes: dict[GroupKey, str] = {}
         #: When the running groups were last collected, and their lowest priority.
         self._floor: tuple[float, int] | None = None
 
@@ -177,15 +174,6 @@ class Preemptions:
                     return node
         return None
 
-    def take_counts(self) -> Counter[str]:
-        counts, self.counts = self.counts, Counter()
-        return counts
-
-    def take_placed(self) -> list[tuple[GroupKey, float]]:
-        """Preemptors placed since the last call, with when their plan was made."""
-        placed, self._placed = self._placed, []
-        return placed
-
     # -- around an attempt --------------------------------------------------
 
     def lift(self, snapshot: Snapshot, key: GroupKey) -> None:
@@ -198,17 +186,52 @@ class Preemptions:
 
     def settle(
         self, snapshot: Snapshot, decision: Decision, now: float, attempted: Attempted
-    ) -> Order | None:
-        """After the group's attempt (see the module docstring); the order to give the
-        runtime with the decision, if there is one (a plan to carry out, or to tell)."""
+    ) -> Decision:
+        """After the group's attempt (see the module docstring): the decision with the
+        order to give the runtime (a plan to carry out, or to tell), if there is one."""
+        return self.told(self._settle(snapshot, decision, now, attempted))
+
+    def told(self, decision: Decision) -> Decision:
+        """The decision with its status message saying what preemption does for the group:
+        the room held while its victims go, a dry-run's plan, or why there is none."""
+        key = decision.group
+        if decision.admitted:
+            self._notes.pop(key, None)
+            return decision
+        order = decision.preemption
+        if order is not None:
+            plan = order.plan
+            if order.evict or not (plan.found or plan.worth_telling):
+                self._notes.pop(key, None)
+            elif plan.found:
+                self._notes[key] = f"Preemption (dry-run) {plan.summary}."
+            else:
+                self._notes[key] = f"No preemption: {plan.summary}."
+        hold = self._holds.get(key)
+        note = (
+            f"Preempting: {hold.plan.summary.removeprefix('would preempt ')}; "
+            "the room is held while they terminate."
+            if hold is not None
+            else self._notes.get(key)
+        )
+        if not note or decision.status.ok:
+            return decision
+        status = dataclasses.replace(
+            decision.status, message=f"{decision.status.message.rstrip('.')}. {note}"
+        )
+        return dataclasses.replace(decision, status=status)
+
+    def _settle(
+        self, snapshot: Snapshot, decision: Decision, now: float, attempted: Attempted
+    ) -> Decision:
         key = decision.group
         self._settle_restores(snapshot, key, len(decision.bindings))
         hold = self._holds.pop(key, None)
         if decision.admitted:
-            if hold is not None:
-                self._placed.append((key, hold.since))
             self._memory.pop(key, None)
-            return None
+            if hold is None:
+                return decision
+            return dataclasses.replace(decision, preemption_waited=max(0.0, now - hold.since))
         wants_room = _wants_room(decision)
         who: Preemptor | None = None
         if hold is not None and wants_room:
@@ -220,17 +243,15 @@ class Preemptions:
                 still = attempted.admits(who) if who is not None else None
                 if still is None or still(hold.plan.victims):
                     self._hold(snapshot, key, hold)
-                    return None
+                    return decision
         if self.settings.mode is Mode.OFF or not wants_room:
-            return None
+            return decision
         who = who or attempted.preemptor()
         if who is None:
-            return None
+            return decision
         reclaiming = attempted.reclaim(who)
         if reclaiming is None and self._nothing_below(who, attempted.lowest, now):
-            return None
-        from coscheduler.core.preemption.rules import victim_rule
-        from coscheduler.core.preemption.search import find_plan
+            return decision
 
         groups = list(attempted.running())
         self._floor = (now, min((group.priority for group in groups), default=2**31))
@@ -255,15 +276,14 @@ class Preemptions:
                 "PodDisruptionBudget, which the Eviction API refuses to evict",
                 worth_telling=True,
             )
-        self.counts["attempts"] += 1
-        self.counts["found" if plan.found else "none"] += 1
         evict = plan.found and self.settings.mode is Mode.ON
         order = None
         if plan.summary != memory.last_summary or evict:
             order = Order(plan, evict, now)
             memory.last_summary = plan.summary
+        decision = dataclasses.replace(decision, preemption=order, preemption_found=plan.found)
         if not evict:
-            return order
+            return decision
         pending = {pod.uid: pod for pod in who.pending}
         placeholders = tuple(
             (dataclasses.replace(pending[b.uid], uid=b.uid + NOMINATED), b.node)
@@ -280,7 +300,7 @@ class Preemptions:
         self._doomed.update(dict.fromkeys(victims, (key, now)))
         hold = Hold(plan, now, placeholders, victims, lifted=True, devices=devices)
         self._hold(snapshot, key, hold)
-        return order
+        return decision
 
     def _nothing_below(self, who: Preemptor, lowest: int | None, now: float) -> bool:
         """No running group is below the preemptor's priority, as far as is known cheaply:
@@ -375,6 +395,7 @@ class Preemptions:
         """The group has nothing pending any more (placed, or gone)."""
         self._let_go_hold(snapshot, key)
         self._memory.pop(key, None)
+        self._notes.pop(key, None)
 
     def upsert_budget(self, budget: DisruptionBudget) -> None:
         self.budgets[budget.key] = budget

@@ -8,10 +8,11 @@ places every role to its minimum in one trial: :func:`~coscheduler.api.composite
 The child of a ``basic`` composite stays a gang of its own. A child whose
 composite is not known yet waits (``GroupNotFound`` naming the composite).
 
-It learns the children from the native PodGroups as they are stored
-(:meth:`child`, called by the native PodGroup's informer) and the
-composites from :class:`CompositeInformer`; either changing makes the
-composite's group again and moves the pods of the children it touches
+It learns the children from the native PodGroups as the groups store keeps
+them (:meth:`child`) and the composites from :class:`CompositeInformer`;
+either change returns a :class:`CompositeChange`: the composites whose gang
+the groups store makes again (:meth:`gang`), and the pods of the children
+whose composite changed, which the informer feeds in again
 (:meth:`PodInformer.refeed`). The composite's group object carries its
 status in upstream's words (:class:`~coscheduler.api.adapters.composite.CompositeAdapter`);
 each child's status is derived from its own pods and the composite's
@@ -23,25 +24,39 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.adapters.composite import ADAPTER as COMPOSITE_ADAPTER
 from coscheduler.api.adapters.composite import composite_object
 from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_composite
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
 
-__all__ = ["CompositeInformer", "Composites"]
+if TYPE_CHECKING:
+    from coscheduler.runtime.groups import Groups
+
+__all__ = ["CompositeChange", "CompositeInformer", "Composites"]
 
 log = structlog.get_logger(__name__)
 
 #: A namespace and a name.
 Name = tuple[str, str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CompositeChange:
+    """What a change of a composite or of a child did, for the groups store and the pods."""
+
+    namespace: str = ""
+    #: The composites of ``namespace`` whose gang is to be made again (:meth:`Composites.gang`).
+    remade: tuple[str, ...] = ()
+    #: The pods whose composite changed: resolved again.
+    moved: tuple[str, ...] = ()
 
 
 class Composites:
@@ -57,13 +72,6 @@ class Composites:
         #: (namespace, child PodGroup) -> the uids of the pods naming it.
         self._pods: dict[Name, set[str]] = {}
         self._pod_child: dict[str, Name] = {}
-        self._groups: Groups | None = None
-        self._refeed: Callable[[Iterable[str]], None] = lambda _uids: None
-
-    def attach(self, groups: Groups, refeed: Callable[[Iterable[str]], None]) -> None:
-        """The store, and the pod informer's way to feed pods in again (both made after)."""
-        self._groups, self._refeed = groups, refeed
-        groups.composites = self
 
     # -- pods --------------------------------------------------------------------
 
@@ -130,28 +138,24 @@ class Composites:
 
         return tell
 
-    def preempted(self, key: GroupKey, message: str) -> None:
-        """The group lost members to a preemption: a composite's children say so too."""
-        if self._groups is None:
-            return
-        self._groups.preempted(key, message)
-        if key.kind == KIND_COMPOSITE:
-            for child in self._children.get((key.namespace, key.name), {}):
-                self._groups.preempted(
-                    GroupKey(key.namespace, child, KIND_NATIVE_POD_GROUP), message
-                )
+    def children_of(self, key: GroupKey) -> list[GroupKey]:
+        """A composite's children, as native PodGroups."""
+        if key.kind != KIND_COMPOSITE:
+            return []
+        children = self._children.get((key.namespace, key.name), {})
+        return [GroupKey(key.namespace, child, KIND_NATIVE_POD_GROUP) for child in children]
 
     # -- children and composites -------------------------------------------------------
 
     def child(
         self, namespace: str, name: str, parent: str | None, child: ChildGroup | None
-    ) -> None:
+    ) -> CompositeChange:
         """A native PodGroup as stored (``child`` None: gone or unreadable): whose child it is."""
         where = (namespace, name)
         before = self._parent_of.get(where)
         known = self._children.get((namespace, before), {}).get(name) if before else None
         if before == parent and known == child:
-            return
+            return CompositeChange()
         if before is not None:
             siblings = self._children.get((namespace, before), {})
             siblings.pop(name, None)
@@ -161,65 +165,72 @@ class Composites:
         if parent is not None and child is not None:
             self._children.setdefault((namespace, parent), {})[name] = child
             self._parent_of[where] = parent
-        for touched in {before, parent} - {None}:
-            assert touched is not None
-            self._remake(namespace, touched)
-        if before != parent:
-            self._move(where)
+        return CompositeChange(
+            namespace,
+            remade=tuple(sorted(name for name in {before, parent} if name is not None)),
+            moved=self._pods_of(namespace, [name]) if before != parent else (),
+        )
 
-    def upsert(self, composite: CompositePodGroup, raw_status: Mapping[str, Any]) -> None:
+    def upsert(
+        self, composite: CompositePodGroup, raw_status: Mapping[str, Any]
+    ) -> CompositeChange:
         where = (composite.namespace, composite.name)
         before = self.composites.get(where)
         self.composites[where] = composite
         self._raw_status[where] = raw_status
-        self._remake(*where)
-        if before is None or before.apart != composite.apart:
-            for child in list(self._children.get(where, {})):
-                self._move((composite.namespace, child))
+        moved = before is None or before.apart != composite.apart
+        children = list(self._children.get(where, {})) if moved else []
+        return CompositeChange(
+            where[0], remade=(where[1],), moved=self._pods_of(where[0], children)
+        )
 
-    def remove(self, where: Name) -> None:
+    def remove(self, where: Name) -> CompositeChange:
         if self.composites.pop(where, None) is None:
-            return
+            return CompositeChange()
         self._raw_status.pop(where, None)
-        self._remake(*where)
-        for child in list(self._children.get(where, {})):
-            self._move((where[0], child))
+        children = list(self._children.get(where, {}))
+        return CompositeChange(
+            where[0], remade=(where[1],), moved=self._pods_of(where[0], children)
+        )
 
-    def _remake(self, namespace: str, name: str) -> None:
-        """The composite's gang as its object and children now say (dropped when it has none)."""
-        groups = self._groups
-        if groups is None:
-            return
-        key = GroupKey(namespace, name, KIND_COMPOSITE)
+    def gang(self, namespace: str, name: str, previous: GroupObject | None) -> GroupObject | None:
+        """The composite's gang as its object and children now say; None: it has none."""
         composite = self.composites.get((namespace, name))
         if composite is None or composite.apart:
-            groups.drop_gang(key)
-            return
+            return None
         children = list(self._children.get((namespace, name), {}).values())
-        previous = groups.podgroups.get(key)
-        made = composite_object(
+        return composite_object(
             composite, children, self._raw_status.get((namespace, name), {}), previous
         )
-        groups.add_gang(key, made)
 
-    def _move(self, child: Name) -> None:
-        """The pods of a child whose composite changed are resolved again."""
-        uids = list(self._pods.get(child, ()))
-        if uids:
-            self._refeed(uids)
+    def _pods_of(self, namespace: str, children: Iterable[str]) -> tuple[str, ...]:
+        """The pods naming these native PodGroups."""
+        return tuple(uid for child in children for uid in self._pods.get((namespace, child), ()))
 
 
 class CompositeInformer(KeyedInformer[Name]):
+    """Reads the composites into :class:`Composites`; the groups store makes their gangs
+    again and the pods whose composite changed are fed in again."""
+
     def __init__(
         self,
         composites: Composites,
+        groups: Groups,
+        refeed: Callable[[Iterable[str]], None],
         complaints: Complaints,
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.composites = composites
+        self._groups = groups
+        self._refeed = refeed
         self._complaints = complaints
         self._namespaces = namespaces
+
+    def _apply(self, change: CompositeChange) -> None:
+        moved = self._groups.apply(change)
+        if moved:
+            self._refeed(moved)
 
     def upsert(self, raw: Mapping[str, Any]) -> Name | None:
         where = self.key_of(raw)
@@ -240,14 +251,16 @@ class CompositeInformer(KeyedInformer[Name]):
             self.forget(where)
             return None
         status = raw.get("status")
-        self.composites.upsert(composite, status if isinstance(status, Mapping) else {})
+        self._apply(
+            self.composites.upsert(composite, status if isinstance(status, Mapping) else {})
+        )
         return where
 
     def known(self) -> Iterable[Name]:
         return list(self.composites.composites)
 
     def forget(self, key: Name) -> None:
-        self.composites.remove(key)
+        self._apply(self.composites.remove(key))
 
     def key_of(self, raw: Mapping[str, Any]) -> Name:
         fields = meta(raw)

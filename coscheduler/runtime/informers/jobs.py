@@ -5,8 +5,10 @@ join groups by owner; a process that cannot list Jobs places their pods
 alone. :class:`JobOwners` is the resolver the pod informer asks: a pod whose
 controlling owner is a Job joins the group the core's owner rule gives it
 (:func:`~coscheduler.core.owners.owner_group`). :class:`JobInformer` reads
-the Jobs into it; when a Job's answer changes, its pods are fed in again.
-``changed`` tells the controller which Jobs' PodGroups to make.
+the Jobs into it and acts on what each change returns (:class:`JobChange`):
+when a Job's answer changes, its pods are fed in again; when its size does,
+the groups store hears of it. ``changed`` tells the controller which Jobs'
+PodGroups to make.
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ from coscheduler.core.owners import owner_group
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import KeyedInformer, meta
 
-__all__ = ["JobInformer", "JobOwners"]
+__all__ = ["JobChange", "JobInformer", "JobOwners"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JobChange:
+    """What keeping or forgetting a Job changed."""
+
+    #: Its answer (a gang or not, or the Job gone): its pods' groups follow.
+    regroup: bool = False
+    #: It came, went or runs another number of pods at once: the native groups
+    #: it makes members for follow.
+    resized: bool = False
 
 
 class JobOwners:
@@ -45,9 +58,6 @@ class JobOwners:
         self._owned: dict[str, set[str]] = {}
         #: The group named after a Job that asks for a gang -> the Job's uid.
         self._owner_of_group: dict[GroupKey, str] = {}
-        #: Told when a Job comes, goes or changes how many pods it runs at once
-        #: (the native groups it makes members for follow; set once they are built).
-        self.resized: Callable[[GangOwner], None] = lambda _owner: None
 
     # -- asked by the pod informer --------------------------------------------
 
@@ -129,27 +139,26 @@ class JobOwners:
 
     # -- written by the Job informer ------------------------------------------
 
-    def upsert(self, owner: GangOwner) -> bool:
-        """Keep the Job; True when its answer changed (its pods' groups follow)."""
+    def upsert(self, owner: GangOwner) -> JobChange:
+        """Keep the Job."""
         before = self.owners.get(owner.uid)
         if before == owner:
-            return False
+            return JobChange()
         self.owners[owner.uid] = owner
         self._set_owner_of_group(before, owner)
-        if before is None or before.most_pods != owner.most_pods:
-            self.resized(owner)
         if owner.wants_gang:
             self._changed(owner)
-        return before is None or before.wants_gang != owner.wants_gang
+        return JobChange(
+            regroup=before is None or before.wants_gang != owner.wants_gang,
+            resized=before is None or before.most_pods != owner.most_pods,
+        )
 
-    def remove(self, uid: str) -> bool:
-        """Forget the Job; True when it was known (its pods wait as members of its group)."""
+    def remove(self, uid: str) -> GangOwner | None:
+        """Forget the Job; the Job when it was known (its pods wait as members of its group)."""
         owner = self.owners.pop(uid, None)
-        if owner is None:
-            return False
-        self._set_owner_of_group(owner, None)
-        self.resized(owner)
-        return True
+        if owner is not None:
+            self._set_owner_of_group(owner, None)
+        return owner
 
     def ours(self, owner: GangOwner) -> bool:
         return not self._namespaces or owner.namespace in self._namespaces
@@ -169,9 +178,12 @@ class JobInformer(KeyedInformer[str]):
     """Every Job (not only annotated ones): a pod is placed alone only once its Job is
     known to ask for no gang."""
 
-    def __init__(self, owners: JobOwners, pods: _Refeed) -> None:
+    def __init__(
+        self, owners: JobOwners, pods: _Refeed, resized: Callable[[GangOwner], None]
+    ) -> None:
         self._owners = owners
         self._pods = pods
+        self._resized = resized
 
     def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self._owners.watched = True
@@ -181,7 +193,10 @@ class JobInformer(KeyedInformer[str]):
         owner = GangOwner.from_job(raw)
         if owner is None or not self._owners.ours(owner):
             return None
-        if self._owners.upsert(owner):
+        change = self._owners.upsert(owner)
+        if change.resized:
+            self._resized(owner)
+        if change.regroup:
             self._pods.refeed(self._owners.owned(owner.uid))
         return owner.uid
 
@@ -189,7 +204,9 @@ class JobInformer(KeyedInformer[str]):
         return list(self._owners.owners)
 
     def forget(self, key: str) -> None:
-        if self._owners.remove(key):
+        owner = self._owners.remove(key)
+        if owner is not None:
+            self._resized(owner)
             self._pods.refeed(self._owners.owned(key))
 
     def key_of(self, raw: Mapping[str, Any]) -> str | None:

@@ -12,14 +12,14 @@ and its pods say why it cannot be read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import structlog
 from pydantic import ValidationError
 
 from coscheduler.api import validation
-from coscheduler.api.adapters import GroupAdapter, GroupObject
+from coscheduler.api.adapters.base import GroupAdapter, GroupObject
 from coscheduler.api.native_podgroup import GROUP as NATIVE_GROUP
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupKey
@@ -50,11 +50,14 @@ class PodGroupInformer:
         groups: Groups,
         complaints: Complaints,
         *,
+        refeed: Callable[[Iterable[str]], None],
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
         self.adapter = adapter
         self._kind = key_kind(adapter)
         self._groups = groups
+        #: Feeds in again the pods whose native PodGroup changed composite.
+        self._refeed = refeed
         self._complaints = complaints
         self._namespaces = namespaces
 
@@ -66,7 +69,7 @@ class PodGroupInformer:
             self.upsert(raw)
             seen.add(group_key(raw, self._kind))
         for key in known - seen:
-            self._groups.remove(self.adapter, key)
+            self._moved(self._groups.remove(self.adapter, key))
 
     def upsert(self, raw: Mapping[str, Any]) -> GroupKey | None:
         adapter, key = self.adapter, group_key(raw, self._kind)
@@ -80,7 +83,7 @@ class PodGroupInformer:
             if stored is not None:
                 if stored != known.stored:
                     status = _read(adapter, wire, known)
-                    self._groups.store(adapter, key, known.with_status(status, stored))
+                    self._moved(self._groups.store(adapter, key, known.with_status(status, stored)))
                 return key
         try:
             group = adapter.parse(raw)
@@ -101,7 +104,7 @@ class PodGroupInformer:
                     adapter.api.api_version,
                 )
             )
-            self._groups.refuse(adapter, key, message)
+            self._moved(self._groups.refuse(adapter, key, message))
             return None
         # A CRD without a /status subresource (Volcano's) counts a status write
         # as a new generation: only what the group's policy reads is a change,
@@ -110,11 +113,15 @@ class PodGroupInformer:
         changed = known is None or _policy_inputs(known) != _policy_inputs(group)
         if known is not None and group.stored is not None and group.stored == known.stored:
             group = group.with_status(known.status, known.stored)
-        self._groups.store(adapter, key, group, spec_changed=changed)
+        self._moved(self._groups.store(adapter, key, group, spec_changed=changed))
         return key
 
     def remove(self, raw: Mapping[str, Any]) -> None:
-        self._groups.remove(self.adapter, group_key(raw, self._kind))
+        self._moved(self._groups.remove(self.adapter, group_key(raw, self._kind)))
+
+    def _moved(self, uids: tuple[str, ...]) -> None:
+        if uids:
+            self._refeed(uids)
 
 
 def _read(adapter: GroupAdapter, wire: Mapping[str, Any], known: GroupObject) -> PodGroupStatus:

@@ -17,7 +17,7 @@ its phase). Pods outside ``namespaces`` still count on their nodes but are
 not ours to place. A known pod's update that changes only its progress
 (bound, then running: :func:`~coscheduler.api.pod.progress_fingerprint`
 unchanged) is not read in full again, and one that changes nothing read (a condition, an
-IP, a container's state) is not fed again (issue #28). An unreadable pod is
+IP, a container's state) is not fed again. An unreadable pod is
 reported once (with ``waiting`` when it is ours and not bound, so its
 condition says why), and any readable version of it is forgotten.
 """

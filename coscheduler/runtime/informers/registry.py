@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from coscheduler.api.adapters import ADAPTERS, GroupAdapter, GroupApi
+from coscheduler.api.adapters.apis import GroupApi
+from coscheduler.api.adapters.base import GroupAdapter
+from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
@@ -72,9 +74,9 @@ class Informers:
             complaints=complaints,
             changed=composites.fan_out(group_changed),
             owners=owners,
+            composites=composites,
             adapters=adapters,
         )
-        owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
         pods = PodInformer(
             scheduler,
@@ -85,12 +87,11 @@ class Informers:
             namespaces=namespaces,
             composites=composites,
         )
-        composites.attach(groups, pods.refeed)
         return cls(
             groups=groups,
             owners=owners,
             gangs=gangs,
-            jobs=JobInformer(owners, pods),
+            jobs=JobInformer(owners, pods, resized=groups.job_resized),
             pods=pods,
             nodes=NodeInformer(scheduler, complaints),
             namespaces=NamespaceInformer(scheduler),
@@ -100,10 +101,14 @@ class Informers:
             queues=QueueInformer(scheduler, complaints, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
-            composites=CompositeInformer(composites, complaints, namespaces=namespaces),
+            composites=CompositeInformer(
+                composites, groups, pods.refeed, complaints, namespaces=namespaces
+            ),
             native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
             podgroups={
-                adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
+                adapter.api: PodGroupInformer(
+                    adapter, groups, complaints, refeed=pods.refeed, namespaces=namespaces
+                )
                 for adapter in adapters
             },
         )

@@ -7,31 +7,13 @@ that is not ready are looked at again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
-
 from coscheduler.api.fields import ObjectParseError
+from coscheduler.api.volumes import AttachLimits, ClaimInfo, StorageClassInfo, VolumeInfo
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import Complaints
 from coscheduler.runtime.informers.reading import ReadingInformer
 
-if TYPE_CHECKING:
-    from coscheduler.api.volumes import AttachLimits, ClaimInfo, StorageClassInfo, VolumeInfo
-
 __all__ = ["VolumeInformers"]
-
-
-def _reader(kind: str) -> Callable[[Mapping[str, Any]], Any]:
-    """``kind.from_object`` of :mod:`coscheduler.api.volumes`, imported with the first
-    object read: a cluster without volumes never loads it (issue #28). Its readers
-    raise only its ``VolumeParseError``, an :class:`ObjectParseError`."""
-
-    def read(raw: Mapping[str, Any]) -> Any:
-        from coscheduler.api import volumes
-
-        return getattr(volumes, kind).from_object(raw)
-
-    return read
 
 
 class VolumeInformers:
@@ -49,7 +31,7 @@ class VolumeInformers:
 
         self.claims: ReadingInformer[ClaimInfo] = ReadingInformer(
             "PersistentVolumeClaim",
-            read=_reader("ClaimInfo"),
+            read=ClaimInfo.from_object,
             parse_error=ObjectParseError,
             key=lambda claim: claim.key,
             put=index.upsert_claim,
@@ -60,7 +42,7 @@ class VolumeInformers:
         )
         self.volumes: ReadingInformer[VolumeInfo] = ReadingInformer(
             "PersistentVolume",
-            read=_reader("VolumeInfo"),
+            read=VolumeInfo.from_object,
             parse_error=ObjectParseError,
             key=lambda volume: volume.name,
             put=index.upsert_volume,
@@ -70,7 +52,7 @@ class VolumeInformers:
         )
         self.storage_classes: ReadingInformer[StorageClassInfo] = ReadingInformer(
             "StorageClass",
-            read=_reader("StorageClassInfo"),
+            read=StorageClassInfo.from_object,
             parse_error=ObjectParseError,
             key=lambda storage_class: storage_class.name,
             put=index.upsert_class,
@@ -81,7 +63,7 @@ class VolumeInformers:
         # A CSINode changes limits, not the index: the core requeues on its own.
         self.csinodes: ReadingInformer[AttachLimits] = ReadingInformer(
             "CSINode",
-            read=_reader("AttachLimits"),
+            read=AttachLimits.from_object,
             parse_error=ObjectParseError,
             key=lambda limits: limits.node,
             put=limits,
