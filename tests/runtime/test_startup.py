@@ -79,6 +79,7 @@ async def test_the_started_line_gives_each_phase_in_order(
     optional = (xk8s.API, volcano.API, t9k.API)  # PodGroup APIs this server does not serve
     not_served = {
         "queues",
+        "queues.scheduling.volcano.sh",
         "workloads",
         "compositepodgroups",
         *(f"podgroups.{api.group}" for api in optional),

@@ -169,6 +169,14 @@ KINDS: tuple[Kind, ...] = (
         wanted=_preempting,
     ),
     Kind("queues", lambda informers: informers.queues, served=discovery.queues),
+    Kind(
+        "queues.scheduling.volcano.sh",
+        lambda informers: informers.volcano_queues,
+        served=discovery.volcano_queues,
+        if_forbidden="Volcano's Queue API served but not readable by this ServiceAccount: "
+        f"groups naming a Volcano queue wait with QueueNotFound; {_RBAC}",
+        if_missing="Volcano's Queue API is no longer served: groups naming one of its queues wait",
+    ),
     *(_podgroups(api) for api in apis.PODGROUPS),
     Kind(
         "workloads",

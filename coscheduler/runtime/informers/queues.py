@@ -34,6 +34,9 @@ class QueueInformer(KeyedInformer[str]):
         self._changed = changed
         #: Queue objects as last read, by name (their status is written from here).
         self.objects: dict[str, Queue] = {}
+        #: The policy of another API's queue of that name, which stands once ours goes
+        #: (:mod:`~coscheduler.runtime.informers.volcano_queues`).
+        self.fallback: Callable[[str], QueuePolicy | None] = lambda _name: None
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
         try:
@@ -63,7 +66,11 @@ class QueueInformer(KeyedInformer[str]):
 
     def forget(self, key: str) -> None:
         self.objects.pop(key, None)
-        self._scheduler.remove_queue(key)
+        other = self.fallback(key)
+        if other is None:
+            self._scheduler.remove_queue(key)
+        else:
+            self._scheduler.upsert_queue(other)
         self._changed(key)
 
     def key_of(self, raw: Mapping[str, Any]) -> str | None:

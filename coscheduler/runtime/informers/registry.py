@@ -25,6 +25,7 @@ from coscheduler.runtime.informers.podgroups import PodGroupInformer
 from coscheduler.runtime.informers.pods import PodInformer, UnreadablePods
 from coscheduler.runtime.informers.priority_classes import PriorityClassInformer
 from coscheduler.runtime.informers.queues import QueueInformer
+from coscheduler.runtime.informers.volcano_queues import VolcanoQueueInformer
 from coscheduler.runtime.informers.volumes import VolumeInformers
 from coscheduler.runtime.informers.workloads import WorkloadGangs, WorkloadInformer
 
@@ -46,6 +47,7 @@ class Informers:
     devices: DeviceInformers
     priority_classes: PriorityClassInformer
     queues: QueueInformer
+    volcano_queues: VolcanoQueueInformer
     budgets: BudgetInformer
     workloads: WorkloadInformer
     composites: CompositeInformer
@@ -86,6 +88,7 @@ class Informers:
             composites=composites,
         )
         composites.attach(groups, pods.refeed)
+        queues = QueueInformer(scheduler, complaints, queue_changed)
         return cls(
             groups=groups,
             owners=owners,
@@ -97,7 +100,8 @@ class Informers:
             volumes=VolumeInformers(scheduler, complaints),
             devices=DeviceInformers(scheduler, complaints),
             priority_classes=PriorityClassInformer(groups),
-            queues=QueueInformer(scheduler, complaints, queue_changed),
+            queues=queues,
+            volcano_queues=VolcanoQueueInformer(scheduler, complaints, queues, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
             composites=CompositeInformer(composites, complaints, namespaces=namespaces),
