@@ -25,6 +25,7 @@ from coscheduler.api.podgroup import (
     PodGroupStatus,
 )
 from coscheduler.api.reasons import Reason
+from coscheduler.core.group import GroupPolicy
 from tests.builders import pod_object, podgroup_object
 
 ADAPTER = volcano.ADAPTER
@@ -59,6 +60,14 @@ def test_a_pod_joins_by_volcano_s_annotation_and_its_task_is_its_role() -> None:
     }
     pod = PodInfo.from_object(raw)
     assert (pod.group, pod.role) == ("train", "worker")
+
+
+def test_a_lone_pod_s_queue_is_the_one_volcano_s_annotation_names() -> None:
+    raw = pod_object("solo")
+    raw["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "research"}
+    pod = PodInfo.from_object(raw)
+    assert pod.group is None
+    assert GroupPolicy.lone(pod).queue == "research"
 
 
 def test_the_older_annotation_and_a_task_label_are_read_too() -> None:
