@@ -37,6 +37,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from coscheduler.api import validation
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.labels import GROUP
 from coscheduler.api.podgroup import MAX_MIN_MEMBER, PodGroupSpec
 
@@ -90,6 +92,13 @@ class GangOwner:
     #: The most pods it runs at once: ``spec.parallelism``, capped by the completions
     #: left; None when its sizes cannot be read.
     most_pods: int | None = None
+    #: The API of the PodGroup made for it, the owner's own apiVersion, the group's name
+    #: (None: the owner's) and the annotation that asks for it: ours for a Job, Volcano's
+    #: for a plain pod's owner under Volcano's name (``api/adapters/volcano_owners.py``).
+    api: GroupApi = apis.SIGS
+    api_version: str = JOB_API_VERSION
+    group: str | None = None
+    annotation: str = GANG_ANNOTATION
 
     @property
     def key(self) -> str:
@@ -97,8 +106,8 @@ class GangOwner:
 
     @property
     def group_name(self) -> str:
-        """The PodGroup named after the Job."""
-        return self.name
+        """The PodGroup made for its pods: named after the Job, or as Volcano names it."""
+        return self.group or self.name
 
     @classmethod
     def from_job(cls, raw: Mapping[str, Any]) -> GangOwner | None:
@@ -181,7 +190,7 @@ class GangOwner:
                 "labels": {"app.kubernetes.io/managed-by": "coscheduler"},
                 "ownerReferences": [
                     {
-                        "apiVersion": JOB_API_VERSION,
+                        "apiVersion": self.api_version,
                         "kind": self.kind,
                         "name": self.name,
                         "uid": self.uid,

@@ -103,6 +103,16 @@ def _podgroups(api: GroupApi) -> Kind:
     )
 
 
+def _as_volcano(settings: Settings) -> bool:
+    return settings.scheduler_name == apis.VOLCANO_SCHEDULER
+
+
+#: The owners of plain pods Volcano's controller groups (``api/adapters/volcano_owners.py``).
+_VOLCANO_OWNERS: tuple[tuple[str, Callable[[Informers], Informer]], ...] = (
+    ("replicasets", lambda informers: informers.replica_sets),
+    ("statefulsets", lambda informers: informers.stateful_sets),
+)
+
 #: The DRA kinds (``resource.k8s.io/v1``, served by default since Kubernetes 1.34).
 _DEVICE_KINDS: tuple[tuple[str, Callable[[Informers], Informer]], ...] = (
     ("resourceslices", lambda informers: informers.devices.slices),
@@ -122,6 +132,19 @@ KINDS: tuple[Kind, ...] = (
         if_forbidden="Jobs not readable by this ServiceAccount: Jobs annotated "
         "scheduling.sigs.k8s.io/gang get no PodGroup and their pods are placed one by one; "
         + _RBAC,
+    ),
+    # Under Volcano's name, a plain pod's ReplicaSet or StatefulSet may ask for a gang.
+    *(
+        Kind(
+            plural,
+            informer,
+            path=f"/apis/apps/v1/{plural}",
+            wanted=_as_volcano,
+            stage=0,
+            if_forbidden=f"{plural} not readable by this ServiceAccount: their pods are "
+            "placed one by one, whatever scheduling.volcano.sh/group-min-member asks; " + _RBAC,
+        )
+        for plural, informer in _VOLCANO_OWNERS
     ),
     Kind("nodes", lambda informers: informers.nodes, path="/api/v1/nodes"),
     Kind("pods", lambda informers: informers.pods, path="/api/v1/pods"),

@@ -17,7 +17,7 @@ from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.devices import DeviceInformers
-from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
+from coscheduler.runtime.informers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
@@ -40,6 +40,9 @@ class Informers:
     owners: JobOwners
     gangs: WorkloadGangs
     jobs: JobInformer
+    #: Under Volcano's scheduler name: ReplicaSets and StatefulSets, owners of plain pods.
+    replica_sets: VolcanoOwnerInformer
+    stateful_sets: VolcanoOwnerInformer
     pods: PodInformer
     nodes: NodeInformer
     namespaces: NamespaceInformer
@@ -94,6 +97,8 @@ class Informers:
             owners=owners,
             gangs=gangs,
             jobs=JobInformer(owners, pods),
+            replica_sets=VolcanoOwnerInformer(owners, pods, "ReplicaSet"),
+            stateful_sets=VolcanoOwnerInformer(owners, pods, "StatefulSet"),
             pods=pods,
             nodes=NodeInformer(scheduler, complaints),
             namespaces=NamespaceInformer(scheduler),
