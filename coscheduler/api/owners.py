@@ -16,7 +16,9 @@ there would hold the new ReplicaSet's first pod until all its pods exist, which
 the Deployment's surge limit never allows. A StatefulSet's default
 ``OrderedReady`` policy creates pod N+1 only once pod N runs, so a gang of more
 than one would never gather; with ``Parallel`` it could work, and a PodGroup and
-label do that today.
+label do that today. Under Volcano's scheduler name, Volcano's own owner
+annotation makes ReplicaSets and StatefulSets owners all the same, as Volcano's
+controller does (:mod:`~coscheduler.api.adapters.volcano_owners`).
 
 The PodGroup's ``minMember`` follows the Job: ``spec.parallelism`` (1 when
 unset), but never more pods than the Job still has to complete

@@ -4,12 +4,10 @@ upstream's file in tests/upstream/)."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from coscheduler.api.adapters.volcano_queue import (
     QueueTerms,
@@ -17,9 +15,9 @@ from coscheduler.api.adapters.volcano_queue import (
     VolcanoQueueSpec,
     status_body,
 )
+from tests.upstream_crds import UPSTREAM, assert_same_structure, kept_row, load
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "volcano-queues.yaml"
-UPSTREAM = Path(__file__).parents[1] / "upstream"
 UPSTREAM_CRD = UPSTREAM / "volcano-queues-crd.yaml"
 COMMIT = "ed72c7c815a9fd547a787134676f73d42e9d049c"
 
@@ -112,32 +110,15 @@ def test_a_status_already_written_is_not_written_again() -> None:
 # -- the CRD ------------------------------------------------------------------
 
 
-def load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(path.read_text())
-    return document
-
-
-def without_descriptions(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: without_descriptions(v) for k, v in node.items() if k != "description"}
-    if isinstance(node, list):
-        return [without_descriptions(item) for item in node]
-    return node
-
-
 def test_the_crd_has_upstream_s_structure() -> None:
-    ours, theirs = load(CRD_PATH), load(UPSTREAM_CRD)
-    assert ours["metadata"]["name"] == theirs["metadata"]["name"]
-    assert without_descriptions(ours["spec"]) == without_descriptions(theirs["spec"])
+    assert_same_structure(CRD_PATH, UPSTREAM_CRD)
 
 
 def test_the_kept_upstream_crd_is_untouched() -> None:
     """tests/upstream/README.md names the file's commit, path and digest."""
-    lines = (UPSTREAM / "README.md").read_text().splitlines()
-    row = next(line for line in lines if line.startswith(f"| `{UPSTREAM_CRD.name}`"))
-    digest = row.strip("|").split("|")[4].strip(" `")
-    assert hashlib.sha256(UPSTREAM_CRD.read_bytes()).hexdigest() == digest, "edited: re-copy it"
-    assert COMMIT in row
+    cells = kept_row(UPSTREAM_CRD)
+    assert cells[2] == f"commit `{COMMIT}"
+    assert cells[3] == "config/crd/volcano/bases/scheduling.volcano.sh_queues.yaml"
     assert COMMIT in CRD_PATH.read_text(), "source named"
 
 

@@ -12,16 +12,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import structlog
-from pydantic import ValidationError
 
-from coscheduler.api import validation
 from coscheduler.api.adapters.volcano_queue import API_VERSION, ROOT, VolcanoQueue
 from coscheduler.api.pod_topology import LabelSelector
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, name_of
-from coscheduler.runtime.informers.queues import QueueInformer
+from coscheduler.runtime.informers.base import Complaints, KeyedInformer, name_of
+from coscheduler.runtime.informers.queues import QueueInformer, skipped
 
 __all__ = ["VolcanoQueueInformer", "volcano_policy"]
 
@@ -63,16 +61,8 @@ class VolcanoQueueInformer(KeyedInformer[str]):
         try:
             queue = VolcanoQueue.model_validate(raw)
             policy = volcano_policy(queue)
-        except (ValidationError, ValueError) as error:
-            message = (
-                "; ".join(validation.problems(error, with_input=False))
-                if isinstance(error, ValidationError)
-                else str(error)
-            )
-            log.warning("Volcano Queue skipped", queue=str(name_of(raw)), error=message)
-            self._complaints.invalid(
-                InvalidObject.of("Queue", raw, ValueError(message), api_version=API_VERSION)
-            )
+        except ValueError as error:  # a ValidationError among them
+            skipped(self._complaints, raw, error, API_VERSION)
             return None
         self.objects[queue.name] = (queue, policy)
         if not self.shadowed(queue.name):
