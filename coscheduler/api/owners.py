@@ -51,6 +51,7 @@ __all__ = [
     "PRIORITY_CLASS_ANNOTATION",
     "QUEUE_ANNOTATION",
     "GangOwner",
+    "owner_identity",
     "owns",
 ]
 
@@ -114,12 +115,11 @@ class GangOwner:
     @classmethod
     def from_job(cls, raw: Mapping[str, Any]) -> GangOwner | None:
         """Read a Job; None when it has no namespace, name or uid (nothing can refer to it)."""
+        identity = owner_identity(raw)
+        if identity is None:
+            return None
+        namespace, name, uid = identity
         meta = _mapping(raw.get("metadata"))
-        namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
-        if not (isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str)):
-            return None
-        if not (namespace and name and uid):
-            return None
         spec = _mapping(raw.get("spec"))
         template = _mapping(_mapping(spec.get("template")).get("spec"))
         scheduler = template.get("schedulerName")
@@ -212,6 +212,17 @@ class GangOwner:
             "queue": self.spec.queue,
             "priorityClassName": self.spec.priority_class_name,
         }
+
+
+def owner_identity(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """An owner's namespace, name and uid; None when one is missing (nothing can refer to it)."""
+    meta = _mapping(raw.get("metadata"))
+    namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    if not (isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str)):
+        return None
+    if not (namespace and name and uid):
+        return None
+    return namespace, name, uid
 
 
 def owns(owner_uid: str, metadata: Mapping[str, Any]) -> bool:

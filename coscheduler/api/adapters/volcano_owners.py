@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from coscheduler.api import validation
 from coscheduler.api.adapters import apis
 from coscheduler.api.labels import VOLCANO_QUEUE_ANNOTATION
-from coscheduler.api.owners import GangOwner
+from coscheduler.api.owners import GangOwner, owner_identity
 from coscheduler.api.podgroup import MAX_MIN_MEMBER, PodGroupSpec
 
 __all__ = ["MIN_MEMBER_ANNOTATION", "OWNER_KINDS", "group_name", "volcano_owner"]
@@ -55,12 +55,11 @@ def group_name(owner_uid: str) -> str:
 def volcano_owner(raw: Mapping[str, Any], kind: str) -> GangOwner | None:
     """Read an owner of ``kind`` (:data:`OWNER_KINDS`); None when it has no namespace, name
     or uid (nothing can refer to it)."""
+    identity = owner_identity(raw)
+    if identity is None:
+        return None
+    namespace, name, uid = identity
     meta = _mapping(raw.get("metadata"))
-    namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
-    if not (isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str)):
-        return None
-    if not (namespace and name and uid):
-        return None
     template = _mapping(_mapping(raw.get("spec")).get("template"))
     pod_spec = _mapping(template.get("spec"))
     scheduler = pod_spec.get("schedulerName")
