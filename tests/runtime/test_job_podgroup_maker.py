@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from coscheduler.api.adapters.volcano_owners import volcano_owner
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
@@ -146,3 +147,38 @@ async def test_an_annotation_on_a_job_of_the_default_scheduler_is_told_it_does_n
     [event] = setup.events("InvalidGangAnnotation")
     assert "schedulerName: coscheduler" in event["message"]
     assert not setup.apiserver.requests_to("POST", PODGROUPS)
+
+
+async def test_a_replica_set_annotated_for_volcano_gets_the_podgroup_volcano_would_make(
+    setup: Setup,
+) -> None:
+    path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+    setup.apiserver.on("POST", path, created)
+    template = {
+        "metadata": {"annotations": {"scheduling.volcano.sh/queue-name": "research"}},
+        "spec": {"schedulerName": "coscheduler", "priorityClassName": "batch"},
+    }
+    replica_set = {
+        "metadata": {
+            "namespace": "default",
+            "name": "web-7d4",
+            "uid": "uid-rs",
+            "annotations": {"scheduling.volcano.sh/group-min-member": "3"},
+        },
+        "spec": {"template": template},
+    }
+    owner = volcano_owner(replica_set, "ReplicaSet")
+    assert owner is not None
+    await setup.maker.reconcile(owner)
+
+    [request] = setup.apiserver.requests_to("POST", path)
+    body = request.body
+    assert body["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert body["metadata"]["name"] == "podgroup-uid-rs"
+    [reference] = body["metadata"]["ownerReferences"]
+    assert (reference["apiVersion"], reference["kind"], reference["uid"]) == (
+        "apps/v1",
+        "ReplicaSet",
+        "uid-rs",
+    )
+    assert body["spec"] == {"minMember": 3, "queue": "research", "priorityClassName": "batch"}
