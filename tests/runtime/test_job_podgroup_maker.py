@@ -13,12 +13,11 @@ from coscheduler.api.adapters.volcano_owners import volcano_owner
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
-from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import Changes, ReadModel
-from coscheduler.runtime.reporter import Reporter
 from tests.builders import job_object, podgroup_object
 from tests.informed import Informed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
+from tests.runtime.reporting import quick_reporter
 
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
 EVENTS = "/api/v1/namespaces/default/events"
@@ -48,13 +47,7 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
     changes = Changes()
     state = Informed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
     state.owners_watched = True
-    reporter = Reporter(
-        kube,
-        metrics=Metrics(),
-        is_waiting=state.scheduler.is_waiting,
-        event_writers=1,
-        event_interval_seconds=0.0,
-    )
+    reporter = quick_reporter(kube, state.scheduler)
     maker = JobGroupMaker(
         view=ReadModel(state.scheduler, state.informers),
         marked=changes.owners,

@@ -14,12 +14,11 @@ from coscheduler.api.adapters import volcano
 from coscheduler.controller.volcano_queues import JSON_PATCH, VolcanoQueueStatusWriter
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
-from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ReadModel
-from coscheduler.runtime.reporter import Reporter
 from tests.builders import podgroup_object
 from tests.informed import Informed
 from tests.runtime.apiserver import FakeApiServer, Reply, status_error
+from tests.runtime.reporting import quick_reporter
 
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 EVENTS = "/api/v1/namespaces/default/events"
@@ -46,13 +45,7 @@ class Setup:
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     state = Informed(Scheduler(lambda: 0.0))
-    reporter = Reporter(
-        kube,
-        metrics=Metrics(),
-        is_waiting=state.scheduler.is_waiting,
-        event_writers=1,
-        event_interval_seconds=0.0,
-    )
+    reporter = quick_reporter(kube, state.scheduler)
     writer = VolcanoQueueStatusWriter(
         view=ReadModel(state.scheduler, state.informers), reporter=reporter
     )
