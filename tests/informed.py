@@ -181,6 +181,9 @@ class Informed:
     def upsert_queue(self, raw: Raw) -> str | None:
         return self.informers.queues.upsert(raw)
 
+    def replace_volcano_queues(self, objects: Iterable[Raw]) -> None:
+        self.informers.volcano_queues.replace(objects)
+
     def replace_priority_classes(self, objects: Iterable[Raw]) -> None:
         self.informers.priority_classes.replace(objects)
 

@@ -40,6 +40,9 @@ ROLE_LABEL: Final = f"{GROUP}/role"
 #: T9k's role label; Volcano's task (an annotation, or a label), read in this order after ours.
 T9K_ROLE_LABEL: Final = "scheduler.tensorstack.dev/role"
 VOLCANO_TASK_KEY: Final = "volcano.sh/task-spec"
+#: Volcano's annotation naming a pod's queue: the queue of a pod that is a gang of one
+#: (a group's is its ``spec.queue``), and of the group made for a plain pod's owner.
+VOLCANO_QUEUE_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
 
 #: PodGroup annotation: seconds the group must have run (whole) before it may
 #: be preempted. An annotation, not a spec field, so that every PodGroup API

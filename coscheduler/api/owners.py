@@ -16,7 +16,9 @@ there would hold the new ReplicaSet's first pod until all its pods exist, which
 the Deployment's surge limit never allows. A StatefulSet's default
 ``OrderedReady`` policy creates pod N+1 only once pod N runs, so a gang of more
 than one would never gather; with ``Parallel`` it could work, and a PodGroup and
-label do that today.
+label do that today. Under Volcano's scheduler name, Volcano's own owner
+annotation makes ReplicaSets and StatefulSets owners all the same, as Volcano's
+controller does (:mod:`~coscheduler.api.adapters.volcano_owners`).
 
 The PodGroup's ``minMember`` follows the Job: ``spec.parallelism`` (1 when
 unset), but never more pods than the Job still has to complete
@@ -37,6 +39,8 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from coscheduler.api import validation
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.labels import GROUP
 from coscheduler.api.podgroup import MAX_MIN_MEMBER, PodGroupSpec
 
@@ -47,6 +51,7 @@ __all__ = [
     "PRIORITY_CLASS_ANNOTATION",
     "QUEUE_ANNOTATION",
     "GangOwner",
+    "owner_identity",
     "owns",
 ]
 
@@ -90,6 +95,13 @@ class GangOwner:
     #: The most pods it runs at once: ``spec.parallelism``, capped by the completions
     #: left; None when its sizes cannot be read.
     most_pods: int | None = None
+    #: The API of the PodGroup made for it, the owner's own apiVersion, the group's name
+    #: (None: the owner's) and the annotation that asks for it: ours for a Job, Volcano's
+    #: for a plain pod's owner under Volcano's name (``api/adapters/volcano_owners.py``).
+    api: GroupApi = apis.SIGS
+    api_version: str = JOB_API_VERSION
+    group: str | None = None
+    annotation: str = GANG_ANNOTATION
 
     @property
     def key(self) -> str:
@@ -97,18 +109,17 @@ class GangOwner:
 
     @property
     def group_name(self) -> str:
-        """The PodGroup named after the Job."""
-        return self.name
+        """The PodGroup made for its pods: named after the Job, or as Volcano names it."""
+        return self.group or self.name
 
     @classmethod
     def from_job(cls, raw: Mapping[str, Any]) -> GangOwner | None:
         """Read a Job; None when it has no namespace, name or uid (nothing can refer to it)."""
+        identity = owner_identity(raw)
+        if identity is None:
+            return None
+        namespace, name, uid = identity
         meta = _mapping(raw.get("metadata"))
-        namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
-        if not (isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str)):
-            return None
-        if not (namespace and name and uid):
-            return None
         spec = _mapping(raw.get("spec"))
         template = _mapping(_mapping(spec.get("template")).get("spec"))
         scheduler = template.get("schedulerName")
@@ -181,7 +192,7 @@ class GangOwner:
                 "labels": {"app.kubernetes.io/managed-by": "coscheduler"},
                 "ownerReferences": [
                     {
-                        "apiVersion": JOB_API_VERSION,
+                        "apiVersion": self.api_version,
                         "kind": self.kind,
                         "name": self.name,
                         "uid": self.uid,
@@ -201,6 +212,17 @@ class GangOwner:
             "queue": self.spec.queue,
             "priorityClassName": self.spec.priority_class_name,
         }
+
+
+def owner_identity(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """An owner's namespace, name and uid; None when one is missing (nothing can refer to it)."""
+    meta = _mapping(raw.get("metadata"))
+    namespace, name, uid = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    if not (isinstance(namespace, str) and isinstance(name, str) and isinstance(uid, str)):
+        return None
+    if not (namespace and name and uid):
+        return None
+    return namespace, name, uid
 
 
 def owns(owner_uid: str, metadata: Mapping[str, Any]) -> bool:

@@ -32,6 +32,7 @@ from coscheduler.api.devices import PodClaim, read_pod_claims
 from coscheduler.api.fields import FieldReader, ObjectParseError
 from coscheduler.api.labels import (
     POD_GROUP_ANNOTATIONS,
+    VOLCANO_QUEUE_ANNOTATION,
     VOLCANO_TASK_KEY,
     pod_group_name,
     pod_role,
@@ -65,7 +66,7 @@ __all__ = [
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
-MEMBERSHIP_ANNOTATIONS: Final = (*POD_GROUP_ANNOTATIONS, VOLCANO_TASK_KEY)
+MEMBERSHIP_ANNOTATIONS: Final = (*POD_GROUP_ANNOTATIONS, VOLCANO_TASK_KEY, VOLCANO_QUEUE_ANNOTATION)
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 #: Toleration lists read so far, by their fields (:func:`_parse_tolerations`); a bound.
 _KNOWN_TOLERATIONS: dict[tuple[tuple[object, ...], ...], tuple[Toleration, ...]] = {}
@@ -161,6 +162,8 @@ class PodInfo:
     #: core's rule (:func:`coscheduler.core.owners.owner_group`); never parsed.
     owner_kind: str | None = None
     owner_group: str | None = None
+    #: The queue Volcano's annotation names (``scheduling.volcano.sh/queue-name``).
+    volcano_queue: str | None = None
     #: When the kubelet started the pod (``status.startTime``), else None: how
     #: long a preemption victim has run.
     started: float | None = None
@@ -464,7 +467,7 @@ def _controller_owner(
 
 
 def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
-    """The pod annotations that name its group or task in Volcano's API."""
+    """The pod annotations that name its group, task or queue in Volcano's API."""
     if type(raw) is not dict and not isinstance(raw, Mapping):
         return {}
     return {
@@ -698,6 +701,7 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         gated=read.gated,
         owner_name=owner_name or None,
         owner_kind=owner_kind or None,
+        volcano_queue=annotations.get(VOLCANO_QUEUE_ANNOTATION) or None,
         started=reader.timestamp(status.get("startTime"), "status.startTime") or None,
         preemption_policy=read.preemption_policy,
         workload=read.workload,

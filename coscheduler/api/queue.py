@@ -43,9 +43,10 @@ KIND: Final = labels.QUEUE_KIND
 QUEUE_LABEL: Final = f"{labels.GROUP}/queue"
 
 
-def pod_queue_name(pod_labels: Mapping[str, str] | None) -> str:
-    """The queue of a pod that belongs to no group: its label, else ``default``."""
-    return (pod_labels or {}).get(QUEUE_LABEL) or DEFAULT_QUEUE
+def pod_queue_name(pod_labels: Mapping[str, str] | None, volcano_queue: str | None = None) -> str:
+    """The queue of a pod that belongs to no group: its label, else the queue Volcano's
+    annotation names, else ``default``."""
+    return (pod_labels or {}).get(QUEUE_LABEL) or volcano_queue or DEFAULT_QUEUE
 
 
 class QueueState(StrEnum):

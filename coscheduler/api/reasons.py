@@ -124,6 +124,8 @@ class Reason(StrEnum):
     OPEN = "Open"
     #: Event on a Queue: it became Open (Active again).
     QUEUE_OPEN = "QueueOpen"
+    #: Event on a Volcano Queue: a Queue of ours has its name, and ours is the one read.
+    QUEUE_SHADOWED = "QueueShadowed"
 
     @property
     def room_would_help(self) -> bool:

@@ -21,6 +21,11 @@ each, as it is now:
 6. Any other PodGroup of that name: left as it is, never overwritten; a
    Warning event (``PodGroupNotOwned``) says the pods join it.
 
+Under Volcano's scheduler name, a ReplicaSet, StatefulSet or Job annotated
+``scheduling.volcano.sh/group-min-member`` is such an owner too: its PodGroup
+is Volcano's, named as Volcano's controller names it
+(:mod:`~coscheduler.api.adapters.volcano_owners`), through the same steps.
+
 A request that fails is retried with backoff; a create that meets an existing
 object (409) waits for that object's watch event, which marks the Job again.
 """
@@ -33,9 +38,8 @@ from typing import Any, Final
 
 import structlog
 
-from coscheduler.api.adapters import sigs
 from coscheduler.api.adapters.base import GroupObject
-from coscheduler.api.owners import GANG_ANNOTATION, JOB_API_VERSION, GangOwner, owns
+from coscheduler.api.owners import GangOwner, owns
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
@@ -68,7 +72,6 @@ class JobGroupMaker:
         self._client = reporter.client
         self._events = reporter.events
         self._scheduler_name = view.scheduler_name
-        self._api = sigs.ADAPTER.api
         self._retry = (retry_initial_seconds, retry_max_seconds)
         self._failures: dict[str, int] = {}
         self.created = 0
@@ -109,7 +112,7 @@ class JobGroupMaker:
         """Steps 1-6 for one Job; raises :class:`ApiError` when a request fails."""
         if not owner.wants_gang or owner.deleting:
             return
-        job = ObjectRef(JOB_API_VERSION, owner.kind, owner.namespace, owner.name, owner.uid)
+        job = ObjectRef(owner.api_version, owner.kind, owner.namespace, owner.name, owner.uid)
         if owner.problem is not None:
             self._events.record(job, "Warning", Reason.INVALID_GANG, owner.problem)
             return
@@ -119,7 +122,7 @@ class JobGroupMaker:
                     job,
                     "Warning",
                     Reason.INVALID_GANG,
-                    f"annotation {GANG_ANNOTATION} has no effect: the pod template's "
+                    f"annotation {owner.annotation} has no effect: the pod template's "
                     f"schedulerName is {owner.scheduler_name or 'unset'} (default-scheduler "
                     f"places pods one by one); set spec.template.spec.schedulerName: "
                     f"{self._scheduler_name}",
@@ -129,7 +132,7 @@ class JobGroupMaker:
         group = self._view.group(key)
         if group is None:
             await self._create(owner, job, key)
-        elif group.api == self._api and owns(owner.uid, group.metadata):
+        elif group.api == owner.api and owns(owner.uid, group.metadata):
             await self._follow(owner, group, key)
         elif _previous_jobs(owner, group.metadata):
             log.info("PodGroup of a deleted Job of the same name still there", job=owner.key)
@@ -145,9 +148,10 @@ class JobGroupMaker:
             )
 
     async def _create(self, owner: GangOwner, job: ObjectRef, key: GroupKey) -> None:
-        path = f"/apis/{self._api.api_version}/namespaces/{owner.namespace}/{self._api.plural}"
+        api = owner.api
+        path = f"/apis/{api.api_version}/namespaces/{owner.namespace}/{api.plural}"
         try:
-            await self._client.call("POST", path, body=owner.podgroup(self._api.api_version))
+            await self._client.call("POST", path, body=owner.podgroup(api.api_version))
         except Conflict:
             # Made meanwhile (by us before a restart, or by someone): its watch
             # event marks the Job again, and steps 4-6 decide.
@@ -160,7 +164,7 @@ class JobGroupMaker:
             job,
             "Normal",
             Reason.POD_GROUP_CREATED,
-            f"created PodGroup {key} (minMember {min_member}) for this Job's pods",
+            f"created PodGroup {key} (minMember {min_member}) for this {owner.kind}'s pods",
         )
 
     async def _follow(self, owner: GangOwner, group: GroupObject, key: GroupKey) -> None:
@@ -174,8 +178,8 @@ class JobGroupMaker:
         if wanted == have:
             return
         path = (
-            f"/apis/{self._api.api_version}/namespaces/{owner.namespace}/"
-            f"{self._api.plural}/{owner.group_name}"
+            f"/apis/{owner.api.api_version}/namespaces/{owner.namespace}/"
+            f"{owner.api.plural}/{owner.group_name}"
         )
         try:
             await self._client.call("PATCH", path, body={"spec": wanted}, content_type=MERGE_PATCH)

@@ -7,7 +7,8 @@ groups may draw from the queue, False with the reason (``QueueClosed``,
 ``QueueInvalid``) otherwise. :class:`QueueStatusWriter` runs it for every
 Queue object after a short debounce whenever a queue or a group changed,
 writes the status when it differs from what the server holds, records an
-event when ``Active`` changes, and sets the per-queue metrics.
+event when ``Active`` changes, and sets the per-queue metrics; then Volcano's
+Queues (:mod:`~coscheduler.controller.volcano_queues`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from coscheduler.api.queue import PLURAL, Queue, QueueState, QueueStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
+from coscheduler.controller.volcano_queues import VolcanoQueueStatusWriter
 from coscheduler.core.quota import QueueUsage
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import ObjectRef
@@ -117,6 +119,7 @@ class QueueStatusWriter:
         self._written: dict[str, dict[str, object]] = {}
         self._metric_resources: dict[str, set[str]] = {}
         self.writes = 0
+        self.volcano = VolcanoQueueStatusWriter(view=view, reporter=reporter)
 
     async def run(self, refresh_seconds: float = 15.0) -> None:
         """Rounds after each change (debounced), and every ``refresh_seconds`` regardless."""
@@ -177,6 +180,9 @@ class QueueStatusWriter:
             self.writes += 1
             self._written[name] = body
             self._record_transition(queue, status)
+        if not await self.volcano.write_round():
+            self._changed.mark("")
+            wrote_all = False
         return wrote_all
 
     def _record_transition(self, queue: Queue, status: QueueStatus) -> None:

@@ -155,6 +155,6 @@ class GroupPolicy:
             name=pod.name,
             min_member=1,
             created=pod.created,
-            queue=pod_queue_name(pod.labels),
+            queue=pod_queue_name(pod.labels, pod.volcano_queue),
             kind=KIND_POD,
         )

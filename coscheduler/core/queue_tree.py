@@ -39,6 +39,9 @@ class QueuePolicy:
     namespaces: frozenset[str] = frozenset()
     #: None: no selector; an empty selector selects every namespace.
     selector: LabelSelector | None = None
+    #: False: reclaim takes nothing back from it, even what it borrowed (Volcano's
+    #: ``reclaimable: false``).
+    reclaimable: bool = True
 
     def allows(self, namespace: str, namespace_labels: Mapping[str, str]) -> bool:
         if self.name == DEFAULT_QUEUE and not self.namespaces and self.selector is None:

@@ -443,12 +443,13 @@ class Quotas:
         still stands above the taker afterwards (no ping-pong between queues).
         Lending limits need nothing here: the victims are borrowers, and the
         preemptor's admission once they are gone still leaves every other
-        queue's kept room free (:meth:`admit`).
+        queue's kept room free (:meth:`admit`). A queue that is not
+        ``reclaimable`` keeps what it holds.
         """
         if taker == victim_queue:
             return False
         lender = self.policy(victim_queue)
-        if lender is None or not self._under_nominal(taker):
+        if lender is None or not lender.reclaimable or not self._under_nominal(taker):
             return False
         held = self.usage(victim_queue)
         borrowed_any = False

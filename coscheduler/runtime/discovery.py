@@ -24,6 +24,7 @@ __all__ = [
     "podgroups",
     "queues",
     "served_podgroup_apis",
+    "volcano_queues",
     "workload_api_served",
     "workloads",
 ]
@@ -182,4 +183,14 @@ async def queues(client: KubeClient) -> str | None:
         "the Queue CRD is not installed: every group uses the default queue; "
         "install it with kubectl apply -f crds/queues.yaml"
     )
+    return None
+
+
+async def volcano_queues(client: KubeClient) -> str | None:
+    """Volcano's Queue (``scheduling.volcano.sh/v1beta1``), when discovery lists it: read
+    as ours (:mod:`coscheduler.api.adapters.volcano_queue`)."""
+    api = apis.VOLCANO
+    if await _lists(client, api.discovery_path, "queues"):
+        log.info("Volcano's Queue API served; its queues are read as ours", api=str(api))
+        return f"{api.discovery_path}/queues"
     return None

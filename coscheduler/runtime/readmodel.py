@@ -14,6 +14,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 from coscheduler.api.adapters.base import GroupObject
+from coscheduler.api.adapters.volcano_queue import VolcanoQueue
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.queue import Queue
@@ -84,6 +85,7 @@ class ReadModel:
         self._groups = informers.groups
         self._composites = informers.composites.composites
         self._queues = informers.queues
+        self._volcano_queues = informers.volcano_queues
         self._owners = informers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
 
@@ -134,6 +136,10 @@ class ReadModel:
 
     def queues(self) -> Mapping[str, Queue]:
         return dict(self._queues.objects)
+
+    def volcano_queues(self) -> Mapping[str, VolcanoQueue]:
+        """Volcano's Queues as last read, by name (a name ours holds among them)."""
+        return {name: queue for name, (queue, _) in self._volcano_queues.objects.items()}
 
     def queue_usage(self, name: str) -> QueueUsage:
         return self._scheduler.quotas.report(name)

@@ -35,6 +35,7 @@ __all__ = [
     "start_scheduler",
     "t9k_crd",
     "volcano_crd",
+    "volcano_queue_crd",
     "whole_gangs",
     "xk8s_crd",
 ]
@@ -47,6 +48,7 @@ QUEUE_CRD = REPO / "crds" / "queues.yaml"
 QUEUE_CRD_NAME = "queues.scheduling.sigs.k8s.io"
 XK8S_CRD_NAME = "podgroups.scheduling.x-k8s.io"
 VOLCANO_CRD = REPO / "crds" / "volcano-podgroups.yaml"
+VOLCANO_QUEUE_CRD = REPO / "crds" / "volcano-queues.yaml"
 T9K_CRD = REPO / "crds" / "t9k-podgroups.yaml"
 
 
@@ -122,6 +124,17 @@ def volcano_crd(cluster: Cluster, podgroup_crd: str) -> str:
         VOLCANO_CRD,
         "podgroups.scheduling.volcano.sh",
         "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    )
+
+
+@pytest.fixture(scope="session")
+def volcano_queue_crd(cluster: Cluster, volcano_crd: str) -> str:
+    """Volcano's Queue API (our copy of its CRD); a scheduler started after this reads it."""
+    return _install_crd(
+        cluster,
+        VOLCANO_QUEUE_CRD,
+        "queues.scheduling.volcano.sh",
+        "/apis/scheduling.volcano.sh/v1beta1/queues",
     )
 
 

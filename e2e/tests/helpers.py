@@ -6,6 +6,7 @@ printing what a person sees with ``kubectl`` (``pytest -s``; the README quotes i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from e2e import workloads as w
@@ -199,3 +200,31 @@ def show(cluster: Cluster, namespace: str, *args: str) -> None:
     command = [*args, "-n", namespace]
     out = cluster.kubectl(*command).stdout
     print(f"\n$ kubectl {' '.join(command)}\n{out}", end="" if out.endswith("\n") else "\n")
+
+
+def light_share_median(
+    cluster: Cluster, namespace: str, light: str, *, saturated: int, seconds: float = 120
+) -> float:
+    """The median share of the bound pods whose names start with ``light`` among all bound,
+    sampled while at least ``saturated`` are bound and both kinds still have pods waiting
+    (at least 10 samples)."""
+    shares: list[float] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        running = {True: 0, False: 0}
+        waiting = {True: 0, False: 0}
+        for p in w.list_pods(cluster.api, namespace):
+            lit = p["metadata"]["name"].startswith(light)
+            if not p["spec"].get("nodeName"):
+                waiting[lit] += 1
+            elif p["status"].get("phase") not in ("Succeeded", "Failed"):
+                running[lit] += 1
+        if not waiting[True] or not waiting[False]:
+            if shares:
+                break  # one backlog ran dry: the shares are no longer both wanted
+        elif sum(running.values()) >= saturated:
+            shares.append(running[True] / sum(running.values()))
+        time.sleep(0.5)
+    assert len(shares) >= 10, f"too few saturated samples: {shares}"
+    shares.sort()
+    return shares[len(shares) // 2]

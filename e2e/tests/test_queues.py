@@ -16,7 +16,7 @@ from e2e import workloads as w
 from e2e.api import ApiError, Json
 from e2e.controlplane import Cluster
 from e2e.scheduler import StartScheduler
-from e2e.tests.helpers import bound, condition, podgroup
+from e2e.tests.helpers import bound, condition, light_share_median, podgroup
 from e2e.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -123,29 +123,8 @@ def test_weights_one_to_three_share_a_saturated_cluster_one_to_three(
                 run_seconds=12,
             )
     start_scheduler()
-    shares: list[float] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        pods = w.list_pods(cluster.api, namespace)
-        running = {light: 0, heavy: 0}
-        waiting = {light: 0, heavy: 0}
-        for p in pods:
-            queue = light if p["metadata"]["name"].startswith("light") else heavy
-            phase = p["status"].get("phase")
-            if p["spec"].get("nodeName") and phase not in ("Succeeded", "Failed"):
-                running[queue] += 1
-            elif not p["spec"].get("nodeName"):
-                waiting[queue] += 1
-        if not waiting[light] or not waiting[heavy]:
-            if shares:
-                break  # one backlog ran dry: the shares are no longer both wanted
-        elif sum(running.values()) >= 28:  # saturated (32 cpu, gangs of 2)
-            shares.append(running[light] / sum(running.values()))
-        time.sleep(0.5)
-    assert len(shares) >= 10, f"too few saturated samples: {shares}"
-    shares.sort()
-    median = shares[len(shares) // 2]
-    assert abs(median - 0.25) <= 0.07, f"light queue's share median {median:.2f}: {shares}"
+    median = light_share_median(cluster, namespace, "light", saturated=28)  # 32 cpu, gangs of 2
+    assert abs(median - 0.25) <= 0.07, f"light queue's share median {median:.2f}"
 
 
 def test_a_queue_at_max_waits_while_another_borrows_idle_capacity(

@@ -35,14 +35,26 @@ def create_group(cluster: Cluster, namespace: str, name: str, **spec: object) ->
 
 
 def create_member(
-    cluster: Cluster, namespace: str, name: str, group: str, *, pool: str, cpu: str, task: str
+    cluster: Cluster,
+    namespace: str,
+    name: str,
+    group: str,
+    *,
+    pool: str,
+    cpu: str,
+    task: str,
+    run_seconds: float | None = None,
 ) -> Json:
-    """A pod as Volcano's operators make it: the group and the task in annotations."""
+    """A pod as Volcano's operators make it: the group and the task in annotations; with
+    ``run_seconds``, KWOK completes it that long after it starts."""
     body = w.pod(name, pool=pool, cpu=cpu, scheduler="volcano")
     body["metadata"]["annotations"] = {
         "scheduling.k8s.io/group-name": group,
         "volcano.sh/task-spec": task,
     }
+    if run_seconds is not None:
+        body["metadata"]["annotations"][w.COMPLETE_AFTER] = f"{run_seconds}s"
+        body["spec"]["restartPolicy"] = "Never"
     return cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
 
 

@@ -112,6 +112,8 @@ def test_a_lone_pod_names_its_queue_by_label() -> None:
     assert pod_queue_name({QUEUE_LABEL: "batch"}) == "batch"
     assert pod_queue_name({}) == "default"
     assert pod_queue_name(None) == "default"
+    assert pod_queue_name({}, "volcano-q") == "volcano-q", "Volcano's queue-name annotation"
+    assert pod_queue_name({QUEUE_LABEL: "batch"}, "volcano-q") == "batch"
 
 
 def test_a_queue_lends_at_most_its_nominal() -> None:

@@ -7,12 +7,10 @@ upstream's file in tests/upstream/), and its fields are the models'.
 from __future__ import annotations
 
 import datetime
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import BaseModel
 
 from coscheduler.api.adapters import volcano
@@ -26,12 +24,13 @@ from coscheduler.api.podgroup import (
     PodGroupStatus,
 )
 from coscheduler.api.reasons import Reason
+from coscheduler.core.group import GroupPolicy
 from tests.builders import pod_object, podgroup_object
+from tests.upstream_crds import UPSTREAM, assert_same_structure, kept_row, load
 
 ADAPTER = volcano.ADAPTER
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 CRD_PATH = Path(__file__).parents[2] / "crds" / "volcano-podgroups.yaml"
-UPSTREAM = Path(__file__).parents[1] / "upstream"
 UPSTREAM_CRD = UPSTREAM / "volcano-podgroups-crd.yaml"
 WHEN = datetime.datetime(2026, 11, 26, 1, 2, 3, tzinfo=datetime.UTC)
 
@@ -60,6 +59,14 @@ def test_a_pod_joins_by_volcano_s_annotation_and_its_task_is_its_role() -> None:
     }
     pod = PodInfo.from_object(raw)
     assert (pod.group, pod.role) == ("train", "worker")
+
+
+def test_a_lone_pod_s_queue_is_the_one_volcano_s_annotation_names() -> None:
+    raw = pod_object("solo")
+    raw["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "research"}
+    pod = PodInfo.from_object(raw)
+    assert pod.group is None
+    assert GroupPolicy.lone(pod).queue == "research"
 
 
 def test_the_older_annotation_and_a_task_label_are_read_too() -> None:
@@ -261,32 +268,13 @@ def test_a_stored_status_is_understood_and_an_odd_one_replaced() -> None:
 # -- the CRD ------------------------------------------------------------------
 
 
-def load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(path.read_text())
-    return document
-
-
-def without_descriptions(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: without_descriptions(v) for k, v in node.items() if k != "description"}
-    if isinstance(node, list):
-        return [without_descriptions(item) for item in node]
-    return node
-
-
 def test_the_crd_has_upstream_s_structure() -> None:
-    ours, theirs = load(CRD_PATH), load(UPSTREAM_CRD)
-    assert ours["metadata"]["name"] == theirs["metadata"]["name"]
-    assert without_descriptions(ours["spec"]) == without_descriptions(theirs["spec"])
+    assert_same_structure(CRD_PATH, UPSTREAM_CRD)
 
 
 def test_the_kept_upstream_crd_is_untouched() -> None:
     """tests/upstream/README.md names the file's commit, path and digest."""
-    lines = (UPSTREAM / "README.md").read_text().splitlines()
-    row = next(line for line in lines if line.startswith(f"| `{UPSTREAM_CRD.name}`"))
-    digest = row.strip("|").split("|")[4].strip(" `")
-    assert hashlib.sha256(UPSTREAM_CRD.read_bytes()).hexdigest() == digest, "edited: re-copy it"
-    assert "ed72c7c815a9fd547a787134676f73d42e9d049c" in row
+    assert "ed72c7c815a9fd547a787134676f73d42e9d049c" in kept_row(UPSTREAM_CRD)[2]
     assert "ed72c7c815a9fd547a787134676f73d42e9d049c" in CRD_PATH.read_text(), "source named"
 
 

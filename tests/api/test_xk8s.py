@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from pydantic import BaseModel
 
 from bench.build import REFERENCE_CRDS, SCHEDULER_PLUGINS, reference_podgroup_crd
@@ -29,6 +28,7 @@ from coscheduler.api.podgroup import (
 )
 from coscheduler.api.reasons import Reason
 from tests.builders import pod_object, podgroup_object
+from tests.upstream_crds import load, without_descriptions
 
 ADAPTER = xk8s.ADAPTER
 API_VERSION = "scheduling.x-k8s.io/v1alpha1"
@@ -256,19 +256,6 @@ def test_ours_comes_first() -> None:
 
 
 # -- the CRD ------------------------------------------------------------------
-
-
-def load(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = yaml.safe_load(path.read_text())
-    return document
-
-
-def without_descriptions(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: without_descriptions(v) for k, v in node.items() if k != "description"}
-    if isinstance(node, list):
-        return [without_descriptions(item) for item in node]
-    return node
 
 
 def structure(crd: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
+from coscheduler.api.adapters.volcano_owners import volcano_owner
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
@@ -43,6 +45,30 @@ def test_pods_of_other_owner_kinds_are_untouched() -> None:
     raw = pod_object("web-1", owner="web")
     raw["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet"
     assert owner_group(PodInfo.from_object(raw), {}) is None
+
+
+def test_under_volcano_s_name_a_replica_set_s_pods_wait_in_the_group_volcano_names() -> None:
+    raw = pod_object("web-1", owner="web")
+    raw["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet"
+    member = PodInfo.from_object(raw)
+    assert member.owner_uid is not None
+    group = f"podgroup-{member.owner_uid}"
+    assert owner_group(member, {}, volcano=True) == group, "not known yet: it waits"
+    metadata: dict[str, Any] = {"namespace": "default", "name": "web", "uid": member.owner_uid}
+    metadata["annotations"] = {"scheduling.volcano.sh/group-min-member": "3"}
+    replica_set = {
+        "metadata": metadata,
+        "spec": {"template": {"spec": {"schedulerName": "volcano"}}},
+    }
+    asks = volcano_owner(replica_set, "ReplicaSet")
+    assert asks is not None
+    assert asks.spec is not None
+    assert (asks.group_name, asks.spec.min_member) == (group, 3)
+    assert owner_group(member, {member.owner_uid: asks}, volcano=True) == group
+    del metadata["annotations"]
+    alone = volcano_owner(replica_set, "ReplicaSet")
+    assert alone is not None
+    assert owner_group(member, {member.owner_uid: alone}, volcano=True) is None
 
 
 def test_a_group_label_wins_over_the_owner() -> None:

@@ -345,3 +345,12 @@ def test_reclaim_takes_back_only_what_was_borrowed_and_never_below_the_lenders_n
     assert not quotas.may_reclaim("a", "a", {"cpu": 1_000})
     quotas.charge("a", {"cpu": 6_000})  # a at its nominal: nothing to take back
     assert not quotas.may_reclaim("a", "b", {"cpu": 1_000})
+
+
+def test_a_queue_that_is_not_reclaimable_keeps_even_what_it_borrowed() -> None:
+    quotas = Quotas()
+    everyone = frozenset({"default"})
+    quotas.upsert_queue(queue("a", nominal="cpu=8", namespaces=everyone))
+    quotas.upsert_queue(queue("b", nominal="cpu=4", namespaces=everyone, reclaimable=False))
+    quotas.charge("b", {"cpu": 10_000})  # 6 above its nominal
+    assert not quotas.may_reclaim("a", "b", {"cpu": 1_000})

@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from coscheduler.api.adapters import volcano
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
-from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from tests.builders import job_object, node_object, pod_object, podgroup_object
 from tests.informed import Informed
 
@@ -171,3 +172,45 @@ def test_whatever_order_the_events_come_in_a_gang_is_placed_whole_or_not_at_all(
     else:
         assert all(len(placed) == 1 for placed in bindings)
         assert set().union(*bindings) == {"train-0", "train-1", "train-2"}
+
+
+def test_under_volcano_s_name_a_replica_set_s_pods_wait_for_it_then_for_its_gang() -> None:
+    """Volcano's ``group-min-member`` on a plain pod's ReplicaSet: the pods wait until the
+    ReplicaSet is seen, then in the group Volcano names ``podgroup-<its uid>``."""
+    marked: list[GangOwner] = []
+    state = Informed(
+        Scheduler(lambda: 0.0, SchedulerSettings(scheduler_name="volcano")),
+        on_owner_changed=marked.append,
+    )
+    state.replace_nodes([node_object("n1", cpu="8")])
+    state.informers.replica_sets.replace([])
+    pods = [pod_object(f"web-{i}", owner="web", scheduler="volcano") for i in range(2)]
+    for raw in pods:
+        raw["metadata"]["ownerReferences"][0]["kind"] = "ReplicaSet"
+    state.replace_pods(pods)
+    uid = pods[0]["metadata"]["ownerReferences"][0]["uid"]
+    group = GroupKey("default", f"podgroup-{uid}")
+    message = state.owner_wait_message(group)
+    assert message is not None
+    assert "waiting to see ReplicaSet default/web" in message
+    assert bound_names(state) == set()
+
+    replica_set = {
+        "metadata": {
+            "namespace": "default",
+            "name": "web",
+            "uid": uid,
+            "annotations": {"scheduling.volcano.sh/group-min-member": "2"},
+        },
+        "spec": {"template": {"spec": {"schedulerName": "volcano"}}},
+    }
+    state.informers.replica_sets.upsert(replica_set)
+    assert [(o.kind, o.group_name, o.api.group) for o in marked] == [
+        ("ReplicaSet", group.name, "scheduling.volcano.sh")
+    ]
+    assert bound_names(state) == set(), "the gang waits for its PodGroup"
+    state.replace_podgroups(
+        [podgroup_object(group.name, 2, api_version="scheduling.volcano.sh/v1beta1")],
+        adapter=volcano.ADAPTER,
+    )
+    assert bound_names(state) == {"web-0", "web-1"}

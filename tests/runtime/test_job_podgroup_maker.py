@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
+from coscheduler.api.adapters.volcano_owners import volcano_owner
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
-from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import Changes, ReadModel
-from coscheduler.runtime.reporter import Reporter
 from tests.builders import job_object, podgroup_object
 from tests.informed import Informed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
+from tests.runtime.reporting import quick_reporter
 
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/namespaces/default/podgroups"
 EVENTS = "/api/v1/namespaces/default/events"
@@ -47,13 +47,7 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
     changes = Changes()
     state = Informed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
     state.owners_watched = True
-    reporter = Reporter(
-        kube,
-        metrics=Metrics(),
-        is_waiting=state.scheduler.is_waiting,
-        event_writers=1,
-        event_interval_seconds=0.0,
-    )
+    reporter = quick_reporter(kube, state.scheduler)
     maker = JobGroupMaker(
         view=ReadModel(state.scheduler, state.informers),
         marked=changes.owners,
@@ -146,3 +140,38 @@ async def test_an_annotation_on_a_job_of_the_default_scheduler_is_told_it_does_n
     [event] = setup.events("InvalidGangAnnotation")
     assert "schedulerName: coscheduler" in event["message"]
     assert not setup.apiserver.requests_to("POST", PODGROUPS)
+
+
+async def test_a_replica_set_annotated_for_volcano_gets_the_podgroup_volcano_would_make(
+    setup: Setup,
+) -> None:
+    path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+    setup.apiserver.on("POST", path, created)
+    template = {
+        "metadata": {"annotations": {"scheduling.volcano.sh/queue-name": "research"}},
+        "spec": {"schedulerName": "coscheduler", "priorityClassName": "batch"},
+    }
+    replica_set = {
+        "metadata": {
+            "namespace": "default",
+            "name": "web-7d4",
+            "uid": "uid-rs",
+            "annotations": {"scheduling.volcano.sh/group-min-member": "3"},
+        },
+        "spec": {"template": template},
+    }
+    owner = volcano_owner(replica_set, "ReplicaSet")
+    assert owner is not None
+    await setup.maker.reconcile(owner)
+
+    [request] = setup.apiserver.requests_to("POST", path)
+    body = request.body
+    assert body["apiVersion"] == "scheduling.volcano.sh/v1beta1"
+    assert body["metadata"]["name"] == "podgroup-uid-rs"
+    [reference] = body["metadata"]["ownerReferences"]
+    assert (reference["apiVersion"], reference["kind"], reference["uid"]) == (
+        "apps/v1",
+        "ReplicaSet",
+        "uid-rs",
+    )
+    assert body["spec"] == {"minMember": 3, "queue": "research", "priorityClassName": "batch"}

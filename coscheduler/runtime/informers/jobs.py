@@ -9,6 +9,10 @@ the Jobs into it and acts on what each change returns (:class:`JobChange`):
 when a Job's answer changes, its pods are fed in again; when its size does,
 the groups store hears of it. ``changed`` tells the controller which Jobs'
 PodGroups to make.
+
+Under Volcano's scheduler name, ReplicaSets and StatefulSets are owners too
+(:class:`VolcanoOwnerInformer`), and so is a Job that carries Volcano's
+annotation instead of ours (:mod:`~coscheduler.api.adapters.volcano_owners`).
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from coscheduler.api.owners import GANG_ANNOTATION, GANG_OWNER_KINDS, GangOwner
+from coscheduler.api.adapters import apis
+from coscheduler.api.adapters.volcano_owners import volcano_owner
+from coscheduler.api.owners import GANG_OWNER_KINDS, GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.owners import owner_group
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import KeyedInformer, meta
 
-__all__ = ["JobChange", "JobInformer", "JobOwners"]
+__all__ = ["JobChange", "JobInformer", "JobOwners", "VolcanoOwnerInformer"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,6 +60,11 @@ class JobOwners:
         self.owners: dict[str, GangOwner] = {}
         #: True once Jobs are listed: only then do pods join groups by owner.
         self.watched = False
+        #: Volcano's owner kinds listed so far (ReplicaSet, StatefulSet), whose pods
+        #: join groups by owner from then on.
+        self.watched_kinds: set[str] = set()
+        #: Whether we stand in for Volcano's scheduler, whose owner annotation is read.
+        self.volcano = scheduler.settings.scheduler_name == apis.VOLCANO_SCHEDULER
         #: Owner uid -> the uids of its pods (of gang owner kinds only).
         self._owned: dict[str, set[str]] = {}
         #: The group named after a Job that asks for a gang -> the Job's uid.
@@ -62,18 +73,19 @@ class JobOwners:
     # -- asked by the pod informer --------------------------------------------
 
     def by_owner(self, pod: PodInfo) -> bool:
-        """Whether the pod may join a group by owner: a Job's, ours to place, Jobs read."""
-        return (
-            self.watched
-            and pod.owner_kind in GANG_OWNER_KINDS
-            and pod.scheduler_name == self._scheduler.settings.scheduler_name
-        )
+        """Whether the pod may join a group by owner: ours to place, and its owner's kind
+        read (a Job; under Volcano's name, a ReplicaSet or StatefulSet too)."""
+        if pod.scheduler_name != self._scheduler.settings.scheduler_name:
+            return False
+        if pod.owner_kind in GANG_OWNER_KINDS:
+            return self.watched
+        return pod.owner_kind in self.watched_kinds
 
     def assign(self, pod: PodInfo) -> PodInfo:
         """The pod with the group its owner gives it, if it joins one by owner."""
         if not self.by_owner(pod):
             return pod
-        group = owner_group(pod, self.owners)
+        group = owner_group(pod, self.owners, volcano=self.volcano)
         return pod if group == pod.owner_group else dataclasses.replace(pod, owner_group=group)
 
     def index(self, pod: PodInfo, before: PodInfo | None) -> None:
@@ -120,21 +132,24 @@ class JobOwners:
         """Why the members of a group by owner wait for a PodGroup; None if it is not one."""
         owner = self.owner_of_group(key)
         if owner is not None:
+            kind = owner.kind.lower()
             if owner.problem is not None:
                 return (
-                    f"Job {owner.key} asks for a gang but {owner.problem}; its pods wait "
-                    f"(see kubectl describe job {owner.name} -n {owner.namespace})"
+                    f"{owner.kind} {owner.key} asks for a gang but {owner.problem}; its pods "
+                    f"wait (see kubectl describe {kind} {owner.name} -n {owner.namespace})"
                 )
             return (
-                f"waiting for PodGroup {key}, which coscheduler makes for Job {owner.key} "
-                f"(annotation {GANG_ANNOTATION})"
+                f"waiting for PodGroup {key}, which coscheduler makes for {owner.kind} "
+                f"{owner.key} (annotation {owner.annotation})"
             )
         pending, _ = self._scheduler.members(key)
-        if any(pod.group is None and pod.owner_group == key.name for pod in pending):
-            return (
-                f"waiting to see Job {key}, the owner of this pod: its pods are placed only once "
-                f"it is known whether it asks for a gang (annotation {GANG_ANNOTATION})"
-            )
+        for pod in pending:
+            if pod.group is None and pod.owner_group == key.name:
+                return (
+                    f"waiting to see {pod.owner_kind} {key.namespace}/{pod.owner_name}, the "
+                    "owner of this pod: its pods are placed only once it is known whether it "
+                    "asks for a gang"
+                )
         return None
 
     # -- written by the Job informer ------------------------------------------
@@ -178,6 +193,9 @@ class JobInformer(KeyedInformer[str]):
     """Every Job (not only annotated ones): a pod is placed alone only once its Job is
     known to ask for no gang."""
 
+    #: The owner kind it reads.
+    kind = "Job"
+
     def __init__(
         self, owners: JobOwners, pods: _Refeed, resized: Callable[[GangOwner], None]
     ) -> None:
@@ -190,7 +208,7 @@ class JobInformer(KeyedInformer[str]):
         super().replace(objects)
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
-        owner = GangOwner.from_job(raw)
+        owner = self.read(raw)
         if owner is None or not self._owners.ours(owner):
             return None
         change = self._owners.upsert(owner)
@@ -200,8 +218,15 @@ class JobInformer(KeyedInformer[str]):
             self._pods.refeed(self._owners.owned(owner.uid))
         return owner.uid
 
+    def read(self, raw: Mapping[str, Any]) -> GangOwner | None:
+        owner = GangOwner.from_job(raw)
+        if owner is not None and not owner.wants_gang and self._owners.volcano:
+            theirs = volcano_owner(raw, "Job")
+            return theirs if theirs is not None and theirs.wants_gang else owner
+        return owner
+
     def known(self) -> Iterable[str]:
-        return list(self._owners.owners)
+        return [uid for uid, owner in self._owners.owners.items() if owner.kind == self.kind]
 
     def forget(self, key: str) -> None:
         owner = self._owners.remove(key)
@@ -212,3 +237,21 @@ class JobInformer(KeyedInformer[str]):
     def key_of(self, raw: Mapping[str, Any]) -> str | None:
         uid = meta(raw).get("uid")
         return uid if isinstance(uid, str) else None
+
+
+class VolcanoOwnerInformer(JobInformer):
+    """ReplicaSets or StatefulSets, read under Volcano's scheduler name only: Volcano's
+    controller groups their pods by the owner's annotation."""
+
+    def __init__(
+        self, owners: JobOwners, pods: _Refeed, resized: Callable[[GangOwner], None], kind: str
+    ) -> None:
+        super().__init__(owners, pods, resized)
+        self.kind = kind
+
+    def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
+        self._owners.watched_kinds.add(self.kind)
+        KeyedInformer.replace(self, objects)
+
+    def read(self, raw: Mapping[str, Any]) -> GangOwner | None:
+        return volcano_owner(raw, self.kind)

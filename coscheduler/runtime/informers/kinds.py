@@ -85,6 +85,10 @@ def _podgroups(api: GroupApi, informers: Informers) -> Kind:
     )
 
 
+def _as_volcano(settings: Settings) -> bool:
+    return settings.scheduler_name == apis.VOLCANO_SCHEDULER
+
+
 def kinds(informers: Informers) -> tuple[Kind, ...]:
     """Every kind read, the one table (see the module docstring), feeding ``informers``."""
     # The DRA kinds (``resource.k8s.io/v1``, served by default since Kubernetes 1.34).
@@ -100,6 +104,11 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
         ("storageclasses", informers.volumes.storage_classes, "/apis/storage.k8s.io/v1"),
         ("csinodes", informers.volumes.csinodes, "/apis/storage.k8s.io/v1"),
     )
+    # The owners of plain pods Volcano's controller groups (``api/adapters/volcano_owners.py``).
+    volcano_owners: tuple[tuple[str, Informer], ...] = (
+        ("replicasets", informers.replica_sets),
+        ("statefulsets", informers.stateful_sets),
+    )
     return (
         # Jobs first of all: pods join their Job's gang from the first pod.
         Kind(
@@ -110,6 +119,20 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
             if_forbidden="Jobs not readable by this ServiceAccount: Jobs annotated "
             "scheduling.sigs.k8s.io/gang get no PodGroup and their pods are placed one by one; "
             + _RBAC,
+        ),
+        # Under Volcano's name, a plain pod's ReplicaSet or StatefulSet may ask for a gang.
+        *(
+            Kind(
+                plural,
+                informer,
+                path=f"/apis/apps/v1/{plural}",
+                wanted=_as_volcano,
+                stage=0,
+                if_forbidden=f"{plural} not readable by this ServiceAccount: their pods are "
+                "placed one by one, whatever scheduling.volcano.sh/group-min-member asks; "
+                + _RBAC,
+            )
+            for plural, informer in volcano_owners
         ),
         Kind("nodes", informers.nodes, path="/api/v1/nodes"),
         Kind("pods", informers.pods, path="/api/v1/pods"),
@@ -138,6 +161,15 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
             wanted=_preempting,
         ),
         Kind("queues", informers.queues, served=discovery.queues),
+        Kind(
+            "queues.scheduling.volcano.sh",
+            informers.volcano_queues,
+            served=discovery.volcano_queues,
+            if_forbidden="Volcano's Queue API served but not readable by this ServiceAccount: "
+            f"groups naming a Volcano queue wait with QueueNotFound; {_RBAC}",
+            if_missing="Volcano's Queue API is no longer served: groups naming one of its "
+            "queues wait",
+        ),
         *(_podgroups(api, informers) for api in apis.PODGROUPS),
         Kind(
             "workloads",

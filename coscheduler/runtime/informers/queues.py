@@ -18,7 +18,7 @@ from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, name_of
 
-__all__ = ["QueueInformer", "queue_policy"]
+__all__ = ["QueueInformer", "queue_policy", "skipped"]
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +34,9 @@ class QueueInformer(KeyedInformer[str]):
         self._changed = changed
         #: Queue objects as last read, by name (their status is written from here).
         self.objects: dict[str, Queue] = {}
+        #: The policy of another API's queue of that name, which stands once ours goes
+        #: (:mod:`~coscheduler.runtime.informers.volcano_queues`).
+        self.fallback: Callable[[str], QueuePolicy | None] = lambda _name: None
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
         try:
@@ -41,17 +44,7 @@ class QueueInformer(KeyedInformer[str]):
             policy = queue_policy(queue)
         except (ValidationError, QuantityError) as error:
             # The CRD's schema should have refused it; the previous spec, if any, stays.
-            message = (
-                "; ".join(validation.problems(error, with_input=False))
-                if isinstance(error, ValidationError)
-                else str(error)
-            )
-            log.warning("Queue skipped", queue=str(name_of(raw)), error=message)
-            self._complaints.invalid(
-                InvalidObject.of(
-                    "Queue", raw, ValueError(message), api_version=f"{GROUP}/{VERSION}"
-                )
-            )
+            skipped(self._complaints, raw, error, f"{GROUP}/{VERSION}")
             return None
         self.objects[queue.name] = queue
         self._scheduler.upsert_queue(policy)
@@ -63,11 +56,28 @@ class QueueInformer(KeyedInformer[str]):
 
     def forget(self, key: str) -> None:
         self.objects.pop(key, None)
-        self._scheduler.remove_queue(key)
+        other = self.fallback(key)
+        if other is None:
+            self._scheduler.remove_queue(key)
+        else:
+            self._scheduler.upsert_queue(other)
         self._changed(key)
 
     def key_of(self, raw: Mapping[str, Any]) -> str | None:
         return name_of(raw)
+
+
+def skipped(
+    complaints: Complaints, raw: Mapping[str, Any], error: ValueError, api_version: str
+) -> None:
+    """Tell of a queue that could not be read (of either API), in a person's words."""
+    message = (
+        "; ".join(validation.problems(error, with_input=False))
+        if isinstance(error, ValidationError)
+        else str(error)
+    )
+    log.warning("Queue skipped", queue=str(name_of(raw)), api=api_version, error=message)
+    complaints.invalid(InvalidObject.of("Queue", raw, ValueError(message), api_version=api_version))
 
 
 def queue_policy(queue: Queue) -> QueuePolicy:

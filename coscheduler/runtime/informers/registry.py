@@ -19,7 +19,7 @@ from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.devices import DeviceInformers
-from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
+from coscheduler.runtime.informers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
@@ -27,6 +27,7 @@ from coscheduler.runtime.informers.podgroups import PodGroupInformer
 from coscheduler.runtime.informers.pods import PodInformer, UnreadablePods
 from coscheduler.runtime.informers.priority_classes import PriorityClassInformer
 from coscheduler.runtime.informers.queues import QueueInformer
+from coscheduler.runtime.informers.volcano_queues import VolcanoQueueInformer
 from coscheduler.runtime.informers.volumes import VolumeInformers
 from coscheduler.runtime.informers.workloads import WorkloadGangs, WorkloadInformer
 
@@ -41,6 +42,9 @@ class Informers:
     owners: JobOwners
     gangs: WorkloadGangs
     jobs: JobInformer
+    #: Under Volcano's scheduler name: ReplicaSets and StatefulSets, owners of plain pods.
+    replica_sets: VolcanoOwnerInformer
+    stateful_sets: VolcanoOwnerInformer
     pods: PodInformer
     nodes: NodeInformer
     namespaces: NamespaceInformer
@@ -48,6 +52,7 @@ class Informers:
     devices: DeviceInformers
     priority_classes: PriorityClassInformer
     queues: QueueInformer
+    volcano_queues: VolcanoQueueInformer
     budgets: BudgetInformer
     workloads: WorkloadInformer
     composites: CompositeInformer
@@ -87,18 +92,22 @@ class Informers:
             namespaces=namespaces,
             composites=composites,
         )
+        queues = QueueInformer(scheduler, complaints, queue_changed)
         return cls(
             groups=groups,
             owners=owners,
             gangs=gangs,
             jobs=JobInformer(owners, pods, resized=groups.job_resized),
+            replica_sets=VolcanoOwnerInformer(owners, pods, groups.job_resized, "ReplicaSet"),
+            stateful_sets=VolcanoOwnerInformer(owners, pods, groups.job_resized, "StatefulSet"),
             pods=pods,
             nodes=NodeInformer(scheduler, complaints),
             namespaces=NamespaceInformer(scheduler),
             volumes=VolumeInformers(scheduler, complaints),
             devices=DeviceInformers(scheduler, complaints),
             priority_classes=PriorityClassInformer(groups),
-            queues=QueueInformer(scheduler, complaints, queue_changed),
+            queues=queues,
+            volcano_queues=VolcanoQueueInformer(scheduler, complaints, queues, queue_changed),
             budgets=BudgetInformer(scheduler, complaints),
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
             composites=CompositeInformer(
