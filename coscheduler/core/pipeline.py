@@ -51,10 +51,10 @@ if TYPE_CHECKING:
     from coscheduler.core.preemption import Admits, Preemptor
     from coscheduler.core.victims import RunningGroup, VictimRule
 
-__all__ = ["Pipeline"]
+__all__ = ["NO_ROOM", "Pipeline"]
 
 #: The planner's reasons for a group that found no room.
-_NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
+NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
 
 
 @dataclasses.dataclass(slots=True)
@@ -95,7 +95,7 @@ class Pipeline:
         if decision.bindings and accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self.accounts.within_quota(decision, queue)
-        elif accounting and decision.status.reason in _NO_ROOM:
+        elif accounting and decision.status.reason in NO_ROOM:
             decision = self.accounts.max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)

@@ -418,12 +418,15 @@ class _Engine:
         live = self.gangs[number]
         live.outcome.finish = self.now
         scheduler = self.scheduler
+        gang = live.outcome.gang
+        # The PodGroup goes with its pods (a finished Job's), first: a member still
+        # counted as on its way would otherwise have its room held for a replacement.
+        scheduler.remove_group(gang.namespace, gang.name)
         for uid in live.pending:
             scheduler.remove_pod(uid)  # members still pending are dropped
         live.pending.clear()
         for uid in live.bound:
             scheduler.remove_pod(uid)
-        gang = live.outcome.gang
         if gang.devices:
             # Its claims go with its pods (kube-controller-manager deletes a template's).
             for i in range(gang.size):
