@@ -119,7 +119,7 @@ class QueueSettings:
     max_backoff_seconds: float = 10.0
     #: How long a group stays unschedulable without an event that can help it (the
     #: safety net under the hints).
-    unschedulable_flush_seconds: float = 60.0
+    unschedulable_flush_seconds: float = 300.0
 
 
 class GroupQueue:
