@@ -23,9 +23,10 @@ gone on any node of a domain can help it, so it backs off as before; so is one
 refused for any reason but room. A pod leaving with anti-affinity terms may
 free every node of its domains: it wakes every group refused for room.
 
-Each check is a NumPy pass over the nodes per shape of member, made once per
-batch of changes (:func:`woken`), so its cost follows the shapes waiting,
-not the groups.
+Each check is made once per shape of member per batch of changes
+(:func:`woken`), so its cost follows the shapes waiting, not the groups: the
+changed nodes first, and the whole cluster (a NumPy pass) only for a shape
+one of them takes.
 """
 
 from __future__ import annotations
@@ -94,11 +95,12 @@ def woken(
 
 def _verdict(snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp]) -> tuple[bool, int]:
     """Whether an ``opened`` node passes filters 1-5 for the pod, and how many such pods
-    the cluster has room for."""
-    fits = snapshot.fits(pod)
-    if not fits[slots].any():
+    the cluster has room for (0 when none does: the whole cluster is read only then)."""
+    sized = any(amount > 0 for amount in snapshot.request(pod).values())
+    static = slots[snapshot.static_mask(pod)[slots]]
+    if not len(static) or (sized and not (snapshot.room(pod, static) > 0).any()):
         return False, 0
-    every = np.flatnonzero(fits)
-    if not any(amount > 0 for amount in snapshot.request(pod).values()):
+    every = np.flatnonzero(snapshot.fits(pod))
+    if not sized:
         return True, len(every) if pod.host_ports else 1 << 62
     return True, int(snapshot.room(pod, every).sum())
