@@ -50,6 +50,7 @@ from coscheduler.core.preemption import (
     Preemptions,
     RunningPriorities,
 )
+from coscheduler.core.preemption.mode import Mode
 from coscheduler.core.queue import ClusterEvent, GroupQueue
 from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.requeue import Wants, wants_of, woken
@@ -522,7 +523,22 @@ class Scheduler(Views):
         if policy is None or policy.schedule_timeout_seconds:
             return None  # its timeout comes with time alone
         pending, bound = self.standing(key)
+        if self._may_preempt(policy, pending):
+            return None
         return wants_of(pending, len(bound), policy.min_member)
+
+    def _may_preempt(self, policy: GroupPolicy, pending: list[PodInfo]) -> bool:
+        """Whether a victim search may find room for the group later without a change a
+        hint sees (a victim's Binding landing, a search's memory ageing): it backs off."""
+        if self.preemptions.settings.mode is Mode.OFF or not policy.preempts or not pending:
+            return False
+        if self._accounts.on:
+            return True  # a queue under its nominal may reclaim, whatever the priorities
+        lowest = self._running_priorities.lowest()
+        priority = policy.priority
+        if priority is None:
+            priority = max(pod.priority for pod in pending)
+        return lowest is not None and priority > lowest
 
     def _refresh_capacity(self) -> None:
         if self._capacity_stale:
