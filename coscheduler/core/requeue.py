@@ -19,8 +19,9 @@ Devices (DRA) and volume claims are not in filters 1-5: a group whose members
 use them is woken as well by a change of slices, classes or claims, or of
 volumes (:class:`~coscheduler.core.queue.GroupQueue`). A group whose members
 carry inter-pod rules (spread, pod affinity) is given no hint: a pod placed or
-gone on any node of a domain can help it, so it backs off as before; so is one
-refused for any reason but room. A pod leaving with anti-affinity terms may
+gone on any node of a domain can help it, so it backs off as before; so do
+one refused for any reason but room and one a victim search may yet find room
+for (:meth:`~coscheduler.core.scheduler.Scheduler`'s ``_may_preempt``). A pod leaving with anti-affinity terms may
 free every node of its domains: it wakes every group refused for room.
 
 Each check is made once per shape of member per batch of changes
