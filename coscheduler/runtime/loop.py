@@ -22,8 +22,11 @@ Order of work, and why:
    binds (its Bindings leave while the next group is planned; at start-up,
    with a backlog, the first Binding waited for 16 decisions, a quarter of a
    second: issue #28), and after 16 that do not.
-5. With nothing ready, it sleeps until the queue's next backoff expires or a
-   watch event wakes it.
+5. With nothing ready, it sleeps until the queue's next backoff or flush is
+   due (:meth:`Scheduler.ready_at`) or a watch event wakes it. A watch event
+   only feeds the core: which waiting groups it can help, the core decides
+   (:mod:`~coscheduler.core.requeue`), so while nothing that could place a
+   group happens, no group is tried and nothing is written.
 """
 
 from __future__ import annotations
