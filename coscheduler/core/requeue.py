@@ -20,9 +20,10 @@ use them is woken as well by a change of slices, classes or claims, or of
 volumes (:class:`~coscheduler.core.queue.GroupQueue`). A group whose members
 carry inter-pod rules (spread, pod affinity) is given no hint: a pod placed or
 gone on any node of a domain can help it, so it backs off as before; so do
-one refused for any reason but room and one a victim search may yet find room
-for (:meth:`~coscheduler.core.scheduler.Scheduler`'s ``_may_preempt``). A pod leaving with anti-affinity terms may
-free every node of its domains: it wakes every group refused for room.
+one refused for any reason but room and one a victim search may yet find
+room for (preemption, whose answer changes as Bindings land and time
+passes). A pod leaving with anti-affinity terms may free every node of its
+domains: it wakes every group refused for room.
 
 Each check is made once per shape of member per batch of changes
 (:func:`woken`), so its cost follows the shapes waiting, not the groups: the
