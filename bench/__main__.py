@@ -200,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         "before-after",
         "topology",
         "dra",
+        "idle",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

@@ -24,6 +24,7 @@ import yaml
 
 from bench import build as bench_build
 from bench import identity, import_floor, trial
+from bench import idle as bench_idle
 from bench import peers as peers_mod
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
@@ -89,6 +90,8 @@ def node_lease_seconds(nodes: int) -> int | None:
 
 
 PREEMPTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: nothing to preempt"}
+#: The peers the idle suite compares (ours@REV too, for a before/after).
+IDLE_PEERS = ("ours", "default", "native")
 #: The peers that allocate DRA claims: ours and kube-scheduler (its DynamicResources plugin).
 DRA_PEERS = ("ours", "default", "native")
 TOPOLOGY_PEERS_EXCLUDED = {
@@ -170,6 +173,12 @@ def build_suite(
         for round_ in range(repeat):
             order = dra_peers if round_ % 2 == 0 else dra_peers[::-1]
             add([wl.dra(32 if big else 8, 8, (2, 4, 8), 2, 2.0, 10.0)], regimes, order)
+    if name == "idle":
+        # Issue #43: work while nothing can be placed, 100 and 400 gangs waiting.
+        idle_peers = [p for p in peers if p in IDLE_PEERS or p.startswith("ours@")]
+        for round_ in range(repeat):
+            order = idle_peers if round_ % 2 == 0 else idle_peers[::-1]
+            add([bench_idle.idle(waiting=w) for w in (100, 400)], regimes, order)
     if name in ("scale", "all"):
         # Issue #28: the bind-only ceiling and the default scheduler too, in the same run.
         scale_peers = [p for p in peers if p in SCALE_PEERS]

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import structlog
 
-from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.adapters.volcano_queue import API_VERSION, COLLECTION_PATH, status_body
 from coscheduler.api.reasons import Reason
 from coscheduler.runtime.errors import ApiError, NotFound

@@ -48,10 +48,10 @@ from coscheduler.core.status import Code, Status
 from coscheduler.core.victims import RunningGroup, VictimRule
 from coscheduler.core.volumes import NO_VOLUME_TO_BIND, VolumeIndex
 
-__all__ = ["Pipeline"]
+__all__ = ["NO_ROOM", "Pipeline"]
 
 #: The planner's reasons for a group that found no room.
-_NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
+NO_ROOM = frozenset({Reason.NOT_ENOUGH_RESOURCES, Reason.MIN_RESOURCES_UNAVAILABLE})
 
 
 @dataclasses.dataclass(slots=True)
@@ -94,7 +94,7 @@ class Pipeline:
         if decision.bindings and accounting:
             # Without Queue objects only the implicit default exists: it refuses nothing.
             decision = self.accounts.within_quota(decision, queue)
-        elif accounting and decision.status.reason in _NO_ROOM:
+        elif accounting and decision.status.reason in NO_ROOM:
             decision = self.accounts.max_first(decision, queue, pending)
         if any(pod.claims for pod in pending):
             decision = self._with_volumes(decision)

@@ -10,18 +10,25 @@ when the cluster changes in a way that can help it, and never forgotten.
   1. priority, highest first;
   2. group creation time, oldest first;
   3. ``namespace/name`` (then kind), so the order is total and deterministic.
-- *backoff*: failed with ``UNSCHEDULABLE`` or ``ERROR``; each consecutive
-  failure doubles the wait from ``initial_backoff_seconds`` up to
-  ``max_backoff_seconds`` (kube-scheduler: 1 s to 10 s); moved to active
-  when the wait ends, or at once by a capacity event.
-- *unschedulable*: ``WAITING`` for members or for its PodGroup; time alone
-  does not help, so only an event about the group itself (or the periodic
-  flush after ``unschedulable_flush_seconds``) moves it to active.
+- *backoff*: failed with ``ERROR``, or ``UNSCHEDULABLE`` for a reason no hint
+  describes; each consecutive failure doubles the wait from
+  ``initial_backoff_seconds`` up to ``max_backoff_seconds`` (kube-scheduler:
+  1 s to 10 s); moved to active when the wait ends, or at once by a capacity
+  event.
+- *unschedulable*: time alone does not help. ``WAITING`` for members or for
+  its PodGroup: only an event about the group itself moves it to active. Refused
+  for room with what it waits for kept beside it (:class:`~coscheduler.core.requeue.Wants`):
+  only a change that could let one of its members in (:meth:`GroupQueue.wake`,
+  decided by :mod:`~coscheduler.core.requeue`). Either way, the periodic flush
+  after ``unschedulable_flush_seconds`` retries it too: a missed hint costs
+  latency, never a stuck group.
 
 Which events help whom (:meth:`GroupQueue.on_event`):
 
 - capacity events (node added or changed, pod deleted or finished): every
-  group in backoff;
+  group in backoff (the unschedulable ones by their hints);
+- devices or volumes changed: every group in backoff, and the unschedulable
+  ones whose members use devices or volume claims;
 - a group's own events (a member pod added or changed, the PodGroup created
   or changed): that group, from any pool;
 - a queue changed (created, deleted, opened, its quota or namespaces): every
@@ -41,6 +48,7 @@ from dataclasses import dataclass
 
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import GroupKey
+from coscheduler.core.requeue import Wants
 from coscheduler.core.status import Code
 
 __all__ = ["ClusterEvent", "GroupQueue", "QueueOrder", "QueueSettings"]
@@ -85,6 +93,21 @@ CAPACITY_EVENTS = frozenset(
     }
 )
 
+#: The unschedulable groups (refused for room) these events wake besides the backoff pool.
+_WANTED_BY: dict[ClusterEvent, Callable[[Wants], bool]] = {
+    ClusterEvent.DEVICE_CHANGED: lambda wants: wants.devices,
+    ClusterEvent.VOLUME_CHANGED: lambda wants: wants.volumes,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Woken:
+    """Why a hint woke a group: what it waits for, since when, and the nodes changed."""
+
+    wants: Wants
+    since: float
+    opened: frozenset[str]
+
 
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
@@ -94,8 +117,9 @@ class QueueSettings:
     initial_backoff_seconds: float = 1.0
     #: The cap on the doubling wait.
     max_backoff_seconds: float = 10.0
-    #: How long a WAITING group stays unschedulable without an event about it.
-    unschedulable_flush_seconds: float = 60.0
+    #: How long a group stays unschedulable without an event that can help it (the
+    #: safety net under the hints).
+    unschedulable_flush_seconds: float = 300.0
 
 
 class GroupQueue:
@@ -120,6 +144,10 @@ class GroupQueue:
         self._backoff_until: dict[GroupKey, float] = {}
         self._waiting: list[tuple[float, QueueOrder, GroupKey]] = []
         self._waiting_since: dict[GroupKey, float] = {}
+        #: What each unschedulable group refused for room waits for (its hint).
+        self._wants: dict[GroupKey, Wants] = {}
+        #: Active groups a hint woke, with what woke them: checked again when popped.
+        self._woken: dict[GroupKey, Woken] = {}
         # Popped and not yet done; and those an event reached meanwhile.
         self._in_flight: set[GroupKey] = set()
         self._woken_in_flight: set[GroupKey] = set()
@@ -186,8 +214,38 @@ class GroupQueue:
         self._in_active.pop(key, None)
         self._backoff_until.pop(key, None)
         self._waiting_since.pop(key, None)
+        self._wants.pop(key, None)
+        self._woken.pop(key, None)
         self._in_flight.discard(key)
         self._woken_in_flight.discard(key)
+
+    def parked(self) -> list[tuple[GroupKey, Wants]]:
+        """The unschedulable groups refused for room, with what each waits for."""
+        return list(self._wants.items())
+
+    def wake(self, key: GroupKey, opened: frozenset[str] = frozenset()) -> None:
+        """A change (on the ``opened`` nodes) can help this group refused for room: to active."""
+        wants = self._wants.pop(key, None)
+        if wants is not None:
+            since = self._waiting_since.pop(key)
+            self._push_active(key)
+            if opened:
+                self._woken[key] = Woken(wants, since, opened)
+
+    def woken(self, key: GroupKey) -> Woken | None:
+        """What woke a group just popped, if a hint did (once)."""
+        return self._woken.pop(key, None)
+
+    def park(self, key: GroupKey, woken: Woken) -> None:
+        """A popped group the hint woke for turned out not to fit after all (the room
+        went to a group tried before it): unschedulable again, its flush time kept."""
+        self._in_flight.discard(key)
+        self._woken_in_flight.discard(key)
+        if key not in self._order:
+            return
+        self._wants[key] = woken.wants
+        self._waiting_since[key] = woken.since
+        heapq.heappush(self._waiting, (woken.since, self._order[key], key))
 
     def pop(self) -> GroupKey | None:
         """The next group to try, after moving groups whose wait is over to active."""
@@ -226,9 +284,11 @@ class GroupQueue:
             times.append(waiting[0][0] + self.settings.unschedulable_flush_seconds)
         return min(times) if times else None
 
-    def done(self, key: GroupKey, code: Code) -> None:
+    def done(self, key: GroupKey, code: Code, wants: Wants | None = None) -> None:
         """Record the outcome of the attempt on a popped group (see :class:`Code`).
 
+        An ``UNSCHEDULABLE`` group with ``wants`` (what could let it in) waits
+        unschedulable for a change that matches them; without, it backs off.
         A failed group that an event reached while it was being tried goes back
         to active at once: the event may have changed what the attempt saw.
         """
@@ -247,7 +307,10 @@ class GroupQueue:
             self._order.pop(key, None)
             self._queue_of.pop(key, None)
             return
-        if code is Code.WAITING:
+        if code is Code.WAITING or (code is Code.UNSCHEDULABLE and wants is not None):
+            if wants is not None:
+                self._wants[key] = wants
+                self._attempts[key] = self._attempts.get(key, 0) + 1
             self._waiting_since[key] = now
             heapq.heappush(self._waiting, (now, self._order[key], key))
             return
@@ -267,6 +330,7 @@ class GroupQueue:
         self._in_active.pop(key, None)
         self._backoff_until.pop(key, None)
         self._waiting_since.pop(key, None)
+        self._wants.pop(key, None)
         self.done(key, code)
 
     def on_event(self, event: ClusterEvent, key: GroupKey | None = None) -> int:
@@ -279,6 +343,7 @@ class GroupQueue:
                 return 0
             self._backoff_until.pop(key, None)
             self._waiting_since.pop(key, None)
+            self._wants.pop(key, None)
             self._push_active(key)
             return 1
         self._woken_in_flight |= self._in_flight
@@ -293,10 +358,18 @@ class GroupQueue:
                 del self._waiting_since[group]
                 self._push_active(group)
             self._waiting.clear()
+            self._wants.clear()
             moved += waiting
+        elif event in _WANTED_BY:
+            uses = _WANTED_BY[event]
+            woken = [group for group, wants in self._wants.items() if uses(wants)]
+            for group in woken:
+                self.wake(group)
+            moved += woken
         return len(moved)
 
     def _push_active(self, key: GroupKey) -> None:
+        self._woken.pop(key, None)
         order = self._order[key]
         self._in_active[key] = order
         heap = self._active.setdefault(self._queue_of.get(key, DEFAULT_QUEUE), [])
@@ -314,4 +387,5 @@ class GroupQueue:
             since, _, key = heapq.heappop(self._waiting)
             if self._waiting_since.get(key) == since:
                 del self._waiting_since[key]
+                self._wants.pop(key, None)
                 self._push_active(key)

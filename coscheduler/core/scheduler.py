@@ -42,7 +42,7 @@ from coscheduler.core.accounting import Accounts
 from coscheduler.core.device_charges import SharedClaimCharges
 from coscheduler.core.group import KIND_POD_GROUP, GroupKey, GroupPolicy
 from coscheduler.core.membership import Membership, State
-from coscheduler.core.pipeline import Pipeline
+from coscheduler.core.pipeline import NO_ROOM, Pipeline
 from coscheduler.core.planner import Decision
 from coscheduler.core.positions import Position
 from coscheduler.core.preemption import (
@@ -50,8 +50,10 @@ from coscheduler.core.preemption import (
     Preemptions,
     RunningPriorities,
 )
+from coscheduler.core.preemption.mode import Mode
 from coscheduler.core.queue import ClusterEvent, GroupQueue
 from coscheduler.core.quota import QueuePolicy, Quotas
+from coscheduler.core.requeue import Wants, wants_of, woken
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.settings import SchedulerSettings
 from coscheduler.core.snapshot import Snapshot
@@ -241,6 +243,7 @@ class Scheduler(Views):
         held = self.snapshot.node_of(uid)
         in_flight = self.snapshot.is_assumed(uid)
         self.snapshot.remove_pod(uid)
+        key = None
         if pod is not None:
             key = membership.group_of(uid)
             self._file(pod, None, None)
@@ -249,6 +252,10 @@ class Scheduler(Views):
             membership.release_claims(pod)
         if held is not None:
             self.queue.on_event(ClusterEvent.POD_DELETED)
+            if key is not None:
+                # A member gone: its room may be held for its group (or its group
+                # placed short, so it must be told); either way worth a try.
+                self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
         self._recount(self._shared_claims.remove(uid))
 
     def _keep_room_if_short(self, key: GroupKey, pod: PodInfo, node: str) -> None:
@@ -397,6 +404,8 @@ class Scheduler(Views):
     def next_decision(self) -> Decision | None:
         """Try the next group in the queue; None when no group is ready."""
         self._refresh_capacity()
+        self.preemptions.expire(self.snapshot, self.clock())
+        self._wake_by_hints()
         while True:
             key = self.queue.pop()
             if key is None:
@@ -404,6 +413,8 @@ class Scheduler(Views):
             pending, bound = self.standing(key)
             if not pending:
                 self.queue.remove(key)
+                continue
+            if self._room_went_before(key):
                 continue
             try:
                 return self._decide(key, pending, bound)
@@ -414,9 +425,10 @@ class Scheduler(Views):
 
     def try_group(self, key: GroupKey) -> Decision:
         """What an attempt would decide now, leaving every state unchanged."""
-        decision = self._pipeline.plan(key, *self.standing(key))
-        for binding in decision.bindings:
-            self.snapshot.forget(binding.uid)
+        with self._own_trials():
+            decision = self._pipeline.plan(key, *self.standing(key))
+            for binding in decision.bindings:
+                self.snapshot.forget(binding.uid)
         return decision
 
     def binding_failed(self, binding: Binding) -> None:
@@ -463,6 +475,77 @@ class Scheduler(Views):
 
     # -- internals -----------------------------------------------------------
 
+    def _wake_by_hints(self) -> None:
+        """Wake the groups refused for room that a change since the last call can help
+        (:mod:`~coscheduler.core.requeue`)."""
+        snapshot = self.snapshot
+        if not snapshot.opened:
+            return
+        opened, broadly = frozenset(snapshot.opened), snapshot.anti_affinity_left
+        snapshot.opened, snapshot.anti_affinity_left = set(), False
+        parked = self.queue.parked()
+        if broadly:
+            for key, _ in parked:
+                self.queue.wake(key)
+            return
+        for key in woken(snapshot, parked, opened):
+            self.queue.wake(key, opened)
+
+    def _room_went_before(self, key: GroupKey) -> bool:
+        """A group a hint woke, popped: when no node it was woken for (nor any opened
+        since) takes one of its members any more, the room went to a group tried before
+        it. It waits unschedulable again, unattempted: True."""
+        hint = self.queue.woken(key)
+        snapshot = self.snapshot
+        if hint is None or snapshot.anti_affinity_left:
+            return False
+        if woken(snapshot, [(key, hint.wants)], hint.opened | snapshot.opened):
+            return False
+        self.queue.park(key, hint)
+        return True
+
+    @contextlib.contextmanager
+    def _own_trials(self) -> Iterator[None]:
+        """An attempt assumes and forgets members on its nodes: that frees nothing for
+        anybody else, so the nodes it touched are not taken for opened ones."""
+        snapshot = self.snapshot
+        opened, left = snapshot.opened, snapshot.anti_affinity_left
+        snapshot.opened = set()
+        try:
+            yield
+        finally:
+            snapshot.opened, snapshot.anti_affinity_left = opened, left
+
+    def _wants(self, key: GroupKey, decision: Decision, code: Code) -> Wants | None:
+        """What a group refused for room waits for; None when it backs off instead."""
+        if code is not Code.UNSCHEDULABLE or decision.preemption is not None:
+            return None
+        reason = decision.status.reason
+        if not decision.status.ok and reason not in NO_ROOM:
+            return None
+        if self.preemptions.hold(key) is not None or self.preemptions.restored(key) is not None:
+            return None  # its own held room changes with time
+        policy = self._membership.policy(key)
+        if policy is None or policy.schedule_timeout_seconds:
+            return None  # its timeout comes with time alone
+        pending, bound = self.standing(key)
+        if self._may_preempt(policy, pending):
+            return None
+        return wants_of(pending, len(bound), policy.min_member)
+
+    def _may_preempt(self, policy: GroupPolicy, pending: list[PodInfo]) -> bool:
+        """Whether a victim search may find room for the group later without a change a
+        hint sees (a victim's Binding landing, a search's memory ageing): it backs off."""
+        if self.preemptions.settings.mode is Mode.OFF or not policy.preempts or not pending:
+            return False
+        if self._accounts.on:
+            return True  # a queue under its nominal may reclaim, whatever the priorities
+        lowest = self._running_priorities.lowest()
+        priority = policy.priority
+        if priority is None:
+            priority = max(pod.priority for pod in pending)
+        return lowest is not None and priority > lowest
+
     def _refresh_capacity(self) -> None:
         if self._capacity_stale:
             self.quotas.set_capacity(self.snapshot.capacity())
@@ -471,7 +554,8 @@ class Scheduler(Views):
     def _decide(self, key: GroupKey, pending: list[PodInfo], bound: list[PodInfo]) -> Decision:
         """One attempt (:mod:`~coscheduler.core.pipeline`); then file the placed members
         as bound and tell the queue how the attempt ended."""
-        decision = self._pipeline.decide(key, pending, bound)
+        with self._own_trials():
+            decision = self._pipeline.decide(key, pending, bound)
         pods = self._membership.pods
         for binding in decision.bindings:
             self._file(pods[binding.uid], key, State.BOUND, sync=False)
@@ -484,7 +568,7 @@ class Scheduler(Views):
             # Waiting for members (or its group, or its queue): it could not use capacity
             # now, so it claims none of its queue's nominal until a member changes.
             self._accounts.withdraw(key)
-        self.queue.done(key, code)
+        self.queue.done(key, code, self._wants(key, decision, code))
         return decision
 
     def _file(

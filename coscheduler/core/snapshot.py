@@ -101,6 +101,11 @@ class Snapshot(SnapshotDiagnosis):
         self.devices = DeviceIndex()
         self._device_room = np.zeros(capacity, dtype=np.int64)
         self._device_room_stale = set()
+        #: Nodes where room was freed, or that were added or changed, since the
+        #: scheduler last took them (:mod:`~coscheduler.core.requeue`).
+        self.opened: set[str] = set()
+        #: A pod with anti-affinity terms left a node: every node of its domains may take more.
+        self.anti_affinity_left = False
 
     # -- reading -----------------------------------------------------------
 
@@ -213,6 +218,7 @@ class Snapshot(SnapshotDiagnosis):
         self._label_class[slot] = label_id
         self.topology.node_changed(slot, node)
         self._device_room_stale.add(node.name)
+        self.opened.add(node.name)
         return added
 
     def remove_node(self, name: str) -> bool:
@@ -320,6 +326,9 @@ class Snapshot(SnapshotDiagnosis):
 
     def _unplace(self, uid: str) -> None:
         placed = self._pods.pop(uid)
+        self.opened.add(placed.node)
+        if placed.pod.topology.anti_affinity:
+            self.anti_affinity_left = True
         self.topology.remove(placed.pod, placed.node)
         on_node = self._on_node.get(placed.node)
         if on_node is not None:

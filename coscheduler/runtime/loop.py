@@ -21,8 +21,11 @@ Order of work, and why:
    applied while a long queue is worked through: after every decision that
    binds (its Bindings leave while the next group is planned, instead of
    waiting behind a backlog's next decisions), and after 16 that do not.
-5. With nothing ready, it sleeps until the queue's next backoff expires or a
-   watch event wakes it.
+5. With nothing ready, it sleeps until the queue's next backoff or flush is
+   due (:meth:`Scheduler.ready_at`) or a watch event wakes it. A watch event
+   only feeds the core: which waiting groups it can help, the core decides
+   (:mod:`~coscheduler.core.requeue`), so while nothing that could place a
+   group happens, no group is tried and nothing is written.
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ class BackoffSettings(_Group):
         "--unschedulable-flush-seconds",
         "seconds after which waiting groups are retried even when no cluster event seems "
         "able to help them",
-        default=60.0,
+        default=300.0,
         gt=0,
     )
 

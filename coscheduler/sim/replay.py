@@ -10,7 +10,7 @@ the next (no sleeping, no ticks). At each event time:
    until none is ready, exactly as ``coscheduler run``'s loop does: the
    core's own queue chooses (priority, creation, name; with queues, the
    queue with the lowest weighted share first), a group that does not fit
-   backs off until capacity is freed (a completion) or its backoff ends;
+   waits until a completion frees room one of its members fits in;
 4. the rates (useful and partially held cpu) are sampled for the timeline.
 
 Two policies, both placed by the same core (:class:`Scheduler`, same
@@ -44,8 +44,9 @@ the same trial as its nodes, and go back when its pods are removed.
 
 The replay reaches the core only through its facade (nodes, queues, groups
 and pods in; decisions out), so what it shows is the queue discipline users
-get. The cost is the core's: every waiting group is tried again after each
-completion (as in production), each failing attempt one planner run.
+get. The cost is the core's: after a completion, only the waiting groups
+whose members the freed nodes can take are tried again (as in production,
+:mod:`~coscheduler.core.requeue`), each failing attempt one planner run.
 
 Bindings stay *assumed* in the core (the snapshot counts assumed and bound
 pods alike, and the core files both as bound members), and a finished gang's
@@ -418,12 +419,15 @@ class _Engine:
         live = self.gangs[number]
         live.outcome.finish = self.now
         scheduler = self.scheduler
+        gang = live.outcome.gang
+        # The PodGroup goes with its pods (a finished Job's), first: a member still
+        # counted as on its way would otherwise have its room held for a replacement.
+        scheduler.remove_group(gang.namespace, gang.name)
         for uid in live.pending:
             scheduler.remove_pod(uid)  # members still pending are dropped
         live.pending.clear()
         for uid in live.bound:
             scheduler.remove_pod(uid)
-        gang = live.outcome.gang
         if gang.devices:
             # Its claims go with its pods (kube-controller-manager deletes a template's).
             for i in range(gang.size):

@@ -129,8 +129,7 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
                 wanted=_as_volcano,
                 stage=0,
                 if_forbidden=f"{plural} not readable by this ServiceAccount: their pods are "
-                "placed one by one, whatever scheduling.volcano.sh/group-min-member asks; "
-                + _RBAC,
+                "placed one by one, whatever scheduling.volcano.sh/group-min-member asks; " + _RBAC,
             )
             for plural, informer in volcano_owners
         ),
