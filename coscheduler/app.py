@@ -58,11 +58,13 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 
-async def run(settings: Settings, startup: Startup | None = None) -> None:
+async def run(settings: Settings, startup: Startup | None = None, *, decide: bool = True) -> None:
     """Run until cancelled, or until the Lease is lost (then raise).
 
     ``startup`` collects the phases of start-up and logs them at the first
     Binding (:mod:`coscheduler.runtime.startup`); the CLI makes it first thing.
+    Without ``decide`` the process only reads, never campaigns nor writes
+    (``coscheduler dashboard``).
     """
     startup = startup or Startup()
     client = await KubeClient.connect(
@@ -87,7 +89,7 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         client.warm_writes(min(WARM_BEFORE_DECIDING, settings.client.bind_concurrency)),
         name="warming",
     )
-    server = None
+    server = page = None
     try:
         # No cyclic collection during the import either (the lists' decode holds it off
         # too): its ~100,000 new objects, classes and functions nearly all kept, made the
@@ -107,12 +109,23 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         server = HealthServer(metrics, alive=health.alive, ready=health.ready)
         await server.start(settings.serving.address, settings.serving.port)
         log.info("serving", address=settings.serving.address, port=server.port)
+        if settings.dashboard.enabled:  # aiohttp's server is imported only then
+            from coscheduler.dashboard.server import serve_page
+
+            page = await serve_page(
+                operator.view,
+                operator.scheduler,
+                settings.dashboard,
+                role=lambda: "viewer" if not decide else "leader" if health.leading else "standby",
+            )
 
         def on_leading(leading: bool) -> None:
             health.leading = leading
             metrics.leader.set(1 if leading else 0)
 
-        if settings.leader_election.enabled:
+        if not decide:
+            leading = _never()
+        elif settings.leader_election.enabled:
             # A rate limit of its own, as kube-scheduler's leader-election client: behind
             # a burst of bindings in the shared FIFO limiter, renewals missed their
             # deadline and the leader lost the Lease (the fault soak showed it).
@@ -128,6 +141,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         reading.cancel()  # ended already when the campaign ended; not yet if building failed
         warming.cancel()
         await asyncio.gather(reading, warming, return_exceptions=True)
+        if page is not None:
+            await page.stop()
         if server is not None:
             await server.stop()
         await client.close()
@@ -197,6 +212,11 @@ async def _read(
         )
         startup.mark("listed")
         listed.set()
+
+
+async def _never() -> None:
+    """What a process that only reads does instead of campaigning: wait to be cancelled."""
+    await asyncio.get_running_loop().create_future()
 
 
 async def _first_to_end(*tasks: asyncio.Task[None]) -> None:

@@ -9,6 +9,9 @@ Subcommands:
   planner against a one-pod-at-a-time baseline (:mod:`coscheduler.sim`).
 * ``queue``: the pending groups in the order the next pass tries them, read
   from a running scheduler's ``/debug/queue``.
+* ``dashboard``: the read-only web page of queues, the line and the room,
+  served by a process that only reads the cluster (``run --dashboard`` serves
+  the same page from the scheduler).
 
 ``run`` imports only what it needs before its first request: the other
 subcommands' modules are imported when they run (``simulate`` is named by its
@@ -218,6 +221,39 @@ def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
     with gc_pause.paused():
         settings = _load_settings(values)
+    _operate(settings, decide=True)
+
+
+@main.command()
+@click.option("--kubeconfig", default=None, help="kubeconfig file (as for run)")
+@click.option("--scheduler-name", default=None, help="the schedulerName whose pods are shown")
+@click.option("--address", default="127.0.0.1", show_default=True, help="address of the page")
+@click.option("--port", default=10252, show_default=True, type=int, help="port of the page")
+def dashboard(kubeconfig: str | None, scheduler_name: str | None, address: str, port: int) -> None:
+    """Serve the read-only dashboard page (queues, the line, the room) on its own.
+
+    It reads the cluster as a standby does and never writes to it: no Lease,
+    no Binding, no status. Its places in line and reasons are its own reading
+    of the scheduler's rules and the status the scheduler wrote.
+    """
+    given = {"kubeconfig": kubeconfig, "scheduler_name": scheduler_name}
+    settings = _load_settings({})
+    settings = settings.model_copy(
+        update={
+            **{name: value for name, value in given.items() if value is not None},
+            "serving": settings.serving.model_copy(update={"address": "127.0.0.1", "port": 0}),
+            "dashboard": settings.dashboard.model_copy(
+                update={"enabled": True, "address": address, "port": port}
+            ),
+        }
+    )
+    click.echo(f"coscheduler dashboard: http://{address}:{port}/", err=True)
+    _operate(settings, decide=False)
+
+
+def _operate(settings: Settings, *, decide: bool) -> None:
+    """Run :func:`coscheduler.app.run` until a signal, as ``run`` and ``dashboard`` do."""
+    with gc_pause.paused():
         from coscheduler.app import run as run_operator
         from coscheduler.runtime.errors import LeadershipLostError
         from coscheduler.runtime.eventloop import loop_factory
@@ -236,7 +272,7 @@ def run(**values: Any) -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, task.cancel)
-        await run_operator(settings, startup)
+        await run_operator(settings, startup, decide=decide)
 
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:
