@@ -45,6 +45,8 @@ BUDGET: Final = 0.05
 #: Seconds between samples of the queues' shares while no page is open.
 _IDLE_SAMPLE_SECONDS: Final = 30.0
 _JSON: Final = "application/json"
+#: Put in a stream's queue to end it.
+_END: Final = b""
 
 
 class DashboardServer:
@@ -89,6 +91,8 @@ class DashboardServer:
             self._publisher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._publisher
+        for stream in self._streams:
+            _put_newest(stream, _END)  # the open streams end, so that the runner's cleanup does
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -117,8 +121,7 @@ class DashboardServer:
         self._streams.add(stream)
         self._wake.set()
         try:
-            while True:
-                body = await stream.get()
+            while body := await stream.get():  # until _END
                 await response.write(b"event: overview\ndata: " + body + b"\n\n")
         except (ConnectionResetError, asyncio.CancelledError):
             pass
@@ -152,10 +155,15 @@ class DashboardServer:
             if body != self._last:
                 self._last = body
                 for stream in self._streams:
-                    if stream.full():  # a slow page gets the newest, not a backlog
-                        stream.get_nowait()
-                    stream.put_nowait(body)
+                    _put_newest(stream, body)
             await asyncio.sleep(max(self._interval, took / BUDGET))
+
+
+def _put_newest(stream: asyncio.Queue[bytes], body: bytes) -> None:
+    """A slow page gets the newest overview, not a backlog."""
+    if stream.full():
+        stream.get_nowait()
+    stream.put_nowait(body)
 
 
 async def serve_page(

@@ -131,7 +131,8 @@ function renderRoom() {
   for (const [value, nodes] of [...groups.entries()].sort()) {
     const total = totals.find((t) => t.value === value);
     boxes.push(h("div", { class: "domain" },
-      h("h3", {}, value ? `${key}=${value}` : index < 0 ? `${nodes.length} nodes` : "(no label)",
+      h("h3", {}, value ? `${key}=${value}` : index < 0 ? "all nodes" : "(no label)",
+        h("span", { class: "muted" }, ` · ${nodes.length} node${nodes.length === 1 ? "" : "s"}`),
         total ? h("div", { class: "muted" }, `free ${amounts(total.free)}`) : null),
       h("div", { class: "nodes" }, nodes.map((node) => {
         const gangs = node.gangs.map((i) => room.gangs[i]);
@@ -152,14 +153,19 @@ function renderRoom() {
 // -- a gang's page: verdict with its refusal histogram, timeline, members ---------------------
 
 function histogram(refusals) {
-  const el = h("div", {});
+  // One bar per reason: how many nodes refused the gang's first unplaced member for it.
+  const el = h("div", { class: "histogram" });
   const labels = refusals.map(([reason]) => reason);
+  const top = Math.max(...refusals.map(([, n]) => n));
   new uPlot({
-    width: 520, height: 40 + 26 * labels.length, legend: { show: false }, cursor: { show: false },
-    scales: { x: { time: false }, y: { range: [0, Math.max(...refusals.map(([, n]) => n)) * 1.1] } },
-    axes: [{ values: (u, ticks) => ticks.map((t) => labels[t] || ""), size: 40 },
-      { label: "nodes" }],
-    series: [{}, { fill: "#e67e22", stroke: "#e67e22", paths: uPlot.paths.bars({ size: [0.6] }) }],
+    width: Math.min(900, 160 + 140 * labels.length), height: 220,
+    legend: { show: false }, cursor: { show: false },
+    scales: { x: { time: false, range: [-0.5, labels.length - 0.5] }, y: { range: [0, top * 1.15] } },
+    axes: [
+      { splits: () => labels.map((_, i) => i), values: (u, ticks) => ticks.map((t) => labels[t] || ""), size: 50 },
+      { label: "nodes refusing", splits: () => [...Array(Math.min(top, 5) + 1).keys()].map((i) => Math.round((i * top) / Math.min(top, 5))) },
+    ],
+    series: [{}, { fill: "#e67e22", stroke: "#e67e22", paths: uPlot.paths.bars({ size: [0.5] }) }],
   }, [labels.map((_, i) => i), refusals.map(([, n]) => n)], el);
   return el;
 }
@@ -176,7 +182,7 @@ async function openGang() {
   if (!gang) { body.replaceChildren(h("p", {}, "no such group")); return; }
   const when = (t) => new Date(t * 1000).toLocaleString();
   const line = gang.line;
-  body.replaceChildren(
+  body.replaceChildren(h("div", {},
     h("p", {}, `phase ${gang.phase || "–"}, minMember ${gang.minMember ?? "–"}, queue ${gang.queue || "–"}`,
       line ? `, place ${line.clusterPosition} in the cluster, ${line.queuePosition} in its queue` : ""),
     line && line.reason ? h("div", {}, h("h3", {}, "Why it waits"), why(line),
@@ -187,7 +193,7 @@ async function openGang() {
       h("td", {}, t.reason || ""), h("td", {}, t.message || "")))),
     h("h3", {}, `Members (${gang.members.length})`),
     h("table", {}, gang.members.map((m) => h("tr", {}, h("td", {}, m.name), h("td", {}, m.role || ""),
-      h("td", {}, m.phase), h("td", {}, m.node || "not placed"), h("td", {}, amounts(m.requests))))));
+      h("td", {}, m.phase), h("td", {}, m.node || "not placed"), h("td", {}, amounts(m.requests)))))));
   if (overview) renderRoom();
 }
 

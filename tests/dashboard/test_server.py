@@ -1,0 +1,56 @@
+"""The dashboard's server on loopback: the page, its files, its JSON and its live stream."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+import orjson
+import pytest
+
+from coscheduler.dashboard.server import DashboardServer
+from tests.dashboard.test_model import cluster
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[str]:
+    _, data = cluster()
+    server = DashboardServer(data, interval_seconds=0.05)
+    await server.start("127.0.0.1", 0)
+    yield f"http://127.0.0.1:{server.port}"
+    await server.stop()
+
+
+async def test_the_page_and_its_files_are_served(served: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{served}/") as answer:
+            assert answer.status == 200
+            assert "/static/dashboard.js" in await answer.text()
+        for path in ("dashboard.js", "dashboard.css", "vendor/uPlot.iife.min.js"):
+            async with session.get(f"{served}/static/{path}") as answer:
+                assert answer.status == 200, path
+
+
+async def test_overview_and_gang_pages_answer_json(served: str) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{served}/api/overview") as answer:
+            overview = orjson.loads(await answer.read())
+        assert [row["name"] for row in overview["line"]["head"]] == ["big"]
+        async with session.get(f"{served}/api/gangs/default/pair") as answer:
+            assert (await answer.json())["name"] == "pair"
+        async with session.get(f"{served}/api/gangs/default/nothing") as answer:
+            assert answer.status == 404
+
+
+async def test_the_stream_sends_the_overview_at_once(served: str) -> None:
+    async with aiohttp.ClientSession() as session, session.get(f"{served}/api/events") as answer:
+        assert answer.headers["Content-Type"] == "text/event-stream"
+        assert await answer.content.readline() == b"event: overview\n"
+        data = await answer.content.readline()
+        assert data.startswith(b"data: ")
+        assert orjson.loads(data[len(b"data: ") :])["line"]["total"] == 1
+
+
+async def test_nothing_but_get_is_answered(served: str) -> None:
+    async with aiohttp.ClientSession() as session, session.post(f"{served}/api/overview") as answer:
+        assert answer.status == 405
