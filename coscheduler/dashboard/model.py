@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from typing import Any, Final
 
 from coscheduler.api.adapters import GroupObject
@@ -98,21 +99,21 @@ class PageData:
 
     def overview(self) -> dict[str, Any]:
         now = self._clock()
-        rows = [self._row(row) for row in self._listing.rows()]
+        rows = self._listing.rows()
+        head, by_queue = rows[:LINE_HEAD], _heads_by_queue(rows)
+        for row in {id(row): row for row in [*head, *chain(*by_queue.values())]}.values():
+            self._enrich(row)  # only the rows sent: the line may be 50,000 long
         return {
             "role": self._role(),
             "queues": self._queues(rows, now),
-            "line": {
-                "total": len(rows),
-                "head": rows[:LINE_HEAD],
-                "byQueue": _heads_by_queue(rows),
-            },
+            "line": {"total": len(rows), "head": head, "byQueue": by_queue},
             "room": self._room(),
         }
 
     # -- the line -------------------------------------------------------------
 
-    def _row(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _enrich(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A row of ``/debug/queue`` with what the page adds: age, size, refusals, plan."""
         key = GroupKey(row["namespace"], row["name"], row["kind"])
         members = self._view.members(key)
         group = self._view.group(key)
@@ -278,7 +279,7 @@ class PageData:
             "phase": group.status.phase.value if group is not None else None,
             "minMember": group.spec.min_member if group is not None else None,
             "queue": group.spec.queue if group is not None else None,
-            "line": self._row(dict(listed[0])) if listed else None,
+            "line": self._enrich(dict(listed[0])) if listed else None,
             "verdict": None if verdict is None else {
                 "reason": verdict.reason.value,
                 "message": verdict.message,

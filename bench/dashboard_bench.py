@@ -1,0 +1,210 @@
+"""What the dashboard costs at scale: its overview's CPU and size, and a page's load time.
+
+    .venv/bin/python -m bench.dashboard_bench [--nodes 5000] [--groups 10000] [--repeat 5]
+
+No API server: one scheduler's informers are fed ``--nodes`` KWOK-shaped nodes
+(8 cpu, 32 GiB, in zones of 100 and racks of 20, the key gangs ask for) and
+``--groups`` PodGroups of 4 members in 8 queues, half of them running (bound),
+half waiting; the same :class:`~coscheduler.dashboard.model.PageData` the
+scheduler serves reads them. It prints
+
+* the CPU (``time.process_time``, median of ``--repeat``) of one overview
+  round, made and encoded as the publisher makes it, its size, and the share
+  of the event loop the publisher then takes (it spaces its rounds to at most
+  5 %, ``server.BUDGET``);
+* the page's load time in Chromium (Debian's, driven by Playwright): from
+  navigation until the page has drawn its first overview (queues, line and
+  room), median of ``--repeat`` fresh pages, the server in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import threading
+import time
+from typing import Any
+
+import orjson
+
+from coscheduler.api.adapters import sigs
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.dashboard.model import PageData
+from coscheduler.dashboard.server import BUDGET, DashboardServer
+from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.queue_listing import QueueListing
+from coscheduler.runtime.readmodel import ReadModel
+
+ZONE = "topology.kubernetes.io/zone"
+RACK = "example.com/rack"
+QUEUES = 8
+MEMBERS = 4
+CHROMIUM = "/usr/bin/chromium"
+
+
+class _Complaints:
+    def invalid(self, obj: InvalidObject) -> None:
+        raise AssertionError(obj)
+
+    def waiting(self, uid: str, waits: bool) -> None:
+        pass
+
+
+def _node(index: int) -> dict[str, Any]:
+    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": f"kwok-{index:05d}",
+            "uid": f"uid-n{index}",
+            "labels": {ZONE: f"zone-{index // 100}", RACK: f"rack-{index // 20}"},
+        },
+        "spec": {},
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def _queue(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "Queue",
+        "metadata": {"name": f"team-{index}", "uid": f"uid-q{index}"},
+        "spec": {"namespaces": ["bench"], "weight": 1 + index % 3, "nominal": {"cpu": "4000"}},
+    }
+
+
+def _group(index: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"g{index:05d}",
+            "namespace": "bench",
+            "uid": f"uid-g{index}",
+            "generation": 1,
+            "creationTimestamp": "2026-11-29T00:00:00Z",
+        },
+        "spec": {
+            "minMember": MEMBERS,
+            "queue": f"team-{index % QUEUES}",
+            "topology": {"preferred": [RACK]},
+        },
+    }
+
+
+def _pod(group: int, member: int, node: str | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "schedulerName": "coscheduler",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+    }
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"g{group:05d}-{member}",
+            "namespace": "bench",
+            "uid": f"uid-g{group}-{member}",
+            "labels": {"scheduling.sigs.k8s.io/pod-group": f"g{group:05d}"},
+            "creationTimestamp": "2026-11-29T00:00:00Z",
+        },
+        "spec": spec,
+        "status": {"phase": "Running" if node is not None else "Pending"},
+    }
+
+
+def page_data(nodes: int, groups: int) -> PageData:
+    """The dashboard's data over a fed scheduler (module docstring)."""
+    scheduler = Scheduler(time.monotonic)
+    informers = Informers.build(
+        scheduler,
+        complaints=_Complaints(),
+        group_changed=lambda _key: None,
+        queue_changed=lambda _name: None,
+        owner_changed=lambda _owner: None,
+    )
+    informers.nodes.replace([_node(i) for i in range(nodes)])
+    informers.queues.replace([_queue(i) for i in range(QUEUES)])
+    informers.podgroups[sigs.ADAPTER.api].replace([_group(i) for i in range(groups)])
+    pods = []
+    for index in range(groups):
+        running = index % 2 == 0
+        for member in range(MEMBERS):
+            slot = (index * MEMBERS + member) // 8 % nodes  # 8 one-cpu pods fill a node
+            pods.append(_pod(index, member, f"kwok-{slot:05d}" if running else None))
+    informers.pods.replace(pods)
+    view = ReadModel(scheduler, informers)
+    return PageData(
+        view, QueueListing(scheduler, view.verdict), clock=time.time, role=lambda: "leader"
+    )
+
+
+def overview_cpu(data: PageData, repeat: int) -> tuple[float, int]:
+    spent, size = [], 0
+    for _ in range(repeat):
+        started = time.process_time()
+        size = len(orjson.dumps(data.overview()))
+        spent.append(time.process_time() - started)
+    return statistics.median(spent), size
+
+
+def page_loads(data: PageData, repeat: int) -> list[float]:
+    """Seconds from navigation to the first overview drawn, one fresh page each."""
+    from playwright.sync_api import sync_playwright
+
+    loop = asyncio.new_event_loop()
+    server = DashboardServer(data)
+    loop.run_until_complete(server.start("127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    loads = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            for _ in range(repeat):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                started = time.monotonic()
+                page.goto(f"http://127.0.0.1:{server.port}/")
+                page.wait_for_selector("body[data-loaded=true]", timeout=60_000)
+                loads.append(time.monotonic() - started)
+                page.close()
+            browser.close()
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+    return loads
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--groups", type=int, default=10_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-browser", action="store_true", help="skip the page's load time")
+    args = parser.parse_args()
+    started = time.process_time()
+    data = page_data(args.nodes, args.groups)
+    fed = time.process_time() - started
+    print(f"fed {args.nodes:,} nodes, {args.groups:,} groups in {fed:.1f} s CPU")
+    cpu, size = overview_cpu(data, args.repeat)
+    interval = max(2.0, cpu / BUDGET)
+    print(
+        f"overview: {cpu * 1000:.0f} ms CPU per round (median of {args.repeat}), "
+        f"{size / 1e6:.2f} MB; rounds every {interval:.1f} s with a page open: "
+        f"{cpu / interval:.1%} of one core"
+    )
+    if not args.no_browser:
+        loads = page_loads(data, args.repeat)
+        print(
+            f"page load to first overview drawn: median {statistics.median(loads):.2f} s, "
+            f"max {max(loads):.2f} s ({len(loads)} fresh pages)"
+        )
+
+
+if __name__ == "__main__":
+    main()
