@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.dashboard_bench [--nodes 5000] [--groups 10000] [--repeat 5]
 
 No API server: one scheduler's informers are fed ``--nodes`` KWOK-shaped nodes
-(8 cpu, 32 GiB, in zones of 100 and racks of 20, the key gangs ask for) and
+(:mod:`bench.steady_state_server`'s, 8 cpu, in zones of 100 and racks of 20, the
+key gangs ask for) and
 ``--groups`` PodGroups of 4 members in 8 queues, half of them running (bound),
 half waiting; the same :class:`~coscheduler.dashboard.model.PageData` the
 scheduler serves reads them. It prints
@@ -28,6 +29,14 @@ from typing import Any
 
 import orjson
 
+from bench.steady_state_server import (
+    NAMESPACE,
+    bound,
+    node_object,
+    pod_object,
+    podgroup_object,
+    running,
+)
 from coscheduler.api.adapters import sigs
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData
@@ -52,68 +61,12 @@ class _Complaints:
         pass
 
 
-def _node(index: int) -> dict[str, Any]:
-    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": f"kwok-{index:05d}",
-            "uid": f"uid-n{index}",
-            "labels": {ZONE: f"zone-{index // 100}", RACK: f"rack-{index // 20}"},
-        },
-        "spec": {},
-        "status": {"allocatable": allocatable, "capacity": allocatable},
-    }
-
-
 def _queue(index: int) -> dict[str, Any]:
     return {
         "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
         "kind": "Queue",
         "metadata": {"name": f"team-{index}", "uid": f"uid-q{index}"},
-        "spec": {"namespaces": ["bench"], "weight": 1 + index % 3, "nominal": {"cpu": "4000"}},
-    }
-
-
-def _group(index: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.sigs.k8s.io/v1alpha1",
-        "kind": "PodGroup",
-        "metadata": {
-            "name": f"g{index:05d}",
-            "namespace": "bench",
-            "uid": f"uid-g{index}",
-            "generation": 1,
-            "creationTimestamp": "2026-11-29T00:00:00Z",
-        },
-        "spec": {
-            "minMember": MEMBERS,
-            "queue": f"team-{index % QUEUES}",
-            "topology": {"preferred": [RACK]},
-        },
-    }
-
-
-def _pod(group: int, member: int, node: str | None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulerName": "coscheduler",
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
-    }
-    if node is not None:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"g{group:05d}-{member}",
-            "namespace": "bench",
-            "uid": f"uid-g{group}-{member}",
-            "labels": {"scheduling.sigs.k8s.io/pod-group": f"g{group:05d}"},
-            "creationTimestamp": "2026-11-29T00:00:00Z",
-        },
-        "spec": spec,
-        "status": {"phase": "Running" if node is not None else "Pending"},
+        "spec": {"namespaces": [NAMESPACE], "weight": 1 + index % 3, "nominal": {"cpu": "4000"}},
     }
 
 
@@ -127,15 +80,26 @@ def page_data(nodes: int, groups: int) -> PageData:
         queue_changed=lambda _name: None,
         owner_changed=lambda _owner: None,
     )
-    informers.nodes.replace([_node(i) for i in range(nodes)])
+    kwok = [node_object(i, 8) for i in range(nodes)]
+    for index, node in enumerate(kwok):
+        node["metadata"]["labels"].update(
+            {ZONE: f"zone-{index // 100}", RACK: f"rack-{index // 20}"}
+        )
+    informers.nodes.replace(kwok)
     informers.queues.replace([_queue(i) for i in range(QUEUES)])
-    informers.podgroups[sigs.ADAPTER.api].replace([_group(i) for i in range(groups)])
+    names = [f"g{index:05d}" for index in range(groups)]
+    podgroups = [podgroup_object(name, MEMBERS) for name in names]
+    for index, podgroup in enumerate(podgroups):
+        podgroup["spec"].update(queue=f"team-{index % QUEUES}", topology={"preferred": [RACK]})
+    informers.podgroups[sigs.ADAPTER.api].replace(podgroups)
     pods = []
-    for index in range(groups):
-        running = index % 2 == 0
+    for index, name in enumerate(names):
         for member in range(MEMBERS):
-            slot = (index * MEMBERS + member) // 8 % nodes  # 8 one-cpu pods fill a node
-            pods.append(_pod(index, member, f"kwok-{slot:05d}" if running else None))
+            pod = pod_object(member, name)
+            if index % 2 == 0:  # half running, 8 one-cpu pods to a node
+                node = kwok[(index * MEMBERS + member) // 8 % nodes]["metadata"]["name"]
+                pod = running(bound(pod, node, 1), 2)
+            pods.append(pod)
     informers.pods.replace(pods)
     view = ReadModel(scheduler, informers)
     return PageData(
