@@ -45,12 +45,12 @@ from coscheduler.runtime.informers.base import InvalidObject
 from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
+from e2e import browser
 
 ZONE = "topology.kubernetes.io/zone"
 RACK = "example.com/rack"
 QUEUES = 8
 MEMBERS = 4
-CHROMIUM = "/usr/bin/chromium"
 
 
 class _Complaints:
@@ -118,8 +118,6 @@ def overview_cpu(data: PageData, repeat: int) -> tuple[float, int]:
 
 def page_loads(data: PageData, repeat: int) -> list[float]:
     """Seconds from navigation to the first overview drawn, one fresh page each."""
-    from playwright.sync_api import sync_playwright
-
     loop = asyncio.new_event_loop()
     server = DashboardServer(data)
     loop.run_until_complete(server.start("127.0.0.1", 0))
@@ -127,16 +125,12 @@ def page_loads(data: PageData, repeat: int) -> list[float]:
     thread.start()
     loads = []
     try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            for _ in range(repeat):
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        for _ in range(repeat):
+            with browser.page() as page:
                 started = time.monotonic()
                 page.goto(f"http://127.0.0.1:{server.port}/")
                 page.wait_for_selector("body[data-loaded=true]", timeout=60_000)
                 loads.append(time.monotonic() - started)
-                page.close()
-            browser.close()
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
         loop.call_soon_threadsafe(loop.stop)
