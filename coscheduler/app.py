@@ -117,6 +117,7 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
                 operator.scheduler,
                 settings.dashboard,
                 role=lambda: "viewer" if not decide else "leader" if health.leading else "standby",
+                events=operator.reporter.events,
             )
 
         def on_leading(leading: bool) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import chain
 from typing import Any, Final
 
@@ -28,6 +28,7 @@ from coscheduler.api.queue import Queue, QueueState
 from coscheduler.core.fairness import entitlements, fair_shares
 from coscheduler.core.group import GroupKey
 from coscheduler.core.quota import QueuePolicy, QueueUsage
+from coscheduler.runtime.events import Recorded
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 
@@ -90,12 +91,15 @@ class PageData:
         clock: Callable[[], float],
         role: Callable[[], str],
         history: ShareHistory | None = None,
+        events: Callable[[Collection[str]], list[Recorded]] = lambda _uids: [],
     ) -> None:
         self._view = view
         self._listing = listing
         self._clock = clock
         self._role = role
         self.history = history or ShareHistory()
+        #: The event series this process wrote about some objects (by uid).
+        self._events = events
 
     def overview(self) -> dict[str, Any]:
         now = self._clock()
@@ -269,6 +273,8 @@ class PageData:
                             "message": condition.message,
                         }
                     )
+        uids = {pod.uid for pod in members} | ({group.uid} if group and group.uid else set())
+        timeline.extend(_events(self._events(uids), group.uid if group else None))
         timeline.sort(key=lambda item: item["at"])
         verdict = self._view.verdict(key)
         return {
@@ -299,6 +305,23 @@ class PageData:
                 for pod in sorted(members, key=lambda pod: pod.name)
             ],
         }  # fmt: skip
+
+
+def _events(recorded: list[Recorded], group_uid: str | None) -> list[dict[str, Any]]:
+    """The series written about the group and its members, the members' alike ones as one
+    (a gang of 100 has 100 ``FailedScheduling`` series saying the same)."""
+    merged: dict[tuple[bool, str, str], dict[str, Any]] = {}
+    for event in recorded:
+        on_group = event.uid == group_uid
+        item = merged.setdefault(
+            (on_group, event.reason, event.message),
+            {"at": 0.0, "what": f"{event.kind} event", "reason": event.reason,
+             "message": event.message, "count": 0, "objects": 0, "onGroup": on_group},
+        )  # fmt: skip
+        item["at"] = max(item["at"], event.last_written)
+        item["count"] += event.count
+        item["objects"] += 1
+    return list(merged.values())
 
 
 def _waiting_condition(group: GroupObject) -> tuple[str, str] | None:

@@ -31,6 +31,7 @@ from aiohttp import web
 
 from coscheduler.core.views import Views
 from coscheduler.dashboard.model import PageData
+from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from coscheduler.runtime.settings import DashboardSettings
@@ -167,10 +168,22 @@ def _put_newest(stream: asyncio.Queue[bytes], body: bytes) -> None:
 
 
 async def serve_page(
-    view: ReadModel, views: Views, settings: DashboardSettings, *, role: Callable[[], str]
+    view: ReadModel,
+    views: Views,
+    settings: DashboardSettings,
+    *,
+    role: Callable[[], str],
+    events: EventRecorder,
 ) -> DashboardServer:
-    """Serve the dashboard of a scheduler's read model and core views, as ``settings`` say."""
-    data = PageData(view, QueueListing(views, view.verdict), clock=time.time, role=role)
+    """Serve the dashboard of a scheduler's read model and core views, as ``settings`` say;
+    a gang's page lists the events ``events`` wrote about it."""
+    data = PageData(
+        view,
+        QueueListing(views, view.verdict),
+        clock=time.time,
+        role=role,
+        events=events.written_about,
+    )
     server = DashboardServer(data)
     await server.start(settings.address, settings.port)
     return server

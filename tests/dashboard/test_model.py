@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData, ShareHistory, refusals
+from coscheduler.runtime.events import Recorded
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import Clock, decide, node_object, pod_object, podgroup_object
@@ -23,7 +25,7 @@ def queue_object(name: str, **spec: object) -> dict[str, object]:
     }
 
 
-def cluster() -> tuple[Informed, PageData]:
+def cluster(events: list[Recorded] | None = None) -> tuple[Informed, PageData]:
     """Two zones of one 8-cpu node; org > (team-a, team-b); team-b's pair placed, team-a's
     gang of three 8-cpu members waiting behind it."""
     informed = Informed(Scheduler(Clock()))
@@ -53,6 +55,7 @@ def cluster() -> tuple[Informed, PageData]:
         QueueListing(informed.scheduler, view.verdict),
         clock=lambda: 1000.0,
         role=lambda: "leader",
+        events=lambda uids: [e for e in events or () if e.uid in uids],
     )
     return informed, data
 
@@ -147,3 +150,22 @@ def test_share_history_keeps_one_sample_per_interval_for_an_hour() -> None:
     assert shares == [0.12, 0.15, 0.18]
     history.add(300.0, {})
     assert history.of("a") == [[], []]
+
+
+def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
+    refused = "0/2 nodes are available for 3 pods of group default/big: 2 Insufficient cpu."
+    events = [
+        Recorded("uid-default-big-0", "Warning", "FailedScheduling", refused, 4, 900.0),
+        Recorded("uid-default-big-1", "Warning", "FailedScheduling", refused, 3, 950.0),
+        Recorded("uid-pg-big", "Warning", "Unschedulable", refused, 1, 940.0),
+        Recorded("uid-pg-pair", "Normal", "Scheduled", "placed", 1, 800.0),
+    ]
+    informed, data = cluster(events)
+    uids = {pod.uid for pod in informed.groups.group_pods(GroupKey("default", "big"))}
+    assert {"uid-default-big-0", "uid-default-big-1"} <= uids
+    big = data.gang("default", "big")
+    assert big is not None
+    told = [
+        (t["at"], t["reason"], t["count"], t["objects"]) for t in big["timeline"] if "count" in t
+    ]
+    assert told == [(940.0, "Unschedulable", 1, 1), (950.0, "FailedScheduling", 7, 2)]

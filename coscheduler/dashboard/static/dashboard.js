@@ -189,8 +189,11 @@ async function openGang() {
       line.refusals.length ? histogram(line.refusals) : null) : null,
     line && line.plan ? h("p", {}, `Preemption plan: ${line.plan}`) : null,
     h("h3", {}, "Timeline"),
-    h("table", {}, gang.timeline.map((t) => h("tr", {}, h("td", {}, when(t.at)), h("td", {}, t.what),
-      h("td", {}, t.reason || ""), h("td", {}, t.message || "")))),
+    h("table", { class: "timeline" }, gang.timeline.map((t) => h("tr", {},
+      h("td", {}, when(t.at)), h("td", {}, t.what),
+      h("td", {}, t.reason || "", t.count > 1 ? h("span", { class: "muted" }, ` ×${t.count}`) : null),
+      h("td", {}, t.message || "",
+        t.objects && !t.onGroup ? h("span", { class: "muted" }, ` (on ${t.objects} pod${t.objects === 1 ? "" : "s"})`) : null)))),
     h("h3", {}, `Members (${gang.members.length})`),
     h("table", {}, gang.members.map((m) => h("tr", {}, h("td", {}, m.name), h("td", {}, m.role || ""),
       h("td", {}, m.phase), h("td", {}, m.node || "not placed"), h("td", {}, amounts(m.requests)))))));
