@@ -234,20 +234,20 @@ def dashboard(kubeconfig: str | None, scheduler_name: str | None, address: str, 
 
     It reads the cluster as a standby does and never writes to it: no Lease,
     no Binding, no status. Its places in line and reasons are its own reading
-    of the scheduler's rules and the status the scheduler wrote.
+    of the scheduler's rules and the status the scheduler wrote. Its address
+    is logged (the ``dashboard`` line's ``url``).
     """
-    given = {"kubeconfig": kubeconfig, "scheduler_name": scheduler_name}
-    settings = _load_settings({})
-    settings = settings.model_copy(
-        update={
-            **{name: value for name, value in given.items() if value is not None},
-            "serving": settings.serving.model_copy(update={"address": "127.0.0.1", "port": 0}),
-            "dashboard": settings.dashboard.model_copy(
-                update={"enabled": True, "address": address, "port": port}
-            ),
+    settings = _load_settings(
+        {
+            "kubeconfig": kubeconfig,
+            "scheduler_name": scheduler_name,
+            "serving__address": "127.0.0.1",  # its probes' port: loopback, any free one
+            "serving__port": 0,
+            "dashboard__enabled": True,
+            "dashboard__address": address,
+            "dashboard__port": port,
         }
     )
-    click.echo(f"coscheduler dashboard: http://{address}:{port}/", err=True)
     _operate(settings, decide=False)
 
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from coscheduler.api.adapters import GroupObject
 from coscheduler.api.node import NodeInfo
+from coscheduler.api.podgroup import ConditionStatus, ConditionType
 from coscheduler.api.quantity import format_resource_list
 from coscheduler.api.queue import Queue, QueueState
 from coscheduler.core.fairness import entitlements, fair_shares
@@ -325,11 +326,11 @@ def _events(recorded: list[Recorded], group_uid: str | None) -> list[dict[str, A
 
 
 def _waiting_condition(group: GroupObject) -> tuple[str, str] | None:
-    """The reason and message of the group's condition that says why it waits, if any."""
-    for condition in group.status.conditions:
-        if condition.status.value == "False" and condition.reason:
-            return condition.reason, condition.message or ""
-    return None
+    """The reason and message of the group's ``Unschedulable=True`` condition, if it has one."""
+    condition = group.status.condition(ConditionType.UNSCHEDULABLE)
+    if condition is None or condition.status is not ConditionStatus.TRUE or not condition.reason:
+        return None
+    return condition.reason, condition.message or ""
 
 
 def _cpu_shares(usages: Mapping[str, QueueUsage], cpu: int) -> list[float]:

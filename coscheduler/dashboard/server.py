@@ -85,7 +85,7 @@ class DashboardServer:
         sockets = getattr(server, "sockets", None) or ()
         self.port = int(sockets[0].getsockname()[1]) if sockets else port
         self._publisher = asyncio.create_task(self._publish(), name="dashboard")
-        log.info("dashboard", address=address, port=self.port)
+        log.info("dashboard", address=address, port=self.port, url=f"http://{address}:{self.port}/")
 
     async def stop(self) -> None:
         if self._publisher is not None:

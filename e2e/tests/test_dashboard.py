@@ -8,9 +8,12 @@ a running gang outlines its members' nodes. Screenshots go to ``.e2e/artefacts/`
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +21,7 @@ import pytest
 from e2e import browser
 from e2e import workloads as w
 from e2e.controlplane import Cluster
-from e2e.scheduler import SchedulerProcess, StartScheduler
+from e2e.scheduler import SchedulerProcess, StartScheduler, console_script
 from e2e.tests.test_examples import apply_example, phase_of
 from e2e.waiting import wait_for
 
@@ -34,10 +37,37 @@ def line_of(process: SchedulerProcess, namespace: str) -> dict[str, dict[str, An
         return {row["name"]: row for row in json.load(answer)["groups"]}
 
 
+def gang_of(url: str, namespace: str, name: str) -> dict[str, Any]:
+    """A gang's page's data, as the page fetches it."""
+    with urllib.request.urlopen(f"{url}api/gangs/{namespace}/{name}", timeout=5) as answer:
+        found: dict[str, Any] = json.load(answer)
+        return found
+
+
 def dashboard(start_scheduler: StartScheduler) -> tuple[SchedulerProcess, str]:
     process = start_scheduler("--dashboard", "--dashboard-port", "0")
     assert process.dashboard_port is not None, "the scheduler did not log its dashboard's port"
     return process, f"http://127.0.0.1:{process.dashboard_port}/"
+
+
+@contextlib.contextmanager
+def viewer(cluster: Cluster, log: Path) -> Iterator[str]:
+    """``coscheduler dashboard``: a process that only reads; its page's address."""
+    argv = [*console_script(), "dashboard", "--kubeconfig", str(cluster.kubeconfig), "--port", "0"]
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        line = wait_for(
+            lambda: next(
+                (line for line in log.read_text().splitlines() if '"event": "dashboard"' in line),
+                "",
+            ),
+            describe=f"coscheduler dashboard to log its address ({log})",
+        )
+        yield str(json.loads(line)["url"])
+    finally:
+        process.terminate()
+        process.wait(15)
 
 
 def test_teams_on_the_page_as_the_cluster_has_them(
@@ -120,6 +150,7 @@ def test_a_gang_short_of_room_shows_which_nodes_refuse_it_and_why(
     pool: str,
     add_nodes: AddNodes,
     start_scheduler: StartScheduler,
+    tmp_path: Path,
 ) -> None:
     add_nodes(2, cpu="8")  # room for one of the two gangs of 6-cpu pods
     process, url = dashboard(start_scheduler)
@@ -143,6 +174,21 @@ def test_a_gang_short_of_room_shows_which_nodes_refuse_it_and_why(
         why = page.locator(f'#line tr[data-group="{namespace}/{waiting}"] td.why')
         why.get_by_text("NotEnoughResources").wait_for()
         assert "2 nodes: Insufficient cpu" in why.inner_text(), (row["message"], why.inner_text())
+        wait_for(
+            lambda: gang_of(url, namespace, waiting)["timeline"],
+            lambda timeline: any(t.get("reason") == "FailedScheduling" for t in timeline),
+            describe=f"the events written about {waiting}'s pods on its page",
+        )
         page.goto(f"{url}#gang/{namespace}/{waiting}")
         page.locator("#gang-body .histogram canvas").wait_for()
+        page.locator("#gang-body").get_by_text("FailedScheduling").first.wait_for()
         browser.screenshot(page, "dashboard-refusals")
+
+        # A process that only reads shows the same line, the reason from the group's status.
+        with viewer(cluster, tmp_path / "dashboard.log") as viewer_url:
+            page.goto(viewer_url)
+            page.wait_for_selector("body[data-loaded=true]")
+            assert page.locator("#role").inner_text() == "viewer"
+            why = page.locator(f'#line tr[data-group="{namespace}/{waiting}"] td.why')
+            why.get_by_text("2 nodes: Insufficient cpu").wait_for()
+            browser.screenshot(page, "dashboard-viewer")

@@ -169,3 +169,19 @@ def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
         (t["at"], t["reason"], t["count"], t["objects"]) for t in big["timeline"] if "count" in t
     ]
     assert told == [(940.0, "Unschedulable", 1, 1), (950.0, "FailedScheduling", 7, 2)]
+
+
+def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_gives() -> None:
+    informed, data = cluster()
+    key = GroupKey("default", "big")
+    informed.groups.set_verdict(key, None)  # a standby's: no attempt of its own
+    said = "0/2 nodes are available for 3 pods of group default/big: 2 Insufficient cpu."
+    condition = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources"}
+    informed.upsert_podgroup(
+        podgroup_object(
+            "big", 3, queue="team-a", status={"conditions": [{**condition, "message": said}]}
+        )
+    )
+    (row,) = data.overview()["line"]["head"]
+    assert (row["reason"], row["message"]) == ("NotEnoughResources", said)
+    assert row["refusals"] == [("Insufficient cpu", 2)]
