@@ -7,8 +7,10 @@ on, never on the way to the first Binding). Routes, every one a GET:
   charting library (package data, no build step);
 * ``/api/overview``: queues, the line, the room (:meth:`PageData.overview`);
 * ``/api/gangs/{namespace}/{name}``: one gang's page;
-* ``/api/events``: server-sent events, an ``overview`` event whenever the
-  overview changed, at most every ``interval`` seconds.
+* ``/api/events``: server-sent events, one per part of the overview
+  (``role``, ``queues``, ``line``, ``room``) whenever that part changed, at
+  most every ``interval`` seconds: the room of 5,000 nodes is not sent again
+  because a group moved up the line.
 
 One publisher makes the overview for every open stream, on the event loop
 (the scheduler's state is read where it is changed, never from a thread),
@@ -46,8 +48,16 @@ BUDGET: Final = 0.05
 #: Seconds between samples of the queues' shares while no page is open.
 _IDLE_SAMPLE_SECONDS: Final = 30.0
 _JSON: Final = "application/json"
-#: Put in a stream's queue to end it.
-_END: Final = b""
+
+
+class _Stream:
+    """One open page's stream: the parts it has not been sent yet."""
+
+    def __init__(self, parts: dict[str, bytes]) -> None:
+        self.unsent = dict(parts)
+        self.wake = asyncio.Event()
+        self.ended = False
+        self.wake.set()
 
 
 class DashboardServer:
@@ -56,16 +66,13 @@ class DashboardServer:
     def __init__(self, data: PageData, *, interval_seconds: float = 2.0) -> None:
         self._data = data
         self._interval = interval_seconds
-        self._streams: set[asyncio.Queue[bytes]] = set()
-        #: The overview last sent, for a page that opens meanwhile.
-        self._last = b""
+        self._streams: set[_Stream] = set()
+        #: Each part of the overview as last sent, for a page that opens meanwhile.
+        self._last: dict[str, bytes] = {}
         self._wake = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._publisher: asyncio.Task[None] | None = None
         self.port: int | None = None
-        #: Seconds of CPU the publisher's rounds took, and how many (for the benchmark).
-        self.spent = 0.0
-        self.rounds = 0
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -92,8 +99,9 @@ class DashboardServer:
             self._publisher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._publisher
-        for stream in self._streams:
-            _put_newest(stream, _END)  # the open streams end, so that the runner's cleanup does
+        for stream in self._streams:  # the open streams end, so that the runner's cleanup does
+            stream.ended = True
+            stream.wake.set()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -103,7 +111,7 @@ class DashboardServer:
         return web.FileResponse(STATIC / "index.html")
 
     async def _overview(self, _: web.Request) -> web.Response:
-        return web.Response(body=self._made(), content_type=_JSON)
+        return web.Response(body=orjson.dumps(self._data.overview()), content_type=_JSON)
 
     async def _gang(self, request: web.Request) -> web.Response:
         found = self._data.gang(request.match_info["namespace"], request.match_info["name"])
@@ -112,19 +120,29 @@ class DashboardServer:
         return web.Response(body=orjson.dumps(found), content_type=_JSON)
 
     async def _events(self, request: web.Request) -> web.StreamResponse:
+        """Each part of the overview as an event named after it, whenever it changed."""
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
         await response.prepare(request)
-        stream: asyncio.Queue[bytes] = asyncio.Queue(maxsize=1)
-        if self._last:
-            stream.put_nowait(self._last)
+        stream = _Stream(self._last)
         self._streams.add(stream)
         self._wake.set()
         try:
-            while body := await stream.get():  # until _END
-                await response.write(b"event: overview\ndata: " + body + b"\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+            while True:
+                await stream.wake.wait()
+                stream.wake.clear()
+                if stream.ended:
+                    break
+                parts, stream.unsent = stream.unsent, {}
+                if parts:
+                    await response.write(
+                        b"".join(
+                            b"event: " + name.encode() + b"\ndata: " + body + b"\n\n"
+                            for name, body in parts.items()
+                        )
+                    )
+        except ConnectionResetError:
             pass
         finally:
             self._streams.discard(stream)
@@ -132,18 +150,12 @@ class DashboardServer:
 
     # -- the publisher ----------------------------------------------------------
 
-    def _made(self) -> bytes:
-        started = time.process_time()
-        body = orjson.dumps(self._data.overview())
-        self.spent += time.process_time() - started
-        self.rounds += 1
-        return body
-
     async def _publish(self) -> None:
-        """Make the overview for the open streams when it changed, within the budget."""
+        """Make the overview for the open streams, send the parts that changed, within
+        the budget; with no page open, only sample the shares for the sparklines."""
         while True:
             if not self._streams:
-                self._last = b""
+                self._last = {}
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), _IDLE_SAMPLE_SECONDS)
@@ -151,20 +163,15 @@ class DashboardServer:
                     self._data.sample()
                     continue
             started = time.monotonic()
-            body = self._made()
+            parts = {name: orjson.dumps(part) for name, part in self._data.overview().items()}
             took = time.monotonic() - started
-            if body != self._last:
-                self._last = body
+            changed = {name: body for name, body in parts.items() if self._last.get(name) != body}
+            self._last = parts
+            if changed:
                 for stream in self._streams:
-                    _put_newest(stream, body)
+                    stream.unsent.update(changed)  # a slow page gets the newest, not a backlog
+                    stream.wake.set()
             await asyncio.sleep(max(self._interval, took / BUDGET))
-
-
-def _put_newest(stream: asyncio.Queue[bytes], body: bytes) -> None:
-    """A slow page gets the newest overview, not a backlog."""
-    if stream.full():
-        stream.get_nowait()
-    stream.put_nowait(body)
 
 
 async def serve_page(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -42,13 +43,21 @@ async def test_overview_and_gang_pages_answer_json(served: str) -> None:
             assert answer.status == 404
 
 
-async def test_the_stream_sends_the_overview_at_once(served: str) -> None:
+async def test_the_stream_sends_each_part_at_once_then_only_what_changed(served: str) -> None:
     async with aiohttp.ClientSession() as session, session.get(f"{served}/api/events") as answer:
         assert answer.headers["Content-Type"] == "text/event-stream"
-        assert await answer.content.readline() == b"event: overview\n"
-        data = await answer.content.readline()
-        assert data.startswith(b"data: ")
-        assert orjson.loads(data[len(b"data: ") :])["line"]["total"] == 1
+        parts = {}
+        for _ in range(4):
+            event = await answer.content.readline()
+            data = await answer.content.readline()
+            assert await answer.content.readline() == b"\n"
+            assert event.startswith(b"event: ")
+            assert data.startswith(b"data: ")
+            parts[event[len(b"event: ") : -1].decode()] = orjson.loads(data[len(b"data: ") :])
+        assert set(parts) == {"role", "queues", "line", "room"}
+        assert parts["line"]["total"] == 1
+        with pytest.raises(TimeoutError):  # nothing changed: nothing more is sent
+            await asyncio.wait_for(answer.content.readline(), 0.3)
 
 
 async def test_nothing_but_get_is_answered(served: str) -> None:

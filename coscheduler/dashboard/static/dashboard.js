@@ -215,8 +215,15 @@ document.getElementById("line-queue").onchange = () => overview && renderLine();
 document.getElementById("room-key").onchange = () => overview && renderRoom();
 window.addEventListener("hashchange", openGang);
 openGang();
-new EventSource("/api/events").addEventListener("overview", (event) => {
-  overview = JSON.parse(event.data);
-  render();
-  if (gang) openGang();
-});
+// Each part of the overview comes as an event of its name, whenever it changed.
+const parts = {};
+const source = new EventSource("/api/events");
+for (const name of ["role", "queues", "line", "room"]) {
+  source.addEventListener(name, (event) => {
+    parts[name] = JSON.parse(event.data);
+    if (Object.keys(parts).length < 4) return; // the first of each comes at once
+    overview = parts;
+    render();
+    if (gang) openGang();
+  });
+}
