@@ -16,7 +16,7 @@ order the next pass tries it). Nothing here asks the API server or writes.
 from __future__ import annotations
 
 import re
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from itertools import chain
 from typing import Any, Final
@@ -134,7 +134,6 @@ class PageData:
         row["size"] = (
             group.spec.min_member if group is not None and group.spec.min_member else len(members)
         )
-        row["members"] = len(members)
         row["refusals"] = refusals(row["message"])
         row["plan"] = self._view.preemption_plan(key)
         return row
@@ -144,15 +143,14 @@ class PageData:
     def _queues(self, rows: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
         objects = self._view.queues()
         names = sorted(objects)
-        waiting = {row["queue"] for row in rows}
-        pending = _count(row["queue"] for row in rows)
+        pending = Counter(row["queue"] for row in rows)
         policies = [self._view.queue_policy(name) for name in names]
         cpu = self._view.capacity().get(_CPU, 0)
         usages = {name: self._view.queue_usage(name) for name in names}
         shares = _cpu_shares(usages, cpu)
         fair = fair_shares(
             entitlements([p for p in policies if p is not None], names, cpu),
-            [name in waiting and objects[name].spec.state is QueueState.OPEN for name in names],
+            [name in pending and objects[name].spec.state is QueueState.OPEN for name in names],
             shares,
         )
         self.history.add(now, dict(zip(names, shares, strict=True)))
@@ -171,7 +169,6 @@ class PageData:
                     "borrowed": format_resource_list(usage.borrowed),
                     "lent": format_resource_list(_lent(policy, usages, objects)),
                     "recent": format_resource_list(usage.recent),
-                    "dominantShare": usage.share,
                     "cpuShare": share,
                     "fairShare": fair_share,
                     "pending": pending.get(name, 0),
@@ -345,13 +342,6 @@ def _heads_by_queue(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
         if len(head) < QUEUE_HEAD:
             head.append(row)
     return heads
-
-
-def _count(names: Iterable[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    return counts
 
 
 def _lent(
