@@ -25,7 +25,7 @@ from coscheduler.api.adapters import GroupObject
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.podgroup import ConditionStatus, ConditionType
 from coscheduler.api.quantity import format_resource_list
-from coscheduler.api.queue import Queue, QueueState
+from coscheduler.api.queue import QueueSpec, QueueState
 from coscheduler.core.fairness import entitlements, fair_shares
 from coscheduler.core.group import GroupKey
 from coscheduler.core.quota import QueuePolicy, QueueUsage
@@ -141,25 +141,29 @@ class PageData:
     # -- queues ---------------------------------------------------------------
 
     def _queues(self, rows: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+        """Every Queue object, and the queues groups name without one (the implicit
+        ``default``, or a queue not made yet), as the core holds them."""
         objects = self._view.queues()
-        names = sorted(objects)
         pending = Counter(row["queue"] for row in rows)
+        names = sorted(objects.keys() | pending.keys())
         policies = [self._view.queue_policy(name) for name in names]
         cpu = self._view.capacity().get(_CPU, 0)
         usages = {name: self._view.queue_usage(name) for name in names}
         shares = _cpu_shares(usages, cpu)
+        specs = {name: objects[name].spec if name in objects else QueueSpec() for name in names}
         fair = fair_shares(
             entitlements([p for p in policies if p is not None], names, cpu),
-            [name in pending and objects[name].spec.state is QueueState.OPEN for name in names],
+            [name in pending and specs[name].state is QueueState.OPEN for name in names],
             shares,
         )
         self.history.add(now, dict(zip(names, shares, strict=True)))
         found = []
         for name, policy, share, fair_share in zip(names, policies, shares, fair, strict=True):
-            spec, usage = objects[name].spec, usages[name]
+            spec, usage = specs[name], usages[name]
             found.append(
                 {
                     "name": name,
+                    "object": name in objects,
                     "parent": spec.parent,
                     "weight": spec.weight,
                     "state": spec.state.value,
@@ -167,7 +171,7 @@ class PageData:
                     "nominal": format_resource_list(usage.nominal),
                     "allocated": format_resource_list(usage.allocated),
                     "borrowed": format_resource_list(usage.borrowed),
-                    "lent": format_resource_list(_lent(policy, usages, objects)),
+                    "lent": format_resource_list(_lent(policy, usages, specs)),
                     "recent": format_resource_list(usage.recent),
                     "cpuShare": share,
                     "fairShare": fair_share,
@@ -345,15 +349,13 @@ def _heads_by_queue(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]
 
 
 def _lent(
-    policy: QueuePolicy | None, usages: Mapping[str, QueueUsage], objects: Mapping[str, Queue]
+    policy: QueuePolicy | None, usages: Mapping[str, QueueUsage], specs: Mapping[str, QueueSpec]
 ) -> dict[str, int]:
     """What others use of the queue's unused nominal: its idle nominal, up to its lending
     limit, as far as its siblings borrow beyond their own."""
     if policy is None:
         return {}
-    siblings = [
-        n for n, q in objects.items() if q.spec.parent == policy.parent and n != policy.name
-    ]
+    siblings = [n for n, spec in specs.items() if spec.parent == policy.parent and n != policy.name]
     lent: dict[str, int] = {}
     for resource, nominal in policy.nominal.items():
         idle = max(0, nominal - usages[policy.name].allocated.get(resource, 0))

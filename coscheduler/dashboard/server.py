@@ -159,12 +159,17 @@ class DashboardServer:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), _IDLE_SAMPLE_SECONDS)
+            parts: dict[str, bytes] = {}
+            took = 0.0
+            try:
                 if not self._streams:
                     self._data.sample()
                     continue
-            started = time.monotonic()
-            parts = {name: orjson.dumps(part) for name, part in self._data.overview().items()}
-            took = time.monotonic() - started
+                started = time.monotonic()
+                parts = {name: orjson.dumps(part) for name, part in self._data.overview().items()}
+                took = time.monotonic() - started
+            except Exception:  # a bug here must not end the page, nor touch the scheduler
+                log.exception("dashboard round failed")
             changed = {name: body for name, body in parts.items() if self._last.get(name) != body}
             self._last = parts
             if changed:

@@ -112,7 +112,7 @@ def test_teams_on_the_page_as_the_cluster_has_them(
             assert cells[2] == "team-b"
             assert row["reason"] in cells[8]
 
-            shown = page.locator("#queues tr[data-queue]")
+            shown = page.locator("#queues tr[data-queue]:not([data-implicit])")
             assert sorted(shown.evaluate_all("rows => rows.map(r => r.dataset.queue)")) == sorted(
                 queues
             )

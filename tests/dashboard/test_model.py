@@ -185,3 +185,13 @@ def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_give
     (row,) = data.overview()["line"]["head"]
     assert (row["reason"], row["message"]) == ("NotEnoughResources", said)
     assert row["refusals"] == [("Insufficient cpu", 2)]
+
+
+def test_a_queue_groups_name_without_an_object_is_shown_as_implicit() -> None:
+    informed, data = cluster()
+    informed.upsert_podgroup(podgroup_object("lone", 1))  # the implicit default queue
+    informed.upsert_pod(pod_object("lone-0", group="lone", cpu="64"))
+    queues = by_name(data.overview()["queues"])
+    assert queues["default"]["object"] is False
+    assert queues["default"]["pending"] == 1
+    assert queues["team-a"]["object"] is True

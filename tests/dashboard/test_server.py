@@ -63,3 +63,27 @@ async def test_the_stream_sends_each_part_at_once_then_only_what_changed(served:
 async def test_nothing_but_get_is_answered(served: str) -> None:
     async with aiohttp.ClientSession() as session, session.post(f"{served}/api/overview") as answer:
         assert answer.status == 405
+
+
+async def test_a_failing_round_is_logged_and_the_next_one_sends() -> None:
+    _, data = cluster()
+    made = data.overview
+    calls = []
+
+    def first_fails() -> dict[str, object]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug in the page's data")
+        return made()
+
+    data.overview = first_fails  # type: ignore[method-assign]
+    server = DashboardServer(data, interval_seconds=0.05)
+    await server.start("127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{server.port}/api/events"
+        async with aiohttp.ClientSession() as session, session.get(url) as answer:
+            event = await asyncio.wait_for(answer.content.readline(), 5)
+            assert event.startswith(b"event: ")
+        assert len(calls) >= 2
+    finally:
+        await server.stop()

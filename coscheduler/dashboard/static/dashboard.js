@@ -61,9 +61,10 @@ function renderQueues() {
   const walk = (parent, depth) => {
     for (const q of byParent.get(parent) || []) {
       const over = q.fairShare !== null && q.cpuShare > q.fairShare + 0.05;
-      rows.push(h("tr", { "data-queue": q.name },
+      rows.push(h("tr", { "data-queue": q.name, "data-implicit": q.object ? null : "" },
         h("td", { style: `padding-left:${0.6 + 1.4 * depth}em` }, q.name,
           q.state !== "Open" ? h("span", { class: "muted" }, ` (${q.state})`) : null,
+          q.object ? null : h("span", { class: "muted", title: "named by groups, no Queue object" }, " (implicit)"),
           q.problem ? h("div", { class: "over" }, q.problem) : null),
         h("td", {}, q.weight), h("td", {}, amounts(q.nominal)), h("td", {}, amounts(q.allocated)),
         h("td", {}, amounts(q.borrowed)), h("td", {}, amounts(q.lent)), h("td", {}, amounts(q.recent)),
