@@ -42,7 +42,7 @@ function sparkline(series) {
   }
   new uPlot({
     width: 140, height: 32, legend: { show: false }, cursor: { show: false },
-    scales: { x: { time: true }, y: { range: [0, 1] } },
+    scales: { x: { time: true }, y: { range: (u, low, high) => [0, Math.max(0.05, high * 1.25)] } },
     axes: [{ show: false }, { show: false }],
     series: [{}, { stroke: "#3a7bd5", fill: "rgba(58,123,213,.15)", width: 1 }],
   }, series, el);
