@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import time
@@ -128,6 +129,7 @@ def main() -> None:
         if scheduler is not None:
             scheduler.stop()
         cluster.stop()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -48,10 +48,12 @@ _CPU: Final = "cpu"
 
 def refusals(message: str | None) -> list[tuple[str, int]]:
     """The node histogram of a ``0/N nodes are available ...: 3 Insufficient cpu, ...``
-    message (:mod:`coscheduler.core.messages`), largest first; empty for other messages."""
-    if not message or "nodes are available" not in message:
+    message or sentence (:mod:`coscheduler.core.messages`), largest first; empty when
+    there is none."""
+    _, available, after = (message or "").partition("nodes are available")
+    if not available:
         return []
-    _, _, counted = message.partition(": ")
+    _, _, counted = after.partition(": ")  # a topology's closest domain may come before
     counted = counted.split(" (after ", 1)[0].rstrip(".")
     return [(reason.strip(), int(count)) for count, reason in _COUNTED.findall(counted)]
 

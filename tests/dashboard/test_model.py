@@ -137,6 +137,12 @@ def test_refusals_read_the_cores_histogram_and_nothing_else() -> None:
         ("Insufficient cpu", 5),
         ("node(s) had untolerated taint {nvidia.com/gpu: present}", 2),
     ]
+    in_a_domain = (
+        "no domain of example.com/rack holds the 4 needed members of group bench/g; closest: "
+        "example.com/rack=rack-0, with room for 0 of 4. 0/200 nodes are available for 4 pods "
+        "of group bench/g: 200 Insufficient cpu."
+    )
+    assert refusals(in_a_domain) == [("Insufficient cpu", 200)]
     assert refusals("group demo/big has 1 of its 3 members") == []
     assert refusals(None) == []
 
