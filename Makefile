@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-PY_SOURCES := coscheduler tests e2e bench
+PY_SOURCES := coscheduler tests e2e bench scripts
 
 .PHONY: help install lint unit cluster-build browser bench-smoke test demo demo-down clean
 
@@ -29,7 +29,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
-	$(BIN)/mypy coscheduler e2e bench tests
+	$(BIN)/mypy coscheduler e2e bench tests scripts
 	$(BIN)/lint-imports
 
 unit: lint
