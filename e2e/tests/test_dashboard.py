@@ -127,8 +127,8 @@ def test_teams_on_the_page_as_the_cluster_has_them(
             page.wait_for_selector("#gang:not([hidden])")
             page.get_by_text(f"place {row['clusterPosition']} in the cluster").wait_for()
 
-            page.goto(f"{url}#gang/{namespace}/train-a")
-            page.wait_for_selector("body[data-loaded=true]")
+            page.locator("#find input").fill(f"{namespace}/train-a")
+            page.locator("#find input").press("Enter")
             page.locator("#gang-body").get_by_text("Members (2)").wait_for()
             page.wait_for_function(
                 "n => document.querySelectorAll('.node.chosen').length === n",

@@ -213,6 +213,12 @@ function render() {
 }
 
 document.getElementById("line-queue").onchange = () => overview && renderLine();
+// Any group's page, wherever it stands (the line shows its head only).
+document.getElementById("find").onsubmit = (event) => {
+  event.preventDefault();
+  const [namespace, name] = event.target.group.value.trim().split("/");
+  if (namespace && name) location.hash = `#gang/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+};
 document.getElementById("room-key").onchange = () => overview && renderRoom();
 window.addEventListener("hashchange", openGang);
 openGang();
