@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-PY_SOURCES := coscheduler tests e2e bench
+PY_SOURCES := coscheduler tests e2e bench scripts
 
-.PHONY: help install lint unit cluster-build bench-smoke test demo demo-down clean
+.PHONY: help install lint unit cluster-build browser bench-smoke test demo demo-down clean
 
 help:
 	@echo "make demo     a sandbox cluster with coscheduler placing real gangs (left running)"
@@ -29,7 +29,7 @@ install: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
-	$(BIN)/mypy coscheduler e2e bench tests
+	$(BIN)/mypy coscheduler e2e bench tests scripts
 	$(BIN)/lint-imports
 
 unit: lint
@@ -45,12 +45,18 @@ cluster-build: $(STAMP)
 	$(BIN)/python -m e2e.cluster build
 	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/python -m e2e.cluster build
 
+# The dashboard's browser tests (e2e/browser.py) drive Debian's Chromium,
+# installed here once (as root, as on CI); Playwright only drives it.
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+
 # A few nodes, a few gangs, every peer of the benchmark (about 3 minutes
 # once built): keeps the runner working. Full suites run by hand (bench/README.md).
 bench-smoke: $(STAMP)
 	$(BIN)/python -m bench run --suite smoke
 
-test: lint cluster-build
+test: lint cluster-build browser
 	$(BIN)/pytest
 	COSCHEDULER_E2E_JOB_WORKLOADS=1 $(BIN)/pytest -m job_workloads e2e/tests
 	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/pytest -m version_sensitive e2e/tests

@@ -48,11 +48,13 @@ __all__ = ["run"]
 log = structlog.get_logger(__name__)
 
 
-async def run(settings: Settings, startup: Startup | None = None) -> None:
+async def run(settings: Settings, startup: Startup | None = None, *, decide: bool = True) -> None:
     """Run until cancelled, or until the Lease is lost (then raise).
 
     ``startup`` collects the phases of start-up and logs them at the first
     Binding (:mod:`coscheduler.runtime.startup`); the CLI makes it first thing.
+    Without ``decide`` the process only reads, never campaigns nor writes
+    (``coscheduler dashboard``).
     """
     startup = startup or Startup()
     client = await KubeClient.connect(
@@ -84,7 +86,7 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         name="warming",
     )
     elector = None
-    if settings.leader_election.enabled:
+    if decide and settings.leader_election.enabled:
         # A rate limit of its own, as kube-scheduler's leader-election client: behind
         # a burst of bindings in the shared FIFO limiter, renewals missed their
         # deadline and the leader lost the Lease (the fault soak showed it).
@@ -98,10 +100,14 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         return not any(task.done() for task in watches) and operator.alive()
 
     def ready() -> bool:
-        # A standby is ready: it serves nothing but probes.
-        return operator.deciding.is_set() or (elector is not None and not elector.is_leader)
+        # A standby (or a process that only reads) is ready: it serves nothing but probes.
+        return (
+            not decide
+            or operator.deciding.is_set()
+            or (elector is not None and not elector.is_leader)
+        )
 
-    server = None
+    server = page = None
     try:
         listing = QueueListing(
             operator.scheduler, operator.view.verdict, leading=operator.deciding.is_set
@@ -109,7 +115,24 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         server = HealthServer(metrics, alive=alive, ready=ready, listing=listing)
         await server.start(settings.serving.address, settings.serving.port)
         log.info("serving", address=settings.serving.address, port=server.port)
-        if elector is not None:
+        if settings.dashboard.enabled:  # aiohttp's server is imported only then
+            from coscheduler.dashboard.server import serve_page
+
+            def role() -> str:
+                if not decide:
+                    return "viewer"
+                return "leader" if elector is None or elector.is_leader else "standby"
+
+            page = await serve_page(
+                operator.view,
+                operator.scheduler,
+                settings.dashboard,
+                role=role,
+                events=operator.reporter.events,
+            )
+        if not decide:
+            leading = _never()
+        elif elector is not None:
             leading = elector.run(operator.lead)
         else:
             metrics.leader.set(1)
@@ -119,6 +142,8 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         reading.cancel()  # ended already when the campaign ended; not yet if serving failed
         warming.cancel()
         await asyncio.gather(reading, warming, return_exceptions=True)
+        if page is not None:
+            await page.stop()
         if server is not None:
             await server.stop()
         await client.close()
@@ -154,6 +179,11 @@ async def _read(
         )
         startup.mark("listed")
         listed.set()
+
+
+async def _never() -> None:
+    """What a process that only reads does instead of campaigning: wait to be cancelled."""
+    await asyncio.get_running_loop().create_future()
 
 
 async def _first_to_end(*tasks: asyncio.Task[None]) -> None:

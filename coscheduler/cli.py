@@ -9,6 +9,9 @@ Subcommands:
   planner against a one-pod-at-a-time baseline (:mod:`coscheduler.sim`).
 * ``queue``: the pending groups in the order the next pass tries them, read
   from a running scheduler's ``/debug/queue``.
+* ``dashboard``: the read-only web page of queues, the line and the room,
+  served by a process that only reads the cluster (``run --dashboard`` serves
+  the same page from the scheduler).
 
 The other subcommands' modules are imported when they run (``simulate`` is
 named by its module, :class:`LazyGroup`).
@@ -210,7 +213,38 @@ def _run_options(command: Any) -> Any:
 @_run_options
 def run(**values: Any) -> None:
     """Schedule pods in gangs and keep PodGroup status true."""
-    settings = _load_settings(values)
+    _operate(_load_settings(values), decide=True)
+
+
+@main.command()
+@click.option("--kubeconfig", default=None, help="kubeconfig file (as for run)")
+@click.option("--scheduler-name", default=None, help="the schedulerName whose pods are shown")
+@click.option("--address", default="127.0.0.1", show_default=True, help="address of the page")
+@click.option("--port", default=10252, show_default=True, type=int, help="port of the page")
+def dashboard(kubeconfig: str | None, scheduler_name: str | None, address: str, port: int) -> None:
+    """Serve the read-only dashboard page (queues, the line, the room) on its own.
+
+    It reads the cluster as a standby does and never writes to it: no Lease,
+    no Binding, no status. Its places in line and reasons are its own reading
+    of the scheduler's rules and the status the scheduler wrote. Its address
+    is logged (the ``dashboard`` line's ``url``).
+    """
+    settings = _load_settings(
+        {
+            "kubeconfig": kubeconfig,
+            "scheduler_name": scheduler_name,
+            "serving__address": "127.0.0.1",  # its probes' port: loopback, any free one
+            "serving__port": 0,
+            "dashboard__enabled": True,
+            "dashboard__address": address,
+            "dashboard__port": port,
+        }
+    )
+    _operate(settings, decide=False)
+
+
+def _operate(settings: Settings, *, decide: bool) -> None:
+    """Run :func:`coscheduler.app.run` until a signal, as ``run`` and ``dashboard`` do."""
     configure_logging(settings.log_level, settings.log_format)
     new_loop = loop_factory(settings.event_loop)
     startup = Startup()
@@ -222,7 +256,7 @@ def run(**values: Any) -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, task.cancel)
-        await run_operator(settings, startup)
+        await run_operator(settings, startup, decide=decide)
 
     try:
         with asyncio.Runner(loop_factory=new_loop) as runner:

@@ -8,7 +8,8 @@
    API on (``ClusterOptions(gang_api=True)``), 5 general nodes of 8 cpu and
    2 GPU nodes (4 ``nvidia.com/gpu`` each, tainted);
 3. installs the PodGroup and Queue CRDs and starts ``coscheduler run`` in the
-   background (its log in ``.e2e/logs/coscheduler.log``);
+   background (its log in ``.e2e/logs/coscheduler.log``) with its dashboard,
+   whose address it prints;
 4. applies examples from ``manifests/examples/`` in namespace ``demo``: the
    seed gang, a GPU gang, two contending Jobs of which only one fits, and a
    gang made with Kubernetes' own PodGroup (``native-gang.yaml``);
@@ -117,10 +118,14 @@ def _scheduler(cluster: Cluster, state_dir: Path) -> SchedulerProcess:
     process = SchedulerProcess(
         kubeconfig=cluster.kubeconfig,
         log_path=log,
-        args=["--no-leader-elect", "--metrics-port", "0"],
+        args=["--no-leader-elect", "--metrics-port", "0", "--dashboard", "--dashboard-port", "0"],
     ).start()
     _pid_file(state_dir).write_text(str(process.pid))
     return process
+
+
+def _dashboard(process: SchedulerProcess) -> str:
+    return f"http://127.0.0.1:{process.dashboard_port}/"
 
 
 def _kubectl(cluster: Cluster, *args: str) -> str:
@@ -163,6 +168,7 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
     _say("starting coscheduler run in the background")
     process = _scheduler(cluster, state_dir)
     print(f"    pid {process.pid}, log {process.log_path}")
+    print(f"    the dashboard (read-only, live): {_dashboard(process)}")
 
     native = _native_served(cluster)
     shown = (*SHOWN, NATIVE_EXAMPLE) if native else SHOWN
@@ -219,6 +225,7 @@ def up(state_dir: Path, *, watch_seconds: float) -> int:
     python -m e2e.cluster kubectl apply -n {NAMESPACE} -f manifests/examples/roles-gang.yaml
     python -m e2e.cluster nodes add --count 2 --cpu 8 --memory 32Gi
     curl -s http://127.0.0.1:{process.port}/metrics | grep ^coscheduler_
+    open {_dashboard(process)}   the dashboard: queues, the line and why, the room
     tail -f {process.log_path}
     export KUBECONFIG={cluster.kubeconfig}   (then plain kubectl, if you have one)
 

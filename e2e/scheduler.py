@@ -43,6 +43,8 @@ class SchedulerProcess:
         self.env = env or {}
         self._process: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        #: The dashboard's port, when it was started with ``--dashboard``.
+        self.dashboard_port: int | None = None
 
     def start(self, *, wait_ready: bool = True) -> SchedulerProcess:
         argv = [
@@ -93,11 +95,12 @@ class SchedulerProcess:
             describe=f"coscheduler to start scheduling (log {self.log_path})",
             timeout=timeout,
         )
-        self.port = self._served_port()
+        self.port = self._served_port("serving")
+        self.dashboard_port = self._served_port("dashboard")
 
-    def _served_port(self) -> int | None:
+    def _served_port(self, event: str) -> int | None:
         for line in self.log().splitlines():
-            if '"event": "serving"' in line and '"port":' in line:
+            if f'"event": "{event}"' in line and '"port":' in line:
                 return int(line.split('"port":')[1].split(",")[0].split("}")[0])
         return None
 

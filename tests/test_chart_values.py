@@ -36,6 +36,8 @@ RENAMED: dict[tuple[str, ...], tuple[str, ...]] = {("serving", "port"): ("metric
 SCHEMA_STRICTER: dict[tuple[str, ...], dict[str, Any]] = {
     # Port 0 ("pick a free one") cannot be probed or scraped in a pod.
     ("serving", "port"): {"minimum": 1},
+    # Nor can it be reached by kubectl port-forward.
+    ("dashboard", "port"): {"minimum": 1},
 }
 
 

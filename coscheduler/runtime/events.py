@@ -40,7 +40,7 @@ import itertools
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -50,7 +50,7 @@ from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.kube import MERGE_PATCH, KubeClient
 
-__all__ = ["EventKind", "EventRecorder", "ObjectRef"]
+__all__ = ["EventKind", "EventRecorder", "ObjectRef", "Recorded"]
 
 log = structlog.get_logger(__name__)
 
@@ -81,12 +81,25 @@ class ObjectRef:
         return self.namespace or "default"
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """An event series this process wrote, as it stands (``last_written``: wall time)."""
+
+    uid: str
+    kind: EventKind
+    reason: str
+    message: str
+    count: int
+    last_written: float
+
+
 @dataclass(slots=True)
 class _Series:
     event_name: str
     count: int
     message: str
     last_written: float
+    kind: EventKind = "Normal"
     unwritten: int = 0
     #: A newer message waiting for its turn (rule 2), and when it may go.
     deferred: _Pending | None = None
@@ -157,6 +170,16 @@ class EventRecorder:
                 self._deferred.add(key)
                 return
         self._enqueue(pending)
+
+    def written_about(self, uids: Collection[str]) -> list[Recorded]:
+        """The series written about these objects (the latest this process keeps), oldest
+        first: what ``kubectl describe`` lists of ours, without asking the API server."""
+        offset = time.time() - self.clock()
+        return [
+            Recorded(uid, s.kind, reason, s.message, s.count + s.unwritten, s.last_written + offset)
+            for (uid, reason), s in self._series.items()
+            if uid in uids
+        ]
 
     def _enqueue(self, pending: _Pending) -> None:
         try:
@@ -305,7 +328,7 @@ class EventRecorder:
         await self.client.send(
             "POST", f"/api/v1/namespaces/{ref.event_namespace}/events", body=body
         )
-        self._series[pending.key] = _Series(name, 1, pending.message, self.clock())
+        self._series[pending.key] = _Series(name, 1, pending.message, self.clock(), pending.kind)
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)
 

@@ -15,12 +15,13 @@ from typing import Generic, TypeVar
 
 from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.adapters.volcano_queue import VolcanoQueue
+from coscheduler.api.node import NodeInfo
 from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.queue import Queue
 from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position
-from coscheduler.core.quota import QueueUsage
+from coscheduler.core.quota import QueuePolicy, QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 from coscheduler.runtime.informers.registry import Informers
@@ -144,6 +145,33 @@ class ReadModel:
     def queue_usage(self, name: str) -> QueueUsage:
         return self._scheduler.quotas.report(name)
 
+    def queue_policy(self, name: str) -> QueuePolicy | None:
+        """The queue as the core holds it (amounts in the scheduler's integers)."""
+        return self._scheduler.quotas.policy(name)
+
+    def capacity(self) -> dict[str, int]:
+        """Allocatable capacity summed over schedulable nodes (what queues share)."""
+        return self._scheduler.snapshot.capacity()
+
     def owner(self, uid: str) -> GangOwner | None:
         """The Job of that uid as it is now; None once deleted."""
         return self._owners.owners.get(uid)
+
+    # -- nodes and plans (the dashboard's room) ----------------------------------
+
+    def nodes(self) -> list[NodeInfo]:
+        """Every node known, in name order."""
+        return list(self._scheduler.snapshot.nodes())
+
+    def allocated(self, node: str) -> dict[str, int]:
+        """What bound and assumed pods take on the node (non-zero amounts)."""
+        return self._scheduler.snapshot.allocated(node)
+
+    def pods_on(self, node: str) -> list[PodInfo]:
+        """The pods bound (or assumed) on the node."""
+        return self._scheduler.snapshot.pods_on(node)
+
+    def preemption_plan(self, key: GroupKey) -> str | None:
+        """The plan whose victims are going for the group, said for people, if any."""
+        hold = self._scheduler.hold(key)
+        return None if hold is None else hold.plan.summary

@@ -27,6 +27,7 @@ from coscheduler.core.strategy import Strategy
 __all__ = [
     "BackoffSettings",
     "ClientSettings",
+    "DashboardSettings",
     "EventLoop",
     "LeaderElectionSettings",
     "LogFormat",
@@ -209,6 +210,28 @@ class ServingSettings(_Group):
     )
 
 
+class DashboardSettings(_Group):
+    """The read-only web page of queues, the line and the room (``coscheduler.dashboard``)."""
+
+    enabled: bool = _setting(
+        "--dashboard/--no-dashboard",
+        "serve the read-only dashboard page on its own port (leader or standby)",
+        default=False,
+    )
+    address: str = _setting(
+        "--dashboard-address",
+        "address of the dashboard; loopback, reached with kubectl port-forward",
+        default="127.0.0.1",
+    )
+    port: int = _setting(
+        "--dashboard-port",
+        "port of the dashboard; 0 picks a free one",
+        default=10252,
+        ge=0,
+        le=65535,
+    )
+
+
 class Settings(BaseSettings):
     """Everything ``coscheduler run`` can be told. Flags override the environment."""
 
@@ -281,6 +304,7 @@ class Settings(BaseSettings):
     backoff: BackoffSettings = BackoffSettings()
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = ServingSettings()
+    dashboard: DashboardSettings = DashboardSettings()
 
 
 @dataclass(frozen=True, slots=True)

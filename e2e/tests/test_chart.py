@@ -88,6 +88,7 @@ NON_DEFAULT: Json = {
             "labels": {"release": "prometheus"},
         },
     },
+    "dashboard": {"enabled": True, "address": "0.0.0.0", "port": 8080},
     "podDisruptionBudget": {"minAvailable": "50%"},
     "priorityClassName": "",
     "resources": {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
@@ -298,6 +299,7 @@ def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
     assert (lease.lease_duration_seconds, lease.renew_deadline_seconds) == (30, 20)
     assert lease.retry_period_seconds == 4
     assert settings.serving.port == 9090
+    assert settings.dashboard.model_dump() == {"enabled": True, "address": "0.0.0.0", "port": 8080}
 
     # The Role grants exactly the Lease the flags name.
     role = _one(objects, "Role")

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,10 @@ def _install_and_run(tmp_path: Path) -> None:
         timeout=600,
     )
     (wheel,) = dist.glob("coscheduler-*.whl")
+    shipped = set(zipfile.ZipFile(wheel).namelist())
+    page = "coscheduler/dashboard/static/"
+    for name in ("index.html", "dashboard.js", "vendor/uPlot.iife.min.js", "vendor/uPlot.LICENSE"):
+        assert page + name in shipped, f"the wheel lacks the dashboard's {name}"
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     subprocess.run(

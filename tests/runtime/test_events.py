@@ -340,3 +340,27 @@ async def test_a_write_cancelled_as_its_turn_comes_passes_the_turn_on(
     await asyncio.wait_for(third, timeout=1.0)
     recorder._pass_turn(key)
     assert key not in recorder._turns
+
+
+async def test_written_about_gives_each_series_of_the_objects_as_it_stands(
+    apiserver: FakeApiServer, recorders: Recorders, clock: Clock
+) -> None:
+    recorder = recorders.running_recorder()
+    recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes are available")
+    recorder.record(pod("worker-2"), "Normal", "Scheduled", "bound to node-1")
+    both = {"uid-worker-1", "uid-worker-2"}
+    await settle(apiserver, recorder, "marker")
+    recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "0/3 nodes are available")
+
+    (series,) = recorder.written_about({"uid-worker-1"})
+    assert (series.kind, series.reason, series.message, series.count) == (
+        "Warning",
+        "FailedScheduling",
+        "0/3 nodes are available",
+        2,  # the repeat counted, not yet written
+    )
+    assert [s.reason for s in recorder.written_about(both)] == [
+        "FailedScheduling",
+        "Scheduled",
+    ]
+    assert recorder.written_about({"uid-other"}) == []

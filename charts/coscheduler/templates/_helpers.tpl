@@ -80,4 +80,9 @@ in float notation (1e+06), which an integer flag refuses.
 - --no-leader-elect
 {{- end }}
 - --metrics-port={{ .Values.metrics.port | int64 }}
+{{- if .Values.dashboard.enabled }}
+- --dashboard
+- --dashboard-address={{ .Values.dashboard.address }}
+- --dashboard-port={{ .Values.dashboard.port | int64 }}
+{{- end }}
 {{- end }}
