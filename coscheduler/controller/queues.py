@@ -40,6 +40,9 @@ log = structlog.get_logger(__name__)
 
 #: The condition a Queue carries: True while groups may draw from it.
 ACTIVE = "Active"
+#: How long one count of the groups by queue serves the queues' handlers: they
+#: are all woken by the same change of a group, within a second of each other.
+COUNTS_KEPT_SECONDS = 0.5
 _PENDING_PHASES = frozenset({PodGroupPhase.PENDING, PodGroupPhase.SCHEDULING})
 
 
@@ -116,6 +119,7 @@ class QueueStatusWriter:
         #: What was last written per queue (its wire form), to skip writing it again.
         self._written: dict[str, dict[str, object]] = {}
         self._metric_resources: dict[str, set[str]] = {}
+        self._counts: tuple[float, dict[str, Counter[str]]] | None = None
         self.writes = 0
 
     async def run(self, refresh_seconds: float = 15.0) -> None:
@@ -125,7 +129,10 @@ class QueueStatusWriter:
                 await asyncio.wait_for(self._changed.wake.wait(), timeout=refresh_seconds)
             await asyncio.sleep(self._backoff.pause)
             self._changed.take()  # every round looks at every queue
-            self._backoff.round_done(failed=not await self.write_round())
+            wrote_all = await self.write_round()
+            if not wrote_all:
+                self._changed.mark("")
+            self._backoff.round_done(failed=not wrote_all)
 
     def group_counts(self) -> dict[str, Counter[str]]:
         """Per queue, its PodGroups counted as pending, admitted or running."""
@@ -148,36 +155,54 @@ class QueueStatusWriter:
 
     async def write_round(self) -> bool:
         """One pass over the queues; False when a write failed and waits for the next."""
-        wrote_all = True
         counts = self.group_counts()
         now = utc_now(whole_seconds=True)
-        for name, queue in sorted(self._view.queues().items()):
-            usage = self._view.queue_usage(name)
-            groups = counts.get(name, Counter())
-            self._report_metrics(name, usage, groups)
-            status = derive_queue_status(queue, usage, groups, now)
-            body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if self._written.get(name) == body or _same(queue.status, status):
-                continue
-            try:
-                await self._client.send(
-                    "PATCH",
-                    f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
-                    body={"status": body},
-                    content_type=MERGE_PATCH,
-                )
-            except NotFound:
-                continue
-            except ApiError as error:
-                log.warning("queue status not written", queue=name, error=str(error))
-                if error.retryable:
-                    self._changed.mark(name)
-                    wrote_all = False
-                continue
-            self.writes += 1
-            self._written[name] = body
-            self._record_transition(queue, status)
-        return wrote_all
+        written = [
+            await self._write(queue, counts.get(name, Counter()), now)
+            for name, queue in sorted(self._view.queues().items())
+        ]
+        return all(written)
+
+    async def reconcile(self, name: str) -> bool:
+        """Derive and write one Queue's status now (its Kopf handler's step); False when
+        the write failed and is worth trying again."""
+        queue = self._view.queues().get(name)
+        if queue is None:
+            return True
+        counts = self._recent_counts()
+        return await self._write(queue, counts.get(name, Counter()), utc_now(whole_seconds=True))
+
+    def _recent_counts(self) -> dict[str, Counter[str]]:
+        """:meth:`group_counts`, counted once for all the queues woken by one change."""
+        now = asyncio.get_running_loop().time()
+        if self._counts is None or now - self._counts[0] > COUNTS_KEPT_SECONDS:
+            self._counts = (now, self.group_counts())
+        return self._counts[1]
+
+    async def _write(self, queue: Queue, groups: Counter[str], now: datetime.datetime) -> bool:
+        name = queue.name
+        usage = self._view.queue_usage(name)
+        self._report_metrics(name, usage, groups)
+        status = derive_queue_status(queue, usage, groups, now)
+        body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if self._written.get(name) == body or _same(queue.status, status):
+            return True
+        try:
+            await self._client.send(
+                "PATCH",
+                f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
+                body={"status": body},
+                content_type=MERGE_PATCH,
+            )
+        except NotFound:
+            return True
+        except ApiError as error:
+            log.warning("queue status not written", queue=name, error=str(error))
+            return not error.retryable
+        self.writes += 1
+        self._written[name] = body
+        self._record_transition(queue, status)
+        return True
 
     def _record_transition(self, queue: Queue, status: QueueStatus) -> None:
         before = next((c for c in queue.status.conditions if c.type == ACTIVE), None)

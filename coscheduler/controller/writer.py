@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import structlog
 
 from coscheduler.api.adapters import GroupObject
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
@@ -74,8 +75,12 @@ class StatusWriter:
         debounce_seconds: float = 0.25,
         concurrency: int = 8,
         positions: Mapping[GroupKey, Position] | None = None,
+        followed: Collection[GroupApi] = (),
     ) -> None:
         self._view = view
+        #: APIs whose groups a Kopf handler each follows (:mod:`.handlers`): the
+        #: rounds leave them to :meth:`reconcile`, called by their handler.
+        self._followed = frozenset(followed)
         #: Each pending group's place in line, as published (:mod:`.positions`).
         self._positions: Mapping[GroupKey, Position] = {} if positions is None else positions
         self._changed = changed
@@ -83,7 +88,6 @@ class StatusWriter:
         self._events = reporter.events
         self._metrics = reporter.metrics
         self._backoff = RoundBackoff(debounce_seconds)
-        self._failed = False
         self._slots = asyncio.Semaphore(concurrency)
         self.writes = 0
         self._scheduler_name = view.scheduler_name
@@ -105,10 +109,21 @@ class StatusWriter:
     async def write_marked(self) -> None:
         """One round: every group marked so far, each written if its status changed."""
         keys = self._changed.take()
-        self._failed = False
-        await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
-        self._backoff.round_done(failed=self._failed)
+        written = await asyncio.gather(
+            *(self._reconcile(key) for key in sorted(keys) if not self._is_followed(key))
+        )
+        self._backoff.round_done(failed=not all(written))
         self._report_phases()
+
+    def _is_followed(self, key: GroupKey) -> bool:
+        group = self._view.group(key)
+        return group is not None and group.api in self._followed
+
+    async def reconcile(self, key: GroupKey) -> bool:
+        """Derive and write one group's status now (its Kopf handler's step); False when
+        the write failed and is worth trying again."""
+        # The phases' gauge is set by the rounds, which every mark wakes.
+        return await self._reconcile(key)
 
     def _report_phases(self) -> None:
         phases = Counter(group.status.phase for group in self._view.groups())
@@ -132,10 +147,10 @@ class StatusWriter:
                 return f"{level}={values.pop()}"
         return None
 
-    async def _reconcile(self, key: GroupKey) -> None:
+    async def _reconcile(self, key: GroupKey) -> bool:
         group = self._view.group(key)
         if group is None:
-            return
+            return True
         members = self._view.members(key)
         adapter = group.adapter
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
@@ -148,7 +163,7 @@ class StatusWriter:
         standing_in = group.api.home_scheduler == self._scheduler_name
         memberless_ours = not members and (upstream or standing_in)
         if adapter.shared and not ours and not memberless_ours:
-            return  # another scheduler's group, in an API we share with it
+            return True  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
@@ -165,12 +180,12 @@ class StatusWriter:
         stored = adapter.stored_form(body)
         if stored == group.stored:
             if status == group.status:
-                return
+                return True
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
             self._view.record_status(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
-            return
+            return True
         path = group.api.status_path(key.namespace, key.name)
         async with self._slots:
             try:
@@ -178,20 +193,21 @@ class StatusWriter:
                     "PATCH", path, body={"status": body}, content_type=MERGE_PATCH
                 )
             except NotFound:
-                return  # the group was deleted meanwhile
+                return True  # the group was deleted meanwhile
             except ApiError as error:
                 if error.retryable:
                     log.warning("status not written", group=str(key), error=str(error))
-                    self._failed = True
-                    self.mark(key)
-                else:
-                    log.warning("status refused", group=str(key), error=str(error))
-                return
+                    if group.api not in self._followed:
+                        self.mark(key)  # its handler tries again itself
+                    return False
+                log.warning("status refused", group=str(key), error=str(error))
+                return True
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
         self._view.record_status(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
+        return True
 
     def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
         """``status`` with the conditions the group gained while it was being written.

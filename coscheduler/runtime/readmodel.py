@@ -36,15 +36,33 @@ _Item = TypeVar("_Item", bound=Hashable)
 
 
 class Marks(Generic[_Item]):
-    """Things that may have changed since their writer last looked; ``wake`` is set while any."""
+    """Things that may have changed since their writer last looked; ``wake`` is set while any.
+
+    A handler that follows one item (the controller's Kopf handlers, one per
+    object) is woken by its own event as well (:meth:`follow`).
+    """
 
     def __init__(self) -> None:
         self._items: set[_Item] = set()
+        self._followers: dict[_Item, set[asyncio.Event]] = {}
         self.wake = asyncio.Event()
 
     def mark(self, item: _Item) -> None:
         self._items.add(item)
         self.wake.set()
+        for woken in self._followers.get(item, ()):
+            woken.set()
+
+    def follow(self, item: _Item, woken: asyncio.Event) -> None:
+        """Set ``woken`` whenever ``item`` is marked, until :meth:`unfollow`."""
+        self._followers.setdefault(item, set()).add(woken)
+
+    def unfollow(self, item: _Item, woken: asyncio.Event) -> None:
+        followers = self._followers.get(item)
+        if followers is not None:
+            followers.discard(woken)
+            if not followers:
+                del self._followers[item]
 
     def take(self) -> set[_Item]:
         """The items marked so far; marks from now on wake the writer again."""

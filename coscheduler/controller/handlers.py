@@ -1,0 +1,173 @@
+"""The controller's Kopf handlers: each PodGroup of ours and each Queue followed by one.
+
+Kopf reconciles an object when the object changes; a PodGroup's status
+changes with its pods (which Kopf never watches: the scheduler's informers
+do) and with the scheduling loop's verdicts. So each handler is *resident*:
+``@kopf.on.event`` calls it with the object's first event, and it stays,
+woken by the read model's mark of that one object
+(:meth:`~coscheduler.runtime.readmodel.Marks.follow`), writing the status
+derived from the read model (:meth:`StatusWriter.reconcile`,
+:meth:`QueueStatusWriter.reconcile`) until the object is gone. While it
+runs, Kopf holds the object's later events (it keeps only the newest), so
+there is one follower per object.
+
+Why this kind (docs/design.md, "Kopf's part"): a daemon is the same follower
+but Kopf puts a finalizer on every object it runs for, so a namespace deleted
+while coscheduler is down would wait for it; change handlers keep a diff
+base on the object; an event handler writes nothing on the object.
+
+Nothing is written before ``writing`` is set: this replica leads and its
+scheduling loop has made its first pass over the whole picture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, Final
+
+import kopf
+
+from coscheduler.api.adapters.apis import SIGS
+from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
+from coscheduler.controller.backoff import RoundBackoff
+from coscheduler.controller.queues import QueueStatusWriter
+from coscheduler.controller.writer import StatusWriter
+from coscheduler.core.group import GroupKey
+from coscheduler.runtime.readmodel import Marks, ReadModel
+
+__all__ = ["ALL_QUEUES", "GroupFollower", "QueueFollower", "handlers"]
+
+#: How long a follower waits for the read model to hold an object Kopf has just
+#: seen (the informers' watch and Kopf's are two streams): an object that never
+#: comes (unreadable, or outside the namespaces read) is left until it changes.
+ARRIVAL_GRACE_SECONDS: Final = 10.0
+
+#: The Queues' mark that means "every queue" (any group's change).
+ALL_QUEUES: Final = ""
+
+
+class GroupFollower:
+    """Follows PodGroups of our API, one call of :meth:`follow` per object."""
+
+    def __init__(
+        self,
+        *,
+        view: ReadModel,
+        marks: Marks[GroupKey],
+        writer: StatusWriter,
+        writing: asyncio.Event,
+        debounce_seconds: float = 0.25,
+    ) -> None:
+        self._view = view
+        self._marks = marks
+        self._writer = writer
+        self._writing = writing
+        self._debounce = debounce_seconds
+
+    async def follow(self, key: GroupKey) -> None:
+        """Write the group's status whenever it may have changed, until it is gone."""
+        await self._writing.wait()
+        woken = asyncio.Event()
+        woken.set()  # the first look at once: marks made before now were not heard
+        self._marks.follow(key, woken)
+        backoff = RoundBackoff(self._debounce)
+        seen = False
+        try:
+            while True:
+                await woken.wait()
+                # A gang's dozens of pod events within the pause make one write.
+                await asyncio.sleep(backoff.pause)
+                woken.clear()
+                group = self._view.group(key)
+                if group is None:
+                    if seen or not await _arrives(woken):
+                        return  # deleted (its handler is called again if it comes back)
+                    continue
+                seen = True
+                if group.api != SIGS:
+                    return  # another API's object holds the name now: not this handler's
+                written = await self._writer.reconcile(key)
+                backoff.round_done(failed=not written)
+                if not written:
+                    woken.set()
+        finally:
+            self._marks.unfollow(key, woken)
+
+
+class QueueFollower:
+    """Follows Queues, one call of :meth:`follow` per object."""
+
+    def __init__(
+        self,
+        *,
+        view: ReadModel,
+        marks: Marks[str],
+        writer: QueueStatusWriter,
+        writing: asyncio.Event,
+        debounce_seconds: float = 1.0,
+        refresh_seconds: float = 15.0,
+    ) -> None:
+        self._view = view
+        self._marks = marks
+        self._writer = writer
+        self._writing = writing
+        self._debounce = debounce_seconds
+        #: A queue's recent usage decays with time alone: looked at again this often.
+        self._refresh = refresh_seconds
+
+    async def follow(self, name: str) -> None:
+        """Write the Queue's status whenever it may have changed, until it is gone."""
+        await self._writing.wait()
+        woken = asyncio.Event()
+        woken.set()
+        self._marks.follow(name, woken)
+        self._marks.follow(ALL_QUEUES, woken)
+        backoff = RoundBackoff(self._debounce)
+        seen = False
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), timeout=self._refresh)
+                await asyncio.sleep(backoff.pause)
+                woken.clear()
+                if name not in self._view.queues():
+                    if seen or not await _arrives(woken):
+                        return
+                    continue
+                seen = True
+                written = await self._writer.reconcile(name)
+                backoff.round_done(failed=not written)
+                if not written:
+                    woken.set()
+        finally:
+            self._marks.unfollow(name, woken)
+            self._marks.unfollow(ALL_QUEUES, woken)
+
+
+async def _arrives(woken: asyncio.Event) -> bool:
+    """Whether a mark comes within the grace (the object reaching the read model)."""
+    try:
+        await asyncio.wait_for(woken.wait(), timeout=ARRIVAL_GRACE_SECONDS)
+    except TimeoutError:
+        return False
+    return True
+
+
+def handlers(groups: GroupFollower, queues: QueueFollower) -> kopf.OperatorRegistry:
+    """Our own registry (never Kopf's global one): the handlers above, by DNS-safe ids."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
+    async def podgroup_status(
+        *, type: str | None, name: str, namespace: str | None, **_: Any
+    ) -> None:
+        if type != "DELETED" and namespace is not None:
+            await groups.follow(GroupKey(namespace, name))
+
+    @kopf.on.event(GROUP, VERSION, QUEUE_PLURAL, id="queue-status", registry=registry)
+    async def queue_status(*, type: str | None, name: str, **_: Any) -> None:
+        if type != "DELETED":
+            await queues.follow(name)
+
+    return registry

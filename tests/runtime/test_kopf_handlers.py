@@ -1,0 +1,184 @@
+"""controller/handlers.py: the Kopf handlers that follow each PodGroup and Queue.
+
+Each handler is called as Kopf calls it (by its registry, with an object's
+event) over a read model fed by hand; its writes are seen on the wire of a
+scripted API server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, cast
+
+import kopf
+import pytest
+
+from coscheduler.api.adapters.apis import SIGS
+from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
+from coscheduler.controller import handlers
+from coscheduler.controller.handlers import GroupFollower, QueueFollower
+from coscheduler.controller.queues import QueueStatusWriter
+from coscheduler.controller.writer import StatusWriter
+from coscheduler.core.scheduler import Scheduler
+from coscheduler.runtime.metrics import Metrics
+from coscheduler.runtime.readmodel import Changes, ReadModel
+from coscheduler.runtime.reporter import Reporter
+from tests.builders import pod_object, podgroup_object
+from tests.informed import Informed
+from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply
+
+DEBOUNCE_SECONDS = 0.02
+PODGROUPS = f"/apis/{GROUP}/{VERSION}/namespaces/default/podgroups"
+QUEUES = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
+EVENTS = "/api/v1/namespaces/default/events"
+
+Handler = Callable[..., Coroutine[Any, Any, None]]
+
+
+@dataclass
+class Setup:
+    state: Informed
+    writer: StatusWriter
+    writing: asyncio.Event
+    apiserver: FakeApiServer
+    podgroup_status: Handler
+    queue_status: Handler
+
+    def add_group(self, name: str, members: int) -> None:
+        self.state.upsert_podgroup(podgroup_object(name, min_member=members))
+        for index in range(members):
+            self.state.upsert_pod(pod_object(f"{name}-{index}", group=name))
+
+    def bind(self, name: str, index: int) -> None:
+        self.state.upsert_pod(pod_object(f"{name}-{index}", group=name, node="node-1"))
+
+    def patches(self, path: str) -> list[RecordedRequest]:
+        return self.apiserver.requests_to("PATCH", path)
+
+    def follow(self, name: str) -> asyncio.Task[None]:
+        """The handler as Kopf calls it with the object's first event (the listing's)."""
+        return asyncio.create_task(
+            self.podgroup_status(namespace="default", name=name, type=None, body={})
+        )
+
+
+def _handler(registry: kopf.OperatorRegistry, id: str) -> Handler:
+    [handler] = [h for h in registry._watching.get_all_handlers() if h.id == id]
+    return cast(Handler, handler.fn)
+
+
+@pytest.fixture
+async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
+    apiserver.on("PATCH", f"{PODGROUPS}/*/status", lambda r: Reply(200, r.body))
+    apiserver.on("PATCH", f"{QUEUES}/*/status", lambda r: Reply(200, r.body))
+    apiserver.on("POST", EVENTS, lambda r: Reply(201, r.body))
+    apiserver.on("POST", "/api/v1/namespaces/*/events", lambda r: Reply(201, r.body))
+    changes = Changes()
+    state = Informed(
+        Scheduler(lambda: 0.0), on_group_changed=changes.group, on_queue_changed=changes.queue
+    )
+    reporter = Reporter(
+        kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
+    )
+    view = ReadModel(state.scheduler, state.informers)
+    writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter, followed={SIGS})
+    queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
+    writing = asyncio.Event()
+    registry = handlers.handlers(
+        GroupFollower(
+            view=view,
+            marks=changes.groups,
+            writer=writer,
+            writing=writing,
+            debounce_seconds=DEBOUNCE_SECONDS,
+        ),
+        QueueFollower(
+            view=view,
+            marks=changes.queues,
+            writer=queue_writer,
+            writing=writing,
+            debounce_seconds=DEBOUNCE_SECONDS,
+        ),
+    )
+    rounds = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
+    yield Setup(
+        state,
+        writer,
+        writing,
+        apiserver,
+        _handler(registry, "podgroup-status"),
+        _handler(registry, "queue-status"),
+    )
+    for task in [*rounds, *(t for t in asyncio.all_tasks() if t.get_name() == "follower")]:
+        task.cancel()
+    await asyncio.gather(*rounds, return_exceptions=True)
+
+
+async def quiet() -> None:
+    await asyncio.sleep(10 * DEBOUNCE_SECONDS)
+
+
+async def test_a_handler_writes_nothing_until_this_replica_writes(setup: Setup) -> None:
+    setup.add_group("train", members=2)
+    follower = setup.follow("train")
+    await quiet()
+    assert setup.patches(f"{PODGROUPS}/train/status") == []
+
+    setup.writing.set()
+
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
+    follower.cancel()
+
+
+async def test_a_gang_bound_pod_by_pod_costs_one_status_write(setup: Setup) -> None:
+    setup.writing.set()
+    setup.add_group("train", members=4)
+    follower = setup.follow("train")
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")  # Pending
+
+    for index in range(4):  # each pod's event marks the group
+        setup.bind("train", index)
+
+    first, second = await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status", count=2)
+    await quiet()
+    assert len(setup.patches(f"{PODGROUPS}/train/status")) == 2
+    assert first.body["status"]["phase"] == "Pending"
+    assert (second.body["status"]["phase"], second.body["status"]["scheduled"]) == (
+        "Scheduled",
+        4,
+    )
+    follower.cancel()
+
+
+async def test_the_rounds_leave_a_followed_group_to_its_handler(setup: Setup) -> None:
+    setup.writing.set()
+    setup.add_group("train", members=2)  # marked, and no handler follows it yet
+    await quiet()
+    assert setup.patches(f"{PODGROUPS}/train/status") == []
+
+
+async def test_a_handler_ends_when_its_group_is_deleted(setup: Setup) -> None:
+    setup.writing.set()
+    setup.add_group("train", members=1)
+    follower = setup.follow("train")
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
+
+    setup.state.remove_podgroup(podgroup_object("train", min_member=1))
+
+    await asyncio.wait_for(follower, timeout=5)
+
+
+async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
+    setup.writing.set()
+    setup.state.upsert_queue(
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "team-a"}}
+    )
+    follower = asyncio.create_task(setup.queue_status(name="team-a", type=None, body={}))
+
+    [write] = await setup.apiserver.wait_for("PATCH", f"{QUEUES}/team-a/status")
+
+    (active,) = write.body["status"]["conditions"]
+    assert (active["type"], active["status"]) == ("Active", "True")
+    follower.cancel()
