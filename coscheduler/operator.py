@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from functools import partial
 
 import structlog
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
@@ -142,9 +144,17 @@ class Operator:
             positions=view.queue_positions, mark=changes.groups.mark, said=view.said_position
         )
         self.writer = StatusWriter(
-            view=view, changed=changes.groups, reporter=reporter, positions=self.positions.published
+            view=view,
+            changed=changes.groups,
+            reporter=reporter,
+            positions=self.positions.published,
+            followed={SIGS},
         )
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
+        #: Set once this replica leads and its loop made its first pass: Kopf's handlers
+        #: write from then on (controller/handlers.py).
+        self.writing = asyncio.Event()
+        self._changes = changes
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
 
     def _decided(self) -> None:
@@ -161,7 +171,6 @@ class Operator:
             await self.first_pass.wait()
             for name, coroutine in {
                 "status-writer": self.writer.run(),
-                "queue-status-writer": self.queue_writer.run(),
                 "events": self.reporter.run_events(),
                 "pod-conditions": self.reporter.run_pod_conditions(),
                 "job-podgroups": self.job_groups.run(),
@@ -170,6 +179,38 @@ class Operator:
                 health.tasks.append(tasks.create_task(coroutine, name=name))
             self.positions.publish()  # before the writer's first round (controller/positions.py)
             self.writer.mark_all()
+            self.writing.set()
             server.listing = QueueListing(self.scheduler, self.view.verdict)
             health.synced = True
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)
+
+    async def run_kopf(self, health: Health, on_signal: Callable[[], object] | None) -> None:
+        """Kopf's handlers and webhooks, on every replica (only the leader's handlers write).
+
+        A leader starts Kopf after its loop's first pass, off the path to the first
+        Binding; a standby once every kind is listed.
+        """
+        await self.listed.wait()
+        if health.leading:
+            await self.first_pass.wait()
+        # Imported here: Kopf (and aiohttp under it) is no part of the first decision.
+        from coscheduler.controller import embedded
+        from coscheduler.controller.handlers import GroupFollower, QueueFollower, handlers
+        from coscheduler.controller.login import interim_login
+
+        registry = handlers(
+            GroupFollower(
+                view=self.view,
+                marks=self._changes.groups,
+                writer=self.writer,
+                writing=self.writing,
+            ),
+            QueueFollower(
+                view=self.view,
+                marks=self._changes.queues,
+                writer=self.queue_writer,
+                writing=self.writing,
+            ),
+            login=partial(interim_login, self.settings.kubeconfig),
+        )
+        await embedded.run(registry, on_signal=on_signal)

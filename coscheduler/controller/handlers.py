@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any, Final
 
 import kopf
@@ -154,9 +155,16 @@ async def _arrives(woken: asyncio.Event) -> bool:
     return True
 
 
-def handlers(groups: GroupFollower, queues: QueueFollower) -> kopf.OperatorRegistry:
-    """Our own registry (never Kopf's global one): the handlers above, by DNS-safe ids."""
+def handlers(
+    groups: GroupFollower,
+    queues: QueueFollower,
+    login: Callable[..., kopf.ConnectionInfo | None] | None = None,
+) -> kopf.OperatorRegistry:
+    """Our own registry (never Kopf's global one): the handlers above, by DNS-safe ids,
+    and ``login`` (:mod:`.login`): a plain registry has no login of its own."""
     registry = kopf.OperatorRegistry()
+    if login is not None:
+        kopf.on.login(id="login", registry=registry)(login)
 
     @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
     async def podgroup_status(
