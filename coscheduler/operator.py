@@ -195,7 +195,12 @@ class Operator:
             await self.first_pass.wait()
         # Imported here: Kopf (and aiohttp under it) is no part of the first decision.
         from coscheduler.controller import embedded
-        from coscheduler.controller.handlers import GroupFollower, QueueFollower, handlers
+        from coscheduler.controller.handlers import (
+            Admission,
+            GroupFollower,
+            QueueFollower,
+            handlers,
+        )
         from coscheduler.controller.login import interim_login
 
         registry = handlers(
@@ -211,6 +216,14 @@ class Operator:
                 writer=self.queue_writer,
                 writing=self.writing,
             ),
+            Admission(self.view, self.listed, self.settings.scheduler_name),
             login=partial(interim_login, self.settings.kubeconfig),
         )
-        await embedded.run(registry, on_signal=on_signal)
+        webhook = self.settings.webhook
+        await embedded.run(
+            registry,
+            webhooks=None
+            if webhook.cert_dir is None
+            else embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir),
+            on_signal=on_signal,
+        )

@@ -24,13 +24,14 @@ as our JSON lines.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 import kopf
 
-__all__ = ["NotKopfs", "run", "settings"]
+__all__ = ["NotKopfs", "run", "settings", "webhook_server"]
 
 _KOPF = "kopf."
 
@@ -54,23 +55,39 @@ class NotKopfs(Collection["asyncio.Task[Any]"]):
         return sum(1 for _ in self)
 
 
-def settings() -> kopf.OperatorSettings:
-    """Kopf's settings in our process (see the module docstring)."""
+def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSettings:
+    """Kopf's settings in our process (see the module docstring). The webhook
+    configurations are the chart's (a ``service:`` reference, which Kopf does not
+    write), so Kopf manages none."""
     chosen = kopf.OperatorSettings()
     chosen.posting.enabled = False
+    chosen.admission.server = webhooks
+    chosen.admission.managed = None
     return chosen
+
+
+def webhook_server(address: str, port: int, cert_dir: str) -> kopf.WebhookServer:
+    """HTTPS on ``address:port`` with the certificate the chart mounts (read again
+    when it is rotated)."""
+    return kopf.WebhookServer(
+        addr=address,
+        port=port,
+        certfile=os.path.join(cert_dir, "tls.crt"),
+        pkeyfile=os.path.join(cert_dir, "tls.key"),
+    )
 
 
 async def run(
     registry: kopf.OperatorRegistry,
     *,
+    webhooks: kopf.WebhookServer | None = None,
     on_signal: Callable[[], object] | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
     """Run Kopf with ``registry`` (its login handler included) until ``stop`` or cancelled."""
     tasks = await kopf.spawn_tasks(
         registry=registry,
-        settings=settings(),
+        settings=settings(webhooks),
         standalone=True,
         clusterwide=True,
         stop_flag=stop,

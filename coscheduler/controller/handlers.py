@@ -18,26 +18,37 @@ base on the object; an event handler writes nothing on the object.
 
 Nothing is written before ``writing`` is set: this replica leads and its
 scheduling loop has made its first pass over the whole picture.
+
+The same registry holds admission's handlers (:mod:`.admission`), served by
+every replica: ``podgroup-validate``, ``queue-validate`` and
+``pod-scheduler-name``, the paths of the chart's webhook configurations.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import kopf
 
 from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
+from coscheduler.controller.admission import (
+    Verdict,
+    pod_scheduler_name,
+    podgroup_verdict,
+    queue_verdict,
+)
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.readmodel import Marks, ReadModel
 
-__all__ = ["ALL_QUEUES", "GroupFollower", "QueueFollower", "handlers"]
+__all__ = ["ALL_QUEUES", "Admission", "GroupFollower", "QueueFollower", "handlers"]
 
 #: How long a follower waits for the read model to hold an object Kopf has just
 #: seen (the informers' watch and Kopf's are two streams): an object that never
@@ -155,16 +166,29 @@ async def _arrives(woken: asyncio.Event) -> bool:
     return True
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """What the admission handlers judge with (:mod:`.admission`)."""
+
+    view: ReadModel
+    #: Set once every kind is listed: nothing is refused on a partial picture.
+    listed: asyncio.Event
+    scheduler_name: str
+
+
 def handlers(
     groups: GroupFollower,
     queues: QueueFollower,
+    admission: Admission,
     login: Callable[..., kopf.ConnectionInfo | None] | None = None,
 ) -> kopf.OperatorRegistry:
-    """Our own registry (never Kopf's global one): the handlers above, by DNS-safe ids,
-    and ``login`` (:mod:`.login`): a plain registry has no login of its own."""
+    """Our own registry (never Kopf's global one): the handlers above and admission's,
+    by DNS-safe ids (they are the webhooks' paths), and ``login`` (:mod:`.login`): a
+    plain registry has no login of its own."""
     registry = kopf.OperatorRegistry()
     if login is not None:
         kopf.on.login(id="login", registry=registry)(login)
+    _admission(registry, admission)
 
     @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
     async def podgroup_status(
@@ -179,3 +203,46 @@ def handlers(
             await queues.follow(name)
 
     return registry
+
+
+def _admission(registry: kopf.OperatorRegistry, admission: Admission) -> None:
+    def judged(verdict: Verdict, warnings: list[str]) -> None:
+        warnings.extend(verdict.warnings)
+        if verdict.refusal is not None:
+            raise kopf.AdmissionError(verdict.refusal, code=400)
+
+    @kopf.on.validate(
+        SIGS.group,
+        SIGS.version,
+        SIGS.plural,
+        id="podgroup-validate",
+        operations={"CREATE", "UPDATE"},
+        registry=registry,
+    )
+    def validate_podgroup(
+        *, spec: Mapping[str, Any], namespace: str | None, warnings: list[str], **_: Any
+    ) -> None:
+        if admission.listed.is_set():
+            judged(podgroup_verdict(spec, namespace or "", admission.view), warnings)
+
+    @kopf.on.validate(
+        GROUP,
+        VERSION,
+        QUEUE_PLURAL,
+        id="queue-validate",
+        operations={"CREATE", "UPDATE"},
+        registry=registry,
+    )
+    def validate_queue(
+        *, name: str, spec: Mapping[str, Any], warnings: list[str], **_: Any
+    ) -> None:
+        if admission.listed.is_set():
+            judged(queue_verdict(name, spec, admission.view), warnings)
+
+    @kopf.on.mutate(
+        "", "v1", "pods", id="pod-scheduler-name", operations={"CREATE"}, registry=registry
+    )
+    def pod_scheduler(*, spec: Mapping[str, Any], patch: kopf.Patch, **_: Any) -> None:
+        name = pod_scheduler_name(spec, admission.scheduler_name)
+        if name is not None:
+            patch.spec["schedulerName"] = name

@@ -28,6 +28,7 @@ from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
+from coscheduler.runtime.informers.queues import queue_policy
 from coscheduler.runtime.informers.registry import Informers
 
 __all__ = ["ChangedGroups", "Changes", "Marks", "ReadModel"]
@@ -162,6 +163,15 @@ class ReadModel:
 
     def queues(self) -> Mapping[str, Queue]:
         return dict(self._queues.objects)
+
+    def queue_allows(self, name: str, namespace: str) -> bool:
+        """Whether the Queue of that name lets groups of ``namespace`` draw from it (its
+        ``namespaces`` and ``namespaceSelector``, against the namespace's labels)."""
+        queue = self._queues.objects.get(name)
+        if queue is None:
+            return True
+        labels = self._scheduler.snapshot.topology.namespace_labels.get(namespace, {})
+        return queue_policy(queue).allows(namespace, labels)
 
     def queue_usage(self, name: str) -> QueueUsage:
         return self._scheduler.quotas.report(name)

@@ -18,7 +18,7 @@ import pytest
 from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
 from coscheduler.controller import handlers
-from coscheduler.controller.handlers import GroupFollower, QueueFollower
+from coscheduler.controller.handlers import Admission, GroupFollower, QueueFollower
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.scheduler import Scheduler
@@ -45,6 +45,8 @@ class Setup:
     apiserver: FakeApiServer
     podgroup_status: Handler
     queue_status: Handler
+    validate_podgroup: Callable[..., None]
+    listed: asyncio.Event
 
     def add_group(self, name: str, members: int) -> None:
         self.state.upsert_podgroup(podgroup_object(name, min_member=members))
@@ -65,7 +67,8 @@ class Setup:
 
 
 def _handler(registry: kopf.OperatorRegistry, id: str) -> Handler:
-    [handler] = [h for h in registry._watching.get_all_handlers() if h.id == id]
+    every = [*registry._watching.get_all_handlers(), *registry._webhooks.get_all_handlers()]
+    [handler] = [h for h in every if h.id == id]
     return cast(Handler, handler.fn)
 
 
@@ -101,6 +104,7 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
             writing=writing,
             debounce_seconds=DEBOUNCE_SECONDS,
         ),
+        Admission(view, listed := asyncio.Event(), "coscheduler"),
     )
     rounds = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
     yield Setup(
@@ -110,6 +114,8 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
         apiserver,
         _handler(registry, "podgroup-status"),
         _handler(registry, "queue-status"),
+        cast(Callable[..., None], _handler(registry, "podgroup-validate")),
+        listed,
     )
     for task in [*rounds, *(t for t in asyncio.all_tasks() if t.get_name() == "follower")]:
         task.cancel()
@@ -182,3 +188,22 @@ async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
     (active,) = write.body["status"]["conditions"]
     assert (active["type"], active["status"]) == ("Active", "True")
     follower.cancel()
+
+
+async def test_a_podgroup_of_a_closed_queue_is_refused_once_every_kind_is_listed(
+    setup: Setup,
+) -> None:
+    setup.state.upsert_queue(
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Queue",
+            "metadata": {"name": "research"},
+            "spec": {"state": "Closed"},
+        }
+    )
+    spec = {"minMember": 2, "queue": "research"}
+    setup.validate_podgroup(spec=spec, namespace="default", warnings=[])  # a partial picture
+
+    setup.listed.set()
+    with pytest.raises(kopf.AdmissionError, match=r"^QueueClosed: "):
+        setup.validate_podgroup(spec=spec, namespace="default", warnings=[])

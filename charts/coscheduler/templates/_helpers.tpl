@@ -80,4 +80,8 @@ in float notation (1e+06), which an integer flag refuses.
 - --no-leader-elect
 {{- end }}
 - --metrics-port={{ .Values.metrics.port | int64 }}
+{{- if .Values.webhook.enabled }}
+- --webhook-port={{ .Values.webhook.port | int64 }}
+- --webhook-cert-dir=/etc/coscheduler/webhook
+{{- end }}
 {{- end }}
