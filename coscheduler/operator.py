@@ -225,5 +225,6 @@ class Operator:
             webhooks=None
             if webhook.cert_dir is None
             else embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir),
+            namespaces=self.settings.namespaces,
             on_signal=on_signal,
         )

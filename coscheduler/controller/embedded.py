@@ -24,6 +24,7 @@ as our JSON lines.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 from collections.abc import Callable, Collection, Iterator
@@ -61,6 +62,8 @@ def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSetting
     write), so Kopf manages none."""
     chosen = kopf.OperatorSettings()
     chosen.posting.enabled = False
+    # A follower returns at each status it writes: "succeeded" lines would be one per write.
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     chosen.admission.server = webhooks
     chosen.admission.managed = None
     return chosen
@@ -81,15 +84,18 @@ async def run(
     registry: kopf.OperatorRegistry,
     *,
     webhooks: kopf.WebhookServer | None = None,
+    namespaces: Collection[str] = (),
     on_signal: Callable[[], object] | None = None,
     stop: asyncio.Event | None = None,
 ) -> None:
-    """Run Kopf with ``registry`` (its login handler included) until ``stop`` or cancelled."""
+    """Run Kopf with ``registry`` (its login handler included) until ``stop`` or
+    cancelled; over ``namespaces`` only when the scheduler reads only those."""
     tasks = await kopf.spawn_tasks(
         registry=registry,
         settings=settings(webhooks),
         standalone=True,
-        clusterwide=True,
+        clusterwide=not namespaces,
+        namespaces=namespaces,
         stop_flag=stop,
     )
     if on_signal is not None:

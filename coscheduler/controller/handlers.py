@@ -7,9 +7,11 @@ do) and with the scheduling loop's verdicts. So each handler is *resident*:
 woken by the read model's mark of that one object
 (:meth:`~coscheduler.runtime.readmodel.Marks.follow`), writing the status
 derived from the read model (:meth:`StatusWriter.reconcile`,
-:meth:`QueueStatusWriter.reconcile`) until the object is gone. While it
-runs, Kopf holds the object's later events (it keeps only the newest), so
-there is one follower per object.
+:meth:`QueueStatusWriter.reconcile`). While it runs, Kopf queues the
+object's later events behind it, so there is one follower per object; and
+so that the queue does not grow by a body per write, a follower returns
+once it has written (the event of its own write, a newer version than the
+one it was called with, calls it again) or once the object is gone.
 
 Why this kind (docs/design.md, "Kopf's part"): a daemon is the same follower
 but Kopf puts a finalizer on every object it runs for, so a namespace deleted
@@ -44,7 +46,7 @@ from coscheduler.controller.admission import (
 )
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.queues import QueueStatusWriter
-from coscheduler.controller.writer import StatusWriter
+from coscheduler.controller.writer import StatusWriter, Written
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.readmodel import Marks, ReadModel
 
@@ -77,8 +79,9 @@ class GroupFollower:
         self._writing = writing
         self._debounce = debounce_seconds
 
-    async def follow(self, key: GroupKey) -> None:
-        """Write the group's status whenever it may have changed, until it is gone."""
+    async def follow(self, key: GroupKey, version: str | None) -> None:
+        """Write the group's status whenever it may have changed, until it is gone or
+        written (``version``: the object's, in the event Kopf called with)."""
         await self._writing.wait()
         woken = asyncio.Event()
         woken.set()  # the first look at once: marks made before now were not heard
@@ -100,8 +103,10 @@ class GroupFollower:
                 if group.api != SIGS:
                     return  # another API's object holds the name now: not this handler's
                 written = await self._writer.reconcile(key)
-                backoff.round_done(failed=not written)
-                if not written:
+                if _echoed(written, version):
+                    return
+                backoff.round_done(failed=not written.ok)
+                if not written.ok:
                     woken.set()
         finally:
             self._marks.unfollow(key, woken)
@@ -128,8 +133,9 @@ class QueueFollower:
         #: A queue's recent usage decays with time alone: looked at again this often.
         self._refresh = refresh_seconds
 
-    async def follow(self, name: str) -> None:
-        """Write the Queue's status whenever it may have changed, until it is gone."""
+    async def follow(self, name: str, version: str | None) -> None:
+        """Write the Queue's status whenever it may have changed, until it is gone or
+        written (as :meth:`GroupFollower.follow`)."""
         await self._writing.wait()
         woken = asyncio.Event()
         woken.set()
@@ -149,12 +155,20 @@ class QueueFollower:
                     continue
                 seen = True
                 written = await self._writer.reconcile(name)
-                backoff.round_done(failed=not written)
-                if not written:
+                if _echoed(written, version):
+                    return
+                backoff.round_done(failed=not written.ok)
+                if not written.ok:
                     woken.set()
         finally:
             self._marks.unfollow(name, woken)
             self._marks.unfollow(ALL_QUEUES, woken)
+
+
+def _echoed(written: Written, version: str | None) -> bool:
+    """Whether Kopf calls the handler again for what was just written: a version other
+    than the one it called with is an event to come (or queued already)."""
+    return written.version is not None and written.version != version
 
 
 async def _arrives(woken: asyncio.Event) -> bool:
@@ -192,15 +206,15 @@ def handlers(
 
     @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
     async def podgroup_status(
-        *, type: str | None, name: str, namespace: str | None, **_: Any
+        *, type: str | None, name: str, namespace: str | None, meta: kopf.Meta, **_: Any
     ) -> None:
         if type != "DELETED" and namespace is not None:
-            await groups.follow(GroupKey(namespace, name))
+            await groups.follow(GroupKey(namespace, name), meta.get("resourceVersion"))
 
     @kopf.on.event(GROUP, VERSION, QUEUE_PLURAL, id="queue-status", registry=registry)
-    async def queue_status(*, type: str | None, name: str, **_: Any) -> None:
+    async def queue_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:
         if type != "DELETED":
-            await queues.follow(name)
+            await queues.follow(name, meta.get("resourceVersion"))
 
     return registry
 

@@ -27,6 +27,7 @@ from coscheduler.api.queue import PLURAL, Queue, QueueState, QueueStatus
 from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
+from coscheduler.controller.writer import FAILED, UNCHANGED, Written, answered_version
 from coscheduler.core.quota import QueueUsage
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import ObjectRef
@@ -161,14 +162,13 @@ class QueueStatusWriter:
             await self._write(queue, counts.get(name, Counter()), now)
             for name, queue in sorted(self._view.queues().items())
         ]
-        return all(written)
+        return all(outcome.ok for outcome in written)
 
-    async def reconcile(self, name: str) -> bool:
-        """Derive and write one Queue's status now (its Kopf handler's step); False when
-        the write failed and is worth trying again."""
+    async def reconcile(self, name: str) -> Written:
+        """Derive and write one Queue's status now (its Kopf handler's step)."""
         queue = self._view.queues().get(name)
         if queue is None:
-            return True
+            return UNCHANGED
         counts = self._recent_counts()
         return await self._write(queue, counts.get(name, Counter()), utc_now(whole_seconds=True))
 
@@ -179,30 +179,30 @@ class QueueStatusWriter:
             self._counts = (now, self.group_counts())
         return self._counts[1]
 
-    async def _write(self, queue: Queue, groups: Counter[str], now: datetime.datetime) -> bool:
+    async def _write(self, queue: Queue, groups: Counter[str], now: datetime.datetime) -> Written:
         name = queue.name
         usage = self._view.queue_usage(name)
         self._report_metrics(name, usage, groups)
         status = derive_queue_status(queue, usage, groups, now)
         body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         if self._written.get(name) == body or _same(queue.status, status):
-            return True
+            return UNCHANGED
         try:
-            await self._client.send(
+            answer = await self._client.send(
                 "PATCH",
                 f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
                 body={"status": body},
                 content_type=MERGE_PATCH,
             )
         except NotFound:
-            return True
+            return UNCHANGED
         except ApiError as error:
             log.warning("queue status not written", queue=name, error=str(error))
-            return not error.retryable
+            return FAILED if error.retryable else UNCHANGED
         self.writes += 1
         self._written[name] = body
         self._record_transition(queue, status)
-        return True
+        return Written(ok=True, version=answered_version(answer))
 
     def _record_transition(self, queue: Queue, status: QueueStatus) -> None:
         before = next((c for c in queue.status.conditions if c.type == ACTIVE), None)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Final
 
 import structlog
 
@@ -39,11 +41,11 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import EventKind, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.kube import MERGE_PATCH, Response
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 
-__all__ = ["ChangedGroups", "StatusWriter"]
+__all__ = ["FAILED", "UNCHANGED", "ChangedGroups", "StatusWriter", "Written"]
 
 log = structlog.get_logger(__name__)
 
@@ -63,6 +65,27 @@ def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> 
         elif transition.kind == "Warning":
             told.append(transition)
     return told
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """How one object's reconcile ended."""
+
+    #: False when a write failed and is worth trying again.
+    ok: bool
+    #: The object's resourceVersion in the API server's answer, when it was written.
+    version: str | None = None
+
+
+UNCHANGED: Final = Written(ok=True)
+FAILED: Final = Written(ok=False)
+
+
+def answered_version(answer: Response) -> str | None:
+    """The resourceVersion of the object a write answered with."""
+    body = answer.json()
+    version = body.get("metadata", {}).get("resourceVersion") if isinstance(body, dict) else None
+    return version if isinstance(version, str) else None
 
 
 class StatusWriter:
@@ -112,16 +135,15 @@ class StatusWriter:
         written = await asyncio.gather(
             *(self._reconcile(key) for key in sorted(keys) if not self._is_followed(key))
         )
-        self._backoff.round_done(failed=not all(written))
+        self._backoff.round_done(failed=not all(outcome.ok for outcome in written))
         self._report_phases()
 
     def _is_followed(self, key: GroupKey) -> bool:
         group = self._view.group(key)
         return group is not None and group.api in self._followed
 
-    async def reconcile(self, key: GroupKey) -> bool:
-        """Derive and write one group's status now (its Kopf handler's step); False when
-        the write failed and is worth trying again."""
+    async def reconcile(self, key: GroupKey) -> Written:
+        """Derive and write one group's status now (its Kopf handler's step)."""
         # The phases' gauge is set by the rounds, which every mark wakes.
         return await self._reconcile(key)
 
@@ -147,10 +169,10 @@ class StatusWriter:
                 return f"{level}={values.pop()}"
         return None
 
-    async def _reconcile(self, key: GroupKey) -> bool:
+    async def _reconcile(self, key: GroupKey) -> Written:
         group = self._view.group(key)
         if group is None:
-            return True
+            return UNCHANGED
         members = self._view.members(key)
         adapter = group.adapter
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
@@ -163,7 +185,7 @@ class StatusWriter:
         standing_in = group.api.home_scheduler == self._scheduler_name
         memberless_ours = not members and (upstream or standing_in)
         if adapter.shared and not ours and not memberless_ours:
-            return True  # another scheduler's group, in an API we share with it
+            return UNCHANGED  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
@@ -180,34 +202,36 @@ class StatusWriter:
         stored = adapter.stored_form(body)
         if stored == group.stored:
             if status == group.status:
-                return True
+                return UNCHANGED
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
             self._view.record_status(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
-            return True
+            return UNCHANGED
         path = group.api.status_path(key.namespace, key.name)
         async with self._slots:
             try:
-                await self._client.send(
+                answer = await self._client.send(
                     "PATCH", path, body={"status": body}, content_type=MERGE_PATCH
                 )
             except NotFound:
-                return True  # the group was deleted meanwhile
+                return UNCHANGED  # the group was deleted meanwhile
             except ApiError as error:
                 if error.retryable:
                     log.warning("status not written", group=str(key), error=str(error))
                     if group.api not in self._followed:
                         self.mark(key)  # its handler tries again itself
-                    return False
+                    return FAILED
                 log.warning("status refused", group=str(key), error=str(error))
-                return True
+                return UNCHANGED
         self.writes += 1
         # Remember what was written, so that the next round compares with it
         # even before the PodGroup's own watch event arrives.
         self._view.record_status(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
-        return True
+        # Its follower needs the version (controller/handlers.py); the rounds do not.
+        followed = group.api in self._followed
+        return Written(ok=True, version=answered_version(answer) if followed else None)
 
     def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
         """``status`` with the conditions the group gained while it was being written.

@@ -61,8 +61,11 @@ class Setup:
 
     def follow(self, name: str) -> asyncio.Task[None]:
         """The handler as Kopf calls it with the object's first event (the listing's)."""
-        return asyncio.create_task(
-            self.podgroup_status(namespace="default", name=name, type=None, body={})
+        return asyncio.create_task(self.call(name, version="1"))
+
+    async def call(self, name: str, *, version: str) -> None:
+        await self.podgroup_status(
+            namespace="default", name=name, type=None, meta={"resourceVersion": version}
         )
 
 
@@ -181,7 +184,9 @@ async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
     setup.state.upsert_queue(
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "team-a"}}
     )
-    follower = asyncio.create_task(setup.queue_status(name="team-a", type=None, body={}))
+    follower = asyncio.create_task(
+        setup.queue_status(name="team-a", type=None, meta={"resourceVersion": "1"})
+    )
 
     [write] = await setup.apiserver.wait_for("PATCH", f"{QUEUES}/team-a/status")
 
@@ -207,3 +212,33 @@ async def test_a_podgroup_of_a_closed_queue_is_refused_once_every_kind_is_listed
     setup.listed.set()
     with pytest.raises(kopf.AdmissionError, match=r"^QueueClosed: "):
         setup.validate_podgroup(spec=spec, namespace="default", warnings=[])
+
+
+async def test_a_handler_that_wrote_ends_and_its_writes_echo_calls_it_again(
+    setup: Setup,
+) -> None:
+    """Kopf keeps an object's events while its handler runs: a follower that wrote returns,
+    and the event of its own write (a newer version) calls it again."""
+    path = f"{PODGROUPS}/train/status"
+    versions = iter(range(2, 100))
+    setup.apiserver.on(
+        "PATCH",
+        path,
+        lambda r: Reply(200, {**r.body, "metadata": {"resourceVersion": str(next(versions))}}),
+    )
+    setup.writing.set()
+    setup.add_group("train", members=2)
+
+    await asyncio.wait_for(setup.call("train", version="1"), timeout=5)  # wrote Pending
+
+    echo = asyncio.create_task(setup.call("train", version="2"))
+    await quiet()
+    assert not echo.done(), "nothing new to write: it follows on"
+    setup.bind("train", 0)
+    setup.bind("train", 1)
+    await asyncio.wait_for(echo, timeout=5)
+    first, second = setup.patches(path)
+    assert (first.body["status"]["phase"], second.body["status"]["phase"]) == (
+        "Pending",
+        "Scheduled",
+    )
