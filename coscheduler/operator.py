@@ -185,14 +185,15 @@ class Operator:
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)
 
     async def run_kopf(self, health: Health, on_signal: Callable[[], object] | None) -> None:
-        """Kopf's handlers and webhooks, on every replica (only the leader's handlers write).
+        """Kopf's webhooks on every replica, its followers on the leader (they write).
 
-        A leader starts Kopf after its loop's first pass, off the path to the first
-        Binding; a standby once every kind is listed.
+        A leader starts Kopf once its loop's first pass is done (``writing``), off the
+        path to the first Binding; a standby once every kind is listed, serving
+        admission only, and starts it again with the followers when it takes over.
         """
         await self.listed.wait()
         if health.leading:
-            await self.first_pass.wait()
+            await self.writing.wait()
         # Imported here: Kopf (and aiohttp under it) is no part of the first decision.
         from coscheduler.controller import embedded
         from coscheduler.controller.handlers import (
@@ -203,7 +204,22 @@ class Operator:
         )
         from coscheduler.controller.login import interim_login
 
-        registry = handlers(
+        admission = Admission(self.view, self.listed, self.settings.scheduler_name)
+        login = partial(interim_login, self.settings.kubeconfig)
+        webhook = self.settings.webhook
+        served = partial(
+            embedded.run,
+            webhooks=None
+            if webhook.cert_dir is None
+            else embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir),
+            namespaces=self.settings.namespaces,
+            on_signal=on_signal,
+        )
+        if not self.writing.is_set():
+            await served(handlers(admission, login=login), stop=self.writing)
+            if not self.writing.is_set():
+                return  # Kopf ended by itself: /healthz says so
+        followers = (
             GroupFollower(
                 view=self.view,
                 marks=self._changes.groups,
@@ -216,15 +232,5 @@ class Operator:
                 writer=self.queue_writer,
                 writing=self.writing,
             ),
-            Admission(self.view, self.listed, self.settings.scheduler_name),
-            login=partial(interim_login, self.settings.kubeconfig),
         )
-        webhook = self.settings.webhook
-        await embedded.run(
-            registry,
-            webhooks=None
-            if webhook.cert_dir is None
-            else embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir),
-            namespaces=self.settings.namespaces,
-            on_signal=on_signal,
-        )
+        await served(handlers(admission, followers=followers, login=login))

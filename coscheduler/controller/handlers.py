@@ -191,18 +191,22 @@ class Admission:
 
 
 def handlers(
-    groups: GroupFollower,
-    queues: QueueFollower,
     admission: Admission,
+    *,
+    followers: tuple[GroupFollower, QueueFollower] | None = None,
     login: Callable[..., kopf.ConnectionInfo | None] | None = None,
 ) -> kopf.OperatorRegistry:
-    """Our own registry (never Kopf's global one): the handlers above and admission's,
-    by DNS-safe ids (they are the webhooks' paths), and ``login`` (:mod:`.login`): a
-    plain registry has no login of its own."""
+    """Our own registry (never Kopf's global one): admission's handlers, the followers'
+    (on the leader only: a standby's would hold every object's events, unwritten), by
+    DNS-safe ids (the webhooks' paths), and ``login`` (:mod:`.login`): a plain registry
+    has no login of its own."""
     registry = kopf.OperatorRegistry()
     if login is not None:
         kopf.on.login(id="login", registry=registry)(login)
     _admission(registry, admission)
+    if followers is None:
+        return registry
+    groups, queues = followers
 
     @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
     async def podgroup_status(

@@ -51,3 +51,17 @@ async def test_our_signal_handlers_and_tasks_outlive_kopf() -> None:
     await asyncio.wait_for(kopf_running, timeout=30)
     assert not ours.done(), "Kopf's stop left our task alone"
     ours.cancel()
+
+
+@pytest.mark.usefixtures("loop_signals")
+async def test_kopf_runs_again_after_it_was_stopped() -> None:
+    """A standby's Kopf (admission only) stops when it takes over, and starts again."""
+    for _ in range(2):
+        registry = kopf.OperatorRegistry()
+        kopf.on.login(id="login", registry=registry)(nowhere)
+        stop = asyncio.Event()
+        running = asyncio.create_task(embedded.run(registry, stop=stop))
+        await asyncio.sleep(0.3)
+        assert not running.done()
+        stop.set()
+        await asyncio.wait_for(running, timeout=30)

@@ -92,7 +92,7 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     writer = StatusWriter(view=view, changed=changes.groups, reporter=reporter, followed={SIGS})
     queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
     writing = asyncio.Event()
-    registry = handlers.handlers(
+    followers = (
         GroupFollower(
             view=view,
             marks=changes.groups,
@@ -107,7 +107,9 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
             writing=writing,
             debounce_seconds=DEBOUNCE_SECONDS,
         ),
-        Admission(view, listed := asyncio.Event(), "coscheduler"),
+    )
+    registry = handlers.handlers(
+        Admission(view, listed := asyncio.Event(), "coscheduler"), followers=followers
     )
     rounds = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
     yield Setup(
