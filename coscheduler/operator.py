@@ -198,9 +198,9 @@ class Operator:
         from coscheduler.controller import embedded
         from coscheduler.controller.handlers import (
             Admission,
-            GroupFollower,
-            QueueFollower,
+            group_follower,
             handlers,
+            queue_follower,
         )
         from coscheduler.controller.login import interim_login
 
@@ -220,17 +220,7 @@ class Operator:
             if not self.writing.is_set():
                 return  # Kopf ended by itself: /healthz says so
         followers = (
-            GroupFollower(
-                view=self.view,
-                marks=self._changes.groups,
-                writer=self.writer,
-                writing=self.writing,
-            ),
-            QueueFollower(
-                view=self.view,
-                marks=self._changes.queues,
-                writer=self.queue_writer,
-                writing=self.writing,
-            ),
+            group_follower(self.view, self._changes.groups, self.writer, self.writing),
+            queue_follower(self.view, self._changes.queues, self.queue_writer, self.writing),
         )
         await served(handlers(admission, followers=followers, login=login))

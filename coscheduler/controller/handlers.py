@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import kopf
 
@@ -50,119 +50,118 @@ from coscheduler.controller.writer import StatusWriter, Written
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.readmodel import Marks, ReadModel
 
-__all__ = ["ALL_QUEUES", "Admission", "GroupFollower", "QueueFollower", "handlers"]
+__all__ = ["ALL_QUEUES", "Admission", "Follower", "group_follower", "handlers", "queue_follower"]
 
 #: How long a follower waits for the read model to hold an object Kopf has just
 #: seen (the informers' watch and Kopf's are two streams): an object that never
 #: comes (unreadable, or outside the namespaces read) is left until it changes.
 ARRIVAL_GRACE_SECONDS: Final = 10.0
 
+_Item = TypeVar("_Item", bound=Hashable)
+
 #: The Queues' mark that means "every queue" (any group's change).
 ALL_QUEUES: Final = ""
 
 
-class GroupFollower:
-    """Follows PodGroups of our API, one call of :meth:`follow` per object."""
+class Follower(Generic[_Item]):
+    """Follows objects of one kind, one call of :meth:`follow` per object."""
 
     def __init__(
         self,
         *,
-        view: ReadModel,
-        marks: Marks[GroupKey],
-        writer: StatusWriter,
+        marks: Marks[_Item],
+        present: Callable[[_Item], bool],
+        reconcile: Callable[[_Item], Awaitable[Written]],
         writing: asyncio.Event,
-        debounce_seconds: float = 0.25,
+        debounce_seconds: float,
+        refresh_seconds: float | None = None,
+        also: tuple[_Item, ...] = (),
     ) -> None:
-        self._view = view
         self._marks = marks
-        self._writer = writer
+        #: Whether the read model holds the object as this handler's kind.
+        self._present = present
+        self._reconcile = reconcile
         self._writing = writing
         self._debounce = debounce_seconds
+        #: Looked at again this often even unmarked (a queue's decaying usage).
+        self._refresh = refresh_seconds
+        #: Marks that concern every object (a Queue's: any group's change).
+        self._also = also
 
-    async def follow(self, key: GroupKey, version: str | None) -> None:
-        """Write the group's status whenever it may have changed, until it is gone or
+    async def follow(self, item: _Item, version: str | None) -> None:
+        """Write the object's status whenever it may have changed, until it is gone or
         written (``version``: the object's, in the event Kopf called with)."""
         await self._writing.wait()
         woken = asyncio.Event()
         woken.set()  # the first look at once: marks made before now were not heard
-        self._marks.follow(key, woken)
-        backoff = RoundBackoff(self._debounce)
-        seen = False
-        try:
-            while True:
-                await woken.wait()
-                # A gang's dozens of pod events within the pause make one write.
-                await asyncio.sleep(backoff.pause)
-                woken.clear()
-                group = self._view.group(key)
-                if group is None:
-                    if seen or not await _arrives(woken):
-                        return  # deleted (its handler is called again if it comes back)
-                    continue
-                seen = True
-                if group.api != SIGS:
-                    return  # another API's object holds the name now: not this handler's
-                written = await self._writer.reconcile(key)
-                if _echoed(written, version):
-                    return
-                backoff.round_done(failed=not written.ok)
-                if not written.ok:
-                    woken.set()
-        finally:
-            self._marks.unfollow(key, woken)
-
-
-class QueueFollower:
-    """Follows Queues, one call of :meth:`follow` per object."""
-
-    def __init__(
-        self,
-        *,
-        view: ReadModel,
-        marks: Marks[str],
-        writer: QueueStatusWriter,
-        writing: asyncio.Event,
-        debounce_seconds: float = 1.0,
-        refresh_seconds: float = 15.0,
-    ) -> None:
-        self._view = view
-        self._marks = marks
-        self._writer = writer
-        self._writing = writing
-        self._debounce = debounce_seconds
-        #: A queue's recent usage decays with time alone: looked at again this often.
-        self._refresh = refresh_seconds
-
-    async def follow(self, name: str, version: str | None) -> None:
-        """Write the Queue's status whenever it may have changed, until it is gone or
-        written (as :meth:`GroupFollower.follow`)."""
-        await self._writing.wait()
-        woken = asyncio.Event()
-        woken.set()
-        self._marks.follow(name, woken)
-        self._marks.follow(ALL_QUEUES, woken)
+        followed = (item, *self._also)
+        for mark in followed:
+            self._marks.follow(mark, woken)
         backoff = RoundBackoff(self._debounce)
         seen = False
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), timeout=self._refresh)
+                # A gang's dozens of pod events within the pause make one write.
                 await asyncio.sleep(backoff.pause)
                 woken.clear()
-                if name not in self._view.queues():
+                if not self._present(item):
                     if seen or not await _arrives(woken):
-                        return
+                        return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
-                written = await self._writer.reconcile(name)
+                written = await self._reconcile(item)
                 if _echoed(written, version):
                     return
                 backoff.round_done(failed=not written.ok)
                 if not written.ok:
                     woken.set()
         finally:
-            self._marks.unfollow(name, woken)
-            self._marks.unfollow(ALL_QUEUES, woken)
+            for mark in followed:
+                self._marks.unfollow(mark, woken)
+
+
+def group_follower(
+    view: ReadModel,
+    marks: Marks[GroupKey],
+    writer: StatusWriter,
+    writing: asyncio.Event,
+    debounce_seconds: float = 0.25,
+) -> Follower[GroupKey]:
+    """Our API's PodGroups (a name another API's object holds now is not this handler's)."""
+
+    def present(key: GroupKey) -> bool:
+        group = view.group(key)
+        return group is not None and group.api == SIGS
+
+    return Follower(
+        marks=marks,
+        present=present,
+        reconcile=writer.reconcile,
+        writing=writing,
+        debounce_seconds=debounce_seconds,
+    )
+
+
+def queue_follower(
+    view: ReadModel,
+    marks: Marks[str],
+    writer: QueueStatusWriter,
+    writing: asyncio.Event,
+    debounce_seconds: float = 1.0,
+    refresh_seconds: float = 15.0,
+) -> Follower[str]:
+    """Queues, woken by any group's change too, and every ``refresh_seconds``."""
+    return Follower(
+        marks=marks,
+        present=lambda name: name in view.queues(),
+        reconcile=writer.reconcile,
+        writing=writing,
+        debounce_seconds=debounce_seconds,
+        refresh_seconds=refresh_seconds,
+        also=(ALL_QUEUES,),
+    )
 
 
 def _echoed(written: Written, version: str | None) -> bool:
@@ -193,7 +192,7 @@ class Admission:
 def handlers(
     admission: Admission,
     *,
-    followers: tuple[GroupFollower, QueueFollower] | None = None,
+    followers: tuple[Follower[GroupKey], Follower[str]] | None = None,
     login: Callable[..., kopf.ConnectionInfo | None] | None = None,
 ) -> kopf.OperatorRegistry:
     """Our own registry (never Kopf's global one): admission's handlers, the followers'

@@ -18,7 +18,7 @@ import pytest
 from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
 from coscheduler.controller import handlers
-from coscheduler.controller.handlers import Admission, GroupFollower, QueueFollower
+from coscheduler.controller.handlers import Admission, group_follower, queue_follower
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.scheduler import Scheduler
@@ -93,19 +93,9 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
     writing = asyncio.Event()
     followers = (
-        GroupFollower(
-            view=view,
-            marks=changes.groups,
-            writer=writer,
-            writing=writing,
-            debounce_seconds=DEBOUNCE_SECONDS,
-        ),
-        QueueFollower(
-            view=view,
-            marks=changes.queues,
-            writer=queue_writer,
-            writing=writing,
-            debounce_seconds=DEBOUNCE_SECONDS,
+        group_follower(view, changes.groups, writer, writing, debounce_seconds=DEBOUNCE_SECONDS),
+        queue_follower(
+            view, changes.queues, queue_writer, writing, debounce_seconds=DEBOUNCE_SECONDS
         ),
     )
     registry = handlers.handlers(
