@@ -88,7 +88,7 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
         name="warming",
     )
     server = None
-    kopf: asyncio.Task[None] | None = None
+    kopf_task: asyncio.Task[None] | None = None
     try:
         # No cyclic collection during the import either (the lists' decode holds it off
         # too): its ~100,000 new objects, classes and functions nearly all kept, made the
@@ -125,19 +125,19 @@ async def run(settings: Settings, startup: Startup | None = None) -> None:
             on_leading(True)
             leading = operator.lead(health, server)
         main = asyncio.current_task()
-        kopf = asyncio.create_task(
+        kopf_task = asyncio.create_task(
             operator.run_kopf(health, on_signal=None if main is None else main.cancel),
             name="kopf",
         )
-        health.tasks.append(kopf)
+        health.tasks.append(kopf_task)
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         reading.cancel()  # ended already when the campaign ended; not yet if building failed
         warming.cancel()
-        if kopf is not None:
-            kopf.cancel()
+        if kopf_task is not None:
+            kopf_task.cancel()
         await asyncio.gather(
-            reading, warming, *([] if kopf is None else [kopf]), return_exceptions=True
+            reading, warming, *([] if kopf_task is None else [kopf_task]), return_exceptions=True
         )
         if server is not None:
             await server.stop()
