@@ -204,14 +204,16 @@ class Operator:
         )
         from coscheduler.controller.login import interim_login
 
-        admission = Admission(self.view, self.listed, self.settings.scheduler_name)
         login = partial(interim_login, self.settings.kubeconfig)
         webhook = self.settings.webhook
+        if webhook.cert_dir is None:
+            admission, server = None, None
+        else:
+            admission = Admission(self.view, self.listed, self.settings.scheduler_name)
+            server = embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir)
         served = partial(
             embedded.run,
-            webhooks=None
-            if webhook.cert_dir is None
-            else embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir),
+            webhooks=server,
             namespaces=self.settings.namespaces,
             on_signal=on_signal,
         )

@@ -190,7 +190,7 @@ class Admission:
 
 
 def handlers(
-    admission: Admission,
+    admission: Admission | None,
     *,
     followers: tuple[Follower[GroupKey], Follower[str]] | None = None,
     login: Callable[..., kopf.ConnectionInfo | None] | None = None,
@@ -202,7 +202,8 @@ def handlers(
     registry = kopf.OperatorRegistry()
     if login is not None:
         kopf.on.login(id="login", registry=registry)(login)
-    _admission(registry, admission)
+    if admission is not None:  # only with a webhook server: Kopf refuses them without
+        _admission(registry, admission)
     if followers is None:
         return registry
     groups, queues = followers
