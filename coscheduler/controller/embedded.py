@@ -62,6 +62,10 @@ def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSetting
     write), so Kopf manages none."""
     chosen = kopf.OperatorSettings()
     chosen.posting.enabled = False
+    # Kopf's API discovery at its start, no watch of CRDs and namespaces (which the
+    # ServiceAccount may not list): as the scheduler's own discovery, a CRD installed
+    # later is read after a restart (README, "Installing it in a cluster").
+    chosen.scanning.disabled = True
     # A follower returns at each status it writes: "succeeded" lines would be one per write.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     chosen.admission.server = webhooks
