@@ -208,6 +208,23 @@ def _rule(group: str, version: str, plural: str, *, cluster: bool = False) -> Js
     }
 
 
+def _opt_in(cluster: Cluster, namespace: str) -> None:
+    cluster.api.request(
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}",
+        {"metadata": {"labels": {OPT_IN_LABEL: "enabled"}}},
+        content_type="application/merge-patch+json",
+    )
+
+
+def _create_pod_naming_no_scheduler(
+    cluster: Cluster, namespace: str, name: str, *, pool: str, group: str | None = None
+) -> Json:
+    body = w.pod(name, pool=pool, cpu="1", group=group)
+    del body["spec"]["schedulerName"]
+    return cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+
+
 def _serving(cluster: Cluster, namespace: str) -> None:
     """Until the webhook answers (Kopf's server starts after the first pass): a refused
     PodGroup of a Closed queue tells it."""
@@ -272,21 +289,16 @@ def test_an_opted_in_namespaces_pods_naming_no_scheduler_are_placed_whole(
     add_nodes: Callable[..., list[str]],
     start_scheduler: StartScheduler,
 ) -> None:
-    cluster.api.request(
-        "PATCH",
-        f"/api/v1/namespaces/{namespace}",
-        {"metadata": {"labels": {OPT_IN_LABEL: "enabled"}}},
-        content_type="application/merge-patch+json",
-    )
+    _opt_in(cluster, namespace)
     add_nodes(1, cpu="4")
     w.create_queue(cluster.api, f"closed-{namespace}", state="Closed")
     start_scheduler(*webhooks.flags)
     _serving(cluster, namespace)
     w.create_podgroup(cluster.api, namespace, "moved", 2)
     for index in range(2):
-        body = w.pod(f"moved-{index}", pool=pool, cpu="1", group="moved")
-        del body["spec"]["schedulerName"]
-        created = cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+        created = _create_pod_naming_no_scheduler(
+            cluster, namespace, f"moved-{index}", pool=pool, group="moved"
+        )
         assert created["spec"]["schedulerName"] == "coscheduler"
 
     wait_bound(cluster, namespace, 2, "the gang placed whole by coscheduler")
@@ -300,16 +312,9 @@ def test_with_coscheduler_stopped_pods_are_still_created(
     webhooks: Webhooks,
     start_scheduler: StartScheduler,
 ) -> None:
-    cluster.api.request(
-        "PATCH",
-        f"/api/v1/namespaces/{namespace}",
-        {"metadata": {"labels": {OPT_IN_LABEL: "enabled"}}},
-        content_type="application/merge-patch+json",
-    )
+    _opt_in(cluster, namespace)
     start_scheduler(*webhooks.flags).stop()
 
-    body = w.pod("alone", pool=pool, cpu="1")
-    del body["spec"]["schedulerName"]
-    created = cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+    created = _create_pod_naming_no_scheduler(cluster, namespace, "alone", pool=pool)
 
     assert created["spec"]["schedulerName"] == "default-scheduler", "admitted unchanged"
