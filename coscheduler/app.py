@@ -97,7 +97,8 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
         )
 
     def alive() -> bool:
-        return not any(task.done() for task in watches) and operator.alive()
+        kopf_ended = kopf_task is not None and kopf_task.done()
+        return not kopf_ended and not any(task.done() for task in watches) and operator.alive()
 
     def ready() -> bool:
         # A standby (or a process that only reads) is ready: it serves nothing but probes.
@@ -108,6 +109,7 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
         )
 
     server = page = None
+    kopf_task: asyncio.Task[None] | None = None
     try:
         listing = QueueListing(
             operator.scheduler, operator.view.verdict, leading=operator.deciding.is_set
@@ -137,11 +139,24 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
         else:
             metrics.leader.set(1)
             leading = operator.lead()
+        main = asyncio.current_task()
+        if decide:  # a process that only reads serves no admission and writes nothing
+            kopf_task = asyncio.create_task(
+                operator.run_kopf(
+                    lambda: elector is None or elector.is_leader,
+                    on_signal=None if main is None else main.cancel,
+                ),
+                name="kopf",
+            )
         await _first_to_end(reading, asyncio.create_task(leading, name="campaign"))
     finally:
         reading.cancel()  # ended already when the campaign ended; not yet if serving failed
         warming.cancel()
-        await asyncio.gather(reading, warming, return_exceptions=True)
+        if kopf_task is not None:
+            kopf_task.cancel()
+        await asyncio.gather(
+            reading, warming, *([] if kopf_task is None else [kopf_task]), return_exceptions=True
+        )
         if page is not None:
             await page.stop()
         if server is not None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from functools import partial
 
 import structlog
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
@@ -139,8 +141,12 @@ class Operator:
             reporter=reporter,
             written=informers.groups.set_status,
             positions=self.positions.published,
+            followed={SIGS},
         )
-        self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
+        self.queue_writer = QueueStatusWriter(
+            view=view, changed=changes.queues, reporter=reporter, followed=True
+        )
+        self._changes = changes
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
 
     def alive(self) -> bool:
@@ -172,3 +178,48 @@ class Operator:
             self.writer.mark_all()
             self.deciding.set()
             log.info("scheduling", scheduler_name=self.settings.scheduler_name)
+
+    async def run_kopf(
+        self, leading: Callable[[], bool], on_signal: Callable[[], object] | None
+    ) -> None:
+        """Kopf's webhooks on every replica, its followers on the leader (they write).
+
+        A leader starts Kopf once its loop's first pass is done (``deciding``), off the
+        path to the first Binding; a standby once every kind is listed, serving
+        admission only, and starts it again with the followers when it takes over.
+        """
+        await self.listed.wait()
+        if leading():
+            await self.deciding.wait()
+        # Imported here: Kopf (and aiohttp under it) is no part of the first decision.
+        from coscheduler.controller import embedded
+        from coscheduler.controller.handlers import (
+            Admission,
+            group_follower,
+            handlers,
+            queue_follower,
+        )
+        from coscheduler.controller.login import interim_login
+
+        login = partial(interim_login, self.settings.kubeconfig)
+        webhook = self.settings.webhook
+        if webhook.cert_dir is None:
+            admission, server = None, None
+        else:
+            admission = Admission(self.view, self.listed, self.settings.scheduler_name)
+            server = embedded.webhook_server(webhook.address, webhook.port, webhook.cert_dir)
+        served = partial(
+            embedded.run,
+            webhooks=server,
+            namespaces=self.settings.namespaces,
+            on_signal=on_signal,
+        )
+        if not self.deciding.is_set():
+            await served(handlers(admission, login=login), stop=self.deciding)
+            if not self.deciding.is_set():
+                return  # Kopf ended by itself: /healthz says so
+        followers = (
+            group_follower(self.view, self._changes.groups, self.writer, self.deciding),
+            queue_follower(self.view, self._changes.queues, self.queue_writer, self.deciding),
+        )
+        await served(handlers(admission, followers=followers, login=login))

@@ -28,6 +28,8 @@ SET_BY_THE_CHART: dict[tuple[str, ...], str] = {
     ("leader_election", "lease_namespace"): "the release's namespace",
     ("leader_election", "identity"): "the pod's name",
     ("serving", "address"): "all addresses, the default",
+    ("webhook", "address"): "all addresses, the default",
+    ("webhook", "cert_dir"): "the mounted certificate, with webhook.enabled",
 }
 """Settings that are not values: the chart sets them from the release."""
 

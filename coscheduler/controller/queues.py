@@ -29,6 +29,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.volcano_queues import VolcanoQueueStatusWriter
+from coscheduler.controller.writer import FAILED, UNCHANGED, Written, answered_version
 from coscheduler.core.quota import QueueUsage
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import ObjectRef
@@ -42,6 +43,9 @@ log = structlog.get_logger(__name__)
 
 #: The condition a Queue carries: True while groups may draw from it.
 ACTIVE = "Active"
+#: How long one count of the groups by queue serves the queues' handlers: they
+#: are all woken by the same change of a group, within a second of each other.
+COUNTS_KEPT_SECONDS = 0.5
 _PENDING_PHASES = frozenset({PodGroupPhase.PENDING, PodGroupPhase.SCHEDULING})
 
 
@@ -108,8 +112,12 @@ class QueueStatusWriter:
         changed: Marks[str],
         reporter: Reporter,
         debounce_seconds: float = 1.0,
+        followed: bool = False,
     ) -> None:
         self._view = view
+        #: Our Queues each followed by a Kopf handler (:mod:`.handlers`), which writes
+        #: them through :meth:`reconcile`: the rounds then write Volcano's Queues only.
+        self._followed = followed
         self._changed = changed
         self._client = reporter.client
         self._events = reporter.events
@@ -118,6 +126,7 @@ class QueueStatusWriter:
         #: What was last written per queue (its wire form), to skip writing it again.
         self._written: dict[str, dict[str, object]] = {}
         self._metric_resources: dict[str, set[str]] = {}
+        self._counts: tuple[float, dict[str, Counter[str]]] | None = None
         self.writes = 0
         self.volcano = VolcanoQueueStatusWriter(view=view, reporter=reporter)
 
@@ -128,7 +137,10 @@ class QueueStatusWriter:
                 await asyncio.wait_for(self._changed.wake.wait(), timeout=refresh_seconds)
             await asyncio.sleep(self._backoff.pause)
             self._changed.take()  # every round looks at every queue
-            self._backoff.round_done(failed=not await self.write_round())
+            wrote_all = await self.write_round()
+            if not wrote_all:
+                self._changed.mark("")
+            self._backoff.round_done(failed=not wrote_all)
 
     def group_counts(self) -> dict[str, Counter[str]]:
         """Per queue, its PodGroups counted as pending, admitted or running."""
@@ -151,39 +163,60 @@ class QueueStatusWriter:
 
     async def write_round(self) -> bool:
         """One pass over the queues; False when a write failed and waits for the next."""
-        wrote_all = True
         counts = self.group_counts()
         now = utc_now(whole_seconds=True)
-        for name, queue in sorted(self._view.queues().items()):
-            usage = self._view.queue_usage(name)
-            groups = counts.get(name, Counter())
-            self._report_metrics(name, usage, groups)
-            status = derive_queue_status(queue, usage, groups, now)
-            body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-            if self._written.get(name) == body or _same(queue.status, status):
-                continue
-            try:
-                await self._client.send(
-                    "PATCH",
-                    f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
-                    body={"status": body},
-                    content_type=MERGE_PATCH,
-                )
-            except NotFound:
-                continue
-            except ApiError as error:
-                log.warning("queue status not written", queue=name, error=str(error))
-                if error.retryable:
-                    self._changed.mark(name)
-                    wrote_all = False
-                continue
-            self.writes += 1
-            self._written[name] = body
-            self._record_transition(queue, status)
+        written = (
+            []
+            if self._followed
+            else [
+                await self._write(queue, counts.get(name, Counter()), now)
+                for name, queue in sorted(self._view.queues().items())
+            ]
+        )
+        wrote_all = all(outcome.ok for outcome in written)
         if not await self.volcano.write_round():
-            self._changed.mark("")
             wrote_all = False
         return wrote_all
+
+    async def reconcile(self, name: str) -> Written:
+        """Derive and write one Queue's status now (its Kopf handler's step)."""
+        queue = self._view.queues().get(name)
+        if queue is None:
+            return UNCHANGED
+        counts = self._recent_counts()
+        return await self._write(queue, counts.get(name, Counter()), utc_now(whole_seconds=True))
+
+    def _recent_counts(self) -> dict[str, Counter[str]]:
+        """:meth:`group_counts`, counted once for all the queues woken by one change."""
+        now = asyncio.get_running_loop().time()
+        if self._counts is None or now - self._counts[0] > COUNTS_KEPT_SECONDS:
+            self._counts = (now, self.group_counts())
+        return self._counts[1]
+
+    async def _write(self, queue: Queue, groups: Counter[str], now: datetime.datetime) -> Written:
+        name = queue.name
+        usage = self._view.queue_usage(name)
+        self._report_metrics(name, usage, groups)
+        status = derive_queue_status(queue, usage, groups, now)
+        body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if self._written.get(name) == body or _same(queue.status, status):
+            return UNCHANGED
+        try:
+            answer = await self._client.send(
+                "PATCH",
+                f"/apis/{GROUP}/{VERSION}/{PLURAL}/{name}/status",
+                body={"status": body},
+                content_type=MERGE_PATCH,
+            )
+        except NotFound:
+            return UNCHANGED
+        except ApiError as error:
+            log.warning("queue status not written", queue=name, error=str(error))
+            return FAILED if error.retryable else UNCHANGED
+        self.writes += 1
+        self._written[name] = body
+        self._record_transition(queue, status)
+        return Written(ok=True, version=answered_version(answer))
 
     def _record_transition(self, queue: Queue, status: QueueStatus) -> None:
         before = next((c for c in queue.status.conditions if c.type == ACTIVE), None)

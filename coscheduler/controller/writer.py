@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Final
 
 import structlog
 
+from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.api.reasons import Reason
@@ -38,11 +41,11 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import EventKind, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.kube import MERGE_PATCH, Response
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 
-__all__ = ["ChangedGroups", "StatusWriter"]
+__all__ = ["FAILED", "UNCHANGED", "ChangedGroups", "StatusWriter", "Written"]
 
 log = structlog.get_logger(__name__)
 
@@ -64,6 +67,27 @@ def _in_upstream_words(before: PodGroupPhase, transitions: list[Transition]) -> 
     return told
 
 
+@dataclass(frozen=True, slots=True)
+class Written:
+    """How one object's reconcile ended."""
+
+    #: False when a write failed and is worth trying again.
+    ok: bool
+    #: The object's resourceVersion in the API server's answer, when it was written.
+    version: str | None = None
+
+
+UNCHANGED: Final = Written(ok=True)
+FAILED: Final = Written(ok=False)
+
+
+def answered_version(answer: Response) -> str | None:
+    """The resourceVersion of the object a write answered with."""
+    body = answer.json()
+    version = body.get("metadata", {}).get("resourceVersion") if isinstance(body, dict) else None
+    return version if isinstance(version, str) else None
+
+
 class StatusWriter:
     def __init__(
         self,
@@ -75,12 +99,16 @@ class StatusWriter:
         debounce_seconds: float = 0.25,
         concurrency: int = 8,
         positions: Mapping[GroupKey, Position] | None = None,
+        followed: Collection[GroupApi] = (),
     ) -> None:
         self._view = view
         #: Told the status derived and written (or already held), so that the next round
         #: compares with it even before the PodGroup's own watch event comes back (an
         #: assumption, as kube-scheduler's cache assumes a pod bound before its event).
         self._written = written
+        #: APIs whose groups a Kopf handler each follows (:mod:`.handlers`): the
+        #: rounds leave them to :meth:`reconcile`, called by their handler.
+        self._followed = frozenset(followed)
         #: Each pending group's place in line, as published (:mod:`.positions`).
         self._positions: Mapping[GroupKey, Position] = {} if positions is None else positions
         self._changed = changed
@@ -88,7 +116,6 @@ class StatusWriter:
         self._events = reporter.events
         self._metrics = reporter.metrics
         self._backoff = RoundBackoff(debounce_seconds)
-        self._failed = False
         self._slots = asyncio.Semaphore(concurrency)
         self.writes = 0
         self._scheduler_name = view.scheduler_name
@@ -110,10 +137,20 @@ class StatusWriter:
     async def write_marked(self) -> None:
         """One round: every group marked so far, each written if its status changed."""
         keys = self._changed.take()
-        self._failed = False
-        await asyncio.gather(*(self._reconcile(key) for key in sorted(keys)))
-        self._backoff.round_done(failed=self._failed)
+        written = await asyncio.gather(
+            *(self._reconcile(key) for key in sorted(keys) if not self._is_followed(key))
+        )
+        self._backoff.round_done(failed=not all(outcome.ok for outcome in written))
         self._report_phases()
+
+    def _is_followed(self, key: GroupKey) -> bool:
+        group = self._view.group(key)
+        return group is not None and group.api in self._followed
+
+    async def reconcile(self, key: GroupKey) -> Written:
+        """Derive and write one group's status now (its Kopf handler's step)."""
+        # The phases' gauge is set by the rounds, which every mark wakes.
+        return await self._reconcile(key)
 
     def _report_phases(self) -> None:
         phases = Counter(group.status.phase for group in self._view.groups())
@@ -137,10 +174,10 @@ class StatusWriter:
                 return f"{level}={values.pop()}"
         return None
 
-    async def _reconcile(self, key: GroupKey) -> None:
+    async def _reconcile(self, key: GroupKey) -> Written:
         group = self._view.group(key)
         if group is None:
-            return
+            return UNCHANGED
         members = self._view.members(key)
         adapter = group.adapter
         ours = any(m.scheduler_name == self._scheduler_name for m in members)
@@ -153,7 +190,7 @@ class StatusWriter:
         standing_in = group.api.home_scheduler == self._scheduler_name
         memberless_ours = not members and (upstream or standing_in)
         if adapter.shared and not ours and not memberless_ours:
-            return  # another scheduler's group, in an API we share with it
+            return UNCHANGED  # another scheduler's group, in an API we share with it
         status, transitions = derive(
             spec=group.spec,
             previous=group.status,
@@ -170,31 +207,34 @@ class StatusWriter:
         stored = adapter.stored_form(body)
         if stored == group.stored:
             if status == group.status:
-                return
+                return UNCHANGED
             # What the API holds already says it (its shape has no place for what
             # changed, such as a condition): nothing to write, but the story goes on.
             self._written(key, self._kept(key, group, status), stored)
             self._record(group, transitions)
-            return
+            return UNCHANGED
         path = group.api.status_path(key.namespace, key.name)
         async with self._slots:
             try:
-                await self._client.send(
+                answer = await self._client.send(
                     "PATCH", path, body={"status": body}, content_type=MERGE_PATCH
                 )
             except NotFound:
-                return  # the group was deleted meanwhile
+                return UNCHANGED  # the group was deleted meanwhile
             except ApiError as error:
                 if error.retryable:
                     log.warning("status not written", group=str(key), error=str(error))
-                    self._failed = True
-                    self.mark(key)
-                else:
-                    log.warning("status refused", group=str(key), error=str(error))
-                return
+                    if group.api not in self._followed:
+                        self.mark(key)  # its handler tries again itself
+                    return FAILED
+                log.warning("status refused", group=str(key), error=str(error))
+                return UNCHANGED
         self.writes += 1
         self._written(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
+        # Its follower needs the version (controller/handlers.py); the rounds do not.
+        followed = group.api in self._followed
+        return Written(ok=True, version=answered_version(answer) if followed else None)
 
     def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
         """``status`` with the conditions the group gained while it was being written.

@@ -259,6 +259,7 @@ class Groups:
             self._owners.group_moved(key)
             if key.kind == KIND_NATIVE_POD_GROUP:
                 moved = self.apply(self._composites.child(key.namespace, key.name, None, None))
+            self._changed(key)  # its follower (controller/handlers.py) ends
         elif self.podgroups.get(key) is not winner:
             # The winner is gone and the other API's group of that name takes over.
             self.podgroups[key] = winner

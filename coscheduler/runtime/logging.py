@@ -35,7 +35,12 @@ def configure_logging(level: LogLevel, fmt: LogFormat) -> None:
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            # Kopf's object loggers name the object in an extra field.
+            foreign_pre_chain=[
+                *shared,
+                structlog.stdlib.add_logger_name,
+                structlog.stdlib.ExtraAdder(allow=("k8s_ref",)),
+            ],
         )
     )
     root = logging.getLogger()

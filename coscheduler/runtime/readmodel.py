@@ -24,6 +24,7 @@ from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueuePolicy, QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
+from coscheduler.runtime.informers.queues import queue_policy
 from coscheduler.runtime.informers.registry import Informers
 
 __all__ = ["ChangedGroups", "Changes", "Marks", "ReadModel"]
@@ -32,15 +33,33 @@ _Item = TypeVar("_Item", bound=Hashable)
 
 
 class Marks(Generic[_Item]):
-    """Things that may have changed since their writer last looked; ``wake`` is set while any."""
+    """Things that may have changed since their writer last looked; ``wake`` is set while any.
+
+    A handler that follows one item (the controller's Kopf handlers, one per
+    object) is woken by its own event as well (:meth:`follow`).
+    """
 
     def __init__(self) -> None:
         self._items: set[_Item] = set()
+        self._followers: dict[_Item, set[asyncio.Event]] = {}
         self.wake = asyncio.Event()
 
     def mark(self, item: _Item) -> None:
         self._items.add(item)
         self.wake.set()
+        for woken in self._followers.get(item, ()):
+            woken.set()
+
+    def follow(self, item: _Item, woken: asyncio.Event) -> None:
+        """Set ``woken`` whenever ``item`` is marked, until :meth:`unfollow`."""
+        self._followers.setdefault(item, set()).add(woken)
+
+    def unfollow(self, item: _Item, woken: asyncio.Event) -> None:
+        followers = self._followers.get(item)
+        if followers is not None:
+            followers.discard(woken)
+            if not followers:
+                del self._followers[item]
 
     def take(self) -> set[_Item]:
         """The items marked so far; marks from now on wake the writer again."""
@@ -141,6 +160,15 @@ class ReadModel:
     def volcano_queues(self) -> Mapping[str, VolcanoQueue]:
         """Volcano's Queues as last read, by name (a name ours holds among them)."""
         return {name: queue for name, (queue, _) in self._volcano_queues.objects.items()}
+
+    def queue_allows(self, name: str, namespace: str) -> bool:
+        """Whether the Queue of that name lets groups of ``namespace`` draw from it (its
+        ``namespaces`` and ``namespaceSelector``, against the namespace's labels)."""
+        queue = self._queues.objects.get(name)
+        if queue is None:
+            return True
+        labels = self._scheduler.snapshot.topology.namespace_labels.get(namespace, {})
+        return queue_policy(queue).allows(namespace, labels)
 
     def queue_usage(self, name: str) -> QueueUsage:
         return self._scheduler.quotas.report(name)

@@ -232,6 +232,21 @@ class DashboardSettings(_Group):
     )
 
 
+class WebhookSettings(_Group):
+    """Kopf's admission webhook server: PodGroup and Queue checks, pods' scheduler name."""
+
+    address: str = _setting("--webhook-address", "address of the webhook server", default="0.0.0.0")
+    port: int = _setting(
+        "--webhook-port", "port of the webhook server (HTTPS)", default=9443, ge=1, le=65535
+    )
+    cert_dir: str | None = _setting(
+        "--webhook-cert-dir",
+        "directory holding the webhook server's tls.crt and tls.key (read again when rotated)",
+        default=None,
+        shown_default="no webhook server",
+    )
+
+
 class Settings(BaseSettings):
     """Everything ``coscheduler run`` can be told. Flags override the environment."""
 
@@ -305,6 +320,7 @@ class Settings(BaseSettings):
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     serving: ServingSettings = ServingSettings()
     dashboard: DashboardSettings = DashboardSettings()
+    webhook: WebhookSettings = WebhookSettings()
 
 
 @dataclass(frozen=True, slots=True)

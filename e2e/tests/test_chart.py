@@ -89,6 +89,12 @@ NON_DEFAULT: Json = {
         },
     },
     "dashboard": {"enabled": True, "address": "0.0.0.0", "port": 8080},
+    "webhook": {
+        "enabled": True,
+        "port": 8443,
+        "timeoutSeconds": 5,
+        "certManager": {"enabled": False, "issuerRef": {}},
+    },
     "podDisruptionBudget": {"minAvailable": "50%"},
     "priorityClassName": "",
     "resources": {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
@@ -270,9 +276,14 @@ def test_defaults_render_coscheduler_with_its_own_defaults(helm: Helm) -> None:
 def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
     objects = helm.template(NON_DEFAULT, release="batch", namespace="scheduling")
     kinds = _by_kind(objects)
-    assert sorted(kinds) == sorted([*DEFAULT_KINDS, "ServiceMonitor"])
+    webhooks = ["MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+    assert sorted(kinds) == sorted([*DEFAULT_KINDS, "ServiceMonitor", "Secret", *webhooks])
     assert all(obj["metadata"]["name"].startswith("batch-coscheduler") for obj in objects)
-    namespaced = [obj for obj in objects if not obj["kind"].startswith("Cluster")]
+    namespaced = [
+        obj
+        for obj in objects
+        if not obj["kind"].startswith("Cluster") and obj["kind"] not in webhooks
+    ]
     assert {obj["metadata"]["namespace"] for obj in namespaced} == {"scheduling"}
 
     settings = _settings_of(objects)
@@ -300,6 +311,7 @@ def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
     assert lease.retry_period_seconds == 4
     assert settings.serving.port == 9090
     assert settings.dashboard.model_dump() == {"enabled": True, "address": "0.0.0.0", "port": 8080}
+    assert (settings.webhook.port, settings.webhook.cert_dir) == (8443, "/etc/coscheduler/webhook")
 
     # The Role grants exactly the Lease the flags name.
     role = _one(objects, "Role")
@@ -311,7 +323,10 @@ def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
     assert deployment["spec"]["replicas"] == 3
     assert container["image"] == "registry.example/coscheduler:0.2.0"
     assert container["imagePullPolicy"] == "Always"
-    assert container["ports"] == [{"name": "http", "containerPort": 9090}]
+    assert container["ports"] == [
+        {"name": "http", "containerPort": 9090},
+        {"name": "webhook", "containerPort": 8443},
+    ]
     assert container["resources"] == NON_DEFAULT["resources"]
     assert pod["metadata"]["labels"]["team"] == "platform"
     assert pod["metadata"]["annotations"] == NON_DEFAULT["podAnnotations"]
@@ -322,7 +337,21 @@ def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
     account = _one(objects, "ServiceAccount")
     assert account["metadata"]["annotations"] == {"example.com/role": "scheduler"}
 
-    assert _one(objects, "Service")["spec"]["ports"][0]["port"] == 9090
+    services = {obj["metadata"]["name"]: obj for obj in kinds["Service"]}
+    assert services["batch-coscheduler-metrics"]["spec"]["ports"][0]["port"] == 9090
+    assert services["batch-coscheduler-webhook"]["spec"]["ports"][0]["targetPort"] == "webhook"
+    ca_bundle = _one(objects, "Secret")["data"]["ca.crt"]
+    hooks = [hook for kind in webhooks for hook in _one(objects, kind)["webhooks"]]
+    assert {hook["failurePolicy"] for hook in hooks} == {"Ignore"}, "no creation waits on us"
+    assert {hook["timeoutSeconds"] for hook in hooks} == {5}
+    for hook in hooks:
+        reference = hook["clientConfig"]
+        assert reference["service"]["name"] == "batch-coscheduler-webhook"
+        assert reference["caBundle"] == ca_bundle
+    [pods] = _one(objects, "MutatingWebhookConfiguration")["webhooks"]
+    assert pods["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["scheduling"]}
+    ]
     assert _one(objects, "PodDisruptionBudget")["spec"]["minAvailable"] == "50%"
     monitor = _one(objects, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"

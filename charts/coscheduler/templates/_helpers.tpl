@@ -85,4 +85,8 @@ in float notation (1e+06), which an integer flag refuses.
 - --dashboard-address={{ .Values.dashboard.address }}
 - --dashboard-port={{ .Values.dashboard.port | int64 }}
 {{- end }}
+{{- if .Values.webhook.enabled }}
+- --webhook-port={{ .Values.webhook.port | int64 }}
+- --webhook-cert-dir=/etc/coscheduler/webhook
+{{- end }}
 {{- end }}
