@@ -7,15 +7,13 @@ Bodies are encoded and decoded with orjson; callers keep only the fields
 they need. Reads and watches ask for gzip: the API server then compresses
 lists over 128 KiB and watch-list streams. Measured at 50,000 pods on a
 loaded 2-core machine, uncompressed answers cost both the server and us more
-CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False`` (or
-a cluster's ``disable-compression``) asks for them.
+CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False``
+asks for them.
 
-Credentials come from :mod:`coscheduler.runtime.kubeconfig` (kubeconfig and
-in-cluster, the common forms). A kubeconfig that needs more (an exec
-credential plugin, an auth-provider) is loaded by kubernetes_asyncio,
-imported only then: its token and certificates then travel through the same
-pools (issue #28: neither aiohttp nor kubernetes_asyncio is imported on the
-way to the first Binding otherwise).
+Credentials come from kubernetes_asyncio's configuration
+(:mod:`coscheduler.runtime.credentials`): its TLS material makes the pools'
+context, its token (kept fresh by its refresh hook) each request's
+``Authorization`` header.
 
 A proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``),
 or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT).
@@ -38,13 +36,13 @@ import sys
 import urllib.parse
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
 
 import orjson
 
-from coscheduler.runtime import kubeconfig as kubeconfig_module
+from coscheduler.runtime.credentials import AuthorizationHeader, load_configuration, ssl_context
 from coscheduler.runtime.errors import ApiError, Unreachable
-from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer, client_context
+from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
 from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
 
@@ -53,10 +51,14 @@ from coscheduler.runtime.lines import Lines, decompressor
 defer_init("aiolimiter", {"AsyncLimiter": "leakybucket"})
 from aiolimiter import AsyncLimiter  # noqa: E402
 
-if TYPE_CHECKING:
-    from kubernetes_asyncio.client.configuration import Configuration
-
-__all__ = ["KubeClient", "ProxyNotSupportedError", "RequestOptions", "Response", "query_params"]
+__all__ = [
+    "Credentials",
+    "KubeClient",
+    "ProxyNotSupportedError",
+    "RequestOptions",
+    "Response",
+    "query_params",
+]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -102,63 +104,17 @@ def _may_name_proxies() -> bool:
     return any(name.lower().endswith("_proxy") for name in os.environ)
 
 
-class _LibraryHeaders:
-    """kubernetes_asyncio's credentials: a token its hooks refresh (exec plugins) as it expires."""
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """One API server and how to reach it, from kubernetes_asyncio's configuration."""
 
-    def __init__(self, configuration: Configuration) -> None:
-        self._configuration = configuration
-
-    async def lines(self) -> bytes:
-        settings = await self._configuration.auth_settings()
-        return "".join(
-            f"{setting['key']}: {setting['value']}\r\n"
-            for setting in settings.values()
-            if setting["in"] == "header" and setting["value"]
-        ).encode()
-
-
-def _library_ssl_context(configuration: Configuration) -> ssl.SSLContext:
-    """The TLS settings kubernetes_asyncio gives its own connections, from the same fields."""
-    context = client_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if configuration.disable_strict_ssl_verification:
-        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    return context
-
-
-async def _library_credentials(
-    needs: kubeconfig_module.NeedsLibrary,
-) -> kubeconfig_module.Credentials:
-    """Load a kubeconfig we do not read ourselves with kubernetes_asyncio, imported now."""
-    from coscheduler.runtime.lazy_package import defer_init
-
-    # Its package __init__ imports every generated API and model: a fifth of
-    # start-up (issue #28); only its configuration and kubeconfig loader are used.
-    defer_init("kubernetes_asyncio")
-    defer_init("kubernetes_asyncio.client", {"Configuration": "configuration"})
-    defer_init("kubernetes_asyncio.client.models")
-    from kubernetes_asyncio.client import configuration as k8s_configuration
-    from kubernetes_asyncio.config import kube_config
-
-    configuration = k8s_configuration.Configuration()
-    await kube_config.load_kube_config(
-        config_file=needs.files, context=needs.context, client_configuration=configuration
-    )
-    server = (configuration.host or "").rstrip("/")
-    if not server:
-        raise kubeconfig_module.KubeconfigError(f"{needs.files}: no server for the context")
-    return kubeconfig_module.Credentials(
-        server=server,
-        ssl_context=_library_ssl_context(configuration) if server.startswith("https://") else None,
-        tls_server_name=configuration.tls_server_name,
-        headers=_LibraryHeaders(configuration),
-        proxy=configuration.proxy,
-        source=f"{needs.files} (kubernetes_asyncio: {needs.why})",
-    )
+    server: str
+    #: None for a plain http:// server.
+    ssl_context: ssl.SSLContext | None
+    tls_server_name: str | None
+    headers: AuthorizationHeader
+    #: A proxy named by the kubeconfig (``proxy-url``); the environment's is resolved later.
+    proxy: str | None = None
 
 
 class RequestOptions(TypedDict, total=False):
@@ -174,7 +130,7 @@ class KubeClient:
 
     def __init__(
         self,
-        credentials: kubeconfig_module.Credentials,
+        credentials: Credentials,
         *,
         qps: float,
         burst: int,
@@ -198,7 +154,7 @@ class KubeClient:
             for _ in range(2)
         )
         self._compressed_reads = compressed_reads
-        encoding = "gzip" if compressed_reads and credentials.compression else "identity"
+        encoding = "gzip" if compressed_reads else "identity"
         self._read_headers = (
             f"Accept: {JSON}\r\nAccept-Encoding: {encoding}\r\nUser-Agent: {_USER_AGENT}\r\n"
         ).encode()
@@ -243,20 +199,23 @@ class KubeClient:
         compressed_reads: bool = True,
         context: str | None = None,
     ) -> KubeClient:
-        """Load credentials (:func:`coscheduler.runtime.kubeconfig.load`) and make the pools.
+        """Load credentials (:func:`coscheduler.runtime.credentials.load_configuration`)
+        and make the pools.
 
         ``kubeconfig`` None: ``KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
         ``compressed_reads``: ask for gzip answers to reads and watches (False
         asks for them uncompressed). Raises
-        :class:`~coscheduler.runtime.kubeconfig.KubeconfigError` for credentials
+        :class:`~coscheduler.runtime.credentials.CredentialsError` for credentials
         that cannot be used, :class:`ProxyNotSupportedError` for a proxy not http://
         (an http:// one is tunnelled through with CONNECT, as client-go does).
         """
-        loaded = kubeconfig_module.load(kubeconfig, context=context)
-        credentials = (
-            await _library_credentials(loaded)
-            if isinstance(loaded, kubeconfig_module.NeedsLibrary)
-            else loaded
+        configuration = await load_configuration(kubeconfig, context=context)
+        credentials = Credentials(
+            server=(configuration.host or "").rstrip("/"),
+            ssl_context=ssl_context(configuration),
+            tls_server_name=configuration.tls_server_name,
+            headers=AuthorizationHeader(configuration),
+            proxy=configuration.proxy,
         )
         proxy = credentials.proxy or _proxy_from_environment(credentials.server)
         if proxy and urllib.parse.urlsplit(proxy).scheme != "http":
