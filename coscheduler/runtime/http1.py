@@ -25,16 +25,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
-import os
 import ssl
-import sys
 import urllib.parse
 from collections.abc import Callable
 from typing import Final, cast
 
 import httptools
 
-__all__ = ["Http1Pool", "ResumingContext", "StreamedAnswer", "client_context"]
+__all__ = ["Http1Pool", "StreamedAnswer"]
 
 #: Headers that say where a body ends; without them it ends with the connection.
 _LENGTH_HEADERS: Final = frozenset({b"content-length", b"transfer-encoding"})
@@ -48,58 +46,6 @@ _MAX_ANSWER_BYTES: Final = 64 * 1024 * 1024
 _PAUSE_ABOVE_BYTES: Final = 4 * 1024 * 1024
 #: ...and reads again once its reader has taken all but this much.
 _RESUME_BELOW_BYTES: Final = 1024 * 1024
-
-
-class ResumingContext(ssl.SSLContext):
-    """A client TLS context whose new connections resume the latest session it was shown.
-
-    A full TLS handshake costs this process ~2 ms of CPU on the API server's
-    ECDSA certificates (issue #28: a startup trial opens ~100 connections, for
-    the Bindings in flight and the lists and watches, where client-go
-    multiplexes one HTTP/2 connection); one that resumes a session (a TLS 1.3
-    ticket, or a 1.2 session) skips the certificates and the signatures:
-    about half (``bench/tls_handshake_cpu.py``).
-    Neither asyncio's nor uvloop's ``create_connection`` takes a session, but
-    both make their TLS object with the context's :meth:`wrap_bio`, which
-    accepts one. A server that refuses the ticket (new keys, a restart) gets a
-    full handshake, as without one.
-    """
-
-    _latest: ssl.SSLSession | None = None
-
-    def wrap_bio(
-        self,
-        incoming: ssl.MemoryBIO,
-        outgoing: ssl.MemoryBIO,
-        server_side: bool = False,
-        server_hostname: str | bytes | None = None,
-        session: ssl.SSLSession | None = None,
-    ) -> ssl.SSLObject:
-        if session is None and not server_side:
-            session = self._latest
-        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
-
-    def remember(self, tls: ssl.SSLObject | None) -> None:
-        """Resume ``tls``'s session from now on (read after an answer: a 1.3 ticket follows
-        the handshake)."""
-        session = None if tls is None else tls.session
-        if session is not None and session.has_ticket:
-            self._latest = session
-
-
-def client_context(*, cafile: str | None = None, cadata: str | None = None) -> ResumingContext:
-    """``ssl.create_default_context()`` for a client, as a :class:`ResumingContext`."""
-    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
-    if sys.version_info >= (3, 13):  # as create_default_context there
-        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
-    if cafile is not None or cadata is not None:
-        context.load_verify_locations(cafile=cafile, cadata=cadata)
-    else:
-        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    keylog = os.environ.get("SSLKEYLOGFILE")
-    if keylog and not sys.flags.ignore_environment:
-        context.keylog_filename = keylog  # as create_default_context: TLS debugging
-    return context
 
 
 class StreamedAnswer:
@@ -194,8 +140,6 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.usable = True
-        #: No answer read on it yet (its TLS session's ticket comes before the first).
-        self.fresh = True
         self._ended = False
         #: Told once when the connection ends (the pool counts those open).
         self._on_lost: Callable[[], None] | None = None
@@ -263,8 +207,6 @@ class _Connection(asyncio.Protocol):
             self._stream.encoding = value.strip().lower()
 
     def on_headers_complete(self) -> None:
-        if self.fresh:
-            self._remember_session()
         self._status = self._parser.get_status_code()
         self._head_read = True
         self._keep_alive = self._parser.should_keep_alive()
@@ -309,24 +251,6 @@ class _Connection(asyncio.Protocol):
             return False
         self._on_lost = on_lost
         return True
-
-    def tls_object(self) -> ssl.SSLObject | None:
-        if self.transport is None:
-            return None
-        return cast(ssl.SSLObject | None, self.transport.get_extra_info("ssl_object"))
-
-    def _remember_session(self) -> None:
-        """Offer this connection's TLS session to the next ones (its first answer is here:
-        a TLS 1.3 ticket, sent right after the handshake, has been read by now)."""
-        self.fresh = False
-        tls = self.tls_object()
-        if tls is not None and isinstance(tls.context, ResumingContext):
-            tls.context.remember(tls)
-
-    def resumed_tls(self) -> bool:
-        """Whether its TLS handshake resumed an earlier session (a ticket) instead of a full one."""
-        tls = self.tls_object()
-        return tls is not None and tls.session_reused
 
     # -- requests -------------------------------------------------------------
 
@@ -408,10 +332,9 @@ class Http1Pool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
         self._closed = False
-        #: Connections opened (each a TCP and, for https, a TLS handshake), and of
-        #: those, how many resumed an earlier TLS session; and how many are open now.
+        #: Connections opened (each a TCP and, for https, a TLS handshake), and how many
+        #: are open now.
         self.opened = 0
-        self.resumed = 0
         self.open_now = 0
 
     async def request(
@@ -593,8 +516,6 @@ class Http1Pool:
         self.opened += 1
         if connection.tell_end(self._lost):
             self.open_now += 1
-        if connection.resumed_tls():
-            self.resumed += 1
         return connection
 
     def _lost(self) -> None:
