@@ -4,12 +4,12 @@ aiohttp's client spends about 250 µs of CPU on each request (building a URL,
 a request object, header multidicts, timers, tracing hooks): a Binding and a
 ``Scheduled`` Event per pod made it most of the scheduler's CPU per pod
 (issue #28). The scheduler needs none of that: one server, JSON bodies in
-and out, no redirects or cookies, a proxy only as a CONNECT tunnel. This
-pool sends each request as one pre-formatted buffer on a kept-alive
-connection and hands the answer's bytes, in the protocol's callback, to
-httptools' binding of llhttp (the parser of Node.js and uvicorn), which
-reads status, headers, lengths, chunks and interim answers; about a quarter
-of aiohttp's cost.
+and out, no redirects, cookies or proxies (:mod:`coscheduler.runtime.proxied`
+reaches a cluster behind one). This pool sends each request as one
+pre-formatted buffer on a kept-alive connection and hands the answer's
+bytes, in the protocol's callback, to httptools' binding of llhttp (the
+parser of Node.js and uvicorn), which reads status, headers, lengths, chunks
+and interim answers; about a quarter of aiohttp's cost.
 
 It is :mod:`coscheduler.runtime.kube`'s, for writes and, in a pool of its
 own, for reads and watches (:meth:`Http1Pool.open`: the answer's body is
@@ -23,7 +23,6 @@ never reused, so an answer can never be read as another request's.
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
 import ssl
 import urllib.parse
@@ -311,9 +310,7 @@ class Http1Pool:
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None = None,
         max_connections: int = 64,
-        proxy: str | None = None,
     ) -> None:
-        """``proxy``: an ``http://[user:password@]host:port`` proxy to tunnel through (CONNECT)."""
         url = urllib.parse.urlsplit(server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"not an http(s) server: {server!r}")
@@ -328,7 +325,6 @@ class Http1Pool:
         self._host_header = (
             f"Host: {host}:{url.port}\r\n" if url.port else f"Host: {host}\r\n"
         ).encode()
-        self._tunnel = None if proxy is None else _Tunnel.to(proxy, host, self._port)
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
         self._closed = False
@@ -502,17 +498,13 @@ class Http1Pool:
     async def _connect(self) -> _Connection:
         if self._closed:
             raise ConnectionError("the pool is closed")
-        loop = asyncio.get_running_loop()
-        if self._tunnel is not None:
-            connection = await self._tunnel.open(self._ssl, self._server_hostname)
-        else:
-            _, connection = await loop.create_connection(
-                _Connection,
-                self._host,
-                self._port,
-                ssl=self._ssl,
-                server_hostname=self._server_hostname,
-            )
+        _, connection = await asyncio.get_running_loop().create_connection(
+            _Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._server_hostname,
+        )
         self.opened += 1
         if connection.tell_end(self._lost):
             self.open_now += 1
@@ -526,97 +518,3 @@ class Http1Pool:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
-
-
-class _Tunnel(asyncio.Protocol):
-    """A connection through an HTTP proxy (CONNECT), TLS to the server inside it.
-
-    As client-go and aiohttp do for an https:// server behind ``HTTPS_PROXY``:
-    the proxy sees only the server's address, never a request or a credential.
-    """
-
-    def __init__(self, proxy_host: str, proxy_port: int, request: bytes) -> None:
-        self._proxy_host = proxy_host
-        self._proxy_port = proxy_port
-        self._request = request
-        self._head = b""
-        self._opened: asyncio.Future[None] | None = None
-        self._transport: asyncio.Transport | None = None
-
-    @classmethod
-    def to(cls, proxy: str, host: str, port: int) -> _Tunnel:
-        url = urllib.parse.urlsplit(proxy)
-        if url.scheme != "http" or not url.hostname:
-            raise ValueError(f"only http:// proxies are supported, not {url.scheme}://")
-        target = f"{host}:{port}"
-        lines = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
-        if url.username is not None:
-            user = urllib.parse.unquote(url.username)
-            password = urllib.parse.unquote(url.password or "")
-            pair = base64.b64encode(f"{user}:{password}".encode()).decode()
-            lines += f"Proxy-Authorization: Basic {pair}\r\n"
-        return cls(url.hostname, url.port or 80, (lines + "\r\n").encode())
-
-    async def open(
-        self, context: ssl.SSLContext | None, server_hostname: str | None
-    ) -> _Connection:
-        """A new connection to the server through the proxy."""
-        loop = asyncio.get_running_loop()
-        tunnel = _Tunnel(self._proxy_host, self._proxy_port, self._request)
-        transport, _ = await loop.create_connection(
-            lambda: tunnel, self._proxy_host, self._proxy_port
-        )
-        try:
-            await tunnel.established()
-            connection = _Connection()
-            if context is not None:
-                inner = await loop.start_tls(
-                    transport, connection, context, server_hostname=server_hostname
-                )
-                if inner is None:
-                    raise ConnectionError("TLS through the proxy did not start")
-                transport = inner
-            else:
-                transport.set_protocol(connection)
-        except BaseException:
-            transport.close()
-            raise
-        connection.connection_made(transport)
-        return connection
-
-    async def established(self) -> None:
-        assert self._transport is not None
-        self._opened = asyncio.get_running_loop().create_future()
-        self._transport.write(self._request)
-        await self._opened
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (uvloop's has asyncio.Transport's methods, not its class).
-        self._transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        self._head += data
-        if b"\r\n\r\n" not in self._head:
-            if len(self._head) > 65536:
-                self._settle(ConnectionError("the proxy's answer to CONNECT never ended"))
-            return
-        status_line = self._head.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = status_line.split(" ", 2)
-        if len(parts) < 2 or not parts[1].startswith("2"):
-            self._settle(ConnectionError(f"the proxy refused the tunnel: {status_line}"))
-        elif self._head.index(b"\r\n\r\n") + 4 != len(self._head):
-            self._settle(ConnectionError("the proxy spoke before the server did"))
-        else:
-            self._settle(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._settle(exc or ConnectionError("the proxy closed the connection"))
-
-    def _settle(self, error: BaseException | None) -> None:
-        opened = self._opened
-        if opened is None or opened.done():
-            return
-        if error is None:
-            opened.set_result(None)
-        else:
-            opened.set_exception(error)

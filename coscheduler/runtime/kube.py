@@ -16,7 +16,8 @@ context, its token (kept fresh by its refresh hook) each request's
 ``Authorization`` header.
 
 A proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``),
-or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT).
+or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT) by aiohttp
+(:mod:`coscheduler.runtime.proxied`) instead of our pools.
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
@@ -30,13 +31,12 @@ leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
-import sys
 import urllib.parse
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypedDict, Unpack
+from urllib.request import getproxies, proxy_bypass
 
 import orjson
 
@@ -45,6 +45,7 @@ from coscheduler.runtime.errors import ApiError, Unreachable
 from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
 from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
+from coscheduler.runtime.proxied import ProxiedAnswer, ProxiedPool
 
 # aiolimiter's package __init__ only looks its own version up in the installed
 # packages' metadata (several ms at start, issue #28): its limiter is all we use.
@@ -79,29 +80,21 @@ class Response:
         return orjson.loads(self.body) if self.body else None
 
 
+#: Where requests go: our own pool, or aiohttp's through a proxy.
+Pool = Http1Pool | ProxiedPool
+Answer = StreamedAnswer | ProxiedAnswer
+
+
 class ProxyNotSupportedError(ValueError):
-    """A proxy our pools cannot tunnel through (not http://: https://, socks5://...)."""
+    """A proxy aiohttp cannot tunnel through (not http://: https://, socks5://...)."""
 
 
 def _proxy_from_environment(host: str | None) -> str | None:
     """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for ``host``, read once."""
     url = urllib.parse.urlsplit(host or "")
-    if not url.hostname or not _may_name_proxies():
-        return None
-    # urllib.request imports http.client, email and more: only when there may be a proxy.
-    from urllib.request import getproxies, proxy_bypass
-
-    if proxy_bypass(url.hostname):
+    if not url.hostname or proxy_bypass(url.hostname):
         return None
     return getproxies().get(url.scheme)
-
-
-def _may_name_proxies() -> bool:
-    """Whether ``urllib.request.getproxies`` could name a proxy: on Linux it reads only
-    ``*_proxy`` variables, and without one urllib.request need not be imported (issue #28)."""
-    if not sys.platform.startswith("linux"):
-        return True  # macOS and Windows also read the system's settings
-    return any(name.lower().endswith("_proxy") for name in os.environ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,22 +130,13 @@ class KubeClient:
         timeout: float,
         max_connections: int = 128,
         owner: bool = True,
-        pools: tuple[Http1Pool, Http1Pool] | None = None,
+        pools: tuple[Pool, Pool] | None = None,
         compressed_reads: bool = True,
         proxy: str | None = None,
     ):
         self._credentials = credentials
         #: Writes, then reads and watches: separate, so neither waits for the other's connections.
-        self._writes, self._reads = pools or (
-            Http1Pool(
-                credentials.server,
-                ssl_context=credentials.ssl_context,
-                server_hostname=credentials.tls_server_name,
-                max_connections=max_connections,
-                proxy=proxy,
-            )
-            for _ in range(2)
-        )
+        self._writes, self._reads = pools or _pools(credentials, max_connections, proxy)
         self._compressed_reads = compressed_reads
         encoding = "gzip" if compressed_reads else "identity"
         self._read_headers = (
@@ -207,7 +191,7 @@ class KubeClient:
         asks for them uncompressed). Raises
         :class:`~coscheduler.runtime.credentials.CredentialsError` for credentials
         that cannot be used, :class:`ProxyNotSupportedError` for a proxy not http://
-        (an http:// one is tunnelled through with CONNECT, as client-go does).
+        (an http:// one is tunnelled through with CONNECT by aiohttp, as client-go does).
         """
         configuration = await load_configuration(kubeconfig, context=context)
         credentials = Credentials(
@@ -248,17 +232,22 @@ class KubeClient:
 
     @property
     def pools(self) -> dict[str, Http1Pool]:
-        """The connection pools by purpose (their counts are metrics)."""
-        return {"writes": self._writes, "reads": self._reads}
+        """Our connection pools by purpose (their counts are metrics; aiohttp's are not)."""
+        pools = {"writes": self._writes, "reads": self._reads}
+        return {name: pool for name, pool in pools.items() if isinstance(pool, Http1Pool)}
 
     async def warm_writes(self, count: int) -> int:
         """Open ``count`` connections for writes ahead of the first (:meth:`Http1Pool.warm`)."""
         return await self._writes.warm(count)
 
     async def close(self) -> None:
-        if self._owner:
-            self._writes.close()
-            self._reads.close()
+        if not self._owner:
+            return
+        for pool in {self._writes, self._reads}:
+            if isinstance(pool, ProxiedPool):
+                await pool.aclose()
+            else:
+                pool.close()
 
     async def _write(
         self,
@@ -299,7 +288,7 @@ class KubeClient:
         query: Sequence[tuple[str, str]] | None,
         *,
         head_within: float | None = None,
-    ) -> StreamedAnswer:
+    ) -> Answer:
         """A read sent through the read pool, its head read."""
         await self.take_turn()
         headers = self._read_headers + await self._credentials.headers.lines()
@@ -421,7 +410,30 @@ class KubeClient:
             answer.close()
 
 
-async def _whole_body(answer: StreamedAnswer, deadline: float) -> bytes:
+def _pools(credentials: Credentials, max_connections: int, proxy: str | None) -> tuple[Pool, Pool]:
+    """Writes' and reads' pools: ours, or aiohttp's one through a proxy."""
+    if proxy is not None:
+        proxied = ProxiedPool(
+            credentials.server,
+            proxy=proxy,
+            ssl_context=credentials.ssl_context,
+            server_hostname=credentials.tls_server_name,
+            max_connections=2 * max_connections,
+        )
+        return proxied, proxied
+    writes, reads = (
+        Http1Pool(
+            credentials.server,
+            ssl_context=credentials.ssl_context,
+            server_hostname=credentials.tls_server_name,
+            max_connections=max_connections,
+        )
+        for _ in range(2)
+    )
+    return writes, reads
+
+
+async def _whole_body(answer: Answer, deadline: float) -> bytes:
     """All of an answer's body, decompressed, by ``deadline`` (loop time)."""
     loop = asyncio.get_running_loop()
     chunks = []

@@ -1,4 +1,4 @@
-"""TLS on uvloop: the pool's connections, verified, kept alive, and through a CONNECT tunnel.
+"""TLS on uvloop: the pool's connections, verified, kept alive; aiohttp's through a CONNECT proxy.
 
 The API server speaks TLS; on uvloop the handshake and the records are
 uvloop's own (``create_connection(ssl=...)``, and ``start_tls`` inside a
@@ -8,6 +8,7 @@ tunnel), not asyncio's SSL layer that the other unit tests go through.
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from coscheduler.runtime.http1 import Http1Pool
+from coscheduler.runtime.proxied import ProxiedPool
 from e2e.connectproxy import ConnectProxy
 from e2e.pki import Pki, generate
 
@@ -101,10 +103,12 @@ async def test_an_unknown_authority_is_refused(tls: TlsServer) -> None:
         pool.close()
 
 
-async def test_tls_inside_a_connect_tunnel(tls: TlsServer) -> None:
+async def test_tls_inside_a_connect_tunnel_through_aiohttp(tls: TlsServer) -> None:
     async with ConnectProxy() as proxy:
-        pool = Http1Pool(
-            f"https://localhost:{tls.port}", ssl_context=tls.client_context(), proxy=proxy.url
+        pool = ProxiedPool(
+            f"https://localhost:{tls.port}",
+            proxy=proxy.url.replace("http://", "http://ann:s%40cret@"),
+            ssl_context=tls.client_context(),
         )
         try:
             for _ in range(2):
@@ -112,15 +116,17 @@ async def test_tls_inside_a_connect_tunnel(tls: TlsServer) -> None:
                     200,
                     b'{"a":1}',
                 )
-            answer = await pool.open("GET", "/x", b"", within=10)
+            answer = await pool.open("GET", "/x", b"Accept: application/json\r\n", within=10)
             try:
                 assert answer.status == 200
                 assert await answer.read(within=10) == b'{"a":1}'
+                assert await answer.read(within=10) == b""
             finally:
                 answer.close()
         finally:
-            pool.close()
-    assert proxy.tunnels == [(f"localhost:{tls.port}", "")]
+            await pool.aclose()
+    pair = base64.b64encode(b"ann:s@cret").decode()
+    assert proxy.tunnels == [(f"localhost:{tls.port}", f"Basic {pair}")]
     assert tls.connections == 1
 
 
