@@ -46,6 +46,7 @@ from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
 from coscheduler.runtime.lazy_package import defer_init
 from coscheduler.runtime.lines import Lines, decompressor
 from coscheduler.runtime.proxied import ProxiedAnswer, ProxiedPool
+from coscheduler.runtime.retry import retried
 
 # aiolimiter's package __init__ only looks its own version up in the installed
 # packages' metadata (several ms at start, issue #28): its limiter is all we use.
@@ -339,48 +340,16 @@ class KubeClient:
         """Send a request and return the decoded body; raise as :meth:`send` does.
 
         A GET that meets a retryable failure (throttling, a server starting, a
-        dropped connection) is retried with jittered exponential backoff for up
-        to a minute after it: reads are idempotent, and a fresh API server or a
+        dropped connection) is retried (:func:`~coscheduler.runtime.retry.retried`)
+        for up to a minute: reads are idempotent, and a fresh API server or a
         CRD just installed answers 429 for a moment.
         """
-        try:
-            response = await self.send(method, path, **options)
-        except ApiError as error:
-            if method != "GET" or not _is_retryable(error):
-                raise
-            return await self._retried_read(path, error, **options)
+        if method != "GET":
+            return (await self.send(method, path, **options)).json()
+        response = await retried(
+            lambda: self.send("GET", path, **options), within=_READ_RETRY_SECONDS
+        )
         return response.json()
-
-    async def _retried_read(
-        self, path: str, failed: ApiError, **options: Unpack[RequestOptions]
-    ) -> Any:
-        """A GET after its first attempt ``failed``, retried as :meth:`call` says.
-
-        tenacity is imported at the first retry: a start whose reads all
-        succeed never imports it (issue #28).
-        """
-        from tenacity import (
-            AsyncRetrying,
-            retry_if_exception,
-            stop_after_delay,
-            wait_exponential_jitter,
-        )
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_retryable),
-            wait=wait_exponential_jitter(multiplier=0.2, max=5.0),
-            stop=stop_after_delay(_READ_RETRY_SECONDS),
-            reraise=True,
-        )
-        first: ApiError | None = failed
-        async for attempt in retrying:
-            with attempt:
-                if first is not None:  # the attempt that failed, as tenacity's first
-                    error, first = first, None
-                    raise error
-                response = await self.send("GET", path, **options)
-                return response.json()
-        raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def stream_lines(
         self, path: str, *, query: Sequence[tuple[str, str]], read_timeout_seconds: float
@@ -449,10 +418,6 @@ def _unreachable(method: str, path: str, error: BaseException) -> Unreachable:
     return Unreachable(
         method=method, path=path, status=None, message=f"{type(error).__name__}: {detail}"
     )
-
-
-def _is_retryable(error: BaseException) -> bool:
-    return isinstance(error, ApiError) and error.retryable
 
 
 def query_params(params: Mapping[str, str | int | bool | None]) -> list[tuple[str, str]]:
