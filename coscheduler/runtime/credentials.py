@@ -39,6 +39,8 @@ __all__ = [
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 #: How long loaded credentials are used before they are loaded again.
 RELOAD_SECONDS: Final = 60.0
+#: How long a request's Authorization header is reused before the configuration is asked.
+HEADER_SECONDS: Final = 1.0
 
 
 class CredentialsError(ValueError):
@@ -130,7 +132,7 @@ class AuthorizationHeader:
     """The configuration's ``Authorization`` header line, cheap to ask for on every request.
 
     The configuration is asked again (its hook reloads what may have changed)
-    at most once a second; in between the same bytes are handed out.
+    at most every ``HEADER_SECONDS``; in between the same bytes are handed out.
     """
 
     def __init__(self, configuration: Configuration) -> None:
@@ -141,7 +143,7 @@ class AuthorizationHeader:
     async def lines(self) -> bytes:
         """``Authorization: ...\\r\\n``, or nothing for a server that needs none."""
         now = time.monotonic()
-        if now - self._asked_at >= 1.0:
+        if now - self._asked_at >= HEADER_SECONDS:
             settings: dict[str, Any] = await self._configuration.auth_settings()
             # "Bearer <token>", or "Basic <pair>" for a kubeconfig's username and password.
             value = settings.get("BearerToken", {}).get("value")
