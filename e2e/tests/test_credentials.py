@@ -80,19 +80,24 @@ async def connect() -> AsyncIterator[Callable[[Path], Any]]:
         await client.close()
 
 
+async def follows(client: KubeClient, write: Callable[[str], object], token: str) -> None:
+    """The client's requests carry what was last ``write``-n: the token, a bad one, the token."""
+    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
+    write("not-a-token")
+    with pytest.raises(Forbidden) as refused:
+        await client.call("GET", "/api")
+    assert refused.value.status == 401
+    write(token)
+    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
+
+
 async def test_a_rotated_token_file_is_read_again(
     cluster: Cluster, token: str, connect: Callable[[Path], Any], tmp_path: Path
 ) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(token)
     client = await connect(kubeconfig(tmp_path / "config", cluster, {"tokenFile": "token"}))
-    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
-    token_file.write_text("not-a-token")
-    with pytest.raises(Forbidden) as refused:
-        await client.call("GET", "/api")
-    assert refused.value.status == 401
-    token_file.write_text(token)
-    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
+    await follows(client, token_file.write_text, token)
 
 
 async def test_an_exec_plugins_new_token_is_used(
@@ -116,10 +121,4 @@ async def test_an_exec_plugins_new_token_is_used(
         }
     }
     client = await connect(kubeconfig(tmp_path / "config", cluster, user))
-    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
-    source.write_text("not-a-token")
-    with pytest.raises(Forbidden) as refused:
-        await client.call("GET", "/api")
-    assert refused.value.status == 401
-    source.write_text(token)
-    assert (await client.call("GET", "/api"))["kind"] == "APIVersions"
+    await follows(client, source.write_text, token)
