@@ -44,9 +44,6 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "numpy",
     # the other subcommands
     "coscheduler.sim.command",
-    # a read's first retry; a proxy the environment names
-    "tenacity",
-    "urllib.request",
 )
 
 
