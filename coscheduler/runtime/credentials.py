@@ -31,6 +31,7 @@ from kubernetes_asyncio.config import ConfigException, incluster_config, kube_co
 
 __all__ = [
     "AuthorizationHeader",
+    "Configuration",
     "CredentialsError",
     "load_configuration",
     "ssl_context",
@@ -136,7 +137,8 @@ class AuthorizationHeader:
     """
 
     def __init__(self, configuration: Configuration) -> None:
-        self._configuration = configuration
+        #: Where the header comes from (its refresh hook keeps the token current).
+        self.configuration = configuration
         self._lines = b""
         self._asked_at = -1.0
 
@@ -144,7 +146,7 @@ class AuthorizationHeader:
         """``Authorization: ...\\r\\n``, or nothing for a server that needs none."""
         now = time.monotonic()
         if now - self._asked_at >= HEADER_SECONDS:
-            settings: dict[str, Any] = await self._configuration.auth_settings()
+            settings: dict[str, Any] = await self.configuration.auth_settings()
             # "Bearer <token>", or "Basic <pair>" for a kubeconfig's username and password.
             value = settings.get("BearerToken", {}).get("value")
             self._lines = f"Authorization: {value}\r\n".encode() if value else b""

@@ -40,7 +40,12 @@ from urllib.request import getproxies, proxy_bypass
 
 import orjson
 
-from coscheduler.runtime.credentials import AuthorizationHeader, load_configuration, ssl_context
+from coscheduler.runtime.credentials import (
+    AuthorizationHeader,
+    Configuration,
+    load_configuration,
+    ssl_context,
+)
 from coscheduler.runtime.errors import ApiError, Unreachable
 from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
 from coscheduler.runtime.lazy_package import defer_init
@@ -225,6 +230,12 @@ class KubeClient:
     def server(self) -> str:
         """The API server's URL."""
         return self._credentials.server
+
+    @property
+    def configuration(self) -> Configuration:
+        """kubernetes_asyncio's configuration these credentials come from (for Kopf's login:
+        the same token, refreshed by the same hook)."""
+        return self._credentials.headers.configuration
 
     async def take_turn(self) -> None:
         """Wait for the rate limit to allow one request; callers are served in order."""

@@ -21,7 +21,9 @@ from coscheduler.runtime.credentials import (
     load_configuration,
     ssl_context,
 )
+from coscheduler.runtime.kube import KubeClient
 from e2e.pki import Pki, generate
+from tests.runtime.apiserver import FakeApiServer, object_list
 
 
 @pytest.fixture(scope="module")
@@ -288,3 +290,14 @@ async def test_a_kubeconfig_that_is_not_yaml(tmp_path: Path) -> None:
     path.write_text("clusters: [unclosed\n")
     with pytest.raises(CredentialsError):
         await load_configuration(str(path))
+
+
+async def test_the_clients_configuration_is_the_one_its_requests_are_sent_with(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    # What Kopf's login is made from: the same server and credentials.
+    assert kube.configuration.host == apiserver.url
+    kube.configuration.api_key["BearerToken"] = "Bearer shared"
+    apiserver.on("GET", "/api", object_list([], resource_version="1"))
+    await kube.call("GET", "/api")
+    assert [r.authorization for r in apiserver.requests] == ["Bearer shared"]
