@@ -1,4 +1,4 @@
-"""A thin, fast door to the API server: our own HTTP/1.1 pools and credentials.
+"""A thin, fast door to the API server: our own HTTP/1.1 pools.
 
 Requests go out through :class:`~coscheduler.runtime.http1.Http1Pool`
 (httptools): writes in one pool, reads and watches in another, so that a
@@ -23,9 +23,9 @@ Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
 token to open, not per event.
 
-This module is the only one that knows the HTTP client: whatever goes wrong
-leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
-(an import-linter contract keeps kubernetes_asyncio in here).
+Every other module sends through this one: whatever goes wrong leaves it as
+one of the typed errors of :mod:`coscheduler.runtime.errors` (an import-linter
+contract keeps the HTTP libraries out of the rest).
 """
 
 from __future__ import annotations
