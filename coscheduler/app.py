@@ -117,7 +117,7 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
         server = HealthServer(metrics, alive=alive, ready=ready, listing=listing)
         await server.start(settings.serving.address, settings.serving.port)
         log.info("serving", address=settings.serving.address, port=server.port)
-        if settings.dashboard.enabled:  # aiohttp's server is imported only then
+        if settings.dashboard.enabled:
             from coscheduler.dashboard.server import serve_page
 
             def role() -> str:

@@ -191,7 +191,9 @@ class Operator:
         await self.listed.wait()
         if leading():
             await self.deciding.wait()
-        # Imported here: Kopf (and aiohttp under it) is no part of the first decision.
+        # Imported here: Kopf is no part of the first decision.
+        import kopf
+
         from coscheduler.controller import embedded
         from coscheduler.controller.handlers import (
             Admission,
@@ -199,9 +201,14 @@ class Operator:
             handlers,
             queue_follower,
         )
-        from coscheduler.controller.login import interim_login
+        from coscheduler.controller.login import connection_info
 
-        login = partial(interim_login, self.settings.kubeconfig)
+        configuration = self.client.configuration
+
+        async def login(**_: object) -> kopf.ConnectionInfo:
+            # The transport's credentials, refreshed by the same hook (an exec plugin's token).
+            return await connection_info(configuration)
+
         webhook = self.settings.webhook
         if webhook.cert_dir is None:
             admission, server = None, None

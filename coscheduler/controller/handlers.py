@@ -193,7 +193,7 @@ def handlers(
     admission: Admission | None,
     *,
     followers: tuple[Follower[GroupKey], Follower[str]] | None = None,
-    login: Callable[..., kopf.ConnectionInfo | None] | None = None,
+    login: Callable[..., Awaitable[kopf.ConnectionInfo | None]] | None = None,
 ) -> kopf.OperatorRegistry:
     """Our own registry (never Kopf's global one): admission's handlers, the followers'
     (on the leader only: a standby's would hold every object's events, unwritten), by

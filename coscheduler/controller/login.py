@@ -2,22 +2,20 @@
 
 :func:`connection_info` reads them from a kubernetes_asyncio ``Configuration``
 (the shape the transport loads a kubeconfig into; typed here by the fields
-read, so that this module imports no Kubernetes client). Until the transport
-hands its ``Configuration`` over, :func:`interim_login` reads the same
-sources with Kopf's own readers: the service account in a pod, else the
-kubeconfig ``--kubeconfig`` names (or ``KUBECONFIG``, or ``~/.kube/config``).
+read, so that this module imports no Kubernetes client): the transport's own
+(``KubeClient.configuration``), so Kopf logs in as the scheduler does, with
+the token its refresh hook keeps current.
 """
 
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Protocol
 
 import kopf
 
-__all__ = ["LibraryConfiguration", "connection_info", "interim_login"]
+__all__ = ["LibraryConfiguration", "connection_info"]
 
 
 class LibraryConfiguration(Protocol):
@@ -67,12 +65,3 @@ def _authorization(header: str | None) -> tuple[str | None, str | None]:
         return None, None
     scheme, _, token = header.partition(" ")
     return (scheme, token) if token else (None, scheme)
-
-
-def interim_login(kubeconfig: str | None, **kwargs: Any) -> kopf.ConnectionInfo | None:
-    """The scheduler's sources in its order, read by Kopf (see the module docstring)."""
-    if kubeconfig is not None:
-        os.environ["KUBECONFIG"] = kubeconfig  # Kopf's reader takes its files from there only
-    elif not os.environ.get("KUBECONFIG") and os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return kopf.login_with_service_account(**kwargs)
-    return kopf.login_with_kubeconfig(**kwargs)

@@ -8,7 +8,8 @@ The answer says all we need, so bodies are not decoded:
   not an error, the pod's own watch event will say where it went.
 * no answer, or a 5xx or 429: the outcome is unknown (a Binding that timed
   out on etcd, or whose answer was lost on the way, may be committed). The
-  same Binding is sent again, with backoff, for up to ``retry_seconds``,
+  same Binding is sent again (:func:`~coscheduler.runtime.retry.retried`)
+  for up to ``retry_seconds``,
   while the pod stays assumed on its node: releasing it at once would let
   the next decision give its room away and over-commit the node when the
   first Binding turns out to have been committed (the fault suite's etcd
@@ -21,8 +22,6 @@ The answer says all we need, so bodies are not decoded:
 from __future__ import annotations
 
 import asyncio
-import random
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -33,13 +32,12 @@ import structlog
 from coscheduler.core.statement import Binding
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import KubeClient
+from coscheduler.runtime.retry import retried
 
 log = structlog.get_logger(__name__)
 
 #: How long a Binding with an unknown outcome is sent again before it counts as failed.
 BIND_RETRY_SECONDS = 60.0
-_BACKOFF_INITIAL_SECONDS = 0.2
-_BACKOFF_MAX_SECONDS = 5.0
 
 __all__ = ["BindOutcome", "BindResult", "Binder"]
 
@@ -98,37 +96,37 @@ class Binder:
             }
         )
         path = f"/api/v1/namespaces/{binding.namespace}/pods/{binding.name}/binding"
-        deadline = time.monotonic() + self._retry_seconds
-        attempt = 0
+        retries = 0
+
+        def again(error: ApiError, seconds: float) -> None:
+            nonlocal retries
+            retries += 1
+            self.retries += 1
+            log.info(
+                "binding outcome unknown, sending it again",
+                pod=f"{binding.namespace}/{binding.name}",
+                node=binding.node,
+                error=str(error),
+                retry_in_seconds=round(seconds, 2),
+            )
+
         async with self._slots:
-            while True:
-                try:
-                    await self._client.send("POST", path, body=body)
-                except NotFound:
-                    return BindResult(binding, BindOutcome.POD_GONE)
-                except Conflict:
-                    if attempt and await self._bound_here(binding):
-                        return BindResult(binding, BindOutcome.BOUND)
-                    return BindResult(binding, BindOutcome.ALREADY_BOUND)
-                except ApiError as error:
-                    if not error.retryable or time.monotonic() >= deadline:
-                        return BindResult(binding, BindOutcome.FAILED, str(error))
-                    attempt += 1
-                    self.retries += 1
-                    delay = min(
-                        _BACKOFF_MAX_SECONDS, _BACKOFF_INITIAL_SECONDS * 2 ** (attempt - 1)
-                    ) * random.uniform(0.5, 1.0)
-                    log.info(
-                        "binding outcome unknown, sending it again",
-                        pod=f"{binding.namespace}/{binding.name}",
-                        node=binding.node,
-                        error=str(error),
-                        retry_in_seconds=round(delay, 2),
-                    )
-                    await asyncio.sleep(delay)
-                    continue
-                self._on_bound()
-                return BindResult(binding, BindOutcome.BOUND)
+            try:
+                await retried(
+                    lambda: self._client.send("POST", path, body=body),
+                    within=self._retry_seconds,
+                    on_retry=again,
+                )
+            except NotFound:
+                return BindResult(binding, BindOutcome.POD_GONE)
+            except Conflict:
+                if retries and await self._bound_here(binding):
+                    return BindResult(binding, BindOutcome.BOUND)
+                return BindResult(binding, BindOutcome.ALREADY_BOUND)
+            except ApiError as error:
+                return BindResult(binding, BindOutcome.FAILED, str(error))
+        self._on_bound()
+        return BindResult(binding, BindOutcome.BOUND)
 
     async def _bound_here(self, binding: Binding) -> bool:
         """Whether the pod is bound to the binding's node (an earlier attempt succeeded)."""

@@ -4,12 +4,12 @@ aiohttp's client spends about 250 µs of CPU on each request (building a URL,
 a request object, header multidicts, timers, tracing hooks): a Binding and a
 ``Scheduled`` Event per pod made it most of the scheduler's CPU per pod
 (issue #28). The scheduler needs none of that: one server, JSON bodies in
-and out, no redirects or cookies, a proxy only as a CONNECT tunnel. This
-pool sends each request as one pre-formatted buffer on a kept-alive
-connection and hands the answer's bytes, in the protocol's callback, to
-httptools' binding of llhttp (the parser of Node.js and uvicorn), which
-reads status, headers, lengths, chunks and interim answers; about a quarter
-of aiohttp's cost.
+and out, no redirects, cookies or proxies (:mod:`coscheduler.runtime.proxied`
+reaches a cluster behind one). This pool sends each request as one
+pre-formatted buffer on a kept-alive connection and hands the answer's
+bytes, in the protocol's callback, to httptools' binding of llhttp (the
+parser of Node.js and uvicorn), which reads status, headers, lengths, chunks
+and interim answers; about a quarter of aiohttp's cost.
 
 It is :mod:`coscheduler.runtime.kube`'s, for writes and, in a pool of its
 own, for reads and watches (:meth:`Http1Pool.open`: the answer's body is
@@ -23,18 +23,15 @@ never reused, so an answer can never be read as another request's.
 from __future__ import annotations
 
 import asyncio
-import base64
 import collections
-import os
 import ssl
-import sys
 import urllib.parse
 from collections.abc import Callable
 from typing import Final, cast
 
 import httptools
 
-__all__ = ["Http1Pool", "ResumingContext", "StreamedAnswer", "client_context"]
+__all__ = ["Http1Pool", "StreamedAnswer"]
 
 #: Headers that say where a body ends; without them it ends with the connection.
 _LENGTH_HEADERS: Final = frozenset({b"content-length", b"transfer-encoding"})
@@ -48,58 +45,6 @@ _MAX_ANSWER_BYTES: Final = 64 * 1024 * 1024
 _PAUSE_ABOVE_BYTES: Final = 4 * 1024 * 1024
 #: ...and reads again once its reader has taken all but this much.
 _RESUME_BELOW_BYTES: Final = 1024 * 1024
-
-
-class ResumingContext(ssl.SSLContext):
-    """A client TLS context whose new connections resume the latest session it was shown.
-
-    A full TLS handshake costs this process ~2 ms of CPU on the API server's
-    ECDSA certificates (issue #28: a startup trial opens ~100 connections, for
-    the Bindings in flight and the lists and watches, where client-go
-    multiplexes one HTTP/2 connection); one that resumes a session (a TLS 1.3
-    ticket, or a 1.2 session) skips the certificates and the signatures:
-    about half (``bench/tls_handshake_cpu.py``).
-    Neither asyncio's nor uvloop's ``create_connection`` takes a session, but
-    both make their TLS object with the context's :meth:`wrap_bio`, which
-    accepts one. A server that refuses the ticket (new keys, a restart) gets a
-    full handshake, as without one.
-    """
-
-    _latest: ssl.SSLSession | None = None
-
-    def wrap_bio(
-        self,
-        incoming: ssl.MemoryBIO,
-        outgoing: ssl.MemoryBIO,
-        server_side: bool = False,
-        server_hostname: str | bytes | None = None,
-        session: ssl.SSLSession | None = None,
-    ) -> ssl.SSLObject:
-        if session is None and not server_side:
-            session = self._latest
-        return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
-
-    def remember(self, tls: ssl.SSLObject | None) -> None:
-        """Resume ``tls``'s session from now on (read after an answer: a 1.3 ticket follows
-        the handshake)."""
-        session = None if tls is None else tls.session
-        if session is not None and session.has_ticket:
-            self._latest = session
-
-
-def client_context(*, cafile: str | None = None, cadata: str | None = None) -> ResumingContext:
-    """``ssl.create_default_context()`` for a client, as a :class:`ResumingContext`."""
-    context = ResumingContext(ssl.PROTOCOL_TLS_CLIENT)
-    if sys.version_info >= (3, 13):  # as create_default_context there
-        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
-    if cafile is not None or cadata is not None:
-        context.load_verify_locations(cafile=cafile, cadata=cadata)
-    else:
-        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-    keylog = os.environ.get("SSLKEYLOGFILE")
-    if keylog and not sys.flags.ignore_environment:
-        context.keylog_filename = keylog  # as create_default_context: TLS debugging
-    return context
 
 
 class StreamedAnswer:
@@ -194,8 +139,6 @@ class _Connection(asyncio.Protocol):
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.usable = True
-        #: No answer read on it yet (its TLS session's ticket comes before the first).
-        self.fresh = True
         self._ended = False
         #: Told once when the connection ends (the pool counts those open).
         self._on_lost: Callable[[], None] | None = None
@@ -263,8 +206,6 @@ class _Connection(asyncio.Protocol):
             self._stream.encoding = value.strip().lower()
 
     def on_headers_complete(self) -> None:
-        if self.fresh:
-            self._remember_session()
         self._status = self._parser.get_status_code()
         self._head_read = True
         self._keep_alive = self._parser.should_keep_alive()
@@ -309,24 +250,6 @@ class _Connection(asyncio.Protocol):
             return False
         self._on_lost = on_lost
         return True
-
-    def tls_object(self) -> ssl.SSLObject | None:
-        if self.transport is None:
-            return None
-        return cast(ssl.SSLObject | None, self.transport.get_extra_info("ssl_object"))
-
-    def _remember_session(self) -> None:
-        """Offer this connection's TLS session to the next ones (its first answer is here:
-        a TLS 1.3 ticket, sent right after the handshake, has been read by now)."""
-        self.fresh = False
-        tls = self.tls_object()
-        if tls is not None and isinstance(tls.context, ResumingContext):
-            tls.context.remember(tls)
-
-    def resumed_tls(self) -> bool:
-        """Whether its TLS handshake resumed an earlier session (a ticket) instead of a full one."""
-        tls = self.tls_object()
-        return tls is not None and tls.session_reused
 
     # -- requests -------------------------------------------------------------
 
@@ -387,9 +310,7 @@ class Http1Pool:
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None = None,
         max_connections: int = 64,
-        proxy: str | None = None,
     ) -> None:
-        """``proxy``: an ``http://[user:password@]host:port`` proxy to tunnel through (CONNECT)."""
         url = urllib.parse.urlsplit(server)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise ValueError(f"not an http(s) server: {server!r}")
@@ -404,14 +325,12 @@ class Http1Pool:
         self._host_header = (
             f"Host: {host}:{url.port}\r\n" if url.port else f"Host: {host}\r\n"
         ).encode()
-        self._tunnel = None if proxy is None else _Tunnel.to(proxy, host, self._port)
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: list[_Connection] = []
         self._closed = False
-        #: Connections opened (each a TCP and, for https, a TLS handshake), and of
-        #: those, how many resumed an earlier TLS session; and how many are open now.
+        #: Connections opened (each a TCP and, for https, a TLS handshake), and how many
+        #: are open now.
         self.opened = 0
-        self.resumed = 0
         self.open_now = 0
 
     async def request(
@@ -579,22 +498,16 @@ class Http1Pool:
     async def _connect(self) -> _Connection:
         if self._closed:
             raise ConnectionError("the pool is closed")
-        loop = asyncio.get_running_loop()
-        if self._tunnel is not None:
-            connection = await self._tunnel.open(self._ssl, self._server_hostname)
-        else:
-            _, connection = await loop.create_connection(
-                _Connection,
-                self._host,
-                self._port,
-                ssl=self._ssl,
-                server_hostname=self._server_hostname,
-            )
+        _, connection = await asyncio.get_running_loop().create_connection(
+            _Connection,
+            self._host,
+            self._port,
+            ssl=self._ssl,
+            server_hostname=self._server_hostname,
+        )
         self.opened += 1
         if connection.tell_end(self._lost):
             self.open_now += 1
-        if connection.resumed_tls():
-            self.resumed += 1
         return connection
 
     def _lost(self) -> None:
@@ -605,97 +518,3 @@ class Http1Pool:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
-
-
-class _Tunnel(asyncio.Protocol):
-    """A connection through an HTTP proxy (CONNECT), TLS to the server inside it.
-
-    As client-go and aiohttp do for an https:// server behind ``HTTPS_PROXY``:
-    the proxy sees only the server's address, never a request or a credential.
-    """
-
-    def __init__(self, proxy_host: str, proxy_port: int, request: bytes) -> None:
-        self._proxy_host = proxy_host
-        self._proxy_port = proxy_port
-        self._request = request
-        self._head = b""
-        self._opened: asyncio.Future[None] | None = None
-        self._transport: asyncio.Transport | None = None
-
-    @classmethod
-    def to(cls, proxy: str, host: str, port: int) -> _Tunnel:
-        url = urllib.parse.urlsplit(proxy)
-        if url.scheme != "http" or not url.hostname:
-            raise ValueError(f"only http:// proxies are supported, not {url.scheme}://")
-        target = f"{host}:{port}"
-        lines = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
-        if url.username is not None:
-            user = urllib.parse.unquote(url.username)
-            password = urllib.parse.unquote(url.password or "")
-            pair = base64.b64encode(f"{user}:{password}".encode()).decode()
-            lines += f"Proxy-Authorization: Basic {pair}\r\n"
-        return cls(url.hostname, url.port or 80, (lines + "\r\n").encode())
-
-    async def open(
-        self, context: ssl.SSLContext | None, server_hostname: str | None
-    ) -> _Connection:
-        """A new connection to the server through the proxy."""
-        loop = asyncio.get_running_loop()
-        tunnel = _Tunnel(self._proxy_host, self._proxy_port, self._request)
-        transport, _ = await loop.create_connection(
-            lambda: tunnel, self._proxy_host, self._proxy_port
-        )
-        try:
-            await tunnel.established()
-            connection = _Connection()
-            if context is not None:
-                inner = await loop.start_tls(
-                    transport, connection, context, server_hostname=server_hostname
-                )
-                if inner is None:
-                    raise ConnectionError("TLS through the proxy did not start")
-                transport = inner
-            else:
-                transport.set_protocol(connection)
-        except BaseException:
-            transport.close()
-            raise
-        connection.connection_made(transport)
-        return connection
-
-    async def established(self) -> None:
-        assert self._transport is not None
-        self._opened = asyncio.get_running_loop().create_future()
-        self._transport.write(self._request)
-        await self._opened
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (uvloop's has asyncio.Transport's methods, not its class).
-        self._transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        self._head += data
-        if b"\r\n\r\n" not in self._head:
-            if len(self._head) > 65536:
-                self._settle(ConnectionError("the proxy's answer to CONNECT never ended"))
-            return
-        status_line = self._head.split(b"\r\n", 1)[0].decode("latin-1")
-        parts = status_line.split(" ", 2)
-        if len(parts) < 2 or not parts[1].startswith("2"):
-            self._settle(ConnectionError(f"the proxy refused the tunnel: {status_line}"))
-        elif self._head.index(b"\r\n\r\n") + 4 != len(self._head):
-            self._settle(ConnectionError("the proxy spoke before the server did"))
-        else:
-            self._settle(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._settle(exc or ConnectionError("the proxy closed the connection"))
-
-    def _settle(self, error: BaseException | None) -> None:
-        opened = self._opened
-        if opened is None or opened.done():
-            return
-        if error is None:
-            opened.set_result(None)
-        else:
-            opened.set_exception(error)

@@ -1,4 +1,4 @@
-"""A thin, fast door to the API server: our own HTTP/1.1 pools and credentials.
+"""A thin, fast door to the API server: our own HTTP/1.1 pools.
 
 Requests go out through :class:`~coscheduler.runtime.http1.Http1Pool`
 (httptools): writes in one pool, reads and watches in another, so that a
@@ -7,51 +7,60 @@ Bodies are encoded and decoded with orjson; callers keep only the fields
 they need. Reads and watches ask for gzip: the API server then compresses
 lists over 128 KiB and watch-list streams. Measured at 50,000 pods on a
 loaded 2-core machine, uncompressed answers cost both the server and us more
-CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False`` (or
-a cluster's ``disable-compression``) asks for them.
+CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False``
+asks for them.
 
-Credentials come from :mod:`coscheduler.runtime.kubeconfig` (kubeconfig and
-in-cluster, the common forms). A kubeconfig that needs more (an exec
-credential plugin, an auth-provider) is loaded by kubernetes_asyncio,
-imported only then: its token and certificates then travel through the same
-pools (issue #28: neither aiohttp nor kubernetes_asyncio is imported on the
-way to the first Binding otherwise).
+Credentials come from kubernetes_asyncio's configuration
+(:mod:`coscheduler.runtime.credentials`): its TLS material makes the pools'
+context, its token (kept fresh by its refresh hook) each request's
+``Authorization`` header.
 
 A proxy the environment names for the server (``HTTPS_PROXY``, ``NO_PROXY``),
-or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT).
+or the kubeconfig's ``proxy-url``, is tunnelled through (CONNECT) by aiohttp
+(:mod:`coscheduler.runtime.proxied`) instead of our pools.
 
 Every request passes a client-side rate limiter (QPS and burst, as client-go
 does), so coscheduler never floods a shared API server. Watch streams take a
 token to open, not per event.
 
-This module is the only one that knows the HTTP client: whatever goes wrong
-leaves it as one of the typed errors of :mod:`coscheduler.runtime.errors`
-(an import-linter contract keeps kubernetes_asyncio in here).
+Every other module sends through this one: whatever goes wrong leaves it as
+one of the typed errors of :mod:`coscheduler.runtime.errors` (an import-linter
+contract keeps the HTTP libraries out of the rest).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import ssl
-import sys
 import urllib.parse
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypedDict, Unpack
+from typing import Any, Final, TypedDict, Unpack
+from urllib.request import getproxies, proxy_bypass
 
 import orjson
 from aiolimiter import AsyncLimiter
 
-from coscheduler.runtime import kubeconfig as kubeconfig_module
+from coscheduler.runtime.credentials import (
+    AuthorizationHeader,
+    Configuration,
+    load_configuration,
+    ssl_context,
+)
 from coscheduler.runtime.errors import ApiError, Unreachable
-from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer, client_context
+from coscheduler.runtime.http1 import Http1Pool, StreamedAnswer
 from coscheduler.runtime.lines import Lines, decompressor
+from coscheduler.runtime.proxied import ProxiedAnswer, ProxiedPool
+from coscheduler.runtime.retry import retried
 
-if TYPE_CHECKING:
-    from kubernetes_asyncio.client.configuration import Configuration
-
-__all__ = ["KubeClient", "ProxyNotSupportedError", "RequestOptions", "Response", "query_params"]
+__all__ = [
+    "Credentials",
+    "KubeClient",
+    "ProxyNotSupportedError",
+    "RequestOptions",
+    "Response",
+    "query_params",
+]
 
 JSON: Final = "application/json"
 MERGE_PATCH: Final = "application/merge-patch+json"
@@ -72,81 +81,34 @@ class Response:
         return orjson.loads(self.body) if self.body else None
 
 
+#: Where requests go: our own pool, or aiohttp's through a proxy.
+Pool = Http1Pool | ProxiedPool
+Answer = StreamedAnswer | ProxiedAnswer
+
+
 class ProxyNotSupportedError(ValueError):
-    """A proxy our pools cannot tunnel through (not http://: https://, socks5://...)."""
+    """A proxy aiohttp cannot tunnel through (not http://: https://, socks5://...)."""
 
 
 def _proxy_from_environment(host: str | None) -> str | None:
     """The proxy the environment (HTTPS_PROXY, NO_PROXY, ...) names for ``host``, read once."""
     url = urllib.parse.urlsplit(host or "")
-    if not url.hostname or not _may_name_proxies():
-        return None
-    # urllib.request imports http.client, email and more: only when there may be a proxy.
-    from urllib.request import getproxies, proxy_bypass
-
-    if proxy_bypass(url.hostname):
+    if not url.hostname or proxy_bypass(url.hostname):
         return None
     return getproxies().get(url.scheme)
 
 
-def _may_name_proxies() -> bool:
-    """Whether ``urllib.request.getproxies`` could name a proxy: on Linux it reads only
-    ``*_proxy`` variables, and without one urllib.request need not be imported (issue #28)."""
-    if not sys.platform.startswith("linux"):
-        return True  # macOS and Windows also read the system's settings
-    return any(name.lower().endswith("_proxy") for name in os.environ)
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """One API server and how to reach it, from kubernetes_asyncio's configuration."""
 
-
-class _LibraryHeaders:
-    """kubernetes_asyncio's credentials: a token its hooks refresh (exec plugins) as it expires."""
-
-    def __init__(self, configuration: Configuration) -> None:
-        self._configuration = configuration
-
-    async def lines(self) -> bytes:
-        settings = await self._configuration.auth_settings()
-        return "".join(
-            f"{setting['key']}: {setting['value']}\r\n"
-            for setting in settings.values()
-            if setting["in"] == "header" and setting["value"]
-        ).encode()
-
-
-def _library_ssl_context(configuration: Configuration) -> ssl.SSLContext:
-    """The TLS settings kubernetes_asyncio gives its own connections, from the same fields."""
-    context = client_context(cafile=configuration.ssl_ca_cert)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-    if not configuration.verify_ssl:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if configuration.disable_strict_ssl_verification:
-        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
-    return context
-
-
-async def _library_credentials(
-    needs: kubeconfig_module.NeedsLibrary,
-) -> kubeconfig_module.Credentials:
-    """Load a kubeconfig we do not read ourselves with kubernetes_asyncio, imported now."""
-    from kubernetes_asyncio.client import configuration as k8s_configuration
-    from kubernetes_asyncio.config import kube_config
-
-    configuration = k8s_configuration.Configuration()
-    await kube_config.load_kube_config(
-        config_file=needs.files, context=needs.context, client_configuration=configuration
-    )
-    server = (configuration.host or "").rstrip("/")
-    if not server:
-        raise kubeconfig_module.KubeconfigError(f"{needs.files}: no server for the context")
-    return kubeconfig_module.Credentials(
-        server=server,
-        ssl_context=_library_ssl_context(configuration) if server.startswith("https://") else None,
-        tls_server_name=configuration.tls_server_name,
-        headers=_LibraryHeaders(configuration),
-        proxy=configuration.proxy,
-        source=f"{needs.files} (kubernetes_asyncio: {needs.why})",
-    )
+    server: str
+    #: None for a plain http:// server.
+    ssl_context: ssl.SSLContext | None
+    tls_server_name: str | None
+    headers: AuthorizationHeader
+    #: A proxy named by the kubeconfig (``proxy-url``); the environment's is resolved later.
+    proxy: str | None = None
 
 
 class RequestOptions(TypedDict, total=False):
@@ -162,31 +124,22 @@ class KubeClient:
 
     def __init__(
         self,
-        credentials: kubeconfig_module.Credentials,
+        credentials: Credentials,
         *,
         qps: float,
         burst: int,
         timeout: float,
         max_connections: int = 128,
         owner: bool = True,
-        pools: tuple[Http1Pool, Http1Pool] | None = None,
+        pools: tuple[Pool, Pool] | None = None,
         compressed_reads: bool = True,
         proxy: str | None = None,
     ):
         self._credentials = credentials
         #: Writes, then reads and watches: separate, so neither waits for the other's connections.
-        self._writes, self._reads = pools or (
-            Http1Pool(
-                credentials.server,
-                ssl_context=credentials.ssl_context,
-                server_hostname=credentials.tls_server_name,
-                max_connections=max_connections,
-                proxy=proxy,
-            )
-            for _ in range(2)
-        )
+        self._writes, self._reads = pools or _pools(credentials, max_connections, proxy)
         self._compressed_reads = compressed_reads
-        encoding = "gzip" if compressed_reads and credentials.compression else "identity"
+        encoding = "gzip" if compressed_reads else "identity"
         self._read_headers = (
             f"Accept: {JSON}\r\nAccept-Encoding: {encoding}\r\nUser-Agent: {_USER_AGENT}\r\n"
         ).encode()
@@ -231,20 +184,23 @@ class KubeClient:
         compressed_reads: bool = True,
         context: str | None = None,
     ) -> KubeClient:
-        """Load credentials (:func:`coscheduler.runtime.kubeconfig.load`) and make the pools.
+        """Load credentials (:func:`coscheduler.runtime.credentials.load_configuration`)
+        and make the pools.
 
         ``kubeconfig`` None: ``KUBECONFIG``, else in-cluster, else ``~/.kube/config``.
         ``compressed_reads``: ask for gzip answers to reads and watches (False
         asks for them uncompressed). Raises
-        :class:`~coscheduler.runtime.kubeconfig.KubeconfigError` for credentials
+        :class:`~coscheduler.runtime.credentials.CredentialsError` for credentials
         that cannot be used, :class:`ProxyNotSupportedError` for a proxy not http://
-        (an http:// one is tunnelled through with CONNECT, as client-go does).
+        (an http:// one is tunnelled through with CONNECT by aiohttp, as client-go does).
         """
-        loaded = kubeconfig_module.load(kubeconfig, context=context)
-        credentials = (
-            await _library_credentials(loaded)
-            if isinstance(loaded, kubeconfig_module.NeedsLibrary)
-            else loaded
+        configuration = await load_configuration(kubeconfig, context=context)
+        credentials = Credentials(
+            server=(configuration.host or "").rstrip("/"),
+            ssl_context=ssl_context(configuration),
+            tls_server_name=configuration.tls_server_name,
+            headers=AuthorizationHeader(configuration),
+            proxy=configuration.proxy,
         )
         proxy = credentials.proxy or _proxy_from_environment(credentials.server)
         if proxy and urllib.parse.urlsplit(proxy).scheme != "http":
@@ -270,6 +226,12 @@ class KubeClient:
         """The API server's URL."""
         return self._credentials.server
 
+    @property
+    def configuration(self) -> Configuration:
+        """kubernetes_asyncio's configuration these credentials come from (for Kopf's login:
+        the same token, refreshed by the same hook)."""
+        return self._credentials.headers.configuration
+
     async def take_turn(self) -> None:
         """Wait for the rate limit to allow one request; callers are served in order."""
         async with self._turn:
@@ -277,17 +239,22 @@ class KubeClient:
 
     @property
     def pools(self) -> dict[str, Http1Pool]:
-        """The connection pools by purpose (their counts are metrics)."""
-        return {"writes": self._writes, "reads": self._reads}
+        """Our connection pools by purpose (their counts are metrics; aiohttp's are not)."""
+        pools = {"writes": self._writes, "reads": self._reads}
+        return {name: pool for name, pool in pools.items() if isinstance(pool, Http1Pool)}
 
     async def warm_writes(self, count: int) -> int:
         """Open ``count`` connections for writes ahead of the first (:meth:`Http1Pool.warm`)."""
         return await self._writes.warm(count)
 
     async def close(self) -> None:
-        if self._owner:
-            self._writes.close()
-            self._reads.close()
+        if not self._owner:
+            return
+        for pool in {self._writes, self._reads}:
+            if isinstance(pool, ProxiedPool):
+                await pool.aclose()
+            else:
+                pool.close()
 
     async def _write(
         self,
@@ -328,7 +295,7 @@ class KubeClient:
         query: Sequence[tuple[str, str]] | None,
         *,
         head_within: float | None = None,
-    ) -> StreamedAnswer:
+    ) -> Answer:
         """A read sent through the read pool, its head read."""
         await self.take_turn()
         headers = self._read_headers + await self._credentials.headers.lines()
@@ -379,48 +346,16 @@ class KubeClient:
         """Send a request and return the decoded body; raise as :meth:`send` does.
 
         A GET that meets a retryable failure (throttling, a server starting, a
-        dropped connection) is retried with jittered exponential backoff for up
-        to a minute after it: reads are idempotent, and a fresh API server or a
+        dropped connection) is retried (:func:`~coscheduler.runtime.retry.retried`)
+        for up to a minute: reads are idempotent, and a fresh API server or a
         CRD just installed answers 429 for a moment.
         """
-        try:
-            response = await self.send(method, path, **options)
-        except ApiError as error:
-            if method != "GET" or not _is_retryable(error):
-                raise
-            return await self._retried_read(path, error, **options)
+        if method != "GET":
+            return (await self.send(method, path, **options)).json()
+        response = await retried(
+            lambda: self.send("GET", path, **options), within=_READ_RETRY_SECONDS
+        )
         return response.json()
-
-    async def _retried_read(
-        self, path: str, failed: ApiError, **options: Unpack[RequestOptions]
-    ) -> Any:
-        """A GET after its first attempt ``failed``, retried as :meth:`call` says.
-
-        tenacity is imported at the first retry: a start whose reads all
-        succeed never imports it (issue #28).
-        """
-        from tenacity import (
-            AsyncRetrying,
-            retry_if_exception,
-            stop_after_delay,
-            wait_exponential_jitter,
-        )
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_retryable),
-            wait=wait_exponential_jitter(multiplier=0.2, max=5.0),
-            stop=stop_after_delay(_READ_RETRY_SECONDS),
-            reraise=True,
-        )
-        first: ApiError | None = failed
-        async for attempt in retrying:
-            with attempt:
-                if first is not None:  # the attempt that failed, as tenacity's first
-                    error, first = first, None
-                    raise error
-                response = await self.send("GET", path, **options)
-                return response.json()
-        raise AssertionError("unreachable: tenacity re-raises the last error")
 
     async def stream_lines(
         self, path: str, *, query: Sequence[tuple[str, str]], read_timeout_seconds: float
@@ -450,7 +385,30 @@ class KubeClient:
             answer.close()
 
 
-async def _whole_body(answer: StreamedAnswer, deadline: float) -> bytes:
+def _pools(credentials: Credentials, max_connections: int, proxy: str | None) -> tuple[Pool, Pool]:
+    """Writes' and reads' pools: ours, or aiohttp's one through a proxy."""
+    if proxy is not None:
+        proxied = ProxiedPool(
+            credentials.server,
+            proxy=proxy,
+            ssl_context=credentials.ssl_context,
+            server_hostname=credentials.tls_server_name,
+            max_connections=2 * max_connections,
+        )
+        return proxied, proxied
+    writes, reads = (
+        Http1Pool(
+            credentials.server,
+            ssl_context=credentials.ssl_context,
+            server_hostname=credentials.tls_server_name,
+            max_connections=max_connections,
+        )
+        for _ in range(2)
+    )
+    return writes, reads
+
+
+async def _whole_body(answer: Answer, deadline: float) -> bytes:
     """All of an answer's body, decompressed, by ``deadline`` (loop time)."""
     loop = asyncio.get_running_loop()
     chunks = []
@@ -466,10 +424,6 @@ def _unreachable(method: str, path: str, error: BaseException) -> Unreachable:
     return Unreachable(
         method=method, path=path, status=None, message=f"{type(error).__name__}: {detail}"
     )
-
-
-def _is_retryable(error: BaseException) -> bool:
-    return isinstance(error, ApiError) and error.retryable
 
 
 def query_params(params: Mapping[str, str | int | bool | None]) -> list[tuple[str, str]]:

@@ -18,6 +18,13 @@ client-go's leader election:
 Losing the Lease ends the leading work with :class:`LeadershipLostError`; the
 process exits and is restarted, rebuilding its state from the API server,
 which is simpler and safer than trying to step down in place.
+
+Not ``kubernetes_asyncio.leaderelection``, which breaks rules 1 and 4: it reads
+the wall clock (and takes no clock to test with), and never releases the
+Lease, so a standby would wait out the whole lease after a clean shutdown;
+it also keeps leading after the leading work returns, refuses retry periods
+under a second, and writes through its generated client (aiohttp) instead of
+our rate-limited one.
 """
 
 from __future__ import annotations

@@ -83,8 +83,6 @@ class ConnectionCounts(Protocol):
     @property
     def opened(self) -> int: ...
     @property
-    def resumed(self) -> int: ...
-    @property
     def open_now(self) -> int: ...
 
 
@@ -100,11 +98,6 @@ class _Connections(Collector):
             "Connections opened to the API server (each a TCP and a TLS handshake), by pool.",
             labels=["pool"],
         )
-        resumed = CounterMetricFamily(
-            "coscheduler_client_connections_resumed",
-            "Of those, connections whose TLS handshake resumed an earlier session, by pool.",
-            labels=["pool"],
-        )
         open_now = GaugeMetricFamily(
             "coscheduler_client_connections",
             "Connections to the API server open now, by pool.",
@@ -112,9 +105,8 @@ class _Connections(Collector):
         )
         for name, pool in self._pools.items():
             opened.add_metric([name], pool.opened)
-            resumed.add_metric([name], pool.resumed)
             open_now.add_metric([name], pool.open_now)
-        yield from (opened, resumed, open_now)
+        yield from (opened, open_now)
 
 
 @dataclass

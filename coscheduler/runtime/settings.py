@@ -259,7 +259,7 @@ class Settings(BaseSettings):
 
     kubeconfig: str | None = _setting(
         "--kubeconfig",
-        "kubeconfig file (an exec plugin or auth-provider is read by kubernetes_asyncio)",
+        "kubeconfig file (read by kubernetes_asyncio: certificates, tokens, exec plugins...)",
         default=None,
         shown_default="$KUBECONFIG (files merged), else in-cluster, else ~/.kube/config",
     )

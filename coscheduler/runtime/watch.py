@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -55,6 +54,7 @@ import structlog
 from coscheduler.runtime import gc_pause
 from coscheduler.runtime.errors import ApiError, Forbidden, Gone, Invalid, NotFound
 from coscheduler.runtime.kube import KubeClient, query_params
+from coscheduler.runtime.retry import backoff_seconds
 
 __all__ = [
     "Event",
@@ -164,9 +164,11 @@ class Watch:
             except (ApiError, ValueError) as error:
                 # ValueError: a line that is not JSON, or too long to be one.
                 failures += 1
-                delay = min(
-                    self.backoff_max_seconds, self.backoff_initial_seconds * 2 ** (failures - 1)
-                ) * random.uniform(0.5, 1.0)
+                # The retry policy's wait, without tenacity: this generator yields between
+                # failures, and a failure after an event starts counting again.
+                delay = backoff_seconds(
+                    failures, initial=self.backoff_initial_seconds, maximum=self.backoff_max_seconds
+                )
                 log.warning(
                     "watch failed, retrying",
                     path=self.path,

@@ -36,6 +36,7 @@ from aiohttp import web
 from aiohttp.test_utils import RawTestServer
 
 from coscheduler.runtime.kube import KubeClient
+from e2e.pki import Pki
 
 __all__ = [
     "Answer",
@@ -201,7 +202,9 @@ def _not_scripted(request: RecordedRequest) -> Answer:
 class FakeApiServer:
     """A scripted API server on 127.0.0.1; use as ``async with FakeApiServer() as server``."""
 
-    def __init__(self) -> None:
+    def __init__(self, pki: Pki | None = None) -> None:
+        #: Serves TLS with this PKI's server certificate when given, else plain HTTP.
+        self._pki = pki
         self.requests: list[RecordedRequest] = []
         self._routes: dict[tuple[str, str], list[Answer | Handler]] = {}
         self._arrived = asyncio.Condition()
@@ -211,7 +214,8 @@ class FakeApiServer:
         self.compress = False
 
     async def __aenter__(self) -> FakeApiServer:
-        await self._http.start_server()
+        tls = None if self._pki is None else self._pki.server_context()
+        await self._http.start_server(ssl=tls)
         return self
 
     async def __aexit__(
@@ -225,15 +229,19 @@ class FakeApiServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._http.port}"
+        scheme = "http" if self._pki is None else "https"
+        return f"{scheme}://127.0.0.1:{self._http.port}"
 
     def write_kubeconfig(self, directory: Path) -> Path:
-        """A kubeconfig for this server with no credentials at all (plain HTTP)."""
+        """A kubeconfig for this server with no credentials at all (but its CA, over TLS)."""
         path = directory / "kubeconfig"
+        cluster: dict[str, str] = {"server": self.url}
+        if self._pki is not None:
+            cluster["certificate-authority"] = str(self._pki.ca_cert)
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "nobody", "user": {}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "nobody"}}],
             "current-context": "fake",

@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 
-from coscheduler.runtime.kube import KubeClient
-from coscheduler.runtime.kubeconfig import Credentials, StaticHeaders
+from kubernetes_asyncio.client.configuration import Configuration
+
+from coscheduler.runtime.credentials import AuthorizationHeader
+from coscheduler.runtime.kube import Credentials, KubeClient
 
 # No request is sent: only the limiter is exercised; nothing listens here.
 NOWHERE = Credentials(
-    server="http://127.0.0.1:9", ssl_context=None, tls_server_name=None, headers=StaticHeaders()
+    server="http://127.0.0.1:9",
+    ssl_context=None,
+    tls_server_name=None,
+    headers=AuthorizationHeader(Configuration()),
 )
 
 

@@ -1,7 +1,7 @@
 """The tests of this directory run on uvloop's event loop, the one ``coscheduler run`` uses.
 
 The other unit tests keep asyncio's own loop; these repeat the key cases of
-the transport, the tunnel and the health server on uvloop (whose transports
+the transport, the proxied client and the health server on uvloop (whose transports
 and TLS are its own, not asyncio's), and add TLS, which the others do not
 speak.
 """

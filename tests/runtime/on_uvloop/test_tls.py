@@ -1,25 +1,29 @@
-"""TLS on uvloop: the pool's connections, verified, kept alive, and through a CONNECT tunnel.
+"""TLS on uvloop: the pool's connections, verified, kept alive, counted; aiohttp's through a proxy.
 
-The API server speaks TLS; on uvloop the handshake and the records are
-uvloop's own (``create_connection(ssl=...)``, and ``start_tls`` inside a
-tunnel), not asyncio's SSL layer that the other unit tests go through.
+The API server speaks TLS and asks for a client certificate; on uvloop the
+handshake and the records are uvloop's own (``create_connection(ssl=...)``,
+and ``start_tls`` inside a tunnel), not asyncio's SSL layer that the other
+unit tests go through.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from coscheduler.runtime.http1 import Http1Pool
+from coscheduler.runtime.proxied import ProxiedPool
 from e2e.connectproxy import ConnectProxy
 from e2e.pki import Pki, generate
 
 ANSWER = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n\r\n{"a":1}'
+CLOSE = b'HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 7\r\n\r\n{"a":1}'
 #: Larger than the unread bytes at which a streamed answer pauses reading.
 BIG = 12 * 1024 * 1024
 
@@ -31,7 +35,9 @@ class TlsServer:
     connections: int = 0
 
     def client_context(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
+        context.load_cert_chain(self.pki.admin_cert, self.pki.admin_key)
+        return context
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -40,6 +46,10 @@ class TlsServer:
                 if head.startswith(b"GET /big "):
                     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % BIG)
                     writer.write(b"x" * BIG)
+                elif head.startswith(b"GET /close "):
+                    writer.write(CLOSE)
+                    await writer.drain()
+                    break
                 else:
                     writer.write(ANSWER)
                 await writer.drain()
@@ -52,7 +62,7 @@ class TlsServer:
 @pytest.fixture
 async def tls(tmp_path: Path) -> AsyncIterator[TlsServer]:
     pki = generate(tmp_path / "pki", service_ip="10.96.0.1")
-    context = pki.server_context()
+    context = pki.server_context(client_certs=True)
     served = TlsServer(pki, 0)
     listening = await asyncio.start_server(served.handle, "127.0.0.1", 0, ssl=context)
     served.port = listening.sockets[0].getsockname()[1]
@@ -101,10 +111,12 @@ async def test_an_unknown_authority_is_refused(tls: TlsServer) -> None:
         pool.close()
 
 
-async def test_tls_inside_a_connect_tunnel(tls: TlsServer) -> None:
+async def test_tls_inside_a_connect_tunnel_through_aiohttp(tls: TlsServer) -> None:
     async with ConnectProxy() as proxy:
-        pool = Http1Pool(
-            f"https://localhost:{tls.port}", ssl_context=tls.client_context(), proxy=proxy.url
+        pool = ProxiedPool(
+            f"https://localhost:{tls.port}",
+            proxy=proxy.url.replace("http://", "http://ann:s%40cret@"),
+            ssl_context=tls.client_context(),
         )
         try:
             for _ in range(2):
@@ -112,15 +124,17 @@ async def test_tls_inside_a_connect_tunnel(tls: TlsServer) -> None:
                     200,
                     b'{"a":1}',
                 )
-            answer = await pool.open("GET", "/x", b"", within=10)
+            answer = await pool.open("GET", "/x", b"Accept: application/json\r\n", within=10)
             try:
                 assert answer.status == 200
                 assert await answer.read(within=10) == b'{"a":1}'
+                assert await answer.read(within=10) == b""
             finally:
                 answer.close()
         finally:
-            pool.close()
-    assert proxy.tunnels == [(f"localhost:{tls.port}", "")]
+            await pool.aclose()
+    pair = base64.b64encode(b"ann:s@cret").decode()
+    assert proxy.tunnels == [(f"localhost:{tls.port}", f"Basic {pair}")]
     assert tls.connections == 1
 
 
@@ -137,3 +151,29 @@ async def test_a_streamed_answer_pauses_and_resumes_reading_over_tls(tls: TlsSer
     finally:
         pool.close()
     assert tls.connections == 1
+
+
+async def test_connections_are_counted_while_open_and_once_opened(tls: TlsServer) -> None:
+    pool = Http1Pool(f"https://127.0.0.1:{tls.port}", ssl_context=tls.client_context())
+    try:
+        assert await pool.warm(3) == 3
+        assert (pool.opened, pool.open_now) == (3, 3)
+        for _ in range(5):  # on the warm connections: none opened
+            assert await pool.request("GET", "/x", b"", None, within=10) == (200, b'{"a":1}')
+        assert (pool.opened, pool.open_now) == (3, 3)
+        # One the server closes after its answer is no longer open.
+        assert await pool.request("GET", "/close", b"", None, within=10) == (200, b'{"a":1}')
+        await _until(lambda: pool.open_now == 2)
+    finally:
+        pool.close()
+    await _until(lambda: pool.open_now == 0)
+    assert pool.opened == 3
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for ``condition``: a connection's end is told once TLS has closed, a moment later."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not within 10 s")
