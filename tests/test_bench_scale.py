@@ -121,3 +121,24 @@ def test_scale_table_sets_cpu_to_the_last_binding_per_pod_against_the_ceiling() 
     ceiling, ours = scale_report.rows([document])[2:]
     assert ceiling.endswith("| 20.0 | 1.00 | 0 |")
     assert ours.endswith("| 15.0 | 1.50 | 2 |")
+
+
+def test_cost_keeps_the_cpu_at_the_last_binding_beside_the_whole_trial() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from bench import trial
+    from bench.observe import Recorder, Sampler
+    from bench.workloads import ALL_BOUND
+
+    sampler = Sampler({})
+    reading = {"cpu_s": 1.5, "peak_rss_bytes": 2**20, "rss_bytes": 2**20}
+    sampler.marks[ALL_BOUND] = {"ours": reading}
+    sampler.last = {"ours": {**reading, "cpu_s": 2.0}}
+    cost = trial._cost(sampler, cast(Recorder, SimpleNamespace(bound_count=100)), {})
+    assert (cost["cpu_s"], cost["cpu_s_to_all_bound"]) == (2.0, 1.5)
+    assert cost["processes"]["ours"]["cpu_s_to_all_bound"] == 1.5
+    sampler.marks.clear()  # not every pod bound: no such reading
+    assert "cpu_s_to_all_bound" not in trial._cost(
+        sampler, cast(Recorder, SimpleNamespace(bound_count=100)), {}
+    )
