@@ -120,9 +120,8 @@ class BindBurst:
 
     def holds(self, start: float, bindings: Iterable[float], end: float, min_member: int) -> bool:
         """Whether ``[start, end]``, with members newly bound at ``bindings``, is a burst."""
-        return self.longest_gap(
-            start, bindings, end
-        ) <= self.seconds and end - start <= self.allowance(min_member)
+        stalled = self.longest_gap(start, bindings, end) > self.seconds
+        return not stalled and end - start <= self.allowance(min_member)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.api import ApiClient, Json
-from e2e.gangs import DEFAULT_FLOOR_BINDINGS_PER_SECOND, BindBurst
+from e2e.gangs import BindBurst
 
 GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
@@ -200,7 +200,7 @@ class InvariantChecker:
         self._bound_seen: dict[tuple[str, str], int] = {}
         self._gained_at: dict[tuple[str, str], list[float]] = {}
         """Looks at which a partial gang had more members bound than at the one before."""
-        self._burst = BindBurst(partial_bound_seconds, DEFAULT_FLOOR_BINDINGS_PER_SECOND)
+        self._burst = BindBurst(partial_bound_seconds)
         self._faults_active = False
         self._last_fault_end = clock()
 
