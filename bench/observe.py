@@ -203,12 +203,17 @@ class Recorder:
 
 
 class Sampler:
-    """Samples /proc of the peer's processes: CPU seconds and peak RSS, the last seen kept."""
+    """Samples /proc of the peer's processes: CPU seconds and peak RSS, the last seen kept.
+
+    :meth:`mark` keeps a reading of a moment of the trial too: the CPU to the last Binding
+    is the same window for every peer, where the trial's whole adds the trailing writes
+    (status, events) that fall within its fixed settle.
+    """
 
     def __init__(self, pids: dict[str, int]) -> None:
         self.pids = pids
         self.last: dict[str, Json] = {}
-        self.at_first_bind: dict[str, Json] = {}
+        self.marks: dict[str, dict[str, Json]] = {}
         self._task: asyncio.Task[None] | None = None
 
     def sample(self) -> None:
@@ -216,6 +221,11 @@ class Sampler:
             reading = analysis.read_proc(pid)
             if reading is not None:
                 self.last[label] = reading
+
+    def mark(self, moment: str) -> None:
+        """Read now and keep the reading as ``moment``'s."""
+        self.sample()
+        self.marks[moment] = dict(self.last)
 
     async def _loop(self) -> None:
         while True:

@@ -1,10 +1,15 @@
-"""Table the scale suite's trials: pods/s as a ratio to the ceiling, decision p99, peak RSS.
+"""Table the scale suite's trials: pods/s and CPU as ratios to the ceiling, decision p99,
+peak RSS and gangs left partial.
 
     python -m bench.scale_report bench/results/scale/*.json
 
 One row per (node count, peer), newest trial of each; the ratio is to the ceiling of
-the same node count in the same files. A trial stopped by its time limit shows what it
-bound by then (marked "stopped"). A second table: what the API server was asked to write
+the same node count in the same files. CPU is each peer's from its exec to the last
+Binding where every pod was bound (the trial's whole, with its 3 s settle, where not),
+its ratio to the ceiling's per pod bound.
+Gangs partial: left partially bound beyond a bind burst (``e2e/gangs.py``, the same rule
+for every peer). A trial stopped by its time limit shows what it bound by then (marked
+"stopped"). A second table: what the API server was asked to write
 a second while each peer ran (``apiserver_request_total``, every client), by kind.
 """
 
@@ -34,17 +39,30 @@ def rows(documents: list[Json]) -> list[str]:
     trials = latest(documents)
     lines = [
         "| nodes | pods | peer | bound | pods/s from start | / ceiling | bind rate | "
-        "first binding | decision p99 | peak RSS | CPU s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "first binding | decision p99 | peak RSS | CPU s | per pod / ceiling | gangs partial |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for nodes in sorted({n for n, _ in trials}):
-        ceiling = trials.get((nodes, "ceiling"), {}).get("figures", {})
-        base = ceiling.get("pods_per_s_from_start")
+        ceiling = trials.get((nodes, "ceiling"), {})
+        base = (ceiling.get("figures") or {}).get("pods_per_s_from_start")
         peers = sorted({p for n, p in trials if n == nodes},
                        key=lambda p: ORDER.index(p) if p in ORDER else len(ORDER))  # fmt: skip
         for peer in peers:
-            lines.append(row(trials[(nodes, peer)], base))
+            lines.append(row(trials[(nodes, peer)], base, cpu_per_pod(ceiling)))
     return lines
+
+
+def cpu(trial: Json) -> float | None:
+    """CPU-s from exec to the last Binding; the whole trial's where not every pod was bound."""
+    cost = trial.get("cost") or {}
+    value = cost.get("cpu_s_to_all_bound", cost.get("cpu_s"))
+    return float(value) if isinstance(value, int | float) else None
+
+
+def cpu_per_pod(trial: Json) -> float | None:
+    """:func:`cpu` per pod bound (a stopped trial bound fewer)."""
+    used, bound = cpu(trial), (trial.get("figures") or {}).get("pods_bound")
+    return used / bound if used and bound else None
 
 
 def latest(documents: list[Json]) -> dict[tuple[int, str], Json]:
@@ -97,17 +115,21 @@ def _rank(peer: str) -> int:
     return ORDER.index(peer) if peer in ORDER else len(ORDER)
 
 
-def row(trial: Json, ceiling_rate: float | None) -> str:
+def row(trial: Json, ceiling_rate: float | None, ceiling_cpu_per_pod: float | None = None) -> str:
     figures, cost = trial.get("figures") or {}, trial.get("cost") or {}
     rate = figures.get("pods_per_s_from_start")
     ratio = f"{rate / ceiling_rate:.2f}" if rate and ceiling_rate else "-"
+    used, per_pod = cpu(trial), cpu_per_pod(trial)
+    cpu_ratio = f"{per_pod / ceiling_cpu_per_pod:.2f}" if per_pod and ceiling_cpu_per_pod else "-"
+    partial = figures.get("gangs_partial_beyond_burst")
     bound = figures.get("pods_bound", 0)
     mark = " (stopped)" if figures.get("stopped") else ("" if trial["ok"] else " (failed)")
     return (
         f"| {trial['params']['nodes']:,} | {trial['params']['pods']:,} | {trial['peer']}{mark} | "
         f"{bound:,} | {_num(rate)} | {ratio} | {_num(figures.get('bind_rate_pods_per_s'))} | "
         f"{_seconds(figures.get('first_bind_after_start_s'))} | {decision(figures)} | "
-        f"{_mib(cost.get('peak_rss_mib'))} | {_num(cost.get('cpu_s'))} |"
+        f"{_mib(cost.get('peak_rss_mib'))} | {_num(used)} | {cpu_ratio} | "
+        f"{'-' if partial is None else partial} |"
     )
 
 

@@ -29,7 +29,7 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
         ("pods/s from start", lambda f: f.get("pods_per_s_from_start"), True),
         ("bind rate (pods/s)", lambda f: f.get("bind_rate_pods_per_s"), True),
         ("first binding after start (s)", lambda f: f.get("first_bind_after_start_s"), False),
-        ("gangs partial > 10 s", lambda f: f.get("gangs_partial_beyond_burst"), False),
+        ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),
     ],
     "contention": [
         ("makespan (s)", lambda f: f.get("makespan_s"), False),
@@ -37,7 +37,7 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
         ("wait p50 (s)", lambda f: f.get("wait_p50_s"), False),
         ("wait p99 (s)", lambda f: f.get("wait_p99_s"), False),
         ("utilization", lambda f: f.get("utilization_mean"), True),
-        ("gangs partial > 10 s", lambda f: f.get("gangs_partial_beyond_burst"), False),
+        ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),
         (
             "cpu-s held by incomplete gangs",
             lambda f: f.get("held_by_incomplete_gangs_cpu_s"),
@@ -54,7 +54,7 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
         ("low gangs ended", lambda f: f.get("evicted_gangs"), False),
         ("low gangs left broken", lambda f: f.get("broken_gangs"), False),
         ("partial preemptors", lambda f: f.get("partial_preemptors"), False),
-        ("gangs partial > 10 s", lambda f: f.get("gangs_partial_beyond_burst"), False),
+        ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),
     ],
 }
 FIGURES["topology"] = [
@@ -67,7 +67,7 @@ FIGURES["dra"] = [
     *FIGURES["contention"][:4],
     ("gangs never whole", lambda f: f["gangs"] - len(f.get("waits") or ()), False),
     ("GPU utilization", lambda f: f.get("gpu_utilization_mean"), True),
-    ("gangs partial > 10 s", lambda f: f.get("gangs_partial_beyond_burst"), False),
+    ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),
     ("partial gangs holding GPUs", lambda f: f.get("partially_bound_gangs"), False),
     ("GPU-s idle, held by partial gangs", lambda f: f.get("gpu_s_held_by_partial_gangs"), False),
     ("claims left allocated", lambda f: f.get("claims_left_allocated"), False),

@@ -52,6 +52,10 @@ from e2e import dra_driver
 Json = dict[str, Any]
 
 
+ALL_BOUND = "all_bound"
+"""The sampler's mark (:meth:`bench.observe.Sampler.mark`) at the backlog's last Binding."""
+
+
 @dataclass(frozen=True)
 class Regime:
     name: str
@@ -206,6 +210,8 @@ class Throughput(Workload):
             lambda r: r.bound_count >= total,
             lambda r: r.bound_count,
         )
+        if run.sampler is not None:
+            run.sampler.mark(ALL_BOUND)
         figures = analysis.throughput_figures(run.recorder, started)
         figures["backlog_created_per_s"] = run.backlog_created_per_s
         figures["requests_window_s"] = run.requests_window()

@@ -33,7 +33,8 @@ Definitions:
   gap to the interval's end (or the trace's) grows past the burst whatever
   the rate. The floor (:data:`DEFAULT_FLOOR_BINDINGS_PER_SECOND`) bounds a
   trickle: bindings that keep coming, but slower than any API server this
-  project runs on accepts them, are not a burst.
+  project runs on accepts them, are not a burst. :class:`BindBurst` is this
+  rule, the only one: the fault checker of :mod:`e2e.invariants` asks it too.
 
 The culprit rule tells the scheduler's doing from the user's: a whole gang that
 later loses members to deletions nobody replaces was never bound partially;
@@ -89,6 +90,38 @@ DEFAULT_BURST_SECONDS = 10.0
 #: 5,000 nodes the API server took 46-75 Bindings/s, and a gang of 512 whose Bindings
 #: shared it with other gangs' took 28.5 s (18/s): about half that.
 DEFAULT_FLOOR_BINDINGS_PER_SECOND = 10.0
+
+
+@dataclass(frozen=True)
+class BindBurst:
+    """The one rule for a gang short of ``minMember``: still binding, or left partial.
+
+    A gang decided whole is short while its Bindings land. The interval is a bind
+    burst while no ``seconds`` pass without a member newly bound (from its start to
+    the first, between two, from the last to its end) and it is over within
+    ``seconds + minMember / floor_per_second``; anything else is a gang left partial.
+    The pod-watch judge (:func:`partial_gangs`) and the fault checker that samples the
+    API server's state (:mod:`e2e.invariants`, ``seconds`` its wait for recovery) both
+    ask it.
+    """
+
+    seconds: float = DEFAULT_BURST_SECONDS
+    floor_per_second: float = DEFAULT_FLOOR_BINDINGS_PER_SECOND
+
+    def allowance(self, min_member: int) -> float:
+        """How long a burst of a gang of ``min_member`` may last in all."""
+        return self.seconds + min_member / self.floor_per_second
+
+    @staticmethod
+    def longest_gap(start: float, bindings: Iterable[float], end: float) -> float:
+        """The longest wait for a member's binding in ``[start, end]`` (or for its end)."""
+        moments = [start, *sorted(b for b in bindings if start <= b <= end), end]
+        return max(later - earlier for earlier, later in pairwise(moments))
+
+    def holds(self, start: float, bindings: Iterable[float], end: float, min_member: int) -> bool:
+        """Whether ``[start, end]``, with members newly bound at ``bindings``, is a burst."""
+        stalled = self.longest_gap(start, bindings, end) > self.seconds
+        return not stalled and end - start <= self.allowance(min_member)
 
 
 @dataclass(frozen=True)
@@ -328,11 +361,11 @@ def partial_gangs(
         if not culprits:
             return
         during = [bound_at for bound_at, _ in gang.bindings if since <= bound_at <= at]
-        moments = [since, *during, at]
-        longest_gap = max(later - earlier for earlier, later in pairwise(moments))
-        allowance = burst_seconds + gang.min_member / floor_bindings_per_second
-        if longest_gap <= burst_seconds and at - since <= allowance:
-            return  # a bind burst: still binding, at no less than the floor rate
+        burst = BindBurst(burst_seconds, floor_bindings_per_second)
+        longest_gap = burst.longest_gap(since, during, at)
+        allowance = burst.allowance(gang.min_member)
+        if burst.holds(since, during, at, gang.min_member):
+            return
         found.append(
             PartialGang(
                 gang=key, start=since, end=at, min_member=gang.min_member,

@@ -11,9 +11,12 @@ During a run, :meth:`InvariantChecker.sample` looks every few seconds:
   count) of the pods bound there and not finished stay within allocatable;
 * **no gang partially bound for long**: a PodGroup with some but fewer than
   ``minMember`` members bound (none terminating) is timed; once faults have
-  stopped, one that stays partial longer than ``partial_bound_seconds`` after
-  the later of its first partial look and the end of the last fault is a
-  violation. The longest partial time is kept either way.
+  stopped, it is judged by the same rule as the pod-watch judge
+  (:class:`e2e.gangs.BindBurst`), from the later of its first partial look and
+  the end of the last fault, with ``partial_bound_seconds`` (the time to
+  recover) as the burst: a violation once no member was newly bound for that
+  long, or once it is still short after that plus ``minMember`` at the floor
+  rate. The longest partial time is kept either way.
 
 Once the run is quiet, :meth:`InvariantChecker.settle` waits (bounded) for:
 
@@ -45,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.api import ApiClient, Json
+from e2e.gangs import BindBurst
 
 GROUP_LABEL = "scheduling.sigs.k8s.io/pod-group"
 PODGROUPS = "/apis/scheduling.sigs.k8s.io/v1alpha1/podgroups"
@@ -193,6 +197,10 @@ class InvariantChecker:
         self.longest_partial_seconds = 0.0
         self.samples = 0
         self._partial_since: dict[tuple[str, str], float] = {}
+        self._bound_seen: dict[tuple[str, str], int] = {}
+        self._gained_at: dict[tuple[str, str], list[float]] = {}
+        """Looks at which a partial gang had more members bound than at the one before."""
+        self._burst = BindBurst(partial_bound_seconds)
         self._faults_active = False
         self._last_fault_end = clock()
 
@@ -255,22 +263,31 @@ class InvariantChecker:
                 continue
             partial_now.add(key)
             since = self._partial_since.setdefault(key, now)
+            gained = self._gained_at.setdefault(key, [])
+            if bound > self._bound_seen.get(key, bound):
+                gained.append(now)
+            self._bound_seen[key] = bound
             self.longest_partial_seconds = max(self.longest_partial_seconds, now - since)
             if self._faults_active:
                 continue
-            waited = now - max(since, self._last_fault_end)
-            if waited > self.partial_bound_seconds:
+            start = max(since, self._last_fault_end)
+            if not self._burst.holds(start, gained, now, needed):
                 found.append(
                     Violation(
                         "gang partially bound",
-                        f"{key[0]}/{key[1]}: {bound}/{needed} bound for {waited:.0f}s after "
-                        f"the faults stopped (bound {self.partial_bound_seconds:.0f}s)",
+                        f"{key[0]}/{key[1]}: {bound}/{needed} bound {now - start:.0f}s after "
+                        f"the faults stopped, "
+                        f"{self._burst.longest_gap(start, gained, now):.0f}s without a new "
+                        f"member bound (a gang still binding may take "
+                        f"{self._burst.seconds:.0f}s between members, "
+                        f"{self._burst.allowance(needed):.0f}s in all)",
                     )
                 )
                 # Once per episode: forget it, so the next look starts a new one.
                 self._partial_since[key] = now
+                gained.clear()
         for key in set(self._partial_since) - partial_now:
-            del self._partial_since[key]
+            del self._partial_since[key], self._gained_at[key], self._bound_seen[key]
         return found
 
     # -- once quiet ----------------------------------------------------------------------------

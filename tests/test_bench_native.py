@@ -84,4 +84,4 @@ def test_versus_report_medians_and_ratios() -> None:
     ]  # fmt: skip
     text = "\n".join(versus_report.tables(trials))
     assert "| pods/s from start | 110 (100-120) | 50 | 2.20x |" in text
-    assert "| gangs partial > 10 s | 0 | 2 | ours 0 |" in text
+    assert "| gangs partial beyond a bind burst | 0 | 2 | ours 0 |" in text

@@ -98,3 +98,47 @@ def test_node_lease_grows_with_the_nodes_so_their_health_writes_stay_bounded() -
     assert lease == 1_250
     # 4 Lease renewals and about one status heartbeat per node per Lease.
     assert 5 * 5_000 / lease == runner.NODE_HEALTH_WRITES_PER_S
+
+
+def test_scale_table_sets_cpu_to_the_last_binding_per_pod_against_the_ceiling() -> None:
+    from bench import scale_report
+
+    def trial(peer: str, bound: int, cost: dict[str, float], partial: int) -> dict[str, object]:
+        figures = {"pods_bound": bound, "pods_per_s_from_start": 100.0,
+                   "gangs_partial_beyond_burst": partial}  # fmt: skip
+        return {"workload": "scale", "peer": peer, "ok": True, "figures": figures,
+                "params": {"nodes": 5_000, "pods": 50_000}, "cost": cost}  # fmt: skip
+
+    document = {
+        "started": "2026-11-29T00:00:00+00:00",
+        "trials": [
+            # The ceiling bound everything: its CPU to the last Binding (not the settle's) counts.
+            trial("ceiling", 50_000, {"cpu_s": 30.0, "cpu_s_to_all_bound": 20.0}, 0),
+            # Ours stopped at half: its whole trial's CPU, per pod bound.
+            trial("ours", 25_000, {"cpu_s": 15.0}, 2),
+        ],
+    }
+    ceiling, ours = scale_report.rows([document])[2:]
+    assert ceiling.endswith("| 20.0 | 1.00 | 0 |")
+    assert ours.endswith("| 15.0 | 1.50 | 2 |")
+
+
+def test_cost_keeps_the_cpu_at_the_last_binding_beside_the_whole_trial() -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from bench import trial
+    from bench.observe import Recorder, Sampler
+    from bench.workloads import ALL_BOUND
+
+    sampler = Sampler({})
+    reading = {"cpu_s": 1.5, "peak_rss_bytes": 2**20, "rss_bytes": 2**20}
+    sampler.marks[ALL_BOUND] = {"ours": reading}
+    sampler.last = {"ours": {**reading, "cpu_s": 2.0}}
+    cost = trial._cost(sampler, cast(Recorder, SimpleNamespace(bound_count=100)), {})
+    assert (cost["cpu_s"], cost["cpu_s_to_all_bound"]) == (2.0, 1.5)
+    assert cost["processes"]["ours"]["cpu_s_to_all_bound"] == 1.5
+    sampler.marks.clear()  # not every pod bound: no such reading
+    assert "cpu_s_to_all_bound" not in trial._cost(
+        sampler, cast(Recorder, SimpleNamespace(bound_count=100)), {}
+    )

@@ -4,22 +4,25 @@ A gang decided whole is partial while its Bindings land, for ``minMember / rate`
 the rate the API server takes them; a fixed allowance fails a gang of 512 below
 ~51 Bindings/s. The judge accepts a partial interval whose bindings keep coming
 (no gap past the burst) and which ends within ``burst + minMember / floor``; these
-tests hold it to catching every way of leaving a gang partial all the same.
+tests hold it to catching every way of leaving a gang partial all the same, and the
+fault checker of e2e/invariants.py, which samples the API server's state, to the same rule.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from e2e.api import ApiClient
 from e2e.gangs import (
     DEFAULT_BURST_SECONDS,
     DEFAULT_FLOOR_BINDINGS_PER_SECOND,
     PodEvent,
     partial_gangs,
 )
+from e2e.invariants import InvariantChecker
 
 Json = dict[str, Any]
 NS = "team"
@@ -161,3 +164,82 @@ def test_any_stall_past_the_burst_is_caught_whatever_the_rate(
     end = first[-1].at + stall + size / per_second + 1
     [violation] = judged(created(names) + first + rest, size, end=end)
     assert violation.longest_gap >= stall - 1e-9
+
+
+class _Cluster:
+    """What the fault checker lists, as a test sets it: one PodGroup and its members."""
+
+    def __init__(self, min_member: int) -> None:
+        group = {"metadata": {"namespace": NS, "name": "g"}, "spec": {"minMember": min_member}}
+        self.podgroups: list[Json] = [group]
+        self.pods: list[Json] = []
+
+    def get(self, path: str) -> Json:
+        if path == "/api/v1/pods":
+            return {"items": self.pods}
+        if path == "/api/v1/nodes":
+            return {"items": []}
+        return {"items": self.podgroups}
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fault_checker(min_member: int, recover: float) -> tuple[InvariantChecker, _Cluster, _Clock]:
+    cluster, clock = _Cluster(min_member), _Clock()
+    checker = InvariantChecker(
+        cast(ApiClient, cluster), lambda: [NS], partial_bound_seconds=recover, clock=clock
+    )
+    return checker, cluster, clock
+
+
+def looked_every_second(
+    checker: InvariantChecker,
+    cluster: _Cluster,
+    clock: _Clock,
+    bound_by: list[int],
+    seconds: range | None = None,
+) -> list[str]:
+    """Sample once a second (of ``seconds``), ``bound_by[t]`` members bound at second ``t``."""
+    names = members(max(bound_by))
+    found = []
+    for second in seconds or range(len(bound_by)):
+        bound = bound_by[second]
+        clock.now = float(second)
+        cluster.pods = [
+            pod(name, node="n1" if index < bound else None) for index, name in enumerate(names)
+        ]
+        found += [str(violation) for violation in checker.sample()]
+    return found
+
+
+def test_the_fault_checker_lets_a_gang_of_512_bind_at_the_pace_of_a_slow_api_server() -> None:
+    # 18 Bindings/s after the faults stopped: 28 s short of 512, more than a fixed 20 s.
+    checker, cluster, clock = fault_checker(BIG, recover=20)
+    pace = [min(BIG, 1 + 18 * second) for second in range(40)]
+    assert looked_every_second(checker, cluster, clock, pace) == []
+    assert checker.longest_partial_seconds > 20
+
+
+def test_the_fault_checker_catches_a_gang_left_short_after_the_faults() -> None:
+    checker, cluster, clock = fault_checker(BIG, recover=20)
+    checker.fault_started()
+    stalled = [min(300, 1 + 50 * second) for second in range(60)]
+    assert looked_every_second(checker, cluster, clock, stalled, range(5)) == []
+    checker.fault_ended()  # at 4 s; the gang gains members until 6 s, then stalls at 300
+    [violation, *_] = looked_every_second(checker, cluster, clock, stalled, range(5, 60))
+    assert "300/512 bound 23s after the faults stopped" in violation
+    assert "21s without a new member bound" in violation
+
+
+def test_the_fault_checker_catches_a_trickle_slower_than_the_floor() -> None:
+    # A member every 5 s: never a gap of 20 s, but 64 members need 20 + 6.4 s at the floor.
+    checker, cluster, clock = fault_checker(64, recover=20)
+    trickle = [1 + second // 5 for second in range(40)]
+    [violation, *_] = looked_every_second(checker, cluster, clock, trickle)
+    assert "bound 27s after the faults stopped" in violation

@@ -23,8 +23,12 @@ from hypothesis import strategies as st
 from coscheduler.api.pod import PodInfo
 from coscheduler.core import GroupKey, Scheduler, SchedulerSettings
 from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.queue import QueueSettings
 from coscheduler.core.quota import QueuePolicy
 from tests.builders import Clock, group, node, pod
+
+QUIET_SECONDS = QueueSettings().max_backoff_seconds + QueueSettings().unschedulable_flush_seconds
+"""Once nothing changes, how long until every group waiting has been retried."""
 
 
 @dataclasses.dataclass
@@ -71,7 +75,8 @@ class World:
 
     # -- steps chosen by hypothesis ----------------------------------------------
 
-    def decide(self) -> None:
+    def decide(self) -> bool:
+        """One decision, if one is due; whether there was."""
         decision = self.scheduler.next_decision()
         if decision is not None:
             for binding in decision.bindings:
@@ -79,6 +84,7 @@ class World:
         order = decision.preemption if decision is not None else None
         if order is not None and order.evict:
             self.to_evict.extend(p.uid for p in order.plan.pods if p.uid not in self.to_evict)
+        return decision is not None
 
     def bind_one(self, index: int) -> None:
         if not self.in_flight:
@@ -118,6 +124,11 @@ class World:
 
     def wait(self, seconds: float) -> None:
         self.clock.advance(seconds)
+
+    def state(self) -> tuple[object, ...]:
+        """All a step can change: the pods, the bindings in flight, the evictions ordered."""
+        pods = sorted((uid, p.node_name, p.deleting) for uid, p in self.pods.items())
+        return (tuple(pods), tuple(sorted(self.in_flight.items())), tuple(self.to_evict))
 
     # -- the invariant ------------------------------------------------------------
 
@@ -243,19 +254,30 @@ def play(world: World, steps: list[tuple[str, int]]) -> None:
         else:
             world.wait(float(number))
         world.check(history)
-    # Then everything settles: every eviction done, every binding seen, every group tried.
+    # Then everything settles: every eviction done, every binding seen, every group tried,
+    # until a round changes nothing, nothing is due, and every timer of the queue has
+    # fired since the last change (a group waiting then is retried on the same cluster).
     world.arrive()
+    quiet_since = world.clock.now
     for _ in range(40):
         history.append("settle")
-        world.decide()
+        before = world.state()
+        decided = world.decide()
         while world.in_flight:
             world.bind_one(0)
         while world.to_evict:
             world.evict_one(0)
         while any(p.deleting for p in world.pods.values()):
             world.delete_one(0)
-        world.wait(3.0)
         world.check(history)
+        if decided or world.state() != before:
+            if world.state() != before:
+                quiet_since = world.clock.now
+            world.wait(3.0)
+        elif world.clock.now - quiet_since >= QUIET_SECONDS:
+            break
+        else:
+            world.wait(quiet_since + QUIET_SECONDS - world.clock.now)
     standing = world.standing()
     assert standing["high"] == 2, f"the preemptor was not placed: {standing}"
 

@@ -238,9 +238,10 @@ def test_backlogged_queues_converge_to_their_weighted_fair_share(
     on which gangs the random completions free room for (up to 0.11 from the
     weighted share in 240 random runs of 300 steps, so no tolerance there is
     both tight and true); the example test above shows that drift. With gangs of
-    one, 60 random runs stayed within 0.011.
+    one, 100 random runs of 200 steps stayed within 0.013 (of 300 steps, 60 within
+    0.011): two thirds of the steps hold the same tolerance.
     """
-    shares = long_run(weights, seed, steps=300, sizes=(1,))
+    shares = long_run(weights, seed, steps=200, sizes=(1,))
     for share, weight in zip(shares, weights, strict=True):
         assert abs(share - weight / sum(weights)) < 0.03
 
