@@ -20,6 +20,7 @@ from functools import partial
 import structlog
 
 from coscheduler.controller.jobgroups import JobGroupMaker
+from coscheduler.controller.kueue_conditions import KueueConditionWriter
 from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
@@ -109,7 +110,7 @@ class Operator:
             owner_changed=changes.owner,
             namespaces=frozenset(settings.namespaces),
         )
-        view = self.view = ReadModel(scheduler, informers)
+        view = self.view = ReadModel(scheduler, informers, kueue=changes.kueue)
         preempter = Preempter(
             scheduler=scheduler,
             client=client,
@@ -146,6 +147,9 @@ class Operator:
         )
         self.queue_writer = QueueStatusWriter(view=view, changed=changes.queues, reporter=reporter)
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
+        self.kueue_conditions = KueueConditionWriter(
+            view=view, marked=changes.kueue, client=reporter.client
+        )
 
     def _decided(self) -> None:
         self.startup.decided()
@@ -165,6 +169,7 @@ class Operator:
                 "events": self.reporter.run_events(),
                 "pod-conditions": self.reporter.run_pod_conditions(),
                 "job-podgroups": self.job_groups.run(),
+                "kueue-conditions": self.kueue_conditions.run(),
                 "queue-positions": self.positions.run(),
             }.items():
                 health.tasks.append(tasks.create_task(coroutine, name=name))

@@ -161,6 +161,12 @@ class Informed:
     def remove_workload(self, raw: Raw) -> None:
         self.informers.workloads.remove(raw)
 
+    def upsert_kueue_workload(self, raw: Raw) -> tuple[str, str] | None:
+        return self.informers.kueue_workloads.upsert(raw)
+
+    def remove_kueue_workload(self, raw: Raw) -> None:
+        self.informers.kueue_workloads.remove(raw)
+
     def upsert_composite(self, raw: Raw) -> tuple[str, str] | None:
         return self.informers.composites.upsert(raw)
 

@@ -176,6 +176,10 @@ class PodInfo:
     #: set by the runtime (:mod:`coscheduler.runtime.informers.composites`), with
     #: ``role`` the child's name; never parsed.
     composite: str | None = None
+    #: The Kueue ``Workload`` whose admitted gang the pod is a member of (or waits
+    #: for, when not admitted or not known yet): set by the runtime
+    #: (:mod:`coscheduler.runtime.informers.kueue`), with ``role`` its pod set; never parsed.
+    kueue_workload: str | None = None
     #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
     #: (:mod:`~coscheduler.api.devices`).
     device_claims: tuple[PodClaim, ...] = ()

@@ -9,7 +9,9 @@ controller's writers take (kube-scheduler's informers and their work queues).
 The one write is :meth:`ReadModel.record_status`: the status writer's
 record of the status it derived and wrote, so its next round compares with
 it even before the PodGroup's own watch event comes back (an assumption, as
-kube-scheduler's cache assumes a pod bound before the Binding's event).
+kube-scheduler's cache assumes a pod bound before the Binding's event). A Kueue
+gang's record marks it for the writer of its condition on Kueue's Workload
+(:mod:`coscheduler.controller.kueue_conditions`), which reads what was recorded.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from coscheduler.api.owners import GangOwner
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.api.queue import Queue
-from coscheduler.core.group import GroupKey
+from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueueUsage
 from coscheduler.core.scheduler import Scheduler
@@ -70,6 +72,8 @@ class Changes:
         self.queues = Marks[str]()
         #: Jobs (by uid) whose PodGroup may need making or following.
         self.owners = Marks[str]()
+        #: Kueue gangs whose status was recorded: their Workload's condition may change.
+        self.kueue = Marks[GroupKey]()
 
     def group(self, key: GroupKey) -> None:
         self.groups.mark(key)
@@ -85,8 +89,11 @@ class Changes:
 class ReadModel:
     """Read-only answers for the controller (see the module docstring)."""
 
-    def __init__(self, scheduler: Scheduler, informers: Informers) -> None:
+    def __init__(
+        self, scheduler: Scheduler, informers: Informers, *, kueue: Marks[GroupKey] | None = None
+    ) -> None:
         self._scheduler = scheduler
+        self._kueue = kueue
         self._groups = informers.groups
         self._composites = informers.composites.composites
         self._queues = informers.queues
@@ -139,6 +146,8 @@ class ReadModel:
     def record_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived and wrote (module docstring)."""
         self._groups.set_status(key, status, stored)
+        if self._kueue is not None and key.kind == KIND_KUEUE:
+            self._kueue.mark(key)
 
     # -- queues and Jobs -------------------------------------------------------
 

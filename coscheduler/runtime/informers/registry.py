@@ -18,6 +18,7 @@ from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.devices import DeviceInformers
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners
+from coscheduler.runtime.informers.kueue import KueueGangs, KueueWorkloadInformer
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
@@ -50,6 +51,7 @@ class Informers:
     workloads: WorkloadInformer
     composites: CompositeInformer
     native_workloads: NativeWorkloadInformer
+    kueue_workloads: KueueWorkloadInformer
     podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
 
     @classmethod
@@ -76,6 +78,7 @@ class Informers:
         )
         owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
+        kueue = KueueGangs(scheduler, groups)
         pods = PodInformer(
             scheduler,
             groups,
@@ -84,6 +87,7 @@ class Informers:
             complaints=complaints,
             namespaces=namespaces,
             composites=composites,
+            kueue=kueue,
         )
         composites.attach(groups, pods.refeed)
         return cls(
@@ -102,6 +106,7 @@ class Informers:
             workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
             composites=CompositeInformer(composites, complaints, namespaces=namespaces),
             native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
+            kueue_workloads=KueueWorkloadInformer(kueue, pods, complaints, namespaces=namespaces),
             podgroups={
                 adapter.api: PodGroupInformer(adapter, groups, complaints, namespaces=namespaces)
                 for adapter in adapters
