@@ -181,3 +181,38 @@ def test_an_unreadable_workload_is_reported_and_its_pods_wait() -> None:
     assert "'other' is no pod set" in complaint.message
     [waiting] = decisions(state)
     assert waiting.bindings == ()
+
+
+def test_pods_named_by_kueues_workload_annotation_join_it_whatever_owns_them() -> None:
+    # A JobSet's pods: owned by its child Jobs, the Workload by the JobSet.
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(2)])
+    workload = kueue_workload({"main": 2}, admitted={"main": 2})
+    workload["metadata"]["ownerReferences"] = [{**JOB_OWNER, "kind": "JobSet", "uid": "js"}]
+    state.upsert_kueue_workload(workload)
+    for i in range(2):
+        pod = member(f"js-{i}")
+        pod["metadata"]["annotations"] = {"kueue.x-k8s.io/workload": WORKLOAD}
+        state.upsert_pod(pod)
+
+    [placed] = decisions(state)
+    assert placed.group == KEY
+    assert len(placed.bindings) == 2
+
+
+def test_plain_pods_join_the_workload_of_their_kueue_pod_group() -> None:
+    state, _ = make_state()
+    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(2)])
+    state.replace_pods([
+        pod_object(f"p-{i}", labels={kueue.POD_GROUP_LABEL: WORKLOAD, kueue.POD_SET_LABEL: "x"})
+        for i in range(2)
+    ])  # fmt: skip
+    [waiting] = decisions(state)
+    assert waiting.group == KEY
+    assert waiting.bindings == ()
+
+    workload = kueue_workload({"x": 2}, admitted={"x": 2})
+    workload["metadata"]["ownerReferences"] = []  # a pod group's Workload: no controller
+    state.upsert_kueue_workload(workload)
+    [placed] = decisions(state)
+    assert len(placed.bindings) == 2

@@ -1,8 +1,10 @@
 """Kueue's Workloads (``kueue.x-k8s.io/v1beta2``), and the resolver of the pods Kueue admits.
 
-A pod is Kueue's when Kueue labelled it: ``kueue.x-k8s.io/pod-group-name`` (plain pods;
-the Workload has the group's name) or ``kueue.x-k8s.io/podset`` (put on an admitted job's
-pods; the Workload is the one its controlling owner, the Job, controls).
+A pod is Kueue's when Kueue marked it: its ``kueue.x-k8s.io/workload`` annotation names
+the Workload (on every admitted pod while Kueue's TopologyAwareScheduling feature is on, as
+by default), or its ``kueue.x-k8s.io/pod-group-name`` label (plain pods: the Workload has
+the group's name), or, without either, its ``kueue.x-k8s.io/podset`` label with a
+controlling Job (the Workload is the one that Job controls).
 :class:`KueueGangs` files such a pod under its Workload (``PodInfo.kueue_workload``, its pod
 set as its role when there are several): an admitted Workload's gang is made on its first
 pod of ours; a pod whose Workload is not known yet, or not admitted, waits
@@ -37,16 +39,16 @@ Anchor = tuple[str, str]
 
 
 def _anchor(pod: PodInfo) -> Anchor | None:
-    group = pod.labels.get(kueue_api.POD_GROUP_LABEL)
-    if group:
-        return (pod.namespace, f"group {group}")
-    if kueue_api.POD_SET_LABEL in pod.labels and pod.owner_uid:
+    named = pod.kueue_admitted_by or pod.labels.get(kueue_api.POD_GROUP_LABEL)
+    if named:
+        return (pod.namespace, f"name {named}")
+    if kueue_api.POD_SET_LABEL in pod.labels and pod.owner_kind == "Job" and pod.owner_uid:
         return (pod.namespace, f"owner {pod.owner_uid}")
     return None
 
 
 def _anchors(workload: kueue_api.KueueWorkload) -> list[Anchor]:
-    anchors = [(workload.namespace, f"group {workload.name}")]
+    anchors = [(workload.namespace, f"name {workload.name}")]
     if workload.owner_uid:
         anchors.append((workload.namespace, f"owner {workload.owner_uid}"))
     return anchors
@@ -73,8 +75,10 @@ class KueueGangs:
         name = self._named.get(anchor)
         if name is None:
             # Its Workload is not known yet: wait under the name of what made the pod.
-            name = pod.labels.get(kueue_api.POD_GROUP_LABEL) or (
-                f"{(pod.owner_kind or 'owner').lower()}-{pod.owner_name or pod.owner_uid}"
+            name = (
+                pod.kueue_admitted_by
+                or pod.labels.get(kueue_api.POD_GROUP_LABEL)
+                or f"{(pod.owner_kind or 'owner').lower()}-{pod.owner_name or pod.owner_uid}"
             )
         workload = self.workloads.get((pod.namespace, name))
         several = workload is not None and len(workload.admitted) > 1
