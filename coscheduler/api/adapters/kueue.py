@@ -31,16 +31,15 @@ events on the Workload, and :func:`placement_condition` is the one condition of 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coscheduler.api import validation
 from coscheduler.api.adapters import apis
-from coscheduler.api.adapters.base import GroupObject
-from coscheduler.api.pod import PodInfo
+from coscheduler.api.adapters.base import GroupObject, StatusInMemory
 from coscheduler.api.podgroup import (
     ConditionStatus,
     ConditionType,
@@ -73,7 +72,6 @@ POD_GROUP_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
 CONDITION_TYPE: Final = "GangScheduled"
 
 _ADMITTED: Final = "Admitted"
-_NOTHING_STORED: Final = "our status is told by events and one condition, not written"
 #: Kueue's CRD caps a condition's message.
 _MAX_MESSAGE: Final = 32768
 
@@ -172,7 +170,9 @@ def gang_object(workload: KueueWorkload) -> GroupObject | None:
     spec = PodGroupSpec(
         min_member=sum(workload.admitted.values()), priority=workload.priority, roles=roles
     )
-    return GroupObject(ADAPTER, workload.metadata, spec, PodGroupStatus(), _NOTHING_STORED)
+    return GroupObject(
+        ADAPTER, workload.metadata, spec, PodGroupStatus(), KueueAdapter.NOTHING_STORED
+    )
 
 
 def placement_condition(status: PodGroupStatus, now: datetime.datetime) -> dict[str, Any] | None:
@@ -197,27 +197,14 @@ def placement_condition(status: PodGroupStatus, now: datetime.datetime) -> dict[
     }
 
 
-class KueueAdapter:
-    """The status side of a Kueue Workload's gang: held in memory, told by events."""
+class KueueAdapter(StatusInMemory):
+    """The status side of a Kueue Workload's gang: held in memory, told by events and by
+    :func:`placement_condition`."""
 
+    NOTHING_STORED: ClassVar[str] = "our status is told by events and one condition"
     api: Final = API
     #: kube-scheduler places Kueue's jobs too: a gang none of whose pods is ours is not ours.
     shared: Final = True
-
-    def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
-        del wire  # Kueue's status says nothing of placement
-        return PodGroupStatus()
-
-    def stored_form(self, wire: Mapping[str, Any]) -> object:
-        del wire
-        return _NOTHING_STORED
-
-    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
-        return status
-
-    def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
-        del status, members
-        return {}
 
 
 ADAPTER: Final = KueueAdapter()
