@@ -50,6 +50,8 @@ pytestmark = [
 
 FLAVOR_LABEL = "e2e.coscheduler/flavor"
 CONDITION = "GangScheduled"
+POD_GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
+POD_GROUP_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +89,16 @@ def team(cluster: Cluster, namespace: str, pool: str) -> Iterator[Callable[..., 
 
 
 def gang_condition(cluster: Cluster, namespace: str, job: str) -> Json:
-    workload = workload_of(cluster, namespace, job) or {}
+    return _ours(workload_of(cluster, namespace, job) or {})
+
+
+def gang_condition_of(cluster: Cluster, namespace: str, workload: str) -> Json:
+    """Our condition on the Workload of that name (a pod group's is named after it)."""
+    path = f"/apis/{k.API}/namespaces/{namespace}/workloads/{workload}"
+    return _ours(cluster.api.get_or_none(path) or {})
+
+
+def _ours(workload: Json) -> Json:
     for condition in (workload.get("status") or {}).get("conditions") or []:
         if condition["type"] == CONDITION:
             found: Json = condition
@@ -230,3 +241,46 @@ def test_an_admitted_gang_that_cannot_fit_waits_whole_and_its_workload_says_why(
     finally:
         watch.stop()
         cluster.api.delete(f"{jobs_path(namespace)}/train?propagationPolicy=Background")
+
+
+def test_plain_pods_of_a_kueue_pod_group_are_bound_whole_once_admitted(
+    cluster: Cluster,
+    namespace: str,
+    pool: str,
+    add_nodes: Callable[..., list[str]],
+    start_scheduler: StartScheduler,
+    kueue: k.Kueue,
+    team: Callable[..., str],
+) -> None:
+    add_nodes(1, cpu="4")
+    start_scheduler()
+    queue = team(cpu=4)
+    watch = PodWatch(cluster.api).start()
+    for i in range(3):
+        body = w.pod(f"member-{i}", pool=pool, cpu="1")
+        body["metadata"]["labels"].update({k.KUEUE_QUEUE_LABEL: queue, POD_GROUP_LABEL: "trio"})
+        body["metadata"]["annotations"] = {POD_GROUP_COUNT: "3", w.COMPLETE_AFTER: "1h"}
+        created = cluster.api.create(f"/api/v1/namespaces/{namespace}/pods", body)
+        # Kueue's webhook gates each pod until the group is admitted.
+        assert created["spec"].get("schedulingGates")
+    wait_for(
+        lambda: w.list_pods(cluster.api, namespace, f"{POD_GROUP_LABEL}=trio"),
+        lambda pods: len(pods) == 3 and all(p["spec"].get("nodeName") for p in pods),
+        describe="Kueue to admit the pod group and coscheduler to bind its 3 pods",
+        timeout=KUEUE_TIMEOUT_SECONDS,
+    )
+    wait_for(
+        lambda: gang_condition_of(cluster, namespace, "trio").get("status"),
+        lambda status: status == "True",
+        describe=f"the Workload trio's {CONDITION} condition True",
+        timeout=KUEUE_TIMEOUT_SECONDS,
+    )
+    watch.drain()
+    partial = gangs.partial_gangs(
+        watch.timeline(),
+        {(namespace, "trio"): 3},
+        start=watch.started_at,
+        group_labels=(POD_GROUP_LABEL,),
+    )
+    watch.stop()
+    assert partial == [], "a Kueue pod group was partially bound"
