@@ -109,6 +109,7 @@ class Operator:
             queue_changed=changes.queue,
             owner_changed=changes.owner,
             namespaces=frozenset(settings.namespaces),
+            kueue_queue=settings.kueue_queue,
         )
         view = self.view = ReadModel(scheduler, informers, kueue=changes.kueue)
         preempter = Preempter(

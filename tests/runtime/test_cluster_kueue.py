@@ -216,3 +216,16 @@ def test_plain_pods_join_the_workload_of_their_kueue_pod_group() -> None:
     state.upsert_kueue_workload(workload)
     [placed] = decisions(state)
     assert len(placed.bindings) == 2
+
+
+def test_kueue_queue_stacks_one_of_our_queues_on_kueues_quota() -> None:
+    stacked = Informed(Scheduler(lambda: 0.0), kueue_queue="research")
+    stacked.replace_jobs([job_object("train", scheduler="coscheduler")])
+    stacked.upsert_kueue_workload(kueue_workload({"main": 1}, admitted={"main": 1}))
+    stacked.upsert_pod(member("train-0"))
+    assert stacked.podgroups[KEY].spec.queue == "research"
+
+    state, _ = make_state()
+    state.upsert_kueue_workload(kueue_workload({"main": 1}, admitted={"main": 1}))
+    state.upsert_pod(member("train-0"))
+    assert state.podgroups[KEY].spec.queue == "default"

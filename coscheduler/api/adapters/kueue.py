@@ -41,6 +41,7 @@ from coscheduler.api import validation
 from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.base import GroupObject, StatusInMemory
 from coscheduler.api.podgroup import (
+    DEFAULT_QUEUE,
     ConditionStatus,
     ConditionType,
     ObjectMetadata,
@@ -158,8 +159,9 @@ def _controller(metadata: Mapping[str, Any]) -> str | None:
     return None
 
 
-def gang_object(workload: KueueWorkload) -> GroupObject | None:
-    """The gang of an admitted Workload (its pod sets as roles); None while not admitted."""
+def gang_object(workload: KueueWorkload, queue: str = DEFAULT_QUEUE) -> GroupObject | None:
+    """The gang of an admitted Workload (its pod sets as roles), drawing from our ``queue``
+    (``default`` unless ``--kueue-queue`` stacks ours on Kueue's); None while not admitted."""
     if not workload.admitted:
         return None
     roles = (
@@ -168,7 +170,10 @@ def gang_object(workload: KueueWorkload) -> GroupObject | None:
         else None
     )
     spec = PodGroupSpec(
-        min_member=sum(workload.admitted.values()), priority=workload.priority, roles=roles
+        min_member=sum(workload.admitted.values()),
+        priority=workload.priority,
+        roles=roles,
+        queue=queue,
     )
     return GroupObject(
         ADAPTER, workload.metadata, spec, PodGroupStatus(), KueueAdapter.NOTHING_STORED

@@ -23,6 +23,7 @@ import structlog
 
 from coscheduler.api.adapters import kueue as kueue_api
 from coscheduler.api.pod import PodInfo
+from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
@@ -57,9 +58,11 @@ def _anchors(workload: kueue_api.KueueWorkload) -> list[Anchor]:
 class KueueGangs:
     """Readable Workloads; the pods Kueue labelled, by anchor; the gangs made."""
 
-    def __init__(self, scheduler: Scheduler, groups: Groups) -> None:
+    def __init__(self, scheduler: Scheduler, groups: Groups, *, queue: str = "") -> None:
         self._scheduler = scheduler
         self._groups = groups
+        #: The Queue of ours the gangs draw from (``--kueue-queue``): ``default`` unless set.
+        self._queue = queue or DEFAULT_QUEUE
         self.workloads: dict[WorkloadName, kueue_api.KueueWorkload] = {}
         #: Each anchor's Workload name (a Job's Workload, by the Job's uid).
         self._named: dict[Anchor, str] = {}
@@ -84,7 +87,7 @@ class KueueGangs:
         several = workload is not None and len(workload.admitted) > 1
         role = pod.labels.get(kueue_api.POD_SET_LABEL) if several else None
         pod = dataclasses.replace(pod, kueue_workload=name, role=role)
-        gang = kueue_api.gang_object(workload) if workload is not None else None
+        gang = kueue_api.gang_object(workload, self._queue) if workload is not None else None
         key = GroupKey(pod.namespace, name, KIND_KUEUE)
         ours = pod.scheduler_name == self._scheduler.settings.scheduler_name
         if gang is not None and ours and key not in self._gangs:

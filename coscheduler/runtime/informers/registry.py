@@ -65,6 +65,7 @@ class Informers:
         owner_changed: Callable[[GangOwner], None] = lambda _owner: None,
         namespaces: frozenset[str] = frozenset(),
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
+        kueue_queue: str = "",
     ) -> Informers:
         """In dependency order: resolvers and stores first, then the informers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
@@ -78,7 +79,7 @@ class Informers:
         )
         owners.resized = groups.job_resized
         gangs = WorkloadGangs(scheduler, groups)
-        kueue = KueueGangs(scheduler, groups)
+        kueue = KueueGangs(scheduler, groups, queue=kueue_queue)
         pods = PodInformer(
             scheduler,
             groups,
