@@ -14,7 +14,6 @@ from its module on first use.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -27,6 +26,7 @@ from e2e.controlplane import Cluster
 from e2e.podwatch import PodWatch
 from e2e.scheduler import StartScheduler
 from e2e.tests import helpers as h
+from e2e.tests import test_kueue
 from e2e.tests.test_kueue import (
     JOB_NAME_LABEL,
     KUEUE_TIMEOUT_SECONDS,
@@ -39,14 +39,7 @@ from e2e.tests.test_kueue import (
 )
 from e2e.waiting import wait_for
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.timeout(900),
-    pytest.mark.skipif(
-        os.environ.get("COSCHEDULER_E2E_KUEUE") != "1",
-        reason="builds Kueue from its module (minutes cold): COSCHEDULER_E2E_KUEUE=1 runs it",
-    ),
-]
+pytestmark = test_kueue.pytestmark  # the same opt-in: COSCHEDULER_E2E_KUEUE=1
 
 FLAVOR_LABEL = "e2e.coscheduler/flavor"
 CONDITION = "GangScheduled"
@@ -122,6 +115,22 @@ def nodes_of(cluster: Cluster, namespace: str, job: str) -> set[str]:
     return {pod["spec"]["nodeName"] for pod in pods if pod["spec"].get("nodeName")}
 
 
+def bound_whole(cluster: Cluster, namespace: str, describe: str) -> None:
+    """Wait until Job ``train``'s 4 pods are bound and its Workload says so in our condition."""
+    wait_for(
+        lambda: bound(cluster, namespace, "train"),
+        lambda count: count == 4,
+        describe=describe,
+        timeout=KUEUE_TIMEOUT_SECONDS,
+    )
+    wait_for(
+        lambda: gang_condition(cluster, namespace, "train").get("status"),
+        lambda status: status == "True",
+        describe=f"the Workload's {CONDITION} condition True",
+        timeout=KUEUE_TIMEOUT_SECONDS,
+    )
+
+
 def no_partial_gang(watch: PodWatch, namespace: str, jobs: dict[str, int]) -> None:
     watch.drain()
     partial = gangs.partial_gangs(
@@ -164,19 +173,8 @@ def test_an_admitted_job_is_bound_whole_on_its_flavors_nodes_without_a_podgroup(
         job = kueue_job("train", queue, scheduler="coscheduler", pool=pool, pods=4, cpu="2")
         created = cluster.api.create(jobs_path(namespace), job)
         assert created["spec"]["suspend"] is True  # Kueue's webhook holds it for admission
-        wait_for(
-            lambda: bound(cluster, namespace, "train"),
-            lambda count: count == 4,
-            describe="Kueue to admit the Job and coscheduler to bind its 4 pods",
-            timeout=KUEUE_TIMEOUT_SECONDS,
-        )
+        bound_whole(cluster, namespace, "Kueue to admit the Job and coscheduler to bind its 4 pods")
         assert nodes_of(cluster, namespace, "train") <= set(flavored)
-        wait_for(
-            lambda: gang_condition(cluster, namespace, "train").get("status"),
-            lambda status: status == "True",
-            describe=f"the Workload's {CONDITION} condition True",
-            timeout=KUEUE_TIMEOUT_SECONDS,
-        )
         podgroups = cluster.api.get(w.PODGROUPS.format(ns=namespace))["items"]
         assert podgroups == []  # none needed
         h.show(cluster, namespace, "get", "jobs,workloads.kueue.x-k8s.io,pods", "-o", "wide")
@@ -225,18 +223,7 @@ def test_an_admitted_gang_that_cannot_fit_waits_whole_and_its_workload_says_why(
         h.show(cluster, namespace, "describe", "workloads.kueue.x-k8s.io")
 
         add_nodes(2, cpu="4")  # now it fits: bound whole
-        wait_for(
-            lambda: bound(cluster, namespace, "train"),
-            lambda count: count == 4,
-            describe="the 4 pods bound once two more nodes came",
-            timeout=KUEUE_TIMEOUT_SECONDS,
-        )
-        wait_for(
-            lambda: gang_condition(cluster, namespace, "train").get("status"),
-            lambda status: status == "True",
-            describe=f"the Workload's {CONDITION} condition True",
-            timeout=KUEUE_TIMEOUT_SECONDS,
-        )
+        bound_whole(cluster, namespace, "the 4 pods bound once two more nodes came")
         no_partial_gang(watch, namespace, {"train": 4})
     finally:
         watch.stop()
