@@ -57,6 +57,7 @@ class Informed:
         on_queue_changed: Callable[[str], None] = lambda _name: None,
         namespaces: frozenset[str] = frozenset(),
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
+        kueue_queue: str = "",
     ) -> None:
         self.scheduler = scheduler
         self.namespaces = namespaces
@@ -69,6 +70,7 @@ class Informed:
             owner_changed=on_owner_changed,
             namespaces=namespaces,
             adapters=adapters,
+            kueue_queue=kueue_queue,
         )
         self.groups = self.informers.groups
 
@@ -162,6 +164,12 @@ class Informed:
 
     def remove_workload(self, raw: Raw) -> None:
         self.informers.workloads.remove(raw)
+
+    def upsert_kueue_workload(self, raw: Raw) -> tuple[str, str] | None:
+        return self.informers.kueue_workloads.upsert(raw)
+
+    def remove_kueue_workload(self, raw: Raw) -> None:
+        self.informers.kueue_workloads.remove(raw)
 
     def upsert_composite(self, raw: Raw) -> tuple[str, str] | None:
         return self.informers.composites.upsert(raw)
