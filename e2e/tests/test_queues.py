@@ -184,15 +184,18 @@ def test_a_closed_queue_admits_nothing_new_until_opened(
     gang(cluster, namespace, pool, "running", 2, queue)
     wait_running(cluster, namespace, "running", 2)
     patch_queue(cluster, queue, {"state": "Closed"})
-    gang(cluster, namespace, pool, "late", 2, queue)
-    message = wait_group_waits(cluster, namespace, "late", "QueueClosed")
-    assert message == f"queue {queue} is Closed: it admits no new group"
-    assert len(bound_pods(cluster, namespace, "running")) == 2  # running ones keep running
+    # The Queue and the pods come through different watches: a gang made before
+    # coscheduler has seen the Queue closed is, to it, a gang of an open queue.
+    # Its status saying Closed shows it has.
     wait_for(
         lambda: queue_status(cluster, queue).get("conditions", [{}])[0],
         lambda c: c.get("status") == "False" and c.get("reason") == "QueueClosed",
         describe=f"queue {queue} Active=False, QueueClosed",
     )
+    gang(cluster, namespace, pool, "late", 2, queue)
+    message = wait_group_waits(cluster, namespace, "late", "QueueClosed")
+    assert message == f"queue {queue} is Closed: it admits no new group"
+    assert len(bound_pods(cluster, namespace, "running")) == 2  # running ones keep running
     events = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={queue}"
     wait_for(
         lambda: cluster.api.get(events).get("items", []),
