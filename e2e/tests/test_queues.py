@@ -122,6 +122,14 @@ def test_weights_one_to_three_share_a_saturated_cluster_one_to_three(
                 group=name,
                 run_seconds=12,
             )
+    # The Job controller makes the 80 pods over seconds: sampled before they all exist,
+    # a queue's backlog can look empty (ending the sampling) or short (biasing the share).
+    pods = 2 * sum(jobs.values())
+    wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda items: len(items) == pods,
+        describe=f"the Jobs' {pods} pods",
+    )
     start_scheduler()
     median = light_share_median(cluster, namespace, "light", saturated=28)  # 32 cpu, gangs of 2
     assert abs(median - 0.25) <= 0.07, f"light queue's share median {median:.2f}"
