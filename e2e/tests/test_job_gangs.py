@@ -207,6 +207,13 @@ def test_an_unannotated_jobs_pods_are_placed_one_by_one(
         cluster.api, namespace, "plain", parallelism=4, pool=pool, cpu="2", run_seconds=600
     )
 
+    # The Job controller makes its pods in batches (1, 2, 1): two may be placed before
+    # the fourth exists, so the count of those waiting means something only once all exist.
+    wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda pods: len(pods) == 4,
+        describe="the Job controller's four pods",
+    )
     wait_for(
         lambda: bound(cluster, namespace),
         lambda placed: len(placed) == 2,

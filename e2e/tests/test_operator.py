@@ -100,15 +100,23 @@ def test_seed_gang_runs_when_four_fit(
     assert group["status"]["scheduled"] == 4
     assert condition(group, "Scheduled")["status"] == "True"
     assert group["status"]["allocated"]["cpu"] == "12"
-    reasons = {e["reason"] for e in events(cluster, namespace, "seed")}
-    assert "Running" in reasons
-    scheduled = [
-        e
-        for p in on_nodes(pods(cluster, namespace))
-        for e in events(cluster, namespace, p["metadata"]["name"])
-        if e["reason"] == "Scheduled"
-    ]
-    assert len(scheduled) == 4
+    # Events go out through their own queue, after the status write (and the Bindings)
+    # they tell of: the first look at the Running status may come before them.
+    wait_for(
+        lambda: {e["reason"] for e in events(cluster, namespace, "seed")},
+        lambda reasons: "Running" in reasons,
+        describe="a Running event on PodGroup seed",
+    )
+    scheduled = wait_for(
+        lambda: [
+            e
+            for p in on_nodes(pods(cluster, namespace))
+            for e in events(cluster, namespace, p["metadata"]["name"])
+            if e["reason"] == "Scheduled"
+        ],
+        lambda found: len(found) == 4,
+        describe="a Scheduled event on each of the 4 bound pods",
+    )
     assert all(e["message"].startswith(f"Successfully assigned {namespace}/") for e in scheduled)
 
 

@@ -122,6 +122,14 @@ def test_weights_one_to_three_share_a_saturated_cluster_one_to_three(
                 group=name,
                 run_seconds=12,
             )
+    # The Job controller makes the 80 pods over seconds: sampled before they all exist,
+    # a queue's backlog can look empty (ending the sampling) or short (biasing the share).
+    pods = 2 * sum(jobs.values())
+    wait_for(
+        lambda: w.list_pods(cluster.api, namespace),
+        lambda items: len(items) == pods,
+        describe=f"the Jobs' {pods} pods",
+    )
     start_scheduler()
     median = light_share_median(cluster, namespace, "light", saturated=28)  # 32 cpu, gangs of 2
     assert abs(median - 0.25) <= 0.07, f"light queue's share median {median:.2f}"
@@ -184,15 +192,18 @@ def test_a_closed_queue_admits_nothing_new_until_opened(
     gang(cluster, namespace, pool, "running", 2, queue)
     wait_running(cluster, namespace, "running", 2)
     patch_queue(cluster, queue, {"state": "Closed"})
-    gang(cluster, namespace, pool, "late", 2, queue)
-    message = wait_group_waits(cluster, namespace, "late", "QueueClosed")
-    assert message == f"queue {queue} is Closed: it admits no new group"
-    assert len(bound_pods(cluster, namespace, "running")) == 2  # running ones keep running
+    # The Queue and the pods come through different watches: a gang made before
+    # coscheduler has seen the Queue closed is, to it, a gang of an open queue.
+    # Its status saying Closed shows it has.
     wait_for(
         lambda: queue_status(cluster, queue).get("conditions", [{}])[0],
         lambda c: c.get("status") == "False" and c.get("reason") == "QueueClosed",
         describe=f"queue {queue} Active=False, QueueClosed",
     )
+    gang(cluster, namespace, pool, "late", 2, queue)
+    message = wait_group_waits(cluster, namespace, "late", "QueueClosed")
+    assert message == f"queue {queue} is Closed: it admits no new group"
+    assert len(bound_pods(cluster, namespace, "running")) == 2  # running ones keep running
     events = f"/api/v1/namespaces/default/events?fieldSelector=involvedObject.name={queue}"
     wait_for(
         lambda: cluster.api.get(events).get("items", []),
