@@ -2,9 +2,10 @@
 
 Kueue users look at the Workload: whether its admitted gang is placed, or why it waits,
 belongs there. The status writer derives a Kueue gang's status as any group's and records
-it (:func:`coscheduler.operator.record_status`, which marks the gang here); its events go on the Workload too. This writer turns the recorded status into one
-condition (:func:`~coscheduler.api.adapters.kueue.placement_condition`) and applies it to
-the Workload's ``/status`` by server-side apply under our own field manager: Kueue's
+it (:func:`coscheduler.operator.record_status`, which marks the gang here); its events go
+on the Workload too. This writer turns the recorded status into one condition
+(:func:`~coscheduler.api.adapters.kueue.placement_condition`) and applies it to the
+Workload's ``/status`` by server-side apply under our own field manager: Kueue's
 conditions are a map keyed by type, each owned by whoever applied it, so Kueue's are left
 as they are (a merge patch would replace the whole list). A condition is applied when what
 it says (status, reason, message) changes; a failed write is tried again next round.
