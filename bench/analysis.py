@@ -165,8 +165,13 @@ def contention_figures(
     sample_step: float = 1.0,
     amount: Callable[[PodRecord], float] | None = None,
     committed: Mapping[str, float] | None = None,
+    peer_started: float | None = None,
 ) -> Json:
     """Makespan, waits, utilization, partial gangs and cpu-seconds held by incomplete gangs.
+
+    The first gang made whole is counted from its Job's creation (``waits``), and also
+    from the peer's start (``peer_started``: start-up included) and from the peer's first
+    Binding of the workload (how soon a gang completes once it binds at all).
 
     ``amount``: what a bound pod holds, when not its cpu (the ``dra`` suite: its GPUs);
     the held and utilization figures are then in that unit, over ``total_cpu`` of it.
@@ -192,6 +197,8 @@ def contention_figures(
     burst_cpu_s = 0.0
     partial = 0
     waits: dict[str, float] = {}
+    admitted: list[float] = []
+    first_binds: list[float] = []
     done: dict[str, float] = {}
     for name, gang in gangs.items():
         members = by_gang.get(name, [])
@@ -234,6 +241,9 @@ def contention_figures(
             burst_cpu_s += incomplete_cpu_s
         if admitted_at is not None and name in submitted:
             waits[name] = admitted_at - submitted[name]
+            admitted.append(admitted_at)
+        if first_bind is not None:
+            first_binds.append(first_bind)
         finished = [p.finished for p in members if p.finished is not None]
         if members and len(members) >= gang.size and len(finished) == len(members):
             done[name] = max(finished)
@@ -257,6 +267,12 @@ def contention_figures(
         "bind_burst_cpu_s": round(burst_cpu_s, 3),
         "utilization_series": [[round(t, 2), round(u, 4)] for t, u in series],
         "waits": sorted(round(w, 3) for w in wait_values),
+        "first_whole_after_start_s": (
+            _r(min(admitted) - peer_started) if admitted and peer_started is not None else None
+        ),
+        "first_whole_after_first_binding_s": (
+            _r(min(admitted) - min(first_binds)) if admitted else None
+        ),
     }
 
 

@@ -34,6 +34,12 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
     "contention": [
         ("makespan (s)", lambda f: f.get("makespan_s"), False),
         ("first whole gang (s)", lambda f: min(f["waits"]) if f.get("waits") else None, False),
+        ("first whole gang after start (s)", lambda f: f.get("first_whole_after_start_s"), False),
+        (
+            "first whole gang after first binding (s)",
+            lambda f: f.get("first_whole_after_first_binding_s"),
+            False,
+        ),
         ("wait p50 (s)", lambda f: f.get("wait_p50_s"), False),
         ("wait p99 (s)", lambda f: f.get("wait_p99_s"), False),
         ("utilization", lambda f: f.get("utilization_mean"), True),
@@ -58,13 +64,13 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
     ],
 }
 FIGURES["topology"] = [
-    *FIGURES["contention"][:5],
+    *FIGURES["contention"][:7],
     ("gangs split across racks", lambda f: f.get("gangs_split"), False),
-    *FIGURES["contention"][5:],
+    *FIGURES["contention"][7:],
 ]
 
 FIGURES["dra"] = [
-    *FIGURES["contention"][:4],
+    *FIGURES["contention"][:6],
     ("gangs never whole", lambda f: f["gangs"] - len(f.get("waits") or ()), False),
     ("GPU utilization", lambda f: f.get("gpu_utilization_mean"), True),
     ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),

@@ -359,6 +359,7 @@ class Contention(Workload):
             analysis.contention_figures(
                 run.recorder, submit.gang_infos(self.gangs), submitted, capacity,
                 qps=run.regime.qps, committed=identity.binding_commits(run.ctx.audit_log),
+                peer_started=run.peer_started,
             )
         )  # fmt: skip
         return figures
@@ -540,7 +541,7 @@ class Dra(Contention):
             run.recorder, submit.gang_infos(self.gangs), submitted,
             float(per_node * len(run.nodes)), qps=run.regime.qps,
             amount=lambda pod: gpus_of.get(pod.gang, 0.0),
-            committed=identity.binding_commits(run.ctx.audit_log),
+            committed=identity.binding_commits(run.ctx.audit_log), peer_started=run.peer_started,
         )  # fmt: skip
         for cpu_name, gpu_name in (
             ("held_by_incomplete_gangs_cpu_s", "gpu_s_held_by_partial_gangs"),
@@ -580,6 +581,7 @@ class OverheadContention(Contention):
 async def _start_and_probe(run: TrialRun) -> Json:
     """Start the peer and wait until it binds a probe pod: it is serving."""
     run.progress.status("starting the peer")
+    run.peer_started = run.recorder.now()
     run.start_peer()
     ready = await submit.wait_peer_ready(run.kube, run.recorder, run.peer, run.ns, within=120)
     run.infos["probe"] = GangInfo("probe", 1, 1)

@@ -13,7 +13,10 @@ still needs), and a change wakes it only when (numbered rule)
    filters 1-5 for one of its members (the same checks that refused it, on
    that node); and
 2. a group of one shape: the cluster has room for as many members of that
-   shape as it still needs (necessary for any placement, domains or not).
+   shape as it still needs (necessary for any placement), and for a group kept
+   in one domain (``PodGroup.spec.topology``), one domain of its widest level
+   has (its members never land beyond that level: room spread over racks
+   cannot admit a gang required in one).
 
 Devices (DRA) and volume claims are not in filters 1-5: a group whose members
 use them is woken as well by a change of slices, classes or claims, or of
@@ -57,9 +60,13 @@ class Wants:
     #: Its members use devices (DRA) or volume claims: such changes wake it too.
     devices: bool = False
     volumes: bool = False
+    #: The widest node label key whose one domain must hold the needed members (rule 2).
+    within: str | None = None
 
 
-def wants_of(pending: Sequence[PodInfo], bound: int, min_member: int) -> Wants | None:
+def wants_of(
+    pending: Sequence[PodInfo], bound: int, min_member: int, within: str | None = None
+) -> Wants | None:
     """What the group waits for after a refusal for room; None: no hint describes it."""
     if not pending or any(pod.topology for pod in pending):
         return None
@@ -69,6 +76,7 @@ def wants_of(pending: Sequence[PodInfo], bound: int, min_member: int) -> Wants |
         needed=max(1, min(min_member - bound, len(pending))),
         devices=any(pod.device_claims for pod in pending),
         volumes=any(pod.claims for pod in pending),
+        within=within,
     )
 
 
@@ -81,13 +89,14 @@ def woken(
     )
     if not len(slots):
         return []
-    verdicts: dict[tuple[object, ...], tuple[bool, int]] = {}
+    verdicts: dict[tuple[tuple[object, ...], str | None], tuple[bool, int]] = {}
     found = []
     for key, wants in parked:
         for pod in wants.shapes:
-            verdict = verdicts.get(pod.shape)
+            asked = (pod.shape, wants.within)
+            verdict = verdicts.get(asked)
             if verdict is None:
-                verdict = verdicts[pod.shape] = _verdict(snapshot, pod, slots)
+                verdict = verdicts[asked] = _verdict(snapshot, pod, slots, wants.within)
             admitted, room = verdict
             if admitted and (len(wants.shapes) > 1 or room >= wants.needed):
                 found.append(key)
@@ -95,9 +104,12 @@ def woken(
     return found
 
 
-def _verdict(snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp]) -> tuple[bool, int]:
+def _verdict(
+    snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp], within: str | None
+) -> tuple[bool, int]:
     """Whether an ``opened`` node passes filters 1-5 for the pod, and how many such pods
-    the cluster has room for (0 when none does: the whole cluster is read only then)."""
+    the cluster has room for, or the roomiest domain of ``within`` (0 when none does: the
+    whole cluster is read only then)."""
     sized = any(amount > 0 for amount in snapshot.request(pod).values())
     static = slots[snapshot.static_mask(pod)[slots]]
     if not len(static) or (sized and not (snapshot.room(pod, static) > 0).any()):
@@ -105,4 +117,11 @@ def _verdict(snapshot: Snapshot, pod: PodInfo, slots: npt.NDArray[np.intp]) -> t
     every = np.flatnonzero(snapshot.fits(pod))
     if not sized:
         return True, len(every) if pod.host_ports else 1 << 62
-    return True, int(snapshot.room(pod, every).sum())
+    room = snapshot.room(pod, every)
+    if within is None:
+        return True, int(room.sum())
+    ids = snapshot.topology.domains(within, snapshot.slot_count)[every]
+    labelled = ids >= 0
+    if not labelled.any():
+        return True, 0
+    return True, int(np.bincount(ids[labelled], weights=room[labelled]).max())

@@ -531,7 +531,9 @@ class Scheduler(Views):
         pending, bound = self.standing(key)
         if self._may_preempt(policy, pending):
             return None
-        return wants_of(pending, len(bound), policy.min_member)
+        # Roles kept in domains of their own need room per role: the group-wide check only.
+        levels = () if policy.role_topology else policy.topology_levels
+        return wants_of(pending, len(bound), policy.min_member, levels[-1] if levels else None)
 
     def _may_preempt(self, policy: GroupPolicy, pending: list[PodInfo]) -> bool:
         """Whether a victim search may find room for the group later without a change a

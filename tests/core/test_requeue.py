@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from coscheduler.core import Scheduler
 from coscheduler.core.group import GroupKey
 from coscheduler.core.queue import QueueSettings
@@ -11,15 +13,17 @@ from tests.builders import Clock, gang, group, node, pod
 BIG = GroupKey("default", "big")
 
 
-def _waiting_big(clock: Clock) -> Scheduler:
-    """Two 8-cpu nodes, each 6 cpu taken by others; a gang of two 4-cpu members waits."""
+def _waiting_big(clock: Clock, *, one_rack: bool = False) -> Scheduler:
+    """Two 8-cpu nodes, each 6 cpu taken by others; a gang of two 4-cpu members waits
+    (``one_rack``: each node a rack of its own, and the gang kept in one)."""
     settings = SchedulerSettings(queue=QueueSettings(unschedulable_flush_seconds=300))
     scheduler = Scheduler(clock, settings)
     for name in ("n0", "n1"):
-        scheduler.upsert_node(node(name, cpu="8"))
+        scheduler.upsert_node(node(name, cpu="8", labels={"rack": name}))
         for i in range(3):
             scheduler.upsert_pod(pod(f"{name}-o{i}", cpu="2", node=name, scheduler="other"))
-    scheduler.upsert_group(group("big", 2))
+    levels = ("rack",) if one_rack else ()
+    scheduler.upsert_group(replace(group("big", 2), topology_levels=levels))
     for member in gang("big", 2, cpu="4"):
         scheduler.upsert_pod(member)
     refused = scheduler.next_decision()
@@ -69,3 +73,22 @@ def test_a_node_added_that_admits_members_wakes_it() -> None:
     placed = scheduler.next_decision()
     assert placed is not None
     assert {b.node for b in placed.bindings} == {"n2"}
+
+
+def test_room_spread_over_racks_does_not_wake_a_gang_kept_in_one() -> None:
+    clock = Clock()
+    scheduler = _waiting_big(clock, one_rack=True)
+    scheduler.remove_pod("uid-default-n0-o0")
+    scheduler.remove_pod("uid-default-n1-o0")  # room for the gang, one member per rack
+    assert scheduler.next_decision() is None
+    assert scheduler.queue.pool(BIG) == "unschedulable"
+
+
+def test_room_in_one_rack_wakes_a_gang_kept_in_one() -> None:
+    clock = Clock()
+    scheduler = _waiting_big(clock, one_rack=True)
+    for i in range(3):
+        scheduler.remove_pod(f"uid-default-n1-o{i}")
+    placed = scheduler.next_decision()
+    assert placed is not None
+    assert {b.node for b in placed.bindings} == {"n1"}

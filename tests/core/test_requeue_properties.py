@@ -3,7 +3,7 @@ waiting group after each change places, and leaves no placeable group asleep (hy
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -37,6 +37,8 @@ class Gang:
     cpu: int
     zone: str | None
     tolerates: bool
+    #: Its members must share one zone (``PodGroup.spec.topology``).
+    one_zone: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ gangs = st.builds(
     cpu=st.integers(1, 6),
     zone=st.sampled_from((None, *ZONES)),
     tolerates=st.booleans(),
+    one_zone=st.booleans(),
 )
 changes = st.builds(
     Change, kind=st.sampled_from(KINDS), pick=st.integers(0, 99), amount=st.integers(1, 8)
@@ -85,9 +88,10 @@ class World:
             extra["node_selector"] = {"zone": spec.zone}
         if spec.tolerates:
             extra["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
-        self.scheduler.upsert_group(
-            group(name, min(spec.min_member, spec.size), created=self.gangs)
-        )
+        policy = group(name, min(spec.min_member, spec.size), created=self.gangs)
+        if spec.one_zone:
+            policy = replace(policy, topology_levels=("zone",))
+        self.scheduler.upsert_group(policy)
         for member in gang(name, spec.size, **extra):
             self.scheduler.upsert_pod(member)
 
