@@ -201,6 +201,7 @@ class PageData:
         asked = _asked_keys(self._view.groups())
         keys = asked or [k for k in WELL_KNOWN_DOMAINS if any(k in n.labels for n in nodes)]
         allocations = {node.name: self._view.allocated(node.name) for node in nodes}
+        devices = self._view.devices_by_class()
         gangs: dict[GroupKey, int] = {}
         rows = []
         for node in nodes:
@@ -224,21 +225,23 @@ class PageData:
                     for pod in self._view.pods_on(node.name)
                 }
             )
-            rows.append(
-                {
-                    "name": node.name,
-                    "domains": [node.labels.get(key) for key in keys],
-                    "used": round(used, 3),
-                    "free": format_resource_list(free),
-                    "cordoned": node.unschedulable,
-                    "gangs": on,
-                }
-            )
+            row = {
+                "name": node.name,
+                "domains": [node.labels.get(key) for key in keys],
+                "used": round(used, 3),
+                "free": format_resource_list(free),
+                "cordoned": node.unschedulable,
+                "gangs": on,
+            }
+            if node.name in devices:
+                row["devices"] = _free_of_total(devices[node.name])
+            rows.append(row)
         return {
             "keys": keys,
             "nodes": rows,
             "gangs": [[key.namespace, key.name, key.kind] for key in gangs],
-            "domains": [_domain_totals(nodes, allocations, key) for key in keys],
+            "domains": [_domain_totals(nodes, allocations, devices, key) for key in keys],
+            "sharedDevices": _free_of_total(devices.get(None, {})),
         }
 
     # -- one gang -------------------------------------------------------------
@@ -283,6 +286,8 @@ class PageData:
         verdict = self._view.verdict(key)
         return {
             "at": now,
+            # Only a leader writes events: on a standby or viewer the timeline has none.
+            "role": self._role(),
             "namespace": namespace,
             "name": name,
             "kind": key.kind,
@@ -383,15 +388,29 @@ def _asked_keys(groups: Iterable[GroupObject]) -> list[str]:
     return sorted(counts, key=lambda key: (-counts[key], key))
 
 
+def _free_of_total(by_class: Mapping[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """``{class: [free, devices]}``, classes in name order."""
+    return {name: [free, total] for name, (total, free) in sorted(by_class.items())}
+
+
 def _domain_totals(
-    nodes: list[NodeInfo], allocations: Mapping[str, Mapping[str, int]], key: str
+    nodes: list[NodeInfo],
+    allocations: Mapping[str, Mapping[str, int]],
+    devices: Mapping[str | None, Mapping[str, tuple[int, int]]],
+    key: str,
 ) -> dict[str, Any]:
-    """Per value of ``key``: node count, allocatable and free capacity per resource."""
+    """Per value of ``key``: node count, allocatable and free capacity per resource, and
+    devices and free ones per device class (of the devices local to its nodes)."""
     domains: dict[str, dict[str, Any]] = {}
     for node in nodes:
         value = node.labels.get(key, "")
-        totals = domains.setdefault(value, {"nodes": 0, "allocatable": {}, "free": {}})
+        totals = domains.setdefault(
+            value, {"nodes": 0, "allocatable": {}, "free": {}, "devices": {}}
+        )
         totals["nodes"] += 1
+        for name, (count, free_devices) in devices.get(node.name, {}).items():
+            had, had_free = totals["devices"].get(name, (0, 0))
+            totals["devices"][name] = (had + count, had_free + free_devices)
         allocated = allocations[node.name]
         for resource, amount in node.allocatable.items():
             if resource == "pods":
@@ -407,6 +426,7 @@ def _domain_totals(
                 "nodes": totals["nodes"],
                 "allocatable": format_resource_list(totals["allocatable"]),
                 "free": format_resource_list(totals["free"]),
+                "devices": _free_of_total(totals["devices"]),
             }
             for value, totals in sorted(domains.items())
         ],

@@ -17,6 +17,8 @@ function h(tag, attrs, ...children) {
 }
 
 const amounts = (list) => Object.entries(list || {}).map(([r, a]) => `${r}=${a}`).join(" ");
+// {class: [free, devices]} as "gpu 3/4 free".
+const devices = (byClass) => Object.entries(byClass || {}).map(([c, [free, all]]) => `${c} ${free}/${all}`).join(" ");
 const percent = (x) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(0)}%`);
 
 function age(created) {
@@ -134,12 +136,14 @@ function renderRoom() {
     boxes.push(h("div", { class: "domain" },
       h("h3", {}, value ? `${key}=${value}` : index < 0 ? "all nodes" : "(no label)",
         h("span", { class: "muted" }, ` · ${nodes.length} node${nodes.length === 1 ? "" : "s"}`),
-        total ? h("div", { class: "muted" }, `free ${amounts(total.free)}`) : null),
+        total ? h("div", { class: "muted" }, `free ${amounts(total.free)}`) : null,
+        total && Object.keys(total.devices).length
+          ? h("div", { class: "muted devices" }, `devices free ${devices(total.devices)}`) : null),
       h("div", { class: "nodes" }, nodes.map((node) => {
         const gangs = node.gangs.map((i) => room.gangs[i]);
         const cell = h("div", {
           class: `node${node.cordoned ? " cordoned" : ""}${chosen.has(node.name) ? " chosen" : ""}`,
-          title: `${node.name}\nfree ${amounts(node.free)}\n${gangs.map((g) => `${g[0]}/${g[1]}`).join("\n")}`,
+          title: `${node.name}\nfree ${amounts(node.free)}${node.devices ? `\ndevices free ${devices(node.devices)}` : ""}\n${gangs.map((g) => `${g[0]}/${g[1]}`).join("\n")}`,
           style: `background:hsl(${120 - 120 * node.used},55%,${85 - 35 * node.used}%)`,
           "data-node": node.name,
         });
@@ -148,7 +152,9 @@ function renderRoom() {
         return cell;
       }))));
   }
-  document.getElementById("room").replaceChildren(...boxes);
+  const shared = Object.keys(room.sharedDevices).length
+    ? h("p", { class: "muted devices" }, `devices reached from many nodes, free: ${devices(room.sharedDevices)}`) : null;
+  document.getElementById("room").replaceChildren(...(shared ? [shared] : []), ...boxes);
 }
 
 // -- a gang's page: verdict with its refusal histogram, timeline, members ---------------------
@@ -190,6 +196,10 @@ async function openGang() {
       line.refusals.length ? histogram(line.refusals) : null) : null,
     line && line.plan ? h("p", {}, `Preemption plan: ${line.plan}`) : null,
     h("h3", {}, "Timeline"),
+    gang.role !== "leader" ? h("p", { class: "muted", id: "timeline-note" },
+      `This process is a ${gang.role}: it writes no events and watches none, so the timeline has the group's ` +
+      "creation and its conditions (the leader's words); the events are on the leader's page or in " +
+      `kubectl get events -n ${gang.namespace}.`) : null,
     h("table", { class: "timeline" }, gang.timeline.map((t) => h("tr", {},
       h("td", {}, when(t.at)), h("td", {}, t.what),
       h("td", {}, t.reason || "", t.count > 1 ? h("span", { class: "muted" }, ` ×${t.count}`) : null),
