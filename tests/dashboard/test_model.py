@@ -104,7 +104,7 @@ def test_the_room_groups_nodes_by_the_key_gangs_ask_for_and_shows_their_gangs() 
     room = data.overview()["room"]
     assert room["keys"] == [ZONE]
     nodes = by_name(room["nodes"])
-    placed = [name for name, node in nodes.items() if node["gangs"]]
+    placed = [name for name, node in nodes.items() if node.get("gangs")]
     assert len(placed) == 1  # the pair asked for one zone
     (gang_index,) = nodes[placed[0]]["gangs"]
     assert room["gangs"][gang_index] == ["default", "pair", "PodGroup"]
@@ -113,6 +113,9 @@ def test_the_room_groups_nodes_by_the_key_gangs_ask_for_and_shows_their_gangs() 
     (domains,) = room["domains"]
     assert [v["value"] for v in domains["values"]] == ["a", "b"]
     assert sorted(v["free"]["cpu"] for v in domains["values"]) == ["4", "8"]
+    # A node's domain is sent as the place of its value among the key's totals.
+    assert [nodes["node-a"]["domains"], nodes["node-b"]["domains"]] == [[0], [1]]
+    assert "cordoned" not in nodes["node-a"]
 
 
 def test_a_gang_page_has_its_members_nodes_and_verdict() -> None:
