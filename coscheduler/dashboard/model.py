@@ -24,7 +24,7 @@ from typing import Any, Final
 from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.podgroup import ConditionStatus, ConditionType
-from coscheduler.api.quantity import format_resource_list
+from coscheduler.api.quantity import format_quantity, format_resource_list
 from coscheduler.api.queue import QueueSpec, QueueState
 from coscheduler.core.fairness import entitlements, fair_shares
 from coscheduler.core.group import GroupKey
@@ -202,6 +202,8 @@ class PageData:
         keys = asked or [k for k in WELL_KNOWN_DOMAINS if any(k in n.labels for n in nodes)]
         allocations = {node.name: self._view.allocated(node.name) for node in nodes}
         devices = self._view.devices_by_class()
+        # A node's free amounts are sent in this order, as a list.
+        resources = sorted({r for node in nodes for r in node.allocatable} - {"pods"})
         gangs: dict[GroupKey, int] = {}
         rows = []
         for node in nodes:
@@ -229,7 +231,7 @@ class PageData:
             row: dict[str, Any] = {
                 "name": node.name,
                 "used": round(used, 2),
-                "free": format_resource_list(free),
+                "free": [format_quantity(r, free[r]) if r in free else None for r in resources],
             }
             if on:
                 row["gangs"] = on
@@ -246,6 +248,7 @@ class PageData:
                 row.setdefault("domains", []).append(places[node.labels.get(key, "")])
         return {
             "keys": keys,
+            "resources": resources,
             "nodes": rows,
             "gangs": [[key.namespace, key.name, key.kind] for key in gangs],
             "domains": domains,

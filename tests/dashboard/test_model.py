@@ -108,7 +108,8 @@ def test_the_room_groups_nodes_by_the_key_gangs_ask_for_and_shows_their_gangs() 
     assert len(placed) == 1  # the pair asked for one zone
     (gang_index,) = nodes[placed[0]]["gangs"]
     assert room["gangs"][gang_index] == ["default", "pair", "PodGroup"]
-    assert nodes[placed[0]]["free"]["cpu"] == "4"
+    free = dict(zip(room["resources"], nodes[placed[0]]["free"], strict=True))
+    assert free["cpu"] == "4"
     assert nodes[placed[0]]["used"] == 0.5
     (domains,) = room["domains"]
     assert [v["value"] for v in domains["values"]] == ["a", "b"]

@@ -166,7 +166,8 @@ roomEl.addEventListener("mouseover", (event) => {
   const node = roomNode(event.target);
   if (!node || event.target.title) return;
   const gangs = (node.gangs || []).map((i) => overview.room.gangs[i]);
-  event.target.title = `${node.name}\nfree ${amounts(node.free)}` +
+  const free = overview.room.resources.map((r, i) => (node.free[i] === null ? "" : `${r}=${node.free[i]}`));
+  event.target.title = `${node.name}\nfree ${free.filter(Boolean).join(" ")}` +
     `${node.devices ? `\ndevices free ${devices(node.devices)}` : ""}\n${gangs.map((g) => `${g[0]}/${g[1]}`).join("\n")}`;
 });
 roomEl.addEventListener("click", (event) => {
