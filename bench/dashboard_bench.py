@@ -15,7 +15,9 @@ scheduler serves reads them. It prints
   5 %, ``server.BUDGET``);
 * the page's load time in Chromium (Debian's, driven by Playwright): from
   navigation until the page has drawn its first overview (queues, line and
-  room), median of ``--repeat`` fresh pages, the server in this process.
+  room), median of ``--repeat`` fresh pages, the server in this process; and
+  in the page its ``DOMContentLoaded``, the room drawn again with its layout
+  and the count of its elements.
 """
 
 from __future__ import annotations
