@@ -15,7 +15,9 @@ scheduler serves reads them. It prints
   5 %, ``server.BUDGET``);
 * the page's load time in Chromium (Debian's, driven by Playwright): from
   navigation until the page has drawn its first overview (queues, line and
-  room), median of ``--repeat`` fresh pages, the server in this process.
+  room), median of ``--repeat`` fresh pages, the server in this process; and
+  in the page its ``DOMContentLoaded``, the room drawn again with its layout
+  and the count of its elements.
 """
 
 from __future__ import annotations
@@ -107,23 +109,40 @@ def page_data(nodes: int, groups: int) -> PageData:
     )
 
 
-def overview_cpu(data: PageData, repeat: int) -> tuple[float, int]:
-    spent, size = [], 0
+def overview_cpu(data: PageData, repeat: int) -> tuple[float, dict[str, int]]:
+    """CPU of one round (median) and each part's size in bytes."""
+    spent, sizes = [], {}
     for _ in range(repeat):
         started = time.process_time()
-        size = len(orjson.dumps(data.overview()))
+        sizes = {name: len(orjson.dumps(part)) for name, part in data.overview().items()}
         spent.append(time.process_time() - started)
-    return statistics.median(spent), size
+    return statistics.median(spent), sizes
 
 
-def page_loads(data: PageData, repeat: int) -> list[float]:
-    """Seconds from navigation to the first overview drawn, one fresh page each."""
+#: In the page once drawn: its elements, and the room drawn again (ms, median of 5).
+_IN_PAGE = """() => {
+  const spent = [];
+  for (let i = 0; i < 5; i++) {
+    const started = performance.now();
+    renderRoom();
+    document.body.offsetHeight;  // the layout too
+    spent.push(performance.now() - started);
+  }
+  const nav = performance.getEntriesByType("navigation")[0];
+  return {elements: document.getElementsByTagName("*").length,
+          room: spent.sort((a, b) => a - b)[2], ready: nav.domContentLoadedEventEnd};
+}"""
+
+
+def page_loads(data: PageData, repeat: int) -> tuple[list[float], list[dict[str, float]]]:
+    """Seconds from navigation to the first overview drawn, one fresh page each, and
+    what :data:`_IN_PAGE` finds in each."""
     loop = asyncio.new_event_loop()
     server = DashboardServer(data)
     loop.run_until_complete(server.start("127.0.0.1", 0))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    loads = []
+    loads, found = [], []
     try:
         for _ in range(repeat):
             with browser.page() as page:
@@ -131,11 +150,12 @@ def page_loads(data: PageData, repeat: int) -> list[float]:
                 page.goto(f"http://127.0.0.1:{server.port}/")
                 page.wait_for_selector("body[data-loaded=true]", timeout=60_000)
                 loads.append(time.monotonic() - started)
+                found.append(page.evaluate(_IN_PAGE))
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
-    return loads
+    return loads, found
 
 
 def main() -> None:
@@ -149,18 +169,21 @@ def main() -> None:
     data = page_data(args.nodes, args.groups)
     fed = time.process_time() - started
     print(f"fed {args.nodes:,} nodes, {args.groups:,} groups in {fed:.1f} s CPU")
-    cpu, size = overview_cpu(data, args.repeat)
+    cpu, sizes = overview_cpu(data, args.repeat)
     interval = max(2.0, cpu / BUDGET)
     print(
         f"overview: {cpu * 1000:.0f} ms CPU per round (median of {args.repeat}), "
-        f"{size / 1e6:.2f} MB; rounds every {interval:.1f} s with a page open: "
-        f"{cpu / interval:.1%} of one core"
+        f"{sum(sizes.values()) / 1e6:.2f} MB (room {sizes['room'] / 1e6:.2f} MB); rounds every "
+        f"{interval:.1f} s with a page open: {cpu / interval:.1%} of one core"
     )
     if not args.no_browser:
-        loads = page_loads(data, args.repeat)
+        loads, found = page_loads(data, args.repeat)
         print(
             f"page load to first overview drawn: median {statistics.median(loads):.2f} s, "
-            f"max {max(loads):.2f} s ({len(loads)} fresh pages)"
+            f"max {max(loads):.2f} s ({len(loads)} fresh pages); in the page: DOMContentLoaded "
+            f"at {statistics.median(f['ready'] for f in found):.0f} ms, the room drawn "
+            f"again {statistics.median(f['room'] for f in found):.0f} ms, "
+            f"{found[-1]['elements']:.0f} elements"
         )
 
 

@@ -310,6 +310,32 @@ class DeviceIndex:
         local = len(self._by_node.get(node, ())) - taken
         return local + len(self._elsewhere)
 
+    def by_class(self) -> dict[str | None, dict[str, tuple[int, int]]]:
+        """Per node (None: devices reached through a node selector or from every node),
+        per DeviceClass: how many of its devices there are and how many are neither
+        allocated nor assumed. A device counts in each class whose selectors all hold
+        for it (one whose selector fails to evaluate, in none)."""
+        if self._by_node is None:
+            self._index_devices()
+        assert self._by_node is not None
+        taken = self._allocated.keys() | self._assumed.keys()
+        rooms: dict[str | None, dict[str, tuple[int, int]]] = {}
+        places: list[tuple[str | None, list[Candidate]]] = [
+            *self._by_node.items(),
+            (None, self._elsewhere),
+        ]
+        for place, candidates in places:
+            for device_class in self.classes.values():
+                members = [
+                    c
+                    for c in candidates
+                    if all(self._verdict(e, c) is True for e in device_class.selectors)
+                ]
+                if members:
+                    free = sum(1 for c in members if c.key not in taken)
+                    rooms.setdefault(place, {})[device_class.name] = (len(members), free)
+        return rooms
+
     def least_need(self, claim_keys: Sequence[str]) -> int:
         """The fewest devices the claims not allocated yet can take (0 when all are)."""
         need = 0

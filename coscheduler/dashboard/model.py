@@ -24,7 +24,7 @@ from typing import Any, Final
 from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.node import NodeInfo
 from coscheduler.api.podgroup import ConditionStatus, ConditionType
-from coscheduler.api.quantity import format_resource_list
+from coscheduler.api.quantity import format_quantity, format_resource_list
 from coscheduler.api.queue import QueueSpec, QueueState
 from coscheduler.core.fairness import entitlements, fair_shares
 from coscheduler.core.group import GroupKey
@@ -201,6 +201,9 @@ class PageData:
         asked = _asked_keys(self._view.groups())
         keys = asked or [k for k in WELL_KNOWN_DOMAINS if any(k in n.labels for n in nodes)]
         allocations = {node.name: self._view.allocated(node.name) for node in nodes}
+        devices = self._view.devices_by_class()
+        # A node's free amounts are sent in this order, as a list.
+        resources = sorted({r for node in nodes for r in node.allocatable} - {"pods"})
         gangs: dict[GroupKey, int] = {}
         rows = []
         for node in nodes:
@@ -224,21 +227,32 @@ class PageData:
                     for pod in self._view.pods_on(node.name)
                 }
             )
-            rows.append(
-                {
-                    "name": node.name,
-                    "domains": [node.labels.get(key) for key in keys],
-                    "used": round(used, 3),
-                    "free": format_resource_list(free),
-                    "cordoned": node.unschedulable,
-                    "gangs": on,
-                }
-            )
+            # Compact: 5,000 of these go to the page; what is empty or false is left out.
+            row: dict[str, Any] = {
+                "name": node.name,
+                "used": round(used, 2),
+                "free": [format_quantity(r, free[r]) if r in free else None for r in resources],
+            }
+            if on:
+                row["gangs"] = on
+            if node.unschedulable:
+                row["cordoned"] = True
+            if node.name in devices:
+                row["devices"] = _free_of_total(devices[node.name])
+            rows.append(row)
+        domains = [_domain_totals(nodes, allocations, devices, key) for key in keys]
+        # Each node's domain per key, as the index of its value in that key's totals.
+        for index, key in enumerate(keys):
+            places = {value["value"]: place for place, value in enumerate(domains[index]["values"])}
+            for node, row in zip(nodes, rows, strict=True):
+                row.setdefault("domains", []).append(places[node.labels.get(key, "")])
         return {
             "keys": keys,
+            "resources": resources,
             "nodes": rows,
             "gangs": [[key.namespace, key.name, key.kind] for key in gangs],
-            "domains": [_domain_totals(nodes, allocations, key) for key in keys],
+            "domains": domains,
+            "sharedDevices": _free_of_total(devices.get(None, {})),
         }
 
     # -- one gang -------------------------------------------------------------
@@ -283,6 +297,8 @@ class PageData:
         verdict = self._view.verdict(key)
         return {
             "at": now,
+            # Only a leader writes events: on a standby or viewer the timeline has none.
+            "role": self._role(),
             "namespace": namespace,
             "name": name,
             "kind": key.kind,
@@ -383,15 +399,29 @@ def _asked_keys(groups: Iterable[GroupObject]) -> list[str]:
     return sorted(counts, key=lambda key: (-counts[key], key))
 
 
+def _free_of_total(by_class: Mapping[str, tuple[int, int]]) -> dict[str, list[int]]:
+    """``{class: [free, devices]}``, classes in name order."""
+    return {name: [free, total] for name, (total, free) in sorted(by_class.items())}
+
+
 def _domain_totals(
-    nodes: list[NodeInfo], allocations: Mapping[str, Mapping[str, int]], key: str
+    nodes: list[NodeInfo],
+    allocations: Mapping[str, Mapping[str, int]],
+    devices: Mapping[str | None, Mapping[str, tuple[int, int]]],
+    key: str,
 ) -> dict[str, Any]:
-    """Per value of ``key``: node count, allocatable and free capacity per resource."""
+    """Per value of ``key``: node count, allocatable and free capacity per resource, and
+    devices and free ones per device class (of the devices local to its nodes)."""
     domains: dict[str, dict[str, Any]] = {}
     for node in nodes:
         value = node.labels.get(key, "")
-        totals = domains.setdefault(value, {"nodes": 0, "allocatable": {}, "free": {}})
+        totals = domains.setdefault(
+            value, {"nodes": 0, "allocatable": {}, "free": {}, "devices": {}}
+        )
         totals["nodes"] += 1
+        for name, (count, free_devices) in devices.get(node.name, {}).items():
+            had, had_free = totals["devices"].get(name, (0, 0))
+            totals["devices"][name] = (had + count, had_free + free_devices)
         allocated = allocations[node.name]
         for resource, amount in node.allocatable.items():
             if resource == "pods":
@@ -407,6 +437,7 @@ def _domain_totals(
                 "nodes": totals["nodes"],
                 "allocatable": format_resource_list(totals["allocatable"]),
                 "free": format_resource_list(totals["free"]),
+                "devices": _free_of_total(totals["devices"]),
             }
             for value, totals in sorted(domains.items())
         ],

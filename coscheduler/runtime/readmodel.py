@@ -201,6 +201,11 @@ class ReadModel:
         """The pods bound (or assumed) on the node."""
         return self._scheduler.snapshot.pods_on(node)
 
+    def devices_by_class(self) -> dict[str | None, dict[str, tuple[int, int]]]:
+        """Per node (None: devices reached through a node selector or from every node), per
+        DeviceClass: its devices and how many are free (:meth:`DeviceIndex.by_class`)."""
+        return self._scheduler.snapshot.devices.by_class()
+
     def preemption_plan(self, key: GroupKey) -> str | None:
         """The plan whose victims are going for the group, said for people, if any."""
         hold = self._scheduler.hold(key)

@@ -44,6 +44,13 @@ def gang_of(url: str, namespace: str, name: str) -> dict[str, Any]:
         return found
 
 
+def overview_of(url: str) -> dict[str, Any]:
+    """The overview's data, as ``/api/overview`` answers."""
+    with urllib.request.urlopen(f"{url}api/overview", timeout=5) as answer:
+        found: dict[str, Any] = json.load(answer)
+        return found
+
+
 def dashboard(start_scheduler: StartScheduler) -> tuple[SchedulerProcess, str]:
     process = start_scheduler("--dashboard", "--dashboard-port", "0")
     assert process.dashboard_port is not None, "the scheduler did not log its dashboard's port"
@@ -192,3 +199,8 @@ def test_a_gang_short_of_room_shows_which_nodes_refuse_it_and_why(
             why = page.locator(f'#line tr[data-group="{namespace}/{waiting}"] td.why')
             why.get_by_text("2 nodes: Insufficient cpu").wait_for()
             browser.screenshot(page, "dashboard-viewer")
+            # Its gang page says why its timeline has no events.
+            page.goto(f"{viewer_url}#gang/{namespace}/{waiting}")
+            note = page.locator("#timeline-note")
+            note.wait_for()
+            assert "This process is a viewer: it writes no events" in note.inner_text()

@@ -37,6 +37,7 @@ from e2e.tests.helpers import (
     wait_bound,
     wait_not_scheduled,
 )
+from e2e.tests.test_dashboard import dashboard, overview_of
 from e2e.tests.test_rbac import SYSTEM, service_account_kubeconfig
 from e2e.waiting import wait_for
 
@@ -110,7 +111,7 @@ def test_a_gang_gets_its_gpus_whole_from_a_template(
 ) -> None:
     nodes = add_nodes(2, cpu="32")
     devices(nodes)
-    start_scheduler()
+    _, url = dashboard(start_scheduler)
     _template(cluster, namespace, "pair", 2)
     w.create_podgroup(cluster.api, namespace, "train", 4)
     for index in range(4):
@@ -138,6 +139,14 @@ def test_a_gang_gets_its_gpus_whole_from_a_template(
         for result in results:
             assert (result["pool"], result["device"]) not in seen
             seen.add((result["pool"], result["device"]))
+    # The dashboard's room: each node's GPUs of the class, those left free.
+    gpus = f"{namespace}-gpu"
+    taken = {node: sum(1 for pool, _ in seen if pool == node) for node in nodes}
+    wait_for(
+        lambda: {n["name"]: n.get("devices") for n in overview_of(url)["room"]["nodes"]},
+        lambda room: all(room[node] == {gpus: [8 - taken[node], 8]} for node in nodes),
+        describe="the dashboard's room counting the GPUs taken",
+    )
 
 
 def test_a_gang_that_cannot_get_its_gpus_waits_whole_with_no_claim_allocated(

@@ -97,6 +97,25 @@ def test_written_allocations_are_taken_and_release_the_assumption() -> None:
     assert index.taken() == {(DRIVER, "n1", "gpu-0"): "default/c1"}
 
 
+def test_by_class_counts_each_class_devices_and_those_free_per_node() -> None:
+    shared = gpu_slice("", 2, name="shared", pool={"name": "net", "generation": 1,
+                       "resourceSliceCount": 1}, nodeName=None, allNodes=True)  # fmt: skip
+    classes = [
+        device_class(),
+        device_class("h100", f'device.attributes["{DRIVER}"].model == "H100"'),
+    ]
+    index = index_with(gpu_slice("n1", 4), gpu_slice("n2", 2, model="A100"), shared,
+                       classes=classes)  # fmt: skip
+    written = [{"request": "gpus", "driver": DRIVER, "pool": "n1", "device": "gpu-3"}]
+    add_claim(index, "c1", gpus(1), status={"allocation": {"devices": {"results": written}}})
+    index.assume(index.fit("p2", [add_claim(index, "c2", gpus(1))], node("n1")))
+    assert index.by_class() == {
+        "n1": {"gpu": (4, 2), "h100": (4, 2)},
+        "n2": {"gpu": (2, 2)},
+        None: {"gpu": (2, 2), "h100": (2, 2)},
+    }
+
+
 def test_class_and_request_selectors_filter_devices() -> None:
     a100 = device_class("a100", f'device.attributes["{DRIVER}"].model == "A100"')
     index = index_with(gpu_slice("n1", 4), classes=[device_class(), a100])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData, ShareHistory, refusals
@@ -11,6 +12,7 @@ from coscheduler.runtime.events import Recorded
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import Clock, decide, node_object, pod_object, podgroup_object
+from tests.dra import DRIVER, claim, device_class, gpu_slice
 from tests.informed import Informed
 
 ZONE = "topology.kubernetes.io/zone"
@@ -102,15 +104,19 @@ def test_the_room_groups_nodes_by_the_key_gangs_ask_for_and_shows_their_gangs() 
     room = data.overview()["room"]
     assert room["keys"] == [ZONE]
     nodes = by_name(room["nodes"])
-    placed = [name for name, node in nodes.items() if node["gangs"]]
+    placed = [name for name, node in nodes.items() if node.get("gangs")]
     assert len(placed) == 1  # the pair asked for one zone
     (gang_index,) = nodes[placed[0]]["gangs"]
     assert room["gangs"][gang_index] == ["default", "pair", "PodGroup"]
-    assert nodes[placed[0]]["free"]["cpu"] == "4"
+    free = dict(zip(room["resources"], nodes[placed[0]]["free"], strict=True))
+    assert free["cpu"] == "4"
     assert nodes[placed[0]]["used"] == 0.5
     (domains,) = room["domains"]
     assert [v["value"] for v in domains["values"]] == ["a", "b"]
     assert sorted(v["free"]["cpu"] for v in domains["values"]) == ["4", "8"]
+    # A node's domain is sent as the place of its value among the key's totals.
+    assert [nodes["node-a"]["domains"], nodes["node-b"]["domains"]] == [[0], [1]]
+    assert "cordoned" not in nodes["node-a"]
 
 
 def test_a_gang_page_has_its_members_nodes_and_verdict() -> None:
@@ -120,6 +126,7 @@ def test_a_gang_page_has_its_members_nodes_and_verdict() -> None:
     assert {m["name"] for m in pair["members"]} == {"pair-0", "pair-1"}
     assert len({m["node"] for m in pair["members"]}) == 1
     assert pair["line"] is None
+    assert pair["role"] == "leader"  # the page says when this process writes no events
     big = data.gang("default", "big")
     assert big is not None
     assert big["line"]["clusterPosition"] == 1
@@ -201,3 +208,23 @@ def test_a_queue_groups_name_without_an_object_is_shown_as_implicit() -> None:
     assert queues["default"]["object"] is False
     assert queues["default"]["pending"] == 1
     assert queues["team-a"]["object"] is True
+
+
+def test_the_room_shows_devices_and_free_ones_per_device_class() -> None:
+    informed, data = cluster()
+    devices = informed.scheduler.snapshot.devices
+    devices.upsert_class(DeviceClassInfo.from_object(device_class()))
+    devices.upsert_slice(ResourceSliceInfo.from_object(gpu_slice("node-a", 4)))
+    written = [{"request": "gpus", "driver": DRIVER, "pool": "node-a", "device": "gpu-0"}]
+    allocated = claim("c1", status={"allocation": {"devices": {"results": written}}})
+    devices.upsert_claim(ResourceClaimInfo.from_object(allocated))
+    room = data.overview()["room"]
+    nodes = by_name(room["nodes"])
+    assert nodes["node-a"]["devices"] == {"gpu": [3, 4]}
+    assert "devices" not in nodes["node-b"]
+    (domains,) = room["domains"]
+    assert {v["value"]: v["devices"] for v in domains["values"]} == {
+        "a": {"gpu": [3, 4]},
+        "b": {},
+    }
+    assert room["sharedDevices"] == {}

@@ -17,6 +17,8 @@ function h(tag, attrs, ...children) {
 }
 
 const amounts = (list) => Object.entries(list || {}).map(([r, a]) => `${r}=${a}`).join(" ");
+// {class: [free, devices]} as "gpu 3/4 free".
+const devices = (byClass) => Object.entries(byClass || {}).map(([c, [free, all]]) => `${c} ${free}/${all}`).join(" ");
 const percent = (x) => (x === null || x === undefined ? "–" : `${(100 * x).toFixed(0)}%`);
 
 function age(created) {
@@ -113,6 +115,8 @@ function renderLine() {
 
 // -- the room: nodes by topology domain, coloured by use; a gang's nodes outlined ------------
 
+// 5,000 cells: each is a bare div with a class for its use (one of eleven shades) and its
+// index; its tooltip is made when the pointer reaches it, and one listener serves clicks.
 function renderRoom() {
   const room = overview.room;
   const keySelect = document.getElementById("room-key");
@@ -121,35 +125,56 @@ function renderRoom() {
     h("option", { value: k, selected: k === key ? "" : null }, k ? `by ${k}` : "all nodes")));
   const index = room.keys.indexOf(key);
   const chosen = new Set((gang ? gang.members : []).map((m) => m.node).filter(Boolean));
-  const groups = new Map();
-  for (const node of room.nodes) {
-    const value = index < 0 ? "" : node.domains[index] || "";
-    if (!groups.has(value)) groups.set(value, []);
-    groups.get(value).push(node);
-  }
   const totals = index < 0 ? [] : room.domains[index].values;
+  const groups = new Map(); // place of the domain's value in totals (-1: all nodes) -> node indices
+  room.nodes.forEach((node, i) => {
+    const place = index < 0 ? -1 : node.domains[index];
+    if (!groups.has(place)) groups.set(place, []);
+    groups.get(place).push(i);
+  });
   const boxes = [];
-  for (const [value, nodes] of [...groups.entries()].sort()) {
-    const total = totals.find((t) => t.value === value);
+  for (const [place, members] of [...groups.entries()].sort((a, b) => a[0] - b[0])) {
+    const total = totals[place];
+    const value = total ? total.value : "";
+    const cells = document.createElement("div");
+    cells.className = "nodes";
+    for (const i of members) {
+      const node = room.nodes[i];
+      const cell = document.createElement("div");
+      cell.className = `node u${Math.round(10 * node.used)}${node.cordoned ? " cordoned" : ""}` +
+        `${chosen.has(node.name) ? " chosen" : ""}`;
+      cell.dataset.node = node.name;
+      cell.dataset.i = i;
+      cells.append(cell);
+    }
     boxes.push(h("div", { class: "domain" },
       h("h3", {}, value ? `${key}=${value}` : index < 0 ? "all nodes" : "(no label)",
-        h("span", { class: "muted" }, ` · ${nodes.length} node${nodes.length === 1 ? "" : "s"}`),
-        total ? h("div", { class: "muted" }, `free ${amounts(total.free)}`) : null),
-      h("div", { class: "nodes" }, nodes.map((node) => {
-        const gangs = node.gangs.map((i) => room.gangs[i]);
-        const cell = h("div", {
-          class: `node${node.cordoned ? " cordoned" : ""}${chosen.has(node.name) ? " chosen" : ""}`,
-          title: `${node.name}\nfree ${amounts(node.free)}\n${gangs.map((g) => `${g[0]}/${g[1]}`).join("\n")}`,
-          style: `background:hsl(${120 - 120 * node.used},55%,${85 - 35 * node.used}%)`,
-          "data-node": node.name,
-        });
-        const first = gangs.find((g) => g[2] !== "Pod");
-        if (first) cell.onclick = () => { location.hash = `#gang/${first[0]}/${first[1]}`; };
-        return cell;
-      }))));
+        h("span", { class: "muted" }, ` · ${members.length} node${members.length === 1 ? "" : "s"}`),
+        total ? h("div", { class: "muted" }, `free ${amounts(total.free)}`) : null,
+        total && Object.keys(total.devices).length
+          ? h("div", { class: "muted devices" }, `devices free ${devices(total.devices)}`) : null),
+      cells));
   }
-  document.getElementById("room").replaceChildren(...boxes);
+  const shared = Object.keys(room.sharedDevices).length
+    ? h("p", { class: "muted devices" }, `devices reached from many nodes, free: ${devices(room.sharedDevices)}`) : null;
+  document.getElementById("room").replaceChildren(...(shared ? [shared] : []), ...boxes);
 }
+
+const roomNode = (target) => (target.dataset && target.dataset.i !== undefined ? overview.room.nodes[target.dataset.i] : null);
+const roomEl = document.getElementById("room");
+roomEl.addEventListener("mouseover", (event) => {
+  const node = roomNode(event.target);
+  if (!node || event.target.title) return;
+  const gangs = (node.gangs || []).map((i) => overview.room.gangs[i]);
+  const free = overview.room.resources.map((r, i) => (node.free[i] === null ? "" : `${r}=${node.free[i]}`));
+  event.target.title = `${node.name}\nfree ${free.filter(Boolean).join(" ")}` +
+    `${node.devices ? `\ndevices free ${devices(node.devices)}` : ""}\n${gangs.map((g) => `${g[0]}/${g[1]}`).join("\n")}`;
+});
+roomEl.addEventListener("click", (event) => {
+  const node = roomNode(event.target);
+  const first = node && (node.gangs || []).map((i) => overview.room.gangs[i]).find((g) => g[2] !== "Pod");
+  if (first) location.hash = `#gang/${first[0]}/${first[1]}`;
+});
 
 // -- a gang's page: verdict with its refusal histogram, timeline, members ---------------------
 
@@ -190,6 +215,10 @@ async function openGang() {
       line.refusals.length ? histogram(line.refusals) : null) : null,
     line && line.plan ? h("p", {}, `Preemption plan: ${line.plan}`) : null,
     h("h3", {}, "Timeline"),
+    gang.role !== "leader" ? h("p", { class: "muted", id: "timeline-note" },
+      `This process is a ${gang.role}: it writes no events and watches none, so the timeline has the group's ` +
+      "creation and its conditions (the leader's words); the events are on the leader's page or in " +
+      `kubectl get events -n ${gang.namespace}.`) : null,
     h("table", { class: "timeline" }, gang.timeline.map((t) => h("tr", {},
       h("td", {}, when(t.at)), h("td", {}, t.what),
       h("td", {}, t.reason || "", t.count > 1 ? h("span", { class: "muted" }, ` ×${t.count}`) : null),
