@@ -56,20 +56,6 @@ class NotKopfs(Collection["asyncio.Task[Any]"]):
         return sum(1 for _ in self)
 
 
-class _NoDiffBase(kopf.DiffBaseStorage):
-    """No diff base: the registry has no change handlers, which alone read it, and the
-    default deep-copies every body of every watch event to build it."""
-
-    def build(self, *, body: kopf.Body, extra_fields: object = None) -> kopf.BodyEssence:
-        return kopf.BodyEssence()
-
-    def fetch(self, *, body: kopf.Body) -> kopf.BodyEssence | None:
-        return None
-
-    def store(self, *, body: kopf.Body, patch: kopf.Patch, essence: kopf.BodyEssence) -> None:
-        return None
-
-
 def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSettings:
     """Kopf's settings in our process (see the module docstring). The webhook
     configurations are the chart's (a ``service:`` reference, which Kopf does not
@@ -82,7 +68,6 @@ def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSetting
     chosen.scanning.disabled = True
     # A follower returns at each status it writes: "succeeded" lines would be one per write.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    chosen.persistence.diffbase_storage = _NoDiffBase()
     chosen.admission.server = webhooks
     chosen.admission.managed = None
     return chosen
