@@ -118,8 +118,7 @@ def report(paths: list[Path]) -> str:
                 requests = figures.get("peer_requests", {})
                 groups = figures["gangs_waiting"] + figures["gangs_bound"]
                 figures["status_writes_per_group"] = (
-                    sum(n for k, n in requests.items() if k.endswith(" " + STATUS_WRITES))
-                    / groups
+                    sum(n for k, n in requests.items() if k.endswith(" " + STATUS_WRITES)) / groups
                 )
                 runs[(trial["params"]["waiting"], trial["peer"])].append(figures)
 
