@@ -34,6 +34,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median_high
 from typing import Any, ClassVar
 
 from bench import identity, submit
@@ -122,10 +123,6 @@ def report(paths: list[Path]) -> str:
                 )
                 runs[(trial["params"]["waiting"], trial["peer"])].append(figures)
 
-    def median(values: list[float]) -> float:
-        ordered = sorted(values)
-        return ordered[len(ordered) // 2]
-
     lines = [
         "| groups waiting | peer | rounds | peak RSS MiB | CPU s | status writes / group "
         "| / bound gang | RSS - off | CPU / off |",
@@ -133,11 +130,11 @@ def report(paths: list[Path]) -> str:
     ]
     keys = ("peak_rss_mib", "cpu_s", "status_writes_per_group", "status_writes_per_bound_gang")
     for waiting, peer in sorted(runs):
-        med = {k: median([f.get(k, 0.0) for f in runs[(waiting, peer)]]) for k in keys}
+        med = {k: median_high([f.get(k, 0.0) for f in runs[(waiting, peer)]]) for k in keys}
         off = runs.get((waiting, "ours-kopf-off"))
         versus = ["", ""]
         if off and peer != "ours-kopf-off":
-            base = {k: median([f.get(k, 0.0) for f in off]) for k in keys}
+            base = {k: median_high([f.get(k, 0.0) for f in off]) for k in keys}
             versus = [
                 f"{med['peak_rss_mib'] - base['peak_rss_mib']:+.0f}",
                 f"{med['cpu_s'] / base['cpu_s']:.2f}x" if base["cpu_s"] else "",
