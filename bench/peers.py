@@ -628,6 +628,9 @@ from coscheduler.controller.writer import StatusWriter
 async def no_kopf(*_, **__):
     await asyncio.Event().wait()
 
+# Each name patched must exist: a renamed one would leave Kopf running unnoticed.
+assert {"run_kopf"} <= vars(operator.Operator).keys()
+assert {"StatusWriter", "QueueStatusWriter"} <= vars(operator).keys()
 operator.Operator.run_kopf = no_kopf
 operator.StatusWriter = lambda **kw: StatusWriter(**{**kw, "followed": ()})
 operator.QueueStatusWriter = lambda **kw: QueueStatusWriter(**{**kw, "followed": False})
