@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         "topology",
         "dra",
         "idle",
+        "kopf",
     }
     if not names or not set(names) <= known:
         parser.error(f"--suite: choose from {', '.join(sorted(known))} (comma-separated)")

@@ -618,6 +618,44 @@ class OursBindConcurrency(Ours):
         )
 
 
+#: ``ours-kopf-off``: Kopf never started, our status rounds writing every status.
+_KOPF_OFF = """
+import asyncio
+import coscheduler.operator as operator
+from coscheduler.controller.queues import QueueStatusWriter
+from coscheduler.controller.writer import StatusWriter
+
+async def no_kopf(*_, **__):
+    await asyncio.Event().wait()
+
+# Each name patched must exist: a renamed one would leave Kopf running unnoticed.
+assert {"run_kopf"} <= vars(operator.Operator).keys()
+assert {"StatusWriter", "QueueStatusWriter"} <= vars(operator).keys()
+operator.Operator.run_kopf = no_kopf
+operator.StatusWriter = lambda **kw: StatusWriter(**{**kw, "followed": ()})
+operator.QueueStatusWriter = lambda **kw: QueueStatusWriter(**{**kw, "followed": False})
+from coscheduler.cli import main
+main()
+"""
+
+
+class OursKopfOff(Ours):
+    """Ours without Kopf's part (issue #41's cost): Kopf is not started, and the status
+    rounds write our PodGroups' and Queues' statuses themselves, as before Kopf came;
+    the same code otherwise (patched at start, no setting: users have no such mode)."""
+
+    def __init__(self) -> None:
+        Peer.__init__(
+            self,
+            "ours-kopf-off",
+            "coscheduler run (this repository), Kopf not started, statuses by our rounds",
+            gangs=True,
+        )
+
+    def command(self) -> list[str]:
+        return [str(runtime_python()), "-P", "-c", _KOPF_OFF]
+
+
 #: The half-life of ``ours-usage-decay``.
 USAGE_HALF_LIFE_SECONDS = 60.0
 
@@ -714,6 +752,7 @@ PEERS = {
     "ours-preemption-off": OursPreemptionOff,
     "ours-asyncio": OursAsyncio,
     "ours-usage-decay": OursUsageDecay,
+    "ours-kopf-off": OursKopfOff,
 }
 #: The peers of every suite by default (the variants are asked for by name).
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-") and name != "native-all")

@@ -25,6 +25,7 @@ import yaml
 from bench import build as bench_build
 from bench import identity, import_floor, trial
 from bench import idle as bench_idle
+from bench import kopf_cost as bench_kopf
 from bench import peers as peers_mod
 from bench import workloads as wl
 from bench.peers import ALL_PEERS, PeerContext, make_peer
@@ -179,6 +180,11 @@ def build_suite(
         for round_ in range(repeat):
             order = idle_peers if round_ % 2 == 0 else idle_peers[::-1]
             add([bench_idle.idle(waiting=w) for w in (100, 400)], regimes, order)
+    if name == "kopf":
+        # Issue #41: Kopf's part with many PodGroups waiting (--pods: their pods, 2 each).
+        for round_ in range(repeat):
+            add([bench_kopf.kopf_cost(waiting=(pods or (10_000 if big else 1_000)) // 2)],
+                regimes, alternating(round_))  # fmt: skip
     if name in ("scale", "all"):
         # Issue #28: the bind-only ceiling and the default scheduler too, in the same run.
         scale_peers = [p for p in peers if p in SCALE_PEERS]
