@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from coscheduler.api.devices import (
     DEVICE_CLASS_RESOURCE,
@@ -57,7 +57,7 @@ from coscheduler.core.requeue import Wants, wants_of, woken
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.settings import SchedulerSettings
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding
+from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Code
 from coscheduler.core.views import Views
 from coscheduler.core.volumes import VolumeIndex
@@ -445,6 +445,10 @@ class Scheduler(Views):
         self.queue.on_event(ClusterEvent.BINDING_FAILED)
         if key is not None:
             self.queue.requeue(key, Code.ERROR)
+
+    def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
+        """Give back the volumes a decision reserved (its bindings were not carried out)."""
+        self.volumes.release(actions)
 
     def preemption_failed(
         self,
