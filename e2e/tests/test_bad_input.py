@@ -204,10 +204,10 @@ def _unreadable(stored: Json) -> str | None:
     invalid: list[InvalidObject] = []
     state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     if stored["kind"] == "Pod":
-        state.upsert_pod(stored)
+        state.informers.pods.upsert(stored)
     else:
         adapter = sigs.ADAPTER if stored["apiVersion"] == sigs.API.api_version else xk8s.ADAPTER
-        state.upsert_podgroup(stored, adapter)
+        state.informers.podgroups[adapter.api].upsert(stored)
     return f"cannot be read: {invalid[0].message}" if invalid else None
 
 

@@ -16,7 +16,9 @@ def cluster(*queues: dict[str, object]) -> tuple[Informed, ReadModel]:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         )
     for queue in queues:
-        state.upsert_queue({"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue})
+        state.informers.queues.upsert(
+            {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue}
+        )
     return state, ReadModel(state.scheduler, state.informers)
 
 

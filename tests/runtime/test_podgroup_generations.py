@@ -29,22 +29,24 @@ def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.Monkey
         real(policy)
 
     monkeypatch.setattr(state.scheduler, "upsert_group", upsert_group)
-    state.upsert_podgroup(podgroup_object("train", 2, api_version=API_VERSION), volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(
+        podgroup_object("train", 2, api_version=API_VERSION)
+    )
     written = podgroup_object(
         "train", 2, api_version=API_VERSION, generation=2, status={"phase": "Inqueue"}
     )
-    state.upsert_podgroup(written, volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(written)
     assert given == ["train"]
 
     changed = podgroup_object("train", 3, api_version=API_VERSION, generation=3)
-    state.upsert_podgroup(changed, volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(changed)
     assert given == ["train", "train"]
 
 
 def test_our_own_status_coming_back_in_a_new_generation_keeps_ours_in_full() -> None:
     state = Informed(Scheduler(lambda: 0.0))
-    key = state.upsert_podgroup(
-        podgroup_object("train", 2, api_version=API_VERSION), volcano.ADAPTER
+    key = state.informers.podgroups[volcano.ADAPTER.api].upsert(
+        podgroup_object("train", 2, api_version=API_VERSION)
     )
     assert key is not None
     groups = state.informers.groups
@@ -53,10 +55,10 @@ def test_our_own_status_coming_back_in_a_new_generation_keeps_ours_in_full() -> 
     groups.set_status(key, ours, volcano.ADAPTER.stored_form(body))
 
     echo = podgroup_object("train", 2, api_version=API_VERSION, generation=2, status=body)
-    state.upsert_podgroup(echo, volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(echo)
     assert groups.podgroups[key].status == ours, "not Volcano's Running read back as ours"
 
     theirs = {**body, "phase": "Completed"}
     other = podgroup_object("train", 2, api_version=API_VERSION, generation=3, status=theirs)
-    state.upsert_podgroup(other, volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(other)
     assert groups.podgroups[key].status.phase == PodGroupPhase.FINISHED, "someone else's, read"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.controller.positions import PositionPublisher, PublishRule
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.scheduler import Scheduler
@@ -54,7 +55,9 @@ class Line:
         return self.writer.writes - before
 
     def place_head(self, index: int) -> None:
-        self.state.upsert_pod(pod_object(f"{name(index)}-0", group=name(index), node="node-1"))
+        self.state.informers.pods.upsert(
+            pod_object(f"{name(index)}-0", group=name(index), node="node-1")
+        )
 
     def statuses(self) -> dict[str, Any]:
         """Each group's status as last written."""
@@ -75,12 +78,12 @@ async def start(rule: PublishRule, apiserver: FakeApiServer, kube: KubeClient) -
         view=view,
         changed=changed,
         reporter=reporter,
-        written=state.groups.set_status,
+        written=state.informers.groups.set_status,
         positions=publisher.published,
     )
     for index in range(LINE):
-        state.upsert_podgroup(podgroup_object(name(index), min_member=1))
-        state.upsert_pod(pod_object(f"{name(index)}-0", group=name(index)))
+        state.informers.podgroups[SIGS].upsert(podgroup_object(name(index), min_member=1))
+        state.informers.pods.upsert(pod_object(f"{name(index)}-0", group=name(index)))
     return Line(state, publisher, writer, apiserver)
 
 

@@ -53,7 +53,7 @@ async def started(
             view=ReadModel(scheduler, state.informers),
             changed=changed,
             reporter=reporter,
-            written=state.groups.set_status,
+            written=state.informers.groups.set_status,
             debounce_seconds=DEBOUNCE_SECONDS,
         )
         tasks.extend(
@@ -79,7 +79,7 @@ async def test_standing_in_for_volcano_a_group_without_pods_is_written_inqueue(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("volcano")
-    state.upsert_podgroup(volcano_group("train"), volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("train"))
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/train")
     assert write.body["status"]["phase"] == "Inqueue"
@@ -89,12 +89,12 @@ async def test_under_our_own_name_a_group_without_pods_is_left_alone(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("coscheduler")
-    state.upsert_podgroup(volcano_group("theirs"), volcano.ADAPTER)
-    state.upsert_podgroup(volcano_group("mine"), volcano.ADAPTER)
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("theirs"))
+    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("mine"))
     for index in range(2):
         raw = pod_object(f"mine-{index}", scheduler="coscheduler", node="node-1", phase="Running")
         raw["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "mine"}
-        state.upsert_pod(raw)
+        state.informers.pods.upsert(raw)
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/mine")
     assert (write.body["status"]["phase"], write.body["status"]["running"]) == ("Running", 2)
@@ -106,13 +106,15 @@ async def test_a_group_whose_pods_are_another_scheduler_s_is_left_to_it(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("t9k-scheduler")
-    state.upsert_podgroup(
-        podgroup_object("theirs", 1, api_version="scheduler.tensorstack.dev/v1beta1"), t9k.ADAPTER
+    state.informers.podgroups[t9k.ADAPTER.api].upsert(
+        podgroup_object("theirs", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
     labels = {"scheduler.tensorstack.dev/group-name": "theirs"}
-    state.upsert_pod(pod_object("theirs-0", scheduler="default-scheduler", labels=labels))
-    state.upsert_podgroup(
-        podgroup_object("mine", 1, api_version="scheduler.tensorstack.dev/v1beta1"), t9k.ADAPTER
+    state.informers.pods.upsert(
+        pod_object("theirs-0", scheduler="default-scheduler", labels=labels)
+    )
+    state.informers.podgroups[t9k.ADAPTER.api].upsert(
+        podgroup_object("mine", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
 
     [write] = await apiserver.wait_for("PATCH", f"{T9K_GROUPS}/mine/status")
