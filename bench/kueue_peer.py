@@ -34,7 +34,7 @@ import subprocess
 from typing import Any, ClassVar
 
 from bench.analysis import NodeCapacity
-from bench.peers import Gang, Peer, PeerContext, Share, _kube_scheduler_config
+from bench.peers import Gang, Ours, Peer, PeerContext, Share, _kube_scheduler_config
 from e2e import build as e2e_build
 from e2e import kueue as e2e_kueue
 from e2e import versions as e2e_versions
@@ -53,6 +53,8 @@ FLAVOR = "default"
 class KueuePeer(Peer):
     settings: ClassVar[e2e_kueue.KueueSettings] = e2e_kueue.KueueSettings()
     admits_by_creating_pods: ClassVar[bool] = True
+    #: What places the pods Kueue admits (names its process and log).
+    placer: ClassVar[str] = "kube-scheduler"
 
     def __init__(self, name: str = "kueue", description: str = "") -> None:
         super().__init__(
@@ -115,6 +117,7 @@ class KueuePeer(Peer):
         settings = type(self).settings
         settings = e2e_kueue.KueueSettings(
             qps=ctx.qps, burst=ctx.burst, block_admission=settings.block_admission,
+            wait_for_pods_ready=settings.wait_for_pods_ready,
             pods_ready_timeout_seconds=settings.pods_ready_timeout_seconds,
         )  # fmt: skip
         ctx.log_dir.mkdir(parents=True, exist_ok=True)
@@ -161,7 +164,7 @@ class KueuePeer(Peer):
         ]  # fmt: skip
 
     def start(self, ctx: PeerContext) -> list[Process]:
-        """Release the held ClusterQueues, then start kube-scheduler (Kueue already runs)."""
+        """Release the held ClusterQueues, then start the placer (Kueue already runs)."""
         if self._kueue is None:
             raise RuntimeError("the Kueue peer was started before it was prepared")
         for queue in self._queues:
@@ -173,8 +176,8 @@ class KueuePeer(Peer):
         ctx.work_dir.mkdir(parents=True, exist_ok=True)
         (argv,) = self.argv(ctx)
         scheduler = Process.start(
-            f"{self.name}-kube-scheduler", argv,
-            log=ctx.log_dir / f"{self.name}-kube-scheduler.log", die_with_parent=True,
+            f"{self.name}-{self.placer}", argv, env=self.env(),
+            log=ctx.log_dir / f"{self.name}-{self.placer}.log", die_with_parent=True,
         )  # fmt: skip
         self.processes = [scheduler, self._kueue.process]
         return self.processes
@@ -209,9 +212,46 @@ class KueueNonBlocking(KueuePeer):
         )
 
 
+class KueueCoscheduler(KueuePeer):
+    """Kueue admitting, coscheduler placing each admitted Job whole (issue #44): no
+    ``waitForPodsReady``, no PodGroup; the same objects as the Kueue peer's otherwise."""
+
+    settings: ClassVar[e2e_kueue.KueueSettings] = e2e_kueue.KueueSettings(wait_for_pods_ready=False)
+    placer: ClassVar[str] = "coscheduler"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "kueue-coscheduler",
+            f"Kueue {e2e_versions.KUEUE} (no waitForPodsReady) + coscheduler run (this repository)",
+        )
+        self._ours = Ours()
+
+    @property
+    def scheduler_name(self) -> str:
+        return self._ours.scheduler_name
+
+    async def prepare(
+        self, ctx: PeerContext, nodes: dict[str, NodeCapacity], shares: list[Share]
+    ) -> None:
+        await self._ours.prepare(ctx, nodes, shares)
+        await super().prepare(ctx, nodes, shares)
+
+    def argv(self, ctx: PeerContext) -> list[list[str]]:
+        argv = self._ours.argv(ctx)
+        self.metrics_port = self._ours.metrics_port
+        return argv
+
+    def env(self) -> dict[str, str] | None:
+        return self._ours.env()
+
+    def versions(self) -> str:
+        return f"Kueue {e2e_versions.KUEUE} (built from its module), {self._ours.versions()}"
+
+
 KUEUE_PEERS: dict[str, type[KueuePeer]] = {
     "kueue": KueuePeer,
     "kueue-nonblocking": KueueNonBlocking,
+    "kueue-coscheduler": KueueCoscheduler,
 }
 
 

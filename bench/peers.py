@@ -719,7 +719,7 @@ PEERS = {
 ALL_PEERS = tuple(name for name in PEERS if not name.startswith("ours-") and name != "native-all")
 #: Peers asked for by name only: Kueue is built from its module on first use
 #: (``bench.kueue_peer``, imported when one is made).
-OPTIONAL_PEERS = ("kueue", "kueue-nonblocking")
+OPTIONAL_PEERS = ("kueue", "kueue-nonblocking", "kueue-coscheduler")
 
 
 def make_peer(name: str) -> Peer:

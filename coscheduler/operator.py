@@ -17,21 +17,25 @@ from functools import partial
 import structlog
 
 from coscheduler.api.adapters.apis import SIGS
+from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.controller.jobgroups import JobGroupMaker
+from coscheduler.controller.kueue_conditions import KueueConditionWriter
 from coscheduler.controller.positions import PositionPublisher
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
+from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.preemption import PreemptionSettings
 from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
+from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.preemption import Preempter, group_ref
-from coscheduler.runtime.readmodel import Changes, ReadModel
+from coscheduler.runtime.readmodel import Changes, Marks, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup
@@ -58,6 +62,17 @@ def _scheduler(settings: Settings) -> Scheduler:
         ),
         wall_clock=time.time,
     )
+
+
+def record_status(
+    groups: Groups, kueue: Marks[GroupKey], key: GroupKey, status: PodGroupStatus, stored: object
+) -> None:
+    """The status writer's record of what it derived and wrote; a Kueue gang's record is
+    news for the writer of its condition on Kueue's Workload (controller/kueue_conditions.py),
+    which reads what was recorded."""
+    groups.set_status(key, status, stored)
+    if key.kind == KIND_KUEUE:
+        kueue.mark(key)
 
 
 class Operator:
@@ -103,6 +118,7 @@ class Operator:
             queue_changed=changes.queue,
             owner_changed=changes.owner,
             namespaces=frozenset(settings.namespaces),
+            kueue_queue=settings.kueue_queue,
         )
         view = self.view = ReadModel(scheduler, informers)
         preempter = Preempter(
@@ -139,7 +155,7 @@ class Operator:
             view=view,
             changed=changes.groups,
             reporter=reporter,
-            written=informers.groups.set_status,
+            written=partial(record_status, informers.groups, changes.kueue),
             positions=self.positions.published,
             followed={SIGS},
         )
@@ -148,6 +164,9 @@ class Operator:
         )
         self._changes = changes
         self.job_groups = JobGroupMaker(view=view, marked=changes.owners, reporter=reporter)
+        self.kueue_conditions = KueueConditionWriter(
+            view=view, marked=changes.kueue, client=reporter.client
+        )
 
     def alive(self) -> bool:
         """No task started while leading has ended (the liveness probe)."""
@@ -171,6 +190,7 @@ class Operator:
                 "events": self.reporter.run_events(self.loop.binds_idle),
                 "pod-conditions": self.reporter.run_pod_conditions(self.loop.binds_idle),
                 "job-podgroups": self.job_groups.run(),
+                "kueue-conditions": self.kueue_conditions.run(),
                 "queue-positions": self.positions.run(),
             }.items():
                 self._tasks.append(tasks.create_task(coroutine, name=name))

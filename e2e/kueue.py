@@ -70,6 +70,9 @@ class KueueSettings:
     qps: float = 50.0
     burst: int = 100
     frameworks: tuple[str, ...] = ("batch/job", "pod")
+    wait_for_pods_ready: bool = True
+    """``waitForPodsReady`` on: Kueue's own approximation of all-or-nothing (off with
+    coscheduler placing, which binds a gang whole or not at all)."""
     pods_ready_timeout_seconds: int = 300
     """``waitForPodsReady.timeout``: an admitted gang not all Ready by then is evicted."""
     block_admission: bool = True
@@ -94,12 +97,13 @@ class KueueSettings:
             "clientConnection": {"qps": self.qps, "burst": self.burst},
             "manageJobsWithoutQueueName": False,
             "integrations": {"frameworks": list(self.frameworks)},
-            "waitForPodsReady": {
+        }
+        if self.wait_for_pods_ready:
+            config["waitForPodsReady"] = {
                 "timeout": f"{self.pods_ready_timeout_seconds}s",
                 "blockAdmission": self.block_admission,
                 "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 10},
-            },
-        }
+            }
         if self.fair_sharing:
             config["fairSharing"] = {
                 "preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
@@ -250,8 +254,25 @@ def webhook_configurations(
 # --- the objects a platform team writes ------------------------------------------------------
 
 
-def resource_flavor(name: str = "default") -> Json:
-    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+def resource_flavor(
+    name: str = "default",
+    *,
+    node_labels: Json | None = None,
+    node_taints: list[Json] | None = None,
+    tolerations: list[Json] | None = None,
+) -> Json:
+    """A ResourceFlavor; Kueue copies its node labels and tolerations into admitted pods."""
+    spec: Json = {}
+    if node_labels:
+        spec["nodeLabels"] = node_labels
+    if node_taints:
+        spec["nodeTaints"] = node_taints
+    if tolerations:
+        spec["tolerations"] = tolerations
+    body: Json = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+    if spec:
+        body["spec"] = spec
+    return body
 
 
 def cluster_queue(

@@ -48,6 +48,7 @@ class Informed:
         on_queue_changed: Callable[[str], None] = lambda _name: None,
         namespaces: frozenset[str] = frozenset(),
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
+        kueue_queue: str = "",
     ) -> None:
         self.scheduler = scheduler
         self.complaints = Complaints(on_invalid)
@@ -59,4 +60,5 @@ class Informed:
             owner_changed=on_owner_changed,
             namespaces=namespaces,
             adapters=adapters,
+            kueue_queue=kueue_queue,
         )

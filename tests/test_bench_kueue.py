@@ -165,3 +165,17 @@ def test_the_report_keeps_a_rerun_that_passed_over_one_that_failed(tmp_path: Pat
     assert "failed" not in text
     assert "| 90.0 s |" in text
     assert "1.00 / 3.00" in text
+
+
+def test_kueue_with_coscheduler_placing_has_no_pods_ready_wait_and_no_podgroup() -> None:
+    peer = make_peer("kueue-coscheduler")
+    assert isinstance(peer, KueuePeer)
+    config = type(peer).settings.configuration(
+        webhook_port=1, probe_port=2, cert_dir=Path("/certs")
+    )
+    assert "waitForPodsReady" not in config
+    gang = Gang("j1", 4, 4, job=True, queue="team-a", namespace="team-a")
+    assert peer.group_object(gang) is None
+    job = submit.job_manifest(peer, gang)
+    assert job["spec"]["template"]["spec"]["schedulerName"] == peer.scheduler_name
+    assert job["metadata"]["labels"][kueue.KUEUE_QUEUE_LABEL] == "team-a"

@@ -66,7 +66,15 @@ __all__ = [
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
 _TOLERATION_OPERATORS: Final = frozenset({"Equal", "Exists"})
-MEMBERSHIP_ANNOTATIONS: Final = (*POD_GROUP_ANNOTATIONS, VOLCANO_TASK_KEY, VOLCANO_QUEUE_ANNOTATION)
+#: Kueue's annotation naming the Workload that admitted the pod (Kueue v0.17 puts it on
+#: every admitted pod while its TopologyAwareScheduling feature is on, the default).
+KUEUE_WORKLOAD_ANNOTATION: Final = "kueue.x-k8s.io/workload"
+MEMBERSHIP_ANNOTATIONS: Final = (
+    *POD_GROUP_ANNOTATIONS,
+    VOLCANO_TASK_KEY,
+    VOLCANO_QUEUE_ANNOTATION,
+    KUEUE_WORKLOAD_ANNOTATION,
+)
 _EFFECTS: Final = frozenset({"", "NoSchedule", "PreferNoSchedule", "NoExecute"})
 #: Toleration lists read so far, by their fields (:func:`_parse_tolerations`); a bound.
 _KNOWN_TOLERATIONS: dict[tuple[tuple[object, ...], ...], tuple[Toleration, ...]] = {}
@@ -179,6 +187,12 @@ class PodInfo:
     #: set by the runtime (:mod:`coscheduler.runtime.informers.composites`), with
     #: ``role`` the child's name; never parsed.
     composite: str | None = None
+    #: The Kueue ``Workload`` whose admitted gang the pod is a member of (or waits
+    #: for, when not admitted or not known yet): set by the runtime
+    #: (:mod:`coscheduler.runtime.informers.kueue`), with ``role`` its pod set; never parsed.
+    kueue_workload: str | None = None
+    #: Kueue's ``kueue.x-k8s.io/workload`` annotation: the Workload that admitted the pod.
+    kueue_admitted_by: str | None = None
     #: ``spec.resourceClaims`` (DRA), each with its claim's name once known
     #: (:mod:`~coscheduler.api.devices`).
     device_claims: tuple[PodClaim, ...] = ()
@@ -467,7 +481,8 @@ def _controller_owner(
 
 
 def _membership_annotations(reader: FieldReader, raw: object) -> dict[str, str]:
-    """The pod annotations that name its group, task or queue in Volcano's API."""
+    """The pod annotations that name its group, task or queue in Volcano's API, or its Kueue
+    Workload."""
     if type(raw) is not dict and not isinstance(raw, Mapping):
         return {}
     return {
@@ -708,4 +723,5 @@ def _parse_pod(raw: Mapping[str, Any]) -> PodInfo:
         scheduling_group=read.scheduling_group,
         device_claims=read.device_claims,
         node_features=read.node_features,
+        kueue_admitted_by=annotations.get(KUEUE_WORKLOAD_ANNOTATION) or None,
     )

@@ -28,6 +28,7 @@ from coscheduler.api.workload_ref import WorkloadRef
 
 __all__ = [
     "KIND_COMPOSITE",
+    "KIND_KUEUE",
     "KIND_NATIVE_POD_GROUP",
     "KIND_POD",
     "KIND_POD_GROUP",
@@ -46,6 +47,9 @@ KIND_NATIVE_POD_GROUP: Final = "PodGroup.scheduling.k8s.io"
 #: The kind of a CompositePodGroup's gang (``scheduling.k8s.io``, 1.37): its
 #: child PodGroups are its roles.
 KIND_COMPOSITE: Final = "CompositePodGroup.scheduling.k8s.io"
+#: The kind of a gang Kueue admitted: its ``Workload`` (``kueue.x-k8s.io``), its
+#: pod sets the roles.
+KIND_KUEUE: Final = "Workload.kueue.x-k8s.io"
 
 
 class GroupKey(NamedTuple):
@@ -71,6 +75,8 @@ class GroupKey(NamedTuple):
             return f"PodGroup {self} (scheduling.k8s.io)"
         if self.kind == KIND_COMPOSITE:
             return f"CompositePodGroup {self}"
+        if self.kind == KIND_KUEUE:
+            return f"Kueue Workload {self}"
         return f"{'pod' if self.lone else 'group'} {self}"
 
     @classmethod
@@ -81,13 +87,15 @@ class GroupKey(NamedTuple):
         gives it (:mod:`~coscheduler.core.owners`: a Job annotated for us, whose
         pods 1.37's ``WorkloadWithJob`` also puts in a native group, basic
         unless the Job asked otherwise); then the composite gang the runtime
-        put its native PodGroup in; then ``spec.schedulingGroup`` (1.36 and
-        later) or ``spec.workloadRef`` (1.35).
+        put its native PodGroup in; then the Kueue Workload that admitted it; then
+        ``spec.schedulingGroup`` (1.36 and later) or ``spec.workloadRef`` (1.35).
         """
         if pod.group is not None:
             return cls(pod.namespace, pod.group)
         if pod.owner_group is not None:
             return cls(pod.namespace, pod.owner_group)
+        if pod.kueue_workload is not None:
+            return cls(pod.namespace, pod.kueue_workload, KIND_KUEUE)
         if pod.composite is not None:
             return cls(pod.namespace, pod.composite, KIND_COMPOSITE)
         if pod.scheduling_group is not None:

@@ -21,6 +21,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.diagnosis import Diagnosis
 from coscheduler.core.group import (
     KIND_COMPOSITE,
+    KIND_KUEUE,
     KIND_NATIVE_POD_GROUP,
     KIND_WORKLOAD,
     GroupKey,
@@ -133,6 +134,8 @@ def group_not_found(group: GroupKey, pods: int) -> str:
             f"{group.title}, the parent their PodGroups name, does not exist (or its API, "
             f"scheduling.k8s.io/v1alpha3, is not served); {count}"
         )
+    if group.kind == KIND_KUEUE:
+        return f"{group.title} is not known, or not admitted by Kueue; {count}"
     return f"PodGroup {group} does not exist; {count}"
 
 

@@ -20,6 +20,7 @@ from coscheduler.runtime.errors import NotFound
 from coscheduler.runtime.kube import KubeClient
 
 __all__ = [
+    "kueue_workloads",
     "native_workloads",
     "podgroups",
     "queues",
@@ -168,6 +169,16 @@ async def composites(client: KubeClient) -> str | None:
         log.info("CompositePodGroup API served; its gangs are scheduled too", api=str(api))
         return api.collection_path
     log.info("CompositePodGroup API not served", api=str(api))
+    return None
+
+
+async def kueue_workloads(client: KubeClient) -> str | None:
+    """Kueue's Workloads (``kueue.x-k8s.io/v1beta2``, Kueue v0.17), when discovery lists them:
+    the jobs Kueue admits are placed as gangs."""
+    api = apis.KUEUE_WORKLOAD
+    if await _lists(client, api.discovery_path, api.plural):
+        log.info("Kueue's Workload API served; the jobs it admits are placed whole", api=str(api))
+        return api.collection_path
     return None
 
 

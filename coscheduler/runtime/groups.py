@@ -40,6 +40,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.core.group import (
     KIND_COMPOSITE,
+    KIND_KUEUE,
     KIND_NATIVE_POD_GROUP,
     KIND_WORKLOAD,
     GroupKey,
@@ -150,7 +151,7 @@ class Groups:
         self._changed(key)
 
     def remove_member(self, uid: str) -> GroupKey | None:
-        """The pod is gone; the Workload gang it leaves empty, if it does."""
+        """The pod is gone; the Workload gang (native or Kueue's) it leaves empty, if it does."""
         key = self._member_of.pop(uid, None)
         return None if key is None else self._leave(key, uid)
 
@@ -161,7 +162,7 @@ class Groups:
             members.pop(uid, None)
             if not members:
                 del self._members[key]
-                emptied = key if key.kind == KIND_WORKLOAD else None
+                emptied = key if key.kind in (KIND_WORKLOAD, KIND_KUEUE) else None
         self._check_schedulers(key)
         self._changed(key)
         return emptied
@@ -376,7 +377,8 @@ class Groups:
         return creator
 
     def add_gang(self, key: GroupKey, gang: GroupObject) -> None:
-        """A native Workload's gang, made on its first pod of ours; a CompositePodGroup's."""
+        """A Workload's gang (native or Kueue's), made on its first pod of ours; a
+        CompositePodGroup's."""
         self.podgroups[key] = gang
         self._scheduler.upsert_group(self.policy(gang, key))
         if key.kind == KIND_COMPOSITE:
@@ -408,7 +410,7 @@ class Groups:
     def set_status(self, key: GroupKey, status: PodGroupStatus, stored: object) -> None:
         """The status writer's record of what it derived, and what the server now holds."""
         group = self.podgroups.get(key)
-        if group is not None and key.kind in (KIND_WORKLOAD, KIND_COMPOSITE):
+        if group is not None and key.kind in (KIND_WORKLOAD, KIND_COMPOSITE, KIND_KUEUE):
             self.podgroups[key] = group.with_status(status, stored)
         elif group is not None:
             # Not a change to report: the writer itself concluded it.

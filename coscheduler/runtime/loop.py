@@ -41,7 +41,13 @@ import structlog
 from coscheduler.api.reasons import Reason
 from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.devices import ClaimWrite
-from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
+from coscheduler.core.group import (
+    KIND_COMPOSITE,
+    KIND_KUEUE,
+    KIND_NATIVE_POD_GROUP,
+    KIND_WORKLOAD,
+    GroupKey,
+)
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.statement import Binding, VolumeAction
@@ -89,6 +95,8 @@ def _pod_message(key: GroupKey, why: Status, unreadable: str | None = None) -> s
         return _native_pod_message(key, waiting_for, unreadable) or why.message
     if key.kind == KIND_COMPOSITE:
         return _composite_pod_message(key, waiting_for) or why.message
+    if key.kind == KIND_KUEUE:
+        return _kueue_pod_message(key, waiting_for) or why.message
     if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
         return (
             f"waiting for more members of PodGroup {key}: see kubectl describe podgroup "
@@ -133,6 +141,18 @@ def _composite_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
             f"{key.title}, the parent the pod's PodGroup names, does not exist: create it, "
             "or correct the PodGroup's spec.parentCompositePodGroupName"
         )
+    return None
+
+
+def _kueue_pod_message(key: GroupKey, waiting_for: Reason) -> str | None:
+    """:func:`_pod_message` for a member of a gang Kueue admits (None: the planner's)."""
+    if waiting_for is Reason.NOT_ENOUGH_MEMBERS:
+        return (
+            f"waiting for more members of {key.title}: see kubectl describe "
+            f"workloads.kueue.x-k8s.io {key.name} -n {key.namespace}"
+        )
+    if waiting_for is Reason.GROUP_NOT_FOUND:
+        return f"{key.title} is not known or not admitted by Kueue: the pod waits for its admission"
     return None
 
 

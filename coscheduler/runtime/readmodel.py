@@ -85,6 +85,8 @@ class Changes:
         self.queues = Marks[str]()
         #: Jobs (by uid) whose PodGroup may need making or following.
         self.owners = Marks[str]()
+        #: Kueue gangs whose status was recorded: their Workload's condition may change.
+        self.kueue = Marks[GroupKey]()
 
     def group(self, key: GroupKey) -> None:
         self.groups.mark(key)

@@ -293,6 +293,13 @@ class Settings(BaseSettings):
         default=0.0,
         ge=0,
     )
+    kueue_queue: str = _setting(
+        "--kueue-queue",
+        "a Queue of ours that the gangs Kueue admits draw from too, its quota stacked on "
+        "Kueue's; empty: they are left to Kueue's quota (our default queue)",
+        default="",
+        shown_default="none",
+    )
     volume_bind_timeout_seconds: float = _setting(
         "--volume-bind-timeout-seconds",
         "seconds a gang's claims may take to bind before its members are bound; then retried",

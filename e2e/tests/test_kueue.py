@@ -49,6 +49,16 @@ KUEUE_TIMEOUT_SECONDS = 60.0
 
 @pytest.fixture(scope="module")
 def kueue(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[k.Kueue]:
+    settings = k.KueueSettings(pods_ready_timeout_seconds=120)
+    with started_kueue(cluster, request, settings) as running:
+        yield running
+
+
+@contextlib.contextmanager
+def started_kueue(
+    cluster: Cluster, request: pytest.FixtureRequest, settings: k.KueueSettings
+) -> Iterator[k.Kueue]:
+    """Kueue running on the session's cluster (built first if need be); its log shown on failure."""
     capture = request.config.pluginmanager.getplugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         files = build.ensure_kueue()  # a cold build shows its progress
@@ -56,7 +66,7 @@ def kueue(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[k.Kueue]
     running = k.Kueue.start(
         files, kubectl=kubectl, kubeconfig=cluster.kubeconfig,
         work_dir=cluster.state_dir / "kueue", log=cluster.logs_dir / "kueue.log",
-        settings=k.KueueSettings(pods_ready_timeout_seconds=120),
+        settings=settings,
     )  # fmt: skip
     failed_before = request.session.testsfailed
     try:
@@ -163,7 +173,7 @@ def test_kueue_admits_a_gang_whole_and_kube_scheduler_places_it(
     ]
     watch = PodWatch(cluster.api).start()
     for body in objects:
-        _create(cluster, body)
+        create(cluster, body)
     try:
         first = cluster.api.create(
             jobs_path(namespace),
@@ -228,7 +238,7 @@ def test_kueue_admits_a_gang_whole_and_kube_scheduler_places_it(
             cluster.api.delete(path)
 
 
-def _create(cluster: Cluster, body: Json) -> None:
+def create(cluster: Cluster, body: Json) -> None:
     kind = body["kind"].lower() + "s"
     namespace = body["metadata"].get("namespace")
     where = f"namespaces/{namespace}/" if namespace else ""

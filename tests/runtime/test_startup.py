@@ -81,6 +81,7 @@ async def test_the_started_line_gives_each_phase_in_order(
         "statefulsets",
         "workloads",
         "compositepodgroups",
+        "workloads.kueue.x-k8s.io",
         *(f"podgroups.{api.group}" for api in optional),
     }
     table = kinds(Informed(Scheduler(Clock())).informers)

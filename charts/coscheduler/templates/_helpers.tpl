@@ -56,6 +56,9 @@ in float notation (1e+06), which an integer flag refuses.
 - --score-strategy={{ .Values.scoreStrategy }}
 - --preemption={{ .Values.preemption }}
 - --usage-half-life-seconds={{ .Values.usageHalfLifeSeconds }}
+{{- with .Values.kueueQueue }}
+- --kueue-queue={{ . }}
+{{- end }}
 - --volume-bind-timeout-seconds={{ .Values.volumeBindTimeoutSeconds }}
 - --event-interval-seconds={{ .Values.eventIntervalSeconds }}
 - --log-level={{ .Values.logLevel }}

@@ -19,6 +19,7 @@ from coscheduler.api import labels
 
 __all__ = [
     "COMPOSITE",
+    "KUEUE_WORKLOAD",
     "NATIVE",
     "NATIVE_GROUP",
     "NATIVE_VERSIONS",
@@ -105,6 +106,10 @@ COMPOSITE: Final = GroupApi(NATIVE_GROUP, "v1alpha3", "CompositePodGroup", "comp
 WORKLOAD_PLURAL: Final = "workloads"
 #: The one version whose Workloads hold gangs read as such: Kubernetes 1.35's.
 WORKLOAD: Final = GroupApi(NATIVE_GROUP, "v1alpha1", "Workload", WORKLOAD_PLURAL)
+
+
+#: Kueue's Workload (v0.17's storage version): a job Kueue admitted, placed as one gang.
+KUEUE_WORKLOAD: Final = GroupApi("kueue.x-k8s.io", "v1beta2", "Workload", WORKLOAD_PLURAL)
 
 
 def choose_workload_version(served: Collection[str]) -> tuple[GroupApi | None, list[str]]:

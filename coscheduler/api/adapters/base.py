@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.native_podgroup import NativePodGroup
@@ -28,7 +28,14 @@ if TYPE_CHECKING:
     # The composite's module reads its API's name from here.
     from coscheduler.api.composite import CompositeGang
 
-__all__ = ["GroupAdapter", "GroupApi", "GroupObject", "StatusAdapter", "foreign_group"]
+__all__ = [
+    "GroupAdapter",
+    "GroupApi",
+    "GroupObject",
+    "StatusAdapter",
+    "StatusInMemory",
+    "foreign_group",
+]
 
 
 class StatusAdapter(Protocol):
@@ -65,6 +72,29 @@ class StatusAdapter(Protocol):
     def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
         """``status`` in this API's wire shape: the body of a merge patch of ``/status``."""
         ...
+
+
+class StatusInMemory:
+    """The status side of gangs whose object has no place for ours (a Workload's): it is
+    held in memory and never written, so the writer tells its transitions by events."""
+
+    #: What the server holds of our status, for every object: nothing.
+    NOTHING_STORED: ClassVar[str] = "no place for our status"
+
+    def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
+        del wire  # nothing of ours is there
+        return PodGroupStatus()
+
+    def stored_form(self, wire: Mapping[str, Any]) -> object:
+        del wire
+        return self.NOTHING_STORED
+
+    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
+        return status
+
+    def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
+        del status, members
+        return {}
 
 
 class GroupAdapter(StatusAdapter, Protocol):

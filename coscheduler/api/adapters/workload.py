@@ -34,16 +34,15 @@ so it records the transitions and writes nothing).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from coscheduler.api import validation
 from coscheduler.api.adapters import apis
-from coscheduler.api.adapters.base import GroupObject
-from coscheduler.api.pod import PodInfo
+from coscheduler.api.adapters.base import GroupObject, StatusInMemory
 from coscheduler.api.podgroup import DEFAULT_QUEUE, ObjectMetadata, PodGroupSpec, PodGroupStatus
 from coscheduler.api.queue import QUEUE_LABEL
 from coscheduler.api.workload_ref import WorkloadRef
@@ -65,9 +64,6 @@ GROUP: Final = API.group
 PLURAL: Final = API.plural
 #: The one version read: Kubernetes 1.35's.
 VERSION: Final = API.version
-
-#: What a Workload's status is in the server's eyes: it has none in v1alpha1.
-_NOTHING_STORED: Final = "no status in scheduling.k8s.io/v1alpha1"
 
 
 class _Wire(BaseModel):
@@ -150,34 +146,20 @@ def gang_object(workload: Workload, ref: WorkloadRef) -> GroupObject | None:
         workload.metadata,
         PodGroupSpec(min_member=min_count, queue=workload.queue),
         PodGroupStatus(),
-        _NOTHING_STORED,
+        WorkloadAdapter.NOTHING_STORED,
         within=f"podGroup {ref.pod_group}"
         + (f" replica {ref.replica_key}" if ref.replica_key else ""),
     )
 
 
-class WorkloadAdapter:
+class WorkloadAdapter(StatusInMemory):
     """The status side of a Workload's gangs: held in memory, never written."""
 
+    NOTHING_STORED: ClassVar[str] = "no status in scheduling.k8s.io/v1alpha1"
     api: Final = API
     #: kube-scheduler's gang plugin serves Workloads too: a gang none of whose
     #: pods is ours gets no events from us.
     shared: Final = True
-
-    def read_status(self, wire: Mapping[str, Any]) -> PodGroupStatus:
-        del wire  # v1alpha1 has no status
-        return PodGroupStatus()
-
-    def stored_form(self, wire: Mapping[str, Any]) -> object:
-        del wire
-        return _NOTHING_STORED
-
-    def conclude(self, status: PodGroupStatus) -> PodGroupStatus:
-        return status
-
-    def render_status(self, status: PodGroupStatus, members: Sequence[PodInfo]) -> dict[str, Any]:
-        del status, members
-        return {}
 
 
 ADAPTER: Final = WorkloadAdapter()

@@ -193,4 +193,13 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
             if_forbidden="Workload API served but not readable by this ServiceAccount: a native "
             f"PodGroup does not take its Workload's queue label; {_RBAC}",
         ),
+        Kind(
+            "workloads.kueue.x-k8s.io",
+            informers.kueue_workloads,
+            served=discovery.kueue_workloads,
+            if_forbidden="Kueue's Workloads not readable by this ServiceAccount: the pods of jobs "
+            f"Kueue admits wait; {_RBAC}",
+            if_missing="Kueue's Workload CRD is no longer served: the pods of jobs Kueue admits "
+            "wait",
+        ),
     )

@@ -8,7 +8,9 @@ to the core as it should see it, by asking the resolvers in this order:
    (:class:`~.composites.Composites`);
 1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
    lone pod (``basic``), or a wait;
-2. else its controlling Job (:class:`~.jobs.JobOwners`): the group named
+2. the Kueue Workload that admitted it (:class:`~.kueue.KueueGangs`): its gang, or a
+   wait while it is not known or not admitted;
+3. else its controlling Job (:class:`~.jobs.JobOwners`): the group named
    after the Job, when it asks for a gang or is not known yet.
 
 A group label wins over both. The pod is then indexed as a member of its
@@ -32,11 +34,13 @@ import structlog
 
 from coscheduler.api.pod import PodInfo, PodParseError, progress_fingerprint
 from coscheduler.api.quantity import QuantityError
+from coscheduler.core.group import KIND_KUEUE
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
 from coscheduler.runtime.informers.composites import Composites
 from coscheduler.runtime.informers.jobs import JobOwners
+from coscheduler.runtime.informers.kueue import KueueGangs
 from coscheduler.runtime.informers.workloads import WorkloadGangs
 
 __all__ = ["PodInformer", "UnreadablePods"]
@@ -66,12 +70,14 @@ class PodInformer(KeyedInformer[str]):
         complaints: UnreadablePods,
         namespaces: frozenset[str] = frozenset(),
         composites: Composites | None = None,
+        kueue: KueueGangs | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._groups = groups
         self._owners = owners
         self._gangs = gangs
         self._composites = composites or Composites()
+        self._kueue = kueue or KueueGangs(scheduler, groups)
         self._complaints = complaints
         self._namespaces = namespaces
         self._uids: set[str] = set()
@@ -103,6 +109,7 @@ class PodInformer(KeyedInformer[str]):
         self._owners.index(pod, self._scheduler.pod(pod.uid))
         self._gangs.track(pod)
         self._composites.track(pod)
+        self._kueue.track(pod)
         return self._feed(pod).uid
 
     def _parse(self, raw: Mapping[str, Any]) -> tuple[PodInfo, bool]:
@@ -129,6 +136,7 @@ class PodInformer(KeyedInformer[str]):
     def _feed(self, pod: PodInfo) -> PodInfo:
         pod = self._gangs.resolve(pod)
         pod = self._composites.resolve(pod)
+        pod = self._kueue.resolve(pod)
         # Native fields too: a Job annotated for us is our gang even where 1.37's
         # WorkloadWithJob gave its pods a native group (GroupKey.of_pod).
         pod = self._owners.assign(pod)
@@ -176,8 +184,11 @@ class PodInformer(KeyedInformer[str]):
         self._scheduler.remove_pod(key)
         self._gangs.untrack(key)
         self._composites.untrack(key)
+        self._kueue.untrack(key)
         emptied = self._groups.remove_member(key)
-        if emptied is not None:
+        if emptied is not None and emptied.kind == KIND_KUEUE:
+            self._kueue.drop(emptied)
+        elif emptied is not None:
             self._gangs.drop(emptied)
 
     def key_of(self, raw: Mapping[str, Any]) -> str | None:
@@ -187,7 +198,8 @@ class PodInformer(KeyedInformer[str]):
     # -- asked by the resolvers' informers ---------------------------------------
 
     def refeed(self, uids: Iterable[str]) -> None:
-        """A Job's answer, or a native PodGroup's composite, changed: its pods' groups follow."""
+        """A Job's answer, a native PodGroup's composite or a Kueue Workload's admission
+        changed: its pods' groups follow."""
         for uid in uids:
             pod = self._scheduler.pod(uid)
             if pod is not None:

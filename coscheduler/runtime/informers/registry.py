@@ -20,6 +20,7 @@ from coscheduler.runtime.informers.budgets import BudgetInformer
 from coscheduler.runtime.informers.composites import CompositeInformer, Composites
 from coscheduler.runtime.informers.devices import DeviceInformers
 from coscheduler.runtime.informers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
+from coscheduler.runtime.informers.kueue import KueueGangs, KueueWorkloadInformer
 from coscheduler.runtime.informers.namespaces import NamespaceInformer
 from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
 from coscheduler.runtime.informers.nodes import NodeInformer
@@ -57,6 +58,7 @@ class Informers:
     workloads: WorkloadInformer
     composites: CompositeInformer
     native_workloads: NativeWorkloadInformer
+    kueue_workloads: KueueWorkloadInformer
     podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
 
     @classmethod
@@ -70,6 +72,7 @@ class Informers:
         owner_changed: Callable[[GangOwner], None] = lambda _owner: None,
         namespaces: frozenset[str] = frozenset(),
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
+        kueue_queue: str = "",
     ) -> Informers:
         """In dependency order: resolvers and stores first, then the informers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
@@ -83,6 +86,7 @@ class Informers:
             adapters=adapters,
         )
         gangs = WorkloadGangs(scheduler, groups)
+        kueue = KueueGangs(scheduler, groups, queue=kueue_queue)
         pods = PodInformer(
             scheduler,
             groups,
@@ -91,6 +95,7 @@ class Informers:
             complaints=complaints,
             namespaces=namespaces,
             composites=composites,
+            kueue=kueue,
         )
         queues = QueueInformer(scheduler, complaints, queue_changed)
         return cls(
@@ -114,6 +119,7 @@ class Informers:
                 composites, groups, pods.refeed, complaints, namespaces=namespaces
             ),
             native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
+            kueue_workloads=KueueWorkloadInformer(kueue, pods, complaints, namespaces=namespaces),
             podgroups={
                 adapter.api: PodGroupInformer(
                     adapter, groups, complaints, refeed=pods.refeed, namespaces=namespaces
