@@ -41,8 +41,8 @@ from coscheduler.api.adapters import sigs
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData
 from coscheduler.dashboard.server import BUDGET, DashboardServer
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Informers
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from e2e import browser

@@ -68,7 +68,7 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
 
     from coscheduler.api.adapters import sigs
     from coscheduler.core.scheduler import Scheduler
-    from coscheduler.runtime.informers.registry import Informers
+    from coscheduler.runtime.handlers.registry import Informers
 
     class Unreported:
         def invalid(self, obj: Any) -> None:

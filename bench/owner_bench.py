@@ -27,8 +27,8 @@ from typing import Any
 
 from coscheduler.api.adapters import sigs
 from coscheduler.core import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Informers
 
 GANG = "scheduling.sigs.k8s.io/gang"
 

@@ -25,8 +25,8 @@ import orjson
 from bench.steady_state_server import bound, node_object, pod_object, podgroup_object, running
 from coscheduler.api.adapters import sigs
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Informers
 
 
 class _Unreported:

@@ -7,7 +7,7 @@ Start-up, in order, and why:
    controller); serve ``/metrics``, ``/healthz``, ``/readyz``, so probes
    answer while this replica waits for the Lease.
 2. Read the cluster (:mod:`coscheduler.runtime.ingest` runs the table of
-   kinds, :func:`~coscheduler.runtime.informers.kinds.kinds`): every kind
+   kinds, :func:`~coscheduler.runtime.handlers.kinds.kinds`): every kind
    listed at once, Jobs applied before every other kind (pods join their
    Job's gang from the first pod), then watched on. Bound pods count as
    placed, pending ones are queued: a gang half-bound by a previous leader
@@ -33,8 +33,8 @@ import structlog
 
 from coscheduler.operator import Operator
 from coscheduler.runtime import ingest
-from coscheduler.runtime.informers.kinds import kinds
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.kinds import kinds
+from coscheduler.runtime.handlers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.metrics import Metrics

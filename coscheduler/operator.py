@@ -30,7 +30,7 @@ from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics

@@ -13,8 +13,8 @@ from coscheduler.api.adapters.table import ADAPTERS
 from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Informers
 
 
 class Complaints:

@@ -49,8 +49,8 @@ from coscheduler.core.group import (
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
-from coscheduler.runtime.informers.base import Complaints, InvalidObject
-from coscheduler.runtime.informers.composites import CompositeChange, Composites
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject
+from coscheduler.runtime.handlers.composites import CompositeChange, Composites
 
 __all__ = ["Groups"]
 

@@ -30,7 +30,7 @@ from functools import partial
 import structlog
 
 from coscheduler.runtime import gc_pause
-from coscheduler.runtime.informers.kinds import Kind
+from coscheduler.runtime.handlers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.watch import Listed, StopWatching, Watch

@@ -24,8 +24,8 @@ from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueuePolicy, QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
-from coscheduler.runtime.informers.queues import queue_policy
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.queues import queue_policy
+from coscheduler.runtime.handlers.registry import Informers
 
 __all__ = ["ChangedGroups", "Changes", "Marks", "ReadModel"]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from coscheduler.api.reasons import Reason
 from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter

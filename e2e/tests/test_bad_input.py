@@ -42,7 +42,7 @@ from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.labels import pod_group_name
 from coscheduler.api.reasons import Reason
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster

@@ -25,7 +25,7 @@ from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.bad_input import (
     POOL_LABEL,
     Sample,

@@ -15,7 +15,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
 from tests.informed import Informed

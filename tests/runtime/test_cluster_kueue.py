@@ -15,7 +15,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import job_object, node_object, pod_object
 from tests.informed import Informed
 

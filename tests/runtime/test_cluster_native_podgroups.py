@@ -23,7 +23,7 @@ from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.device_writer import claim_status
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests import dra
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
 from tests.informed import Informed

@@ -11,8 +11,8 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Informers
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
 from tests.informed import Complaints

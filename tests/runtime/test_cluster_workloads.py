@@ -13,7 +13,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import node_object, pod_object, workload_object, workload_ref
 from tests.informed import Informed
 

@@ -1,10 +1,10 @@
-"""runtime/informers/devices.py: the DRA kinds fed into the core; what cannot be read, reported."""
+"""runtime/handlers/devices.py: the DRA kinds fed into the core; what cannot be read, reported."""
 
 from __future__ import annotations
 
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.devices import DeviceInformers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.devices import DeviceInformers
 from tests.dra import claim, device_class, gpu_slice
 
 

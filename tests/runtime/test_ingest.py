@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 
 from coscheduler.runtime import ingest
-from coscheduler.runtime.informers.base import Informer
-from coscheduler.runtime.informers.kinds import Kind
+from coscheduler.runtime.handlers.base import Informer
+from coscheduler.runtime.handlers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from tests.runtime.apiserver import (

@@ -1,4 +1,4 @@
-"""runtime/informers/pods.py: an update that changes nothing read is not fed again."""
+"""runtime/handlers/pods.py: an update that changes nothing read is not fed again."""
 
 from __future__ import annotations
 

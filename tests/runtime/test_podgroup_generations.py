@@ -1,4 +1,4 @@
-"""runtime/informers/podgroups.py: a new generation that changes only the status is no new spec.
+"""runtime/handlers/podgroups.py: a new generation that changes only the status is no new spec.
 
 Volcano's CRD has no ``/status`` subresource, so every status write (ours
 included) bumps ``metadata.generation``; the group's policy must not be given

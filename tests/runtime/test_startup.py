@@ -18,7 +18,7 @@ from coscheduler import app
 from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.kinds import kinds
+from coscheduler.runtime.handlers.kinds import kinds
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
 from tests.builders import Clock, node_object, pod_object

@@ -1,4 +1,4 @@
-"""runtime/informers/volcano_queues.py: Volcano's Queues fed to the core as ours, ours
+"""runtime/handlers/volcano_queues.py: Volcano's Queues fed to the core as ours, ours
 winning a name both hold, bad input reported and never fatal."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.informed import Informed
 
 

@@ -18,8 +18,8 @@ from coscheduler.api.pod_topology import LabelSelector
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, KeyedInformer, name_of
-from coscheduler.runtime.informers.queues import QueueInformer, skipped
+from coscheduler.runtime.handlers.base import Complaints, KeyedInformer, name_of
+from coscheduler.runtime.handlers.queues import QueueInformer, skipped
 
 __all__ = ["VolcanoQueueInformer", "volcano_policy"]
 

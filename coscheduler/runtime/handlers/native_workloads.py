@@ -15,7 +15,7 @@ import structlog
 
 from coscheduler.api.native_workload import read_native_workload
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
 
 __all__ = ["NativeWorkloadInformer"]
 

@@ -1,7 +1,7 @@
 """The informers of every kind read, over one scheduler, and the stores they keep.
 
 The table of kinds, and which informer each feeds, is
-:mod:`coscheduler.runtime.informers.kinds`.
+:mod:`coscheduler.runtime.handlers.kinds`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.budgets import BudgetInformer
-from coscheduler.runtime.informers.composites import CompositeInformer, Composites
-from coscheduler.runtime.informers.devices import DeviceInformers
-from coscheduler.runtime.informers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
-from coscheduler.runtime.informers.kueue import KueueGangs, KueueWorkloadInformer
-from coscheduler.runtime.informers.namespaces import NamespaceInformer
-from coscheduler.runtime.informers.native_workloads import NativeWorkloadInformer
-from coscheduler.runtime.informers.nodes import NodeInformer
-from coscheduler.runtime.informers.podgroups import PodGroupInformer
-from coscheduler.runtime.informers.pods import PodInformer, UnreadablePods
-from coscheduler.runtime.informers.priority_classes import PriorityClassInformer
-from coscheduler.runtime.informers.queues import QueueInformer
-from coscheduler.runtime.informers.volcano_queues import VolcanoQueueInformer
-from coscheduler.runtime.informers.volumes import VolumeInformers
-from coscheduler.runtime.informers.workloads import WorkloadGangs, WorkloadInformer
+from coscheduler.runtime.handlers.budgets import BudgetInformer
+from coscheduler.runtime.handlers.composites import CompositeInformer, Composites
+from coscheduler.runtime.handlers.devices import DeviceInformers
+from coscheduler.runtime.handlers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
+from coscheduler.runtime.handlers.kueue import KueueGangs, KueueWorkloadInformer
+from coscheduler.runtime.handlers.namespaces import NamespaceInformer
+from coscheduler.runtime.handlers.native_workloads import NativeWorkloadInformer
+from coscheduler.runtime.handlers.nodes import NodeInformer
+from coscheduler.runtime.handlers.podgroups import PodGroupInformer
+from coscheduler.runtime.handlers.pods import PodInformer, UnreadablePods
+from coscheduler.runtime.handlers.priority_classes import PriorityClassInformer
+from coscheduler.runtime.handlers.queues import QueueInformer
+from coscheduler.runtime.handlers.volcano_queues import VolcanoQueueInformer
+from coscheduler.runtime.handlers.volumes import VolumeInformers
+from coscheduler.runtime.handlers.workloads import WorkloadGangs, WorkloadInformer
 
 __all__ = ["Informers"]
 

@@ -5,7 +5,7 @@ API discovery at start: :mod:`coscheduler.runtime.discovery`), whether the
 settings want it, its stage (a stage is applied whole before the next one),
 what to do when the process may not read it or the API is not there yet,
 and which informer of
-:class:`~coscheduler.runtime.informers.registry.Informers` it feeds.
+:class:`~coscheduler.runtime.handlers.registry.Informers` it feeds.
 :mod:`coscheduler.runtime.ingest` runs the table. Adding a kind is one row
 here and one small informer module (docs/design.md, "How to add a kind").
 """
@@ -19,8 +19,8 @@ from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.core.preemption.mode import Mode as PreemptionMode
 from coscheduler.runtime import discovery
-from coscheduler.runtime.informers.base import Informer
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import Informer
+from coscheduler.runtime.handlers.registry import Informers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 

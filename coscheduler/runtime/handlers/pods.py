@@ -37,11 +37,11 @@ from coscheduler.api.quantity import QuantityError
 from coscheduler.core.group import KIND_KUEUE
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
-from coscheduler.runtime.informers.composites import Composites
-from coscheduler.runtime.informers.jobs import JobOwners
-from coscheduler.runtime.informers.kueue import KueueGangs
-from coscheduler.runtime.informers.workloads import WorkloadGangs
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.composites import Composites
+from coscheduler.runtime.handlers.jobs import JobOwners
+from coscheduler.runtime.handlers.kueue import KueueGangs
+from coscheduler.runtime.handlers.workloads import WorkloadGangs
 
 __all__ = ["PodInformer", "UnreadablePods"]
 

@@ -27,7 +27,7 @@ from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
 
 __all__ = ["KueueGangs", "KueueWorkloadInformer"]
 

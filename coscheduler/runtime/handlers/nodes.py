@@ -10,7 +10,7 @@ import structlog
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, name_of
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, name_of
 
 __all__ = ["NodeInformer"]
 

@@ -18,8 +18,8 @@ from coscheduler.api.devices import (
     ResourceSliceInfo,
 )
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints
-from coscheduler.runtime.informers.reading import ReadingInformer
+from coscheduler.runtime.handlers.base import Complaints
+from coscheduler.runtime.handlers.reading import ReadingInformer
 
 __all__ = ["DeviceInformers"]
 

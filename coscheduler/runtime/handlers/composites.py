@@ -35,7 +35,7 @@ from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_compos
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
 
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups

@@ -28,7 +28,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.owners import owner_group
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import KeyedInformer, meta
+from coscheduler.runtime.handlers.base import KeyedInformer, meta
 
 __all__ = ["JobChange", "JobInformer", "JobOwners", "VolcanoOwnerInformer"]
 

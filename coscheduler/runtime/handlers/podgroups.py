@@ -24,7 +24,7 @@ from coscheduler.api.native_podgroup import GROUP as NATIVE_GROUP
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupKey
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, meta
 
 __all__ = ["PodGroupInformer"]
 

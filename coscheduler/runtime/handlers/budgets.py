@@ -10,7 +10,7 @@ import structlog
 
 from coscheduler.api.disruption import DisruptionBudget, DisruptionBudgetParseError
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, meta
 
 __all__ = ["BudgetInformer", "read_budget"]
 

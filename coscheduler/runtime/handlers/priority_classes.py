@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import name_of
+from coscheduler.runtime.handlers.base import name_of
 
 __all__ = ["PriorityClassInformer"]
 

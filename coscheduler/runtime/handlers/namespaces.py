@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import KeyedInformer, meta, name_of
+from coscheduler.runtime.handlers.base import KeyedInformer, meta, name_of
 
 __all__ = ["NamespaceInformer"]
 

@@ -26,7 +26,7 @@ from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
 
 __all__ = ["WorkloadGangs", "WorkloadInformer"]
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
 
 __all__ = ["ReadingInformer"]
 

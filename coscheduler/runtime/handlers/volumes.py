@@ -10,8 +10,8 @@ from __future__ import annotations
 from coscheduler.api.fields import ObjectParseError
 from coscheduler.api.volumes import AttachLimits, ClaimInfo, StorageClassInfo, VolumeInfo
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints
-from coscheduler.runtime.informers.reading import ReadingInformer
+from coscheduler.runtime.handlers.base import Complaints
+from coscheduler.runtime.handlers.reading import ReadingInformer
 
 __all__ = ["VolumeInformers"]
 
