@@ -42,7 +42,7 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData
 from coscheduler.dashboard.server import BUDGET, DashboardServer
 from coscheduler.runtime.handlers.base import InvalidObject
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from e2e import browser
@@ -73,7 +73,7 @@ def _queue(index: int) -> dict[str, Any]:
 def page_data(nodes: int, groups: int) -> PageData:
     """The dashboard's data over a fed scheduler (module docstring)."""
     scheduler = Scheduler(time.monotonic)
-    informers = Informers.build(
+    informers = Handlers.build(
         scheduler,
         complaints=_Complaints(),
         group_changed=lambda _key: None,

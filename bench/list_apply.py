@@ -12,7 +12,7 @@ so each tree's own code runs) that
    body: 1,000 KWOK-shaped nodes, 2,048 pending pods in gangs of 64 with their
    PodGroups: :mod:`bench.steady_state_server`'s shapes);
 3. applies them to the informers of one :class:`~coscheduler.operator.Operator`'s
-   kind (``Informers.build`` over a ``Scheduler``): nodes, PodGroups, pods, in the
+   kind (``Handlers.build`` over a ``Scheduler``): nodes, PodGroups, pods, in the
    order a start usually applies them;
 4. asks the core for its first decision (``next_decision``).
 
@@ -68,7 +68,7 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
 
     from coscheduler.api.adapters import sigs
     from coscheduler.core.scheduler import Scheduler
-    from coscheduler.runtime.handlers.registry import Informers
+    from coscheduler.runtime.handlers.registry import Handlers
 
     class Unreported:
         def invalid(self, obj: Any) -> None:
@@ -81,7 +81,7 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
         name: (bodies_dir / f"{name}.json").read_bytes() for name in ("nodes", "podgroups", "pods")
     }
     scheduler = Scheduler(clock=time.monotonic)
-    informers = Informers.build(scheduler, complaints=Unreported())
+    informers = Handlers.build(scheduler, complaints=Unreported())
     profiler = None
     if profile is not None:
         import cProfile

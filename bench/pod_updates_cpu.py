@@ -26,7 +26,7 @@ from bench.steady_state_server import bound, node_object, pod_object, podgroup_o
 from coscheduler.api.adapters import sigs
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 
 
 class _Unreported:
@@ -39,10 +39,10 @@ class _Unreported:
         pass
 
 
-def _prepared(nodes: int, gangs: int, gang_size: int) -> tuple[Informers, list[bytes]]:
-    """Informers with every kind listed and every pod assumed; the watch lines to replay."""
+def _prepared(nodes: int, gangs: int, gang_size: int) -> tuple[Handlers, list[bytes]]:
+    """Handlers with every kind listed and every pod assumed; the watch lines to replay."""
     scheduler = Scheduler(clock=time.monotonic)
-    informers = Informers.build(
+    informers = Handlers.build(
         scheduler,
         complaints=_Unreported(),
         group_changed=lambda _key: None,

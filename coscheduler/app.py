@@ -34,7 +34,7 @@ import structlog
 from coscheduler.operator import Operator
 from coscheduler.runtime import ingest
 from coscheduler.runtime.handlers.kinds import kinds
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.metrics import Metrics
@@ -174,7 +174,7 @@ WARM_BEFORE_DECIDING = 8
 async def _read(
     client: KubeClient,
     settings: Settings,
-    informers: Informers,
+    informers: Handlers,
     watches: list[asyncio.Task[None]],
     startup: Startup,
     *,

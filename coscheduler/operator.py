@@ -30,7 +30,7 @@ from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
@@ -111,7 +111,7 @@ class Operator:
             event_interval_seconds=settings.event_interval_seconds,
         )
         changes = Changes()
-        informers = self.informers = Informers.build(
+        informers = self.informers = Handlers.build(
             scheduler,
             complaints=reporter,
             group_changed=changes.group,

@@ -14,7 +14,7 @@ from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 
 
 class Complaints:
@@ -36,7 +36,7 @@ class Complaints:
 
 
 class Informed:
-    """A scheduler, its informers (as :meth:`Informers.build` makes them) and their complaints."""
+    """A scheduler, its informers (as :meth:`Handlers.build` makes them) and their complaints."""
 
     def __init__(
         self,
@@ -52,7 +52,7 @@ class Informed:
     ) -> None:
         self.scheduler = scheduler
         self.complaints = Complaints(on_invalid)
-        self.informers = Informers.build(
+        self.informers = Handlers.build(
             scheduler,
             complaints=self.complaints,
             group_changed=on_group_changed,

@@ -25,7 +25,7 @@ from coscheduler.core.quota import QueuePolicy, QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 from coscheduler.runtime.handlers.queues import queue_policy
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 
 __all__ = ["ChangedGroups", "Changes", "Marks", "ReadModel"]
 
@@ -102,7 +102,7 @@ class Changes:
 class ReadModel:
     """Read-only answers for the controller (see the module docstring)."""
 
-    def __init__(self, scheduler: Scheduler, informers: Informers) -> None:
+    def __init__(self, scheduler: Scheduler, informers: Handlers) -> None:
         self._scheduler = scheduler
         self._groups = informers.groups
         self._composites = informers.composites.composites

@@ -12,7 +12,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
 from coscheduler.runtime.handlers.base import InvalidObject
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
 from tests.informed import Complaints
@@ -29,14 +29,14 @@ class Cluster:
     """A scheduler and its informers, fed by hand as the watches would feed them."""
 
     scheduler: Scheduler
-    informers: Informers
+    informers: Handlers
     complaints: Complaints
 
 
 def cluster(seen: Recorder | None = None, namespaces: frozenset[str] = frozenset()) -> Cluster:
     scheduler = Scheduler(lambda: 0.0)
     complaints = Complaints(None if seen is None else seen.invalid.append)
-    informers = Informers.build(
+    informers = Handlers.build(
         scheduler,
         complaints=complaints,
         group_changed=(lambda _key: None) if seen is None else seen.changed.append,

@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from coscheduler.runtime import ingest
-from coscheduler.runtime.handlers.base import Informer
+from coscheduler.runtime.handlers.base import Handler
 from coscheduler.runtime.handlers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
@@ -40,8 +40,8 @@ class _Recorder:
         pass
 
 
-def _recorder(name: str, applied: list[str]) -> Informer:
-    return cast(Informer, _Recorder(name, applied))
+def _recorder(name: str, applied: list[str]) -> Handler:
+    return cast(Handler, _Recorder(name, applied))
 
 
 async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(

@@ -9,11 +9,11 @@ The child of a ``basic`` composite stays a gang of its own. A child whose
 composite is not known yet waits (``GroupNotFound`` naming the composite).
 
 It learns the children from the native PodGroups as the groups store keeps
-them (:meth:`child`) and the composites from :class:`CompositeInformer`;
+them (:meth:`child`) and the composites from :class:`CompositeHandler`;
 either change returns a :class:`CompositeChange`: the composites whose gang
 the groups store makes again (:meth:`gang`), and the pods of the children
 whose composite changed, which the informer feeds in again
-(:meth:`PodInformer.refeed`). The composite's group object carries its
+(:meth:`PodHandler.refeed`). The composite's group object carries its
 status in upstream's words (:class:`~coscheduler.api.adapters.composite.CompositeAdapter`);
 each child's status is derived from its own pods and the composite's
 verdict (:meth:`whole_of`, asked by the read model), and every change of
@@ -35,12 +35,12 @@ from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_compos
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups
 
-__all__ = ["CompositeChange", "CompositeInformer", "Composites"]
+__all__ = ["CompositeChange", "CompositeHandler", "Composites"]
 
 log = structlog.get_logger(__name__)
 
@@ -208,7 +208,7 @@ class Composites:
         return tuple(uid for child in children for uid in self._pods.get((namespace, child), ()))
 
 
-class CompositeInformer(KeyedInformer[Name]):
+class CompositeHandler(KeyedHandler[Name]):
     """Reads the composites into :class:`Composites`; the groups store makes their gangs
     again and the pods whose composite changed are fed in again."""
 

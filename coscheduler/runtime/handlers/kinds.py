@@ -5,7 +5,7 @@ API discovery at start: :mod:`coscheduler.runtime.discovery`), whether the
 settings want it, its stage (a stage is applied whole before the next one),
 what to do when the process may not read it or the API is not there yet,
 and which informer of
-:class:`~coscheduler.runtime.handlers.registry.Informers` it feeds.
+:class:`~coscheduler.runtime.handlers.registry.Handlers` it feeds.
 :mod:`coscheduler.runtime.ingest` runs the table. Adding a kind is one row
 here and one small informer module (docs/design.md, "How to add a kind").
 """
@@ -19,8 +19,8 @@ from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.core.preemption.mode import Mode as PreemptionMode
 from coscheduler.runtime import discovery
-from coscheduler.runtime.handlers.base import Informer
-from coscheduler.runtime.handlers.registry import Informers
+from coscheduler.runtime.handlers.base import Handler
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 
@@ -42,7 +42,7 @@ class Kind:
     #: Names the watch task and the log lines.
     name: str
     #: The informer this kind feeds.
-    informer: Informer
+    informer: Handler
     #: Its collection path, when always served; else ``served`` asks discovery.
     path: str | None = None
     served: Callable[[KubeClient], Awaitable[str | None]] | None = None
@@ -65,7 +65,7 @@ class Kind:
 _RBAC = "apply manifests/rbac.yaml"
 
 
-def _podgroups(api: GroupApi, informers: Informers) -> Kind:
+def _podgroups(api: GroupApi, informers: Handlers) -> Kind:
     # Ours must be readable; an upgrade that kept an older ClusterRole may miss another.
     forbidden = "PodGroup API served but not readable by this ServiceAccount: its groups wait"
     native = api in apis.NATIVE
@@ -89,23 +89,23 @@ def _as_volcano(settings: Settings) -> bool:
     return settings.scheduler_name == apis.VOLCANO_SCHEDULER
 
 
-def kinds(informers: Informers) -> tuple[Kind, ...]:
+def kinds(informers: Handlers) -> tuple[Kind, ...]:
     """Every kind read, the one table (see the module docstring), feeding ``informers``."""
     # The DRA kinds (``resource.k8s.io/v1``, served by default since Kubernetes 1.34).
-    devices: tuple[tuple[str, Informer], ...] = (
+    devices: tuple[tuple[str, Handler], ...] = (
         ("resourceslices", informers.devices.slices),
         ("deviceclasses", informers.devices.classes),
         ("resourceclaims", informers.devices.claims),
         ("resourceclaimtemplates", informers.devices.templates),
     )
-    volumes: tuple[tuple[str, Informer, str], ...] = (
+    volumes: tuple[tuple[str, Handler, str], ...] = (
         ("persistentvolumeclaims", informers.volumes.claims, "/api/v1"),
         ("persistentvolumes", informers.volumes.volumes, "/api/v1"),
         ("storageclasses", informers.volumes.storage_classes, "/apis/storage.k8s.io/v1"),
         ("csinodes", informers.volumes.csinodes, "/apis/storage.k8s.io/v1"),
     )
     # The owners of plain pods Volcano's controller groups (``api/adapters/volcano_owners.py``).
-    volcano_owners: tuple[tuple[str, Informer], ...] = (
+    volcano_owners: tuple[tuple[str, Handler], ...] = (
         ("replicasets", informers.replica_sets),
         ("statefulsets", informers.stateful_sets),
     )

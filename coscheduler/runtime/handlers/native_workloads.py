@@ -15,16 +15,16 @@ import structlog
 
 from coscheduler.api.native_workload import read_native_workload
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["NativeWorkloadInformer"]
+__all__ = ["NativeWorkloadHandler"]
 
 log = structlog.get_logger(__name__)
 
 WorkloadName = tuple[str, str]
 
 
-class NativeWorkloadInformer(KeyedInformer[WorkloadName]):
+class NativeWorkloadHandler(KeyedHandler[WorkloadName]):
     def __init__(
         self, groups: Groups, complaints: Complaints, *, namespaces: frozenset[str] = frozenset()
     ) -> None:

@@ -26,7 +26,7 @@ from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupK
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.handlers.base import Complaints, InvalidObject, meta
 
-__all__ = ["PodGroupInformer"]
+__all__ = ["PodGroupHandler"]
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +41,7 @@ def key_kind(adapter: GroupAdapter) -> str:
     return KIND_NATIVE_POD_GROUP if adapter.api.group == NATIVE_GROUP else KIND_POD_GROUP
 
 
-class PodGroupInformer:
+class PodGroupHandler:
     """The PodGroups of one API."""
 
     def __init__(

@@ -37,13 +37,13 @@ from coscheduler.api.quantity import QuantityError
 from coscheduler.core.group import KIND_KUEUE
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 from coscheduler.runtime.handlers.composites import Composites
 from coscheduler.runtime.handlers.jobs import JobOwners
 from coscheduler.runtime.handlers.kueue import KueueGangs
 from coscheduler.runtime.handlers.workloads import WorkloadGangs
 
-__all__ = ["PodInformer", "UnreadablePods"]
+__all__ = ["PodHandler", "UnreadablePods"]
 
 log = structlog.get_logger(__name__)
 
@@ -59,7 +59,7 @@ class UnreadablePods(Complaints, Protocol):
         """Whether an unreadable pod is ours and waits (False: readable or gone)."""
 
 
-class PodInformer(KeyedInformer[str]):
+class PodHandler(KeyedHandler[str]):
     def __init__(
         self,
         scheduler: Scheduler,

@@ -14,16 +14,16 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["ReadingInformer"]
+__all__ = ["ReadingHandler"]
 
 log = structlog.get_logger(__name__)
 
 _Read = TypeVar("_Read")
 
 
-class ReadingInformer(KeyedInformer[str], Generic[_Read]):
+class ReadingHandler(KeyedHandler[str], Generic[_Read]):
     """One kind: ``read`` each object, ``put`` it under ``key``, ``drop`` it when gone."""
 
     def __init__(

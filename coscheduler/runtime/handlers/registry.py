@@ -16,50 +16,50 @@ from coscheduler.api.owners import GangOwner
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.budgets import BudgetInformer
-from coscheduler.runtime.handlers.composites import CompositeInformer, Composites
-from coscheduler.runtime.handlers.devices import DeviceInformers
-from coscheduler.runtime.handlers.jobs import JobInformer, JobOwners, VolcanoOwnerInformer
-from coscheduler.runtime.handlers.kueue import KueueGangs, KueueWorkloadInformer
-from coscheduler.runtime.handlers.namespaces import NamespaceInformer
-from coscheduler.runtime.handlers.native_workloads import NativeWorkloadInformer
-from coscheduler.runtime.handlers.nodes import NodeInformer
-from coscheduler.runtime.handlers.podgroups import PodGroupInformer
-from coscheduler.runtime.handlers.pods import PodInformer, UnreadablePods
-from coscheduler.runtime.handlers.priority_classes import PriorityClassInformer
-from coscheduler.runtime.handlers.queues import QueueInformer
-from coscheduler.runtime.handlers.volcano_queues import VolcanoQueueInformer
-from coscheduler.runtime.handlers.volumes import VolumeInformers
-from coscheduler.runtime.handlers.workloads import WorkloadGangs, WorkloadInformer
+from coscheduler.runtime.handlers.budgets import BudgetHandler
+from coscheduler.runtime.handlers.composites import CompositeHandler, Composites
+from coscheduler.runtime.handlers.devices import DeviceHandlers
+from coscheduler.runtime.handlers.jobs import JobHandler, JobOwners, VolcanoOwnerHandler
+from coscheduler.runtime.handlers.kueue import KueueGangs, KueueWorkloadHandler
+from coscheduler.runtime.handlers.namespaces import NamespaceHandler
+from coscheduler.runtime.handlers.native_workloads import NativeWorkloadHandler
+from coscheduler.runtime.handlers.nodes import NodeHandler
+from coscheduler.runtime.handlers.podgroups import PodGroupHandler
+from coscheduler.runtime.handlers.pods import PodHandler, UnreadablePods
+from coscheduler.runtime.handlers.priority_classes import PriorityClassHandler
+from coscheduler.runtime.handlers.queues import QueueHandler
+from coscheduler.runtime.handlers.volcano_queues import VolcanoQueueHandler
+from coscheduler.runtime.handlers.volumes import VolumeHandlers
+from coscheduler.runtime.handlers.workloads import WorkloadGangs, WorkloadHandler
 
-__all__ = ["Informers"]
+__all__ = ["Handlers"]
 
 
 @dataclass(frozen=True, slots=True)
-class Informers:
+class Handlers:
     """One informer per kind over one scheduler, and the stores they keep."""
 
     groups: Groups
     owners: JobOwners
     gangs: WorkloadGangs
-    jobs: JobInformer
+    jobs: JobHandler
     #: Under Volcano's scheduler name: ReplicaSets and StatefulSets, owners of plain pods.
-    replica_sets: VolcanoOwnerInformer
-    stateful_sets: VolcanoOwnerInformer
-    pods: PodInformer
-    nodes: NodeInformer
-    namespaces: NamespaceInformer
-    volumes: VolumeInformers
-    devices: DeviceInformers
-    priority_classes: PriorityClassInformer
-    queues: QueueInformer
-    volcano_queues: VolcanoQueueInformer
-    budgets: BudgetInformer
-    workloads: WorkloadInformer
-    composites: CompositeInformer
-    native_workloads: NativeWorkloadInformer
-    kueue_workloads: KueueWorkloadInformer
-    podgroups: dict[GroupApi, PodGroupInformer] = field(default_factory=dict)
+    replica_sets: VolcanoOwnerHandler
+    stateful_sets: VolcanoOwnerHandler
+    pods: PodHandler
+    nodes: NodeHandler
+    namespaces: NamespaceHandler
+    volumes: VolumeHandlers
+    devices: DeviceHandlers
+    priority_classes: PriorityClassHandler
+    queues: QueueHandler
+    volcano_queues: VolcanoQueueHandler
+    budgets: BudgetHandler
+    workloads: WorkloadHandler
+    composites: CompositeHandler
+    native_workloads: NativeWorkloadHandler
+    kueue_workloads: KueueWorkloadHandler
+    podgroups: dict[GroupApi, PodGroupHandler] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -73,7 +73,7 @@ class Informers:
         namespaces: frozenset[str] = frozenset(),
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
         kueue_queue: str = "",
-    ) -> Informers:
+    ) -> Handlers:
         """In dependency order: resolvers and stores first, then the informers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
         composites = Composites()
@@ -87,7 +87,7 @@ class Informers:
         )
         gangs = WorkloadGangs(scheduler, groups)
         kueue = KueueGangs(scheduler, groups, queue=kueue_queue)
-        pods = PodInformer(
+        pods = PodHandler(
             scheduler,
             groups,
             owners=owners,
@@ -97,31 +97,31 @@ class Informers:
             composites=composites,
             kueue=kueue,
         )
-        queues = QueueInformer(scheduler, complaints, queue_changed)
+        queues = QueueHandler(scheduler, complaints, queue_changed)
         return cls(
             groups=groups,
             owners=owners,
             gangs=gangs,
-            jobs=JobInformer(owners, pods, resized=groups.job_resized),
-            replica_sets=VolcanoOwnerInformer(owners, pods, groups.job_resized, "ReplicaSet"),
-            stateful_sets=VolcanoOwnerInformer(owners, pods, groups.job_resized, "StatefulSet"),
+            jobs=JobHandler(owners, pods, resized=groups.job_resized),
+            replica_sets=VolcanoOwnerHandler(owners, pods, groups.job_resized, "ReplicaSet"),
+            stateful_sets=VolcanoOwnerHandler(owners, pods, groups.job_resized, "StatefulSet"),
             pods=pods,
-            nodes=NodeInformer(scheduler, complaints),
-            namespaces=NamespaceInformer(scheduler),
-            volumes=VolumeInformers(scheduler, complaints),
-            devices=DeviceInformers(scheduler, complaints),
-            priority_classes=PriorityClassInformer(groups),
+            nodes=NodeHandler(scheduler, complaints),
+            namespaces=NamespaceHandler(scheduler),
+            volumes=VolumeHandlers(scheduler, complaints),
+            devices=DeviceHandlers(scheduler, complaints),
+            priority_classes=PriorityClassHandler(groups),
             queues=queues,
-            volcano_queues=VolcanoQueueInformer(scheduler, complaints, queues, queue_changed),
-            budgets=BudgetInformer(scheduler, complaints),
-            workloads=WorkloadInformer(gangs, pods, complaints, namespaces=namespaces),
-            composites=CompositeInformer(
+            volcano_queues=VolcanoQueueHandler(scheduler, complaints, queues, queue_changed),
+            budgets=BudgetHandler(scheduler, complaints),
+            workloads=WorkloadHandler(gangs, pods, complaints, namespaces=namespaces),
+            composites=CompositeHandler(
                 composites, groups, pods.refeed, complaints, namespaces=namespaces
             ),
-            native_workloads=NativeWorkloadInformer(groups, complaints, namespaces=namespaces),
-            kueue_workloads=KueueWorkloadInformer(kueue, pods, complaints, namespaces=namespaces),
+            native_workloads=NativeWorkloadHandler(groups, complaints, namespaces=namespaces),
+            kueue_workloads=KueueWorkloadHandler(kueue, pods, complaints, namespaces=namespaces),
             podgroups={
-                adapter.api: PodGroupInformer(
+                adapter.api: PodGroupHandler(
                     adapter, groups, complaints, refeed=pods.refeed, namespaces=namespaces
                 )
                 for adapter in adapters

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
-from coscheduler.runtime.handlers.devices import DeviceInformers
+from coscheduler.runtime.handlers.devices import DeviceHandlers
 from tests.dra import claim, device_class, gpu_slice
 
 
@@ -16,7 +16,7 @@ def test_the_informers_feed_the_core_and_report_what_they_cannot_read() -> None:
             complaints.append(obj)
 
     scheduler = Scheduler(clock=lambda: 0.0)
-    informers = DeviceInformers(scheduler, Told())
+    informers = DeviceHandlers(scheduler, Told())
     informers.slices.upsert(gpu_slice("n1", 2))
     informers.classes.upsert(device_class())
     informers.claims.upsert(claim("c"))
