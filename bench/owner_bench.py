@@ -1,6 +1,6 @@
-"""What joining a gang by owner costs as pods arrive: the pod informer's ingest, no API server.
+"""What joining a gang by owner costs as pods arrive: the pod handler's ingest, no API server.
 
-A Job's pod carries no group label; the pod informer gives it the group of its
+A Job's pod carries no group label; the pod handler gives it the group of its
 Job by the core's owner rule (``core/owners.py``) before the core files it. This
 times ``PodHandler.upsert`` (parse included, as the watch pays it) for
 ``--pods`` pods in Jobs of ``--job-size``, four ways:

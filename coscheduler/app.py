@@ -3,7 +3,7 @@
 Start-up, in order, and why:
 
 1. Connect to the API server and build the deciding side
-   (:class:`~coscheduler.operator.Operator`: the core, the informers, the
+   (:class:`~coscheduler.operator.Operator`: the core, the handlers, the
    controller); serve ``/metrics``, ``/healthz``, ``/readyz``, so probes
    answer while this replica waits for the Lease.
 2. Read the cluster (:mod:`coscheduler.runtime.ingest` runs the table of
@@ -76,7 +76,7 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
     startup.mark("built")
     watches: list[asyncio.Task[None]] = []
     reading = asyncio.create_task(
-        _read(client, settings, operator.informers, watches, startup, wake=wake, listed=listed),
+        _read(client, settings, operator.handlers, watches, startup, wake=wake, listed=listed),
         name="reading",
     )
     # The first Bindings find their connections open; the Binder opens the rest
@@ -174,7 +174,7 @@ WARM_BEFORE_DECIDING = 8
 async def _read(
     client: KubeClient,
     settings: Settings,
-    informers: Handlers,
+    handlers: Handlers,
     watches: list[asyncio.Task[None]],
     startup: Startup,
     *,
@@ -186,7 +186,7 @@ async def _read(
     async with asyncio.TaskGroup() as tasks:
         watches += await ingest.start(
             client,
-            kinds(informers),
+            kinds(handlers),
             settings,
             tasks=tasks,
             wake=wake.set,

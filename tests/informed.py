@@ -1,6 +1,6 @@
-"""A scheduler and the real informers over it, for tests without an API server.
+"""A scheduler and the real handlers over it, for tests without an API server.
 
-Tests drive the informers as the watch would (``state.informers.pods.upsert(raw)``);
+Tests drive the handlers as the watch would (``state.handlers.pods.upsert(raw)``);
 complaints are collected instead of reported.
 """
 
@@ -36,7 +36,7 @@ class Complaints:
 
 
 class Informed:
-    """A scheduler, its informers (as :meth:`Handlers.build` makes them) and their complaints."""
+    """A scheduler, its handlers (as :meth:`Handlers.build` makes them) and their complaints."""
 
     def __init__(
         self,
@@ -52,7 +52,7 @@ class Informed:
     ) -> None:
         self.scheduler = scheduler
         self.complaints = Complaints(on_invalid)
-        self.informers = Handlers.build(
+        self.handlers = Handlers.build(
             scheduler,
             complaints=self.complaints,
             group_changed=on_group_changed,

@@ -1,6 +1,6 @@
 """The groups as the runtime knows them: each key's PodGroup, its members, its verdict.
 
-One store, written by the informers and the scheduling loop, read by the
+One store, written by the handlers and the scheduling loop, read by the
 controller through :class:`~coscheduler.runtime.readmodel.ReadModel`:
 
 * every readable PodGroup of every API read, and per key the one that wins
@@ -98,7 +98,7 @@ class Groups:
         self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
         #: Why each PodGroup that exists but cannot be read was refused, by API.
         self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
-        #: Told of each native PodGroup's parent (:mod:`~.informers.composites`).
+        #: Told of each native PodGroup's parent (:mod:`~.handlers.composites`).
         self._composites = composites
         #: Native groups whose members name two schedulers or more, and which.
         self._mixed: dict[GroupKey, tuple[str, ...]] = {}

@@ -1,9 +1,9 @@
 """What the controller reads: a lister-like, read-only view of groups, queues and Jobs.
 
 The scheduler-plugins PodGroup controller reads listers only; so does ours.
-:class:`ReadModel` answers from the informers' stores and the core's public
+:class:`ReadModel` answers from the handlers' stores and the core's public
 views, and hands out nothing it could change. :class:`Changes` tells the
-controller what to look at again: the informers and the loop mark, the
+controller what to look at again: the handlers and the loop mark, the
 controller's writers take (kube-scheduler's informers and their work queues).
 """
 
@@ -77,7 +77,7 @@ class ChangedGroups(Marks[GroupKey]):
 
 
 class Changes:
-    """The controller's inboxes, made before the informers that mark them."""
+    """The controller's inboxes, made before the handlers that mark them."""
 
     def __init__(self) -> None:
         self.groups = ChangedGroups()
@@ -102,13 +102,13 @@ class Changes:
 class ReadModel:
     """Read-only answers for the controller (see the module docstring)."""
 
-    def __init__(self, scheduler: Scheduler, informers: Handlers) -> None:
+    def __init__(self, scheduler: Scheduler, handlers: Handlers) -> None:
         self._scheduler = scheduler
-        self._groups = informers.groups
-        self._composites = informers.composites.composites
-        self._queues = informers.queues
-        self._volcano_queues = informers.volcano_queues
-        self._owners = informers.owners
+        self._groups = handlers.groups
+        self._composites = handlers.composites.composites
+        self._queues = handlers.queues
+        self._volcano_queues = handlers.volcano_queues
+        self._owners = handlers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
 
     # -- groups ---------------------------------------------------------------

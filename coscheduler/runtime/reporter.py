@@ -1,6 +1,6 @@
 """One reporter for the whole process: events, pod conditions and metrics.
 
-The informers, the scheduling loop, the preempter and the controller's
+The handlers, the scheduling loop, the preempter and the controller's
 writers all say what happened through it, instead of each taking the same
 event recorder, condition writer and metrics. Reporting has its own client
 (its own rate limit, so it never delays a binding), and its writers stand

@@ -204,10 +204,10 @@ def _unreadable(stored: Json) -> str | None:
     invalid: list[InvalidObject] = []
     state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     if stored["kind"] == "Pod":
-        state.informers.pods.upsert(stored)
+        state.handlers.pods.upsert(stored)
     else:
         adapter = sigs.ADAPTER if stored["apiVersion"] == sigs.API.api_version else xk8s.ADAPTER
-        state.informers.podgroups[adapter.api].upsert(stored)
+        state.handlers.podgroups[adapter.api].upsert(stored)
     return f"cannot be read: {invalid[0].message}" if invalid else None
 
 

@@ -123,7 +123,7 @@ def test_a_t9k_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) ->
 def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> None:
     invalid: list[InvalidObject] = []
     state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
-    state.informers.nodes.replace(
+    state.handlers.nodes.replace(
         [node_object(f"fuzz-{i}", labels={POOL_LABEL: "fuzz"}) for i in range(2)]
         + [node_object(f"clean-{i}", labels={POOL_LABEL: "clean"}) for i in range(2)]
     )
@@ -132,11 +132,11 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
         body = _as_delivered(sample, serial)
         if sample.kind == "Pod":
             pods_fed += 1
-            state.informers.pods.upsert(body)
+            state.handlers.pods.upsert(body)
         else:
             adapters = (xk8s.ADAPTER, volcano.ADAPTER, t9k.ADAPTER)
             their = (a for a in adapters if body["apiVersion"].startswith(f"{a.api.group}/"))
-            state.informers.podgroups[next(their, sigs.ADAPTER).api].upsert(body)
+            state.handlers.podgroups[next(their, sigs.ADAPTER).api].upsert(body)
     # Nothing is lost: every pod is either in the scheduler or reported.
     read = {uid for uid in (f"uid-{i}" for i in range(len(samples))) if state.scheduler.pod(uid)}
     reported = {obj.uid for obj in invalid if obj.kind == "Pod"}
@@ -144,9 +144,9 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     _decide_until_quiet(state)
 
     # A well-formed gang added afterwards is placed whole.
-    state.informers.podgroups[SIGS].upsert(podgroup_object("clean-gang", 2, namespace="clean"))
+    state.handlers.podgroups[SIGS].upsert(podgroup_object("clean-gang", 2, namespace="clean"))
     for index in range(2):
-        state.informers.pods.upsert(
+        state.handlers.pods.upsert(
             pod_object(
                 f"clean-{index}",
                 namespace="clean",

@@ -12,14 +12,12 @@ from tests.informed import Informed
 def cluster(*queues: dict[str, object]) -> tuple[Informed, ReadModel]:
     state = Informed(Scheduler(lambda: 0.0))
     for name, labels in {"team-a": {"team": "a"}, "team-b": {"team": "b"}}.items():
-        state.informers.namespaces.upsert(
+        state.handlers.namespaces.upsert(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         )
     for queue in queues:
-        state.informers.queues.upsert(
-            {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue}
-        )
-    return state, ReadModel(state.scheduler, state.informers)
+        state.handlers.queues.upsert({"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue})
+    return state, ReadModel(state.scheduler, state.handlers)
 
 
 def queue(name: str, **spec: object) -> dict[str, object]:

@@ -30,31 +30,31 @@ def cluster(events: list[Recorded] | None = None) -> tuple[Informed, PageData]:
     """Two zones of one 8-cpu node; org > (team-a, team-b); team-b's pair placed, team-a's
     gang of three 8-cpu members waiting behind it."""
     informed = Informed(Scheduler(Clock()))
-    informed.informers.nodes.replace(
+    informed.handlers.nodes.replace(
         [node_object(f"node-{z}", labels={ZONE: z}) for z in ("a", "b")]
     )
-    informed.informers.queues.replace(
+    informed.handlers.queues.replace(
         [
             queue_object("org", nominal={"cpu": "16"}),
             queue_object("team-a", parent="org", weight=3, nominal={"cpu": "8"}),
             queue_object("team-b", parent="org", nominal={"cpu": "8"}),
         ]
     )
-    informed.informers.podgroups[SIGS].replace(
+    informed.handlers.podgroups[SIGS].replace(
         [
             podgroup_object("pair", 2, queue="team-b", topology={"required": ZONE}),
             podgroup_object("big", 3, queue="team-a"),
         ]
     )
-    informed.informers.pods.replace(
+    informed.handlers.pods.replace(
         [pod_object(f"pair-{i}", group="pair", cpu="2") for i in range(2)]
         + [pod_object(f"big-{i}", group="big", cpu="8", created=5) for i in range(3)]
     )
     while (decision := decide(informed.scheduler)) is not None:
-        informed.informers.groups.set_verdict(
+        informed.handlers.groups.set_verdict(
             decision.group, None if decision.status.ok else decision.status
         )
-    view = ReadModel(informed.scheduler, informed.informers)
+    view = ReadModel(informed.scheduler, informed.handlers)
     data = PageData(
         view,
         QueueListing(informed.scheduler, view.verdict),
@@ -172,7 +172,7 @@ def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
         Recorded("uid-pg-pair", "Normal", "Scheduled", "placed", 1, 800.0),
     ]
     informed, data = cluster(events)
-    uids = {pod.uid for pod in informed.informers.groups.group_pods(GroupKey("default", "big"))}
+    uids = {pod.uid for pod in informed.handlers.groups.group_pods(GroupKey("default", "big"))}
     assert {"uid-default-big-0", "uid-default-big-1"} <= uids
     big = data.gang("default", "big")
     assert big is not None
@@ -185,10 +185,10 @@ def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
 def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_gives() -> None:
     informed, data = cluster()
     key = GroupKey("default", "big")
-    informed.informers.groups.set_verdict(key, None)  # a standby's: no attempt of its own
+    informed.handlers.groups.set_verdict(key, None)  # a standby's: no attempt of its own
     said = "0/2 nodes are available for 3 pods of group default/big: 2 Insufficient cpu."
     condition = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources"}
-    informed.informers.podgroups[SIGS].upsert(
+    informed.handlers.podgroups[SIGS].upsert(
         podgroup_object(
             "big", 3, queue="team-a", status={"conditions": [{**condition, "message": said}]}
         )
@@ -200,10 +200,10 @@ def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_give
 
 def test_a_queue_groups_name_without_an_object_is_shown_as_implicit() -> None:
     informed, data = cluster()
-    informed.informers.podgroups[SIGS].upsert(
+    informed.handlers.podgroups[SIGS].upsert(
         podgroup_object("lone", 1)
     )  # the implicit default queue
-    informed.informers.pods.upsert(pod_object("lone-0", group="lone", cpu="64"))
+    informed.handlers.pods.upsert(pod_object("lone-0", group="lone", cpu="64"))
     queues = by_name(data.overview()["queues"])
     assert queues["default"]["object"] is False
     assert queues["default"]["pending"] == 1

@@ -1,4 +1,4 @@
-"""The informers with CompositePodGroups, fed by hand: the real core decides.
+"""The handlers with CompositePodGroups, fed by hand: the real core decides.
 
 A composite's child PodGroups are the roles of one gang keyed
 ``CompositePodGroup``: every child whole in one decision, or none. A child
@@ -75,15 +75,15 @@ def decisions(state: Informed) -> list[Decision]:
 
 
 def leader_and_workers(state: Informed, *, cpu: str = "1") -> None:
-    state.informers.composites.upsert(composite_object())
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.podgroups[BETA.api].upsert(child("workers", 3))
-    state.informers.pods.replace(members("leader", 1, cpu) + members("workers", 3, cpu))
+    state.handlers.composites.upsert(composite_object())
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
+    state.handlers.pods.replace(members("leader", 1, cpu) + members("workers", 3, cpu))
 
 
 def test_leader_and_workers_are_one_gang_placed_together() -> None:
     state, invalid, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
     leader_and_workers(state)
     [placed] = decisions(state)
     assert placed.group == JOB
@@ -92,13 +92,13 @@ def test_leader_and_workers_are_one_gang_placed_together() -> None:
     assert policy is not None
     assert policy.min_member == 4
     assert dict(policy.role_minimums) == {"leader": 1, "workers": 3}
-    assert {pod.role for pod in state.informers.groups.group_pods(JOB)} == {"leader", "workers"}
+    assert {pod.role for pod in state.handlers.groups.group_pods(JOB)} == {"leader", "workers"}
     assert not invalid
 
 
 def test_a_composite_that_cannot_fit_places_no_child() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="3")])  # the leader and two workers only
+    state.handlers.nodes.replace([node_object("n0", cpu="3")])  # the leader and two workers only
     leader_and_workers(state)
     [refused] = decisions(state)
     assert refused.group == JOB
@@ -108,17 +108,17 @@ def test_a_composite_that_cannot_fit_places_no_child() -> None:
 
 def test_pods_first_then_children_then_the_composite() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
-    state.informers.pods.replace(members("leader", 1) + members("workers", 3))
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.podgroups[BETA.api].upsert(child("workers", 3))
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 3))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
     waiting = decisions(state)
     assert {decision.group for decision in waiting} == {JOB}
     assert waiting[0].status.reason is Reason.GROUP_NOT_FOUND
     assert "CompositePodGroup default/job" in waiting[0].status.message
     assert not any(decision.bindings for decision in waiting)
 
-    state.informers.composites.upsert(composite_object())
+    state.handlers.composites.upsert(composite_object())
     [placed] = decisions(state)
     assert placed.group == JOB
     assert len(placed.bindings) == 4
@@ -126,17 +126,17 @@ def test_pods_first_then_children_then_the_composite() -> None:
 
 def test_too_few_children_wait_and_more_than_min_group_count_is_refused() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
-    state.informers.composites.upsert(composite_object())
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.pods.replace(members("leader", 1))
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.composites.upsert(composite_object())
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.NOT_ENOUGH_MEMBERS
     assert "minGroupCount 2" in waiting.status.message
 
-    state.informers.composites.upsert(composite_object(min_group_count=1))
-    state.informers.podgroups[BETA.api].upsert(child("workers", 1))
-    state.informers.pods.replace(members("leader", 1) + members("workers", 1))
+    state.handlers.composites.upsert(composite_object(min_group_count=1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 1))
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 1))
     [refused] = decisions(state)
     assert refused.status.reason is Reason.UNSUPPORTED_FIELD
     assert "spec.schedulingPolicy.gang.minGroupCount" in refused.status.message
@@ -145,11 +145,11 @@ def test_too_few_children_wait_and_more_than_min_group_count_is_refused() -> Non
 
 def test_a_basic_composite_leaves_each_child_a_gang_of_its_own() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="3")])
-    state.informers.composites.upsert(composite_object(min_group_count=None))
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.podgroups[BETA.api].upsert(child("workers", 3))
-    state.informers.pods.replace(members("leader", 1) + members("workers", 3))
+    state.handlers.nodes.replace([node_object("n0", cpu="3")])
+    state.handlers.composites.upsert(composite_object(min_group_count=None))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 3))
     made = {decision.group: decision for decision in decisions(state)}
     leader = GroupKey("default", "leader", KIND_NATIVE_POD_GROUP)
     workers = GroupKey("default", "workers", KIND_NATIVE_POD_GROUP)
@@ -160,34 +160,34 @@ def test_a_basic_composite_leaves_each_child_a_gang_of_its_own() -> None:
 
 def test_nesting_and_a_basic_composite_with_topology_are_refused() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="8")])
-    state.informers.composites.upsert(
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.composites.upsert(
         composite_object(
             min_group_count=None,
             schedulingConstraints={"topology": [{"key": "topology.kubernetes.io/zone"}]},
         )
     )
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.pods.replace(members("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [refused] = decisions(state)
     assert refused.group == JOB
     assert refused.status.reason is Reason.UNSUPPORTED_FIELD
     assert "spec.schedulingConstraints.topology" in refused.status.message
 
-    state.informers.composites.upsert(
+    state.handlers.composites.upsert(
         composite_object(min_group_count=1, parentCompositePodGroupName="top")
     )
-    state.informers.pods.replace(members("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [nested] = decisions(state)
     assert "spec.parentCompositePodGroupName" in nested.status.message
 
 
 def test_the_composite_gone_its_children_wait_for_it() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="1")])  # too small: nothing gets bound
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])  # too small: nothing gets bound
     leader_and_workers(state)
     decisions(state)
-    state.informers.composites.remove(composite_object())
+    state.handlers.composites.remove(composite_object())
     [waiting] = decisions(state)
     assert waiting.group == JOB
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
@@ -195,25 +195,25 @@ def test_the_composite_gone_its_children_wait_for_it() -> None:
 
 def test_a_child_status_follows_its_own_pods_and_the_composite_verdict() -> None:
     state, _, changed = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="1")])
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])
     leader_and_workers(state)
     [refused] = decisions(state)
     changed.clear()
-    state.informers.groups.set_verdict(JOB, refused.status)
+    state.handlers.groups.set_verdict(JOB, refused.status)
     leader = GroupKey("default", "leader", KIND_NATIVE_POD_GROUP)
     assert leader in changed, "the composite's verdict marks its children"
-    model = ReadModel(state.scheduler, state.informers)
+    model = ReadModel(state.scheduler, state.handlers)
     assert [pod.name for pod in model.members(leader)] == ["leader-0"]
     assert model.verdict(leader) == refused.status
 
 
 def test_disruption_all_and_preemption_never_reach_the_policy() -> None:
     state, _, _ = make_state()
-    state.informers.composites.upsert(
+    state.handlers.composites.upsert(
         composite_object(disruptionMode={"all": {}}, preemptionPolicy="Never", priority=5)
     )
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.podgroups[BETA.api].upsert(child("workers", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 1))
     policy = state.scheduler.policy(JOB)
     assert policy is not None
     assert policy.evict_whole
@@ -223,26 +223,26 @@ def test_disruption_all_and_preemption_never_reach_the_policy() -> None:
 
 def test_an_unreadable_composite_is_reported_and_its_children_wait() -> None:
     state, invalid, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
     bad = composite_object()
     bad["spec"]["schedulingPolicy"] = {"gang": {"minGroupCount": 0}}
-    assert state.informers.composites.upsert(bad) is None
+    assert state.handlers.composites.upsert(bad) is None
     assert invalid
     assert "minGroupCount" in invalid[0].message
     assert invalid[0].kind == "CompositePodGroup"
-    state.informers.podgroups[BETA.api].upsert(child("leader", 1))
-    state.informers.pods.replace(members("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
 
 
 def test_a_preempted_composite_and_its_children_say_so() -> None:
     state, _, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
     leader_and_workers(state)
     decisions(state)
-    state.informers.groups.preempted(JOB, "4 pods (the whole gang) preempted")
+    state.handlers.groups.preempted(JOB, "4 pods (the whole gang) preempted")
     for key in (JOB, GroupKey("default", "workers", KIND_NATIVE_POD_GROUP)):
-        condition = state.informers.groups.podgroups[key].status.condition("DisruptionTarget")
+        condition = state.handlers.groups.podgroups[key].status.condition("DisruptionTarget")
         assert condition is not None
         assert condition.reason == "PreemptionByScheduler"

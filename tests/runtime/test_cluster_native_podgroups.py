@@ -1,4 +1,4 @@
-"""The informers with Kubernetes' own PodGroups, fed by hand: the real core decides.
+"""The handlers with Kubernetes' own PodGroups, fed by hand: the real core decides.
 
 A pod joins with ``spec.schedulingGroup.podGroupName``; the group's policy
 comes from the native PodGroup (``minCount``, topology, priority, disruption
@@ -53,25 +53,25 @@ def key(name: str = "train") -> GroupKey:
 
 def test_a_gang_waits_for_its_podgroup_then_is_placed_whole() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
-    state.informers.pods.replace([member(f"w-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(4)])
 
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
     assert "PodGroup default/train (scheduling.k8s.io) does not exist" in waiting.status.message
 
-    assert state.informers.podgroups[BETA.api].upsert(native_podgroup_object("train", 4)) == key()
+    assert state.handlers.podgroups[BETA.api].upsert(native_podgroup_object("train", 4)) == key()
     [placed] = decisions(state)
     assert placed.group == key()
     assert len(placed.bindings) == 4
-    assert state.informers.groups.podgroups[key()].spec.min_member == 4
+    assert state.handlers.groups.podgroups[key()].spec.min_member == 4
 
 
 def test_a_gang_that_does_not_fit_places_none() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
-    state.informers.podgroups[BETA.api].upsert(native_podgroup_object("train", 4))
-    state.informers.pods.replace([member(f"w-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.podgroups[BETA.api].upsert(native_podgroup_object("train", 4))
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(4)])
     [refused] = decisions(state)
     assert refused.status.reason is Reason.NOT_ENOUGH_RESOURCES
     assert not refused.bindings
@@ -79,33 +79,31 @@ def test_a_gang_that_does_not_fit_places_none() -> None:
 
 def test_basic_places_members_one_by_one() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
-    state.informers.podgroups[BETA.api].upsert(native_podgroup_object("train", None))
-    state.informers.pods.replace([member(f"w-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.podgroups[BETA.api].upsert(native_podgroup_object("train", None))
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(4)])
     placed = [binding for decision in decisions(state) for binding in decision.bindings]
     assert len(placed) == 3  # as many as fit; the fourth waits
 
 
 def test_the_topology_key_keeps_the_gang_in_one_domain() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace(
+    state.handlers.nodes.replace(
         [node_object(f"a{i}", cpu="1", labels={"rack": "a"}) for i in range(2)]
         + [node_object(f"b{i}", cpu="1", labels={"rack": "b"}) for i in range(3)]
     )
     raw = native_podgroup_object("train", 3, schedulingConstraints={"topology": [{"key": "rack"}]})
-    state.informers.podgroups[BETA.api].upsert(raw)
-    state.informers.pods.replace([member(f"w-{i}") for i in range(3)])
+    state.handlers.podgroups[BETA.api].upsert(raw)
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(3)])
     [placed] = decisions(state)
     assert sorted(binding.node for binding in placed.bindings) == ["b0", "b1", "b2"]
 
 
 def test_a_podgroup_of_ours_and_a_native_one_of_the_same_name_are_two_groups() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
-    state.informers.podgroups[BETA.api].upsert(native_podgroup_object("train", 2))
-    state.informers.pods.replace(
-        [member("w-0"), member("w-1"), pod_object("ours-0", group="train")]
-    )
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.podgroups[BETA.api].upsert(native_podgroup_object("train", 2))
+    state.handlers.pods.replace([member("w-0"), member("w-1"), pod_object("ours-0", group="train")])
     made = decisions(state)
     native_decision = next(d for d in made if d.group == key())
     assert len(native_decision.bindings) == 2
@@ -114,7 +112,7 @@ def test_a_podgroup_of_ours_and_a_native_one_of_the_same_name_are_two_groups() -
 
 
 def _gpu_nodes(state: Informed, count: int, gpus: int = 4) -> None:
-    state.informers.nodes.replace([node_object(f"n{i}", cpu="8") for i in range(count)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="8") for i in range(count)])
     for index in range(count):
         slice_ = ResourceSliceInfo.from_object(dra.gpu_slice(f"n{index}", gpus))
         state.scheduler.upsert_resource_slice(slice_)
@@ -150,10 +148,10 @@ def test_a_podgroup_claim_is_allocated_once_and_reserved_for_the_group() -> None
     state, _ = make_state()
     _gpu_nodes(state, 2)
     state.scheduler.upsert_resource_claim(_group_claim(4))
-    state.informers.podgroups[BETA.api].upsert(
+    state.handlers.podgroups[BETA.api].upsert(
         native_podgroup_object("train", 3, resourceClaims=SHARED)
     )
-    state.informers.pods.replace([_claim_member(f"w-{i}") for i in range(3)])
+    state.handlers.pods.replace([_claim_member(f"w-{i}") for i in range(3)])
     [placed] = decisions(state)
     assert len(placed.bindings) == 3
     assert len({b.node for b in placed.bindings}) == 1  # where the group's GPUs are
@@ -181,12 +179,12 @@ def test_queues_count_a_group_claim_from_a_template_not_per_member(owned: bool) 
     raw = {"metadata": {"name": "four", "namespace": "default"}, "spec": {"spec": spec}}
     state.scheduler.upsert_claim_template(ResourceClaimTemplateInfo.from_object(raw))
     state.scheduler.upsert_resource_claim(_group_claim(4, owned=owned))
-    state.informers.podgroups[BETA.api].upsert(
+    state.handlers.podgroups[BETA.api].upsert(
         native_podgroup_object("train", 2, resourceClaims=SHARED)
     )
     counted = []
     for name in ("w-0", "w-1"):
-        uid = state.informers.pods.upsert(_claim_member(name))
+        uid = state.handlers.pods.upsert(_claim_member(name))
         assert uid is not None
         pod = state.scheduler.pod(uid)
         assert pod is not None
@@ -200,10 +198,10 @@ def test_a_member_whose_entry_differs_from_the_groups_reserves_its_own_claim() -
     _gpu_nodes(state, 1)
     state.scheduler.upsert_resource_claim(_group_claim(2))
     other = [{"name": "gpus", "resourceClaimTemplateName": "another"}]
-    state.informers.podgroups[BETA.api].upsert(
+    state.handlers.podgroups[BETA.api].upsert(
         native_podgroup_object("train", 1, resourceClaims=other)
     )
-    state.informers.pods.replace([_claim_member("w-0")])
+    state.handlers.pods.replace([_claim_member("w-0")])
     [placed] = decisions(state)
     [write] = placed.device_writes
     assert write.group is None
@@ -214,10 +212,10 @@ def test_a_group_that_cannot_get_its_devices_takes_none() -> None:
     state, _ = make_state()
     _gpu_nodes(state, 2, gpus=2)
     state.scheduler.upsert_resource_claim(_group_claim(4))
-    state.informers.podgroups[BETA.api].upsert(
+    state.handlers.podgroups[BETA.api].upsert(
         native_podgroup_object("train", 2, resourceClaims=SHARED)
     )
-    state.informers.pods.replace([_claim_member(f"w-{i}") for i in range(2)])
+    state.handlers.pods.replace([_claim_member(f"w-{i}") for i in range(2)])
     [waiting] = decisions(state)
     assert not waiting.bindings
     assert not waiting.device_writes
@@ -248,11 +246,11 @@ def test_a_group_claim_left_allocated_where_no_member_can_go_is_let_go() -> None
         ],
     }
     state.scheduler.upsert_resource_claim(_group_claim(4, status=held))
-    state.informers.nodes.upsert(node_object("n1", cpu="8", unschedulable=True))
-    state.informers.podgroups[BETA.api].upsert(
+    state.handlers.nodes.upsert(node_object("n1", cpu="8", unschedulable=True))
+    state.handlers.podgroups[BETA.api].upsert(
         native_podgroup_object("train", 2, resourceClaims=SHARED)
     )
-    state.informers.pods.replace([_claim_member(f"w-{i}") for i in range(2)])
+    state.handlers.pods.replace([_claim_member(f"w-{i}") for i in range(2)])
     [waiting] = decisions(state)
     assert not waiting.bindings
     assert [c.key for c in waiting.device_releases] == ["default/train-gpus-x1"]
@@ -260,36 +258,36 @@ def test_a_group_claim_left_allocated_where_no_member_can_go_is_let_go() -> None
 
 def test_members_under_two_schedulers_wait_with_a_clear_reason() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object("n0")])
-    state.informers.podgroups[BETA.api].upsert(native_podgroup_object("train", 2))
-    state.informers.pods.replace([member("w-0"), member("w-1", scheduler="default-scheduler")])
+    state.handlers.nodes.replace([node_object("n0")])
+    state.handlers.podgroups[BETA.api].upsert(native_podgroup_object("train", 2))
+    state.handlers.pods.replace([member("w-0"), member("w-1", scheduler="default-scheduler")])
     [refused] = decisions(state)
     assert refused.status.reason is Reason.SCHEDULER_CONFLICT
     assert "coscheduler, default-scheduler" in refused.status.message
     # The stray member goes: the group is ours alone again.
-    state.informers.pods.remove(member("w-1", scheduler="default-scheduler"))
-    state.informers.pods.upsert(member("w-2"))
+    state.handlers.pods.remove(member("w-1", scheduler="default-scheduler"))
+    state.handlers.pods.upsert(member("w-2"))
     [placed] = decisions(state)
     assert len(placed.bindings) == 2
 
 
 def test_an_unreadable_podgroup_is_reported_and_its_pods_wait() -> None:
     state, invalid = make_state()
-    state.informers.nodes.replace([node_object("n0")])
+    state.handlers.nodes.replace([node_object("n0")])
     bad = native_podgroup_object("train", 1)
     bad["spec"]["schedulingPolicy"] = {"gang": {"minCount": -1}}
-    assert state.informers.podgroups[BETA.api].upsert(bad) is None
+    assert state.handlers.podgroups[BETA.api].upsert(bad) is None
     [complaint] = invalid
     assert (complaint.kind, complaint.api_version) == ("PodGroup", "scheduling.k8s.io/v1beta1")
-    state.informers.pods.replace([member("w-0")])
+    state.handlers.pods.replace([member("w-0")])
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
-    assert state.informers.groups.unreadable_group(key()) is not None
+    assert state.handlers.groups.unreadable_group(key()) is not None
 
 
 def test_the_policy_carries_priority_disruption_and_preemption() -> None:
     state, _ = make_state()
-    state.informers.priority_classes.replace(
+    state.handlers.priority_classes.replace(
         [{"metadata": {"name": "high", "uid": "pc-high"}, "value": 1000}]
     )
     raw = native_podgroup_object(
@@ -300,7 +298,7 @@ def test_the_policy_carries_priority_disruption_and_preemption() -> None:
         preemptionPolicy="Never",
         labels={"scheduling.sigs.k8s.io/queue": "research"},
     )
-    state.informers.podgroups[BETA.api].upsert(raw)
+    state.handlers.podgroups[BETA.api].upsert(raw)
     policy = state.scheduler.policy(key())
     assert policy is not None
     assert (policy.priority, policy.evict_whole, policy.preempts) == (1000, True, False)
@@ -309,11 +307,11 @@ def test_the_policy_carries_priority_disruption_and_preemption() -> None:
 
 def test_a_podgroup_deleted_makes_its_pods_wait_again() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object("n0", cpu="1")])
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])
     raw = native_podgroup_object("train", 2)
-    state.informers.podgroups[BETA.api].upsert(raw)
-    state.informers.pods.replace([member("w-0"), member("w-1")])
-    state.informers.podgroups[BETA.api].remove(raw)
+    state.handlers.podgroups[BETA.api].upsert(raw)
+    state.handlers.pods.replace([member("w-0"), member("w-1")])
+    state.handlers.podgroups[BETA.api].remove(raw)
     assert state.scheduler.policy(key()) is None
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND

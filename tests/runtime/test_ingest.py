@@ -24,7 +24,7 @@ from tests.runtime.apiserver import (
 
 
 class _Recorder:
-    """An informer that notes which kind's list was applied, in order."""
+    """A handler that notes which kind's list was applied, in order."""
 
     def __init__(self, name: str, applied: list[str]) -> None:
         self.name = name

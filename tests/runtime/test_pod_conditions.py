@@ -48,8 +48,8 @@ async def running(kube: KubeClient) -> AsyncIterator[Running]:
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
     loop = SchedulingLoop(
         scheduler=scheduler,
-        groups=state.informers.groups,
-        owners=state.informers.owners,
+        groups=state.handlers.groups,
+        owners=state.handlers.owners,
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
         reporter=reporter,
@@ -92,11 +92,11 @@ async def test_a_binding_waits_for_the_condition_write_in_flight_on_its_pod(
     apiserver.on("POST", f"{POD}/binding", bind)
     state = running.state
     # The pod does not fit; why is being written when a node it fits comes.
-    state.informers.nodes.upsert(node_object("small", cpu="2"))
-    state.informers.pods.upsert(pod_object("lone", cpu="3"))
+    state.handlers.nodes.upsert(node_object("small", cpu="2"))
+    state.handlers.pods.upsert(pod_object("lone", cpu="3"))
     running.loop.wake()
     await until(lambda: seen == ["condition written"])
-    state.informers.nodes.upsert(node_object("large", cpu="4"))
+    state.handlers.nodes.upsert(node_object("large", cpu="4"))
     running.loop.wake()
     await until(lambda: not running.scheduler.is_waiting("uid-default-lone"))
     await asyncio.sleep(0.05)  # time enough for a binding that does not wait

@@ -14,7 +14,7 @@ Raw = dict[str, Any]
 
 
 class _CountingScheduler(Scheduler):
-    """Counts what the pod informer feeds."""
+    """Counts what the pod handler feeds."""
 
     fed = 0
 
@@ -27,7 +27,7 @@ def _informed() -> tuple[Informed, Raw]:
     informed = Informed(_CountingScheduler(clock=lambda: 0.0))
     raw = pod_object("p", group="g", node="n1", phase="Running")
     raw["status"]["startTime"] = "2026-01-01T00:00:00Z"
-    informed.informers.pods.upsert(raw)
+    informed.handlers.pods.upsert(raw)
     return informed, raw
 
 
@@ -45,7 +45,7 @@ def test_an_update_of_what_is_not_read_leaves_the_fed_pod_as_it_was() -> None:
     later["metadata"]["resourceVersion"] = "7"
     later["status"]["podIP"] = "10.0.0.9"
     later["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    informed.informers.pods.upsert(later)
+    informed.handlers.pods.upsert(later)
     assert informed.scheduler.pod(uid) is fed
     assert _fed(informed) == 1
 
@@ -55,14 +55,14 @@ def test_progress_and_other_changes_are_still_fed() -> None:
     uid = raw["metadata"]["uid"]
     done = copy.deepcopy(raw)
     done["status"]["phase"] = "Succeeded"
-    informed.informers.pods.upsert(done)
+    informed.handlers.pods.upsert(done)
     assert _fed(informed) == 2
     pod = informed.scheduler.pod(uid)
     assert pod is not None
     assert pod.phase == "Succeeded"
     relabelled = copy.deepcopy(done)
     relabelled["metadata"]["labels"]["team"] = "a"
-    informed.informers.pods.upsert(relabelled)
+    informed.handlers.pods.upsert(relabelled)
     pod = informed.scheduler.pod(uid)
     assert pod is not None
     assert pod.labels.get("team") == "a"
@@ -71,9 +71,9 @@ def test_progress_and_other_changes_are_still_fed() -> None:
 def test_a_pod_read_again_after_being_forgotten_is_fed_again() -> None:
     informed, raw = _informed()
     uid = raw["metadata"]["uid"]
-    informed.informers.pods.remove(raw)
+    informed.handlers.pods.remove(raw)
     assert informed.scheduler.pod(uid) is None
-    informed.informers.pods.upsert(copy.deepcopy(raw))
+    informed.handlers.pods.upsert(copy.deepcopy(raw))
     assert informed.scheduler.pod(uid) is not None
 
 
@@ -82,8 +82,8 @@ def test_a_pod_with_claims_is_fed_again_all_the_same() -> None:
     informed = Informed(_CountingScheduler(clock=lambda: 0.0))
     raw = pod_object("p", group="g", node="n1", phase="Running")
     raw["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
-    informed.informers.pods.upsert(raw)
+    informed.handlers.pods.upsert(raw)
     later = copy.deepcopy(raw)
     later["status"]["podIP"] = "10.0.0.9"
-    informed.informers.pods.upsert(later)
+    informed.handlers.pods.upsert(later)
     assert _fed(informed) == 2

@@ -29,36 +29,36 @@ def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.Monkey
         real(policy)
 
     monkeypatch.setattr(state.scheduler, "upsert_group", upsert_group)
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(
         podgroup_object("train", 2, api_version=API_VERSION)
     )
     written = podgroup_object(
         "train", 2, api_version=API_VERSION, generation=2, status={"phase": "Inqueue"}
     )
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(written)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(written)
     assert given == ["train"]
 
     changed = podgroup_object("train", 3, api_version=API_VERSION, generation=3)
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(changed)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(changed)
     assert given == ["train", "train"]
 
 
 def test_our_own_status_coming_back_in_a_new_generation_keeps_ours_in_full() -> None:
     state = Informed(Scheduler(lambda: 0.0))
-    key = state.informers.podgroups[volcano.ADAPTER.api].upsert(
+    key = state.handlers.podgroups[volcano.ADAPTER.api].upsert(
         podgroup_object("train", 2, api_version=API_VERSION)
     )
     assert key is not None
-    groups = state.informers.groups
+    groups = state.handlers.groups
     ours = PodGroupStatus(phase=PodGroupPhase.SCHEDULED, scheduled=2, pending=0)
     body = volcano.ADAPTER.render_status(ours, [])
     groups.set_status(key, ours, volcano.ADAPTER.stored_form(body))
 
     echo = podgroup_object("train", 2, api_version=API_VERSION, generation=2, status=body)
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(echo)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(echo)
     assert groups.podgroups[key].status == ours, "not Volcano's Running read back as ours"
 
     theirs = {**body, "phase": "Completed"}
     other = podgroup_object("train", 2, api_version=API_VERSION, generation=3, status=theirs)
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(other)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(other)
     assert groups.podgroups[key].status.phase == PodGroupPhase.FINISHED, "someone else's, read"

@@ -55,7 +55,7 @@ class Line:
         return self.writer.writes - before
 
     def place_head(self, index: int) -> None:
-        self.state.informers.pods.upsert(
+        self.state.handlers.pods.upsert(
             pod_object(f"{name(index)}-0", group=name(index), node="node-1")
         )
 
@@ -72,18 +72,18 @@ async def start(rule: PublishRule, apiserver: FakeApiServer, kube: KubeClient) -
     changed = ChangedGroups()
     state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting)
-    view = ReadModel(state.scheduler, state.informers)
+    view = ReadModel(state.scheduler, state.handlers)
     publisher = PositionPublisher(positions=view.queue_positions, mark=changed.mark, rule=rule)
     writer = StatusWriter(
         view=view,
         changed=changed,
         reporter=reporter,
-        written=state.informers.groups.set_status,
+        written=state.handlers.groups.set_status,
         positions=publisher.published,
     )
     for index in range(LINE):
-        state.informers.podgroups[SIGS].upsert(podgroup_object(name(index), min_member=1))
-        state.informers.pods.upsert(pod_object(f"{name(index)}-0", group=name(index)))
+        state.handlers.podgroups[SIGS].upsert(podgroup_object(name(index), min_member=1))
+        state.handlers.pods.upsert(pod_object(f"{name(index)}-0", group=name(index)))
     return Line(state, publisher, writer, apiserver)
 
 

@@ -84,7 +84,7 @@ async def test_the_started_line_gives_each_phase_in_order(
         "workloads.kueue.x-k8s.io",
         *(f"podgroups.{api.group}" for api in optional),
     }
-    table = kinds(Informed(Scheduler(Clock())).informers)
+    table = kinds(Informed(Scheduler(Clock())).handlers)
     read = {kind.name for kind in table if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
     read.discard("workloads.scheduling.k8s.io/native")  # read only beside native PodGroups
@@ -102,7 +102,7 @@ def test_the_process_age_is_read_from_the_kernel() -> None:
 async def test_a_standby_lists_before_it_leads_and_binds_without_listing_again(
     apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """A warm standby: its informers are synced while another replica holds the Lease."""
+    """A warm standby: its handlers are synced while another replica holds the Lease."""
     _serve_one_pod(apiserver)
     lease = LeaseStore(apiserver, Clock())
     lease.hold("other", renew_time=rfc3339(micro=True))

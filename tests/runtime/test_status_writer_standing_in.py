@@ -50,10 +50,10 @@ async def started(
         state = Informed(scheduler, on_group_changed=changed.mark)
         reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
         writer = StatusWriter(
-            view=ReadModel(scheduler, state.informers),
+            view=ReadModel(scheduler, state.handlers),
             changed=changed,
             reporter=reporter,
-            written=state.informers.groups.set_status,
+            written=state.handlers.groups.set_status,
             debounce_seconds=DEBOUNCE_SECONDS,
         )
         tasks.extend(
@@ -79,7 +79,7 @@ async def test_standing_in_for_volcano_a_group_without_pods_is_written_inqueue(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("volcano")
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("train"))
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("train"))
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/train")
     assert write.body["status"]["phase"] == "Inqueue"
@@ -89,12 +89,12 @@ async def test_under_our_own_name_a_group_without_pods_is_left_alone(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("coscheduler")
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("theirs"))
-    state.informers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("mine"))
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("theirs"))
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("mine"))
     for index in range(2):
         raw = pod_object(f"mine-{index}", scheduler="coscheduler", node="node-1", phase="Running")
         raw["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "mine"}
-        state.informers.pods.upsert(raw)
+        state.handlers.pods.upsert(raw)
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/mine")
     assert (write.body["status"]["phase"], write.body["status"]["running"]) == ("Running", 2)
@@ -106,14 +106,12 @@ async def test_a_group_whose_pods_are_another_scheduler_s_is_left_to_it(
     started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("t9k-scheduler")
-    state.informers.podgroups[t9k.ADAPTER.api].upsert(
+    state.handlers.podgroups[t9k.ADAPTER.api].upsert(
         podgroup_object("theirs", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
     labels = {"scheduler.tensorstack.dev/group-name": "theirs"}
-    state.informers.pods.upsert(
-        pod_object("theirs-0", scheduler="default-scheduler", labels=labels)
-    )
-    state.informers.podgroups[t9k.ADAPTER.api].upsert(
+    state.handlers.pods.upsert(pod_object("theirs-0", scheduler="default-scheduler", labels=labels))
+    state.handlers.podgroups[t9k.ADAPTER.api].upsert(
         podgroup_object("mine", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
 

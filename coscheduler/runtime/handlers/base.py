@@ -1,6 +1,6 @@
-"""What every informer shares: the contract, the unreadable object, reading metadata.
+"""What every handler shares: the contract, the unreadable object, reading metadata.
 
-An :class:`Handler` is one kind's way in (kube-scheduler's informer event
+A :class:`Handler` is one kind's way in (a Kubernetes informer's event
 handlers): ``replace`` with a fresh list, ``upsert`` an added or modified
 object, ``remove`` a deleted one. It reads the raw object once, feeds the
 core through the :class:`~coscheduler.core.scheduler.Scheduler`'s public
@@ -52,7 +52,7 @@ class InvalidObject:
 
 
 class Complaints(Protocol):
-    """Where informers tell what they cannot read (the runtime's reporter)."""
+    """Where handlers tell what they cannot read (the runtime's reporter)."""
 
     def invalid(self, obj: InvalidObject) -> None: ...
 
@@ -80,7 +80,7 @@ _Key = TypeVar("_Key", bound=Hashable)
 
 
 class KeyedHandler(abc.ABC, Generic[_Key]):
-    """An informer whose objects have a key: ``replace`` forgets the keys a list lacks.
+    """A handler whose objects have a key: ``replace`` forgets the keys a list lacks.
 
     What it knew is read before the list is applied: a key it held that the
     list lacks was deleted while nobody watched.

@@ -1,6 +1,6 @@
 """``CompositePodGroup`` (``scheduling.k8s.io/v1alpha3``): the child PodGroups placed as one gang.
 
-:class:`Composites` is a resolver the pod informer asks: a pod whose native
+:class:`Composites` is a resolver the pod handler asks: a pod whose native
 PodGroup (``spec.schedulingGroup``) names a parent composite in its
 ``spec.parentCompositePodGroupName`` joins the composite's gang, keyed
 ``CompositePodGroup``, with its PodGroup's name as its *role* (the core
@@ -12,7 +12,7 @@ It learns the children from the native PodGroups as the groups store keeps
 them (:meth:`child`) and the composites from :class:`CompositeHandler`;
 either change returns a :class:`CompositeChange`: the composites whose gang
 the groups store makes again (:meth:`gang`), and the pods of the children
-whose composite changed, which the informer feeds in again
+whose composite changed, which the handler feeds in again
 (:meth:`PodHandler.refeed`). The composite's group object carries its
 status in upstream's words (:class:`~coscheduler.api.adapters.composite.CompositeAdapter`);
 each child's status is derived from its own pods and the composite's

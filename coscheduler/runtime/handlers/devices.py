@@ -25,7 +25,7 @@ __all__ = ["DeviceHandlers"]
 
 
 class DeviceHandlers:
-    """The four informers of the DRA family, over one scheduler."""
+    """The four handlers of the DRA family, over one scheduler."""
 
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
         self.slices = ReadingHandler[ResourceSliceInfo](

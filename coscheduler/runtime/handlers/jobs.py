@@ -2,7 +2,7 @@
 
 Only while Jobs are read (``watched``: the process may list them) do pods
 join groups by owner; a process that cannot list Jobs places their pods
-alone. :class:`JobOwners` is the resolver the pod informer asks: a pod whose
+alone. :class:`JobOwners` is the resolver the pod handler asks: a pod whose
 controlling owner is a Job joins the group the core's owner rule gives it
 (:func:`~coscheduler.core.owners.owner_group`). :class:`JobHandler` reads
 the Jobs into it and acts on what each change returns (:class:`JobChange`):
@@ -70,7 +70,7 @@ class JobOwners:
         #: The group named after a Job that asks for a gang -> the Job's uid.
         self._owner_of_group: dict[GroupKey, str] = {}
 
-    # -- asked by the pod informer --------------------------------------------
+    # -- asked by the pod handler --------------------------------------------
 
     def by_owner(self, pod: PodInfo) -> bool:
         """Whether the pod may join a group by owner: ours to place, and its owner's kind
@@ -152,7 +152,7 @@ class JobOwners:
                 )
         return None
 
-    # -- written by the Job informer ------------------------------------------
+    # -- written by the Job handler ------------------------------------------
 
     def upsert(self, owner: GangOwner) -> JobChange:
         """Keep the Job."""

@@ -1,6 +1,6 @@
 """Kubernetes' own Workloads of 1.36 and later (``scheduling.k8s.io`` v1beta1 / v1alpha2).
 
-Their gangs are PodGroups (read by the PodGroup informer); of a Workload only
+Their gangs are PodGroups (read by the PodGroup handler); of a Workload only
 its queue label and its controller are read (:mod:`coscheduler.api.native_workload`)
 and kept in :class:`~coscheduler.runtime.groups.Groups`, which gives them to
 the native PodGroups that name the Workload.

@@ -1,4 +1,4 @@
-"""PodGroups, one informer per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
+"""PodGroups, one handler per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
 Volcano's, T9k's, and Kubernetes' own ``scheduling.k8s.io``, whose groups are keyed apart).
 
 Each object is read through its API's adapter into one

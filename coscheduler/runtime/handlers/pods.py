@@ -49,7 +49,7 @@ log = structlog.get_logger(__name__)
 
 
 class UnreadablePods(Complaints, Protocol):
-    """What the pod informer tells of the pods it cannot read.
+    """What the pod handler tells of the pods it cannot read.
 
     The reporter implements it: an unreadable pod of ours that waits keeps its
     ``PodScheduled=False`` condition until it is readable or gone.
@@ -195,7 +195,7 @@ class PodHandler(KeyedHandler[str]):
         uid = meta(raw).get("uid")
         return uid if isinstance(uid, str) else None
 
-    # -- asked by the resolvers' informers ---------------------------------------
+    # -- asked by the resolvers' handlers ---------------------------------------
 
     def refeed(self, uids: Iterable[str]) -> None:
         """A Job's answer, a native PodGroup's composite or a Kueue Workload's admission

@@ -1,4 +1,4 @@
-"""An informer of a family of plain kinds: read each object, hand it to the core by key.
+"""A handler of a family of plain kinds: read each object, hand it to the core by key.
 
 The volume kinds and the DRA kinds are each read into a core index the same
 way: a parse error is a complaint, never fatal; a read object is put under

@@ -1,6 +1,6 @@
-"""The informers of every kind read, over one scheduler, and the stores they keep.
+"""The handlers of every kind read, over one scheduler, and the stores they keep.
 
-The table of kinds, and which informer each feeds, is
+The table of kinds, and which handler each feeds, is
 :mod:`coscheduler.runtime.handlers.kinds`.
 """
 
@@ -37,7 +37,7 @@ __all__ = ["Handlers"]
 
 @dataclass(frozen=True, slots=True)
 class Handlers:
-    """One informer per kind over one scheduler, and the stores they keep."""
+    """One handler per kind over one scheduler, and the stores they keep."""
 
     groups: Groups
     owners: JobOwners
@@ -74,7 +74,7 @@ class Handlers:
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
         kueue_queue: str = "",
     ) -> Handlers:
-        """In dependency order: resolvers and stores first, then the informers that ask them."""
+        """In dependency order: resolvers and stores first, then the handlers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
         composites = Composites()
         groups = Groups(

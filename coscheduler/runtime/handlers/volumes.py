@@ -17,7 +17,7 @@ __all__ = ["VolumeHandlers"]
 
 
 class VolumeHandlers:
-    """The four informers of the volume family, over one scheduler."""
+    """The four handlers of the volume family, over one scheduler."""
 
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
         index = scheduler.volumes

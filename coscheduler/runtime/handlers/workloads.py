@@ -9,7 +9,7 @@ lone pod (the core gets it without its reference); an unknown Workload or
 podGroup leaves the reference, and the pod waits for it (``GroupNotFound``).
 :class:`WorkloadHandler` reads the Workloads: one that comes, goes or is
 recreated makes its pods' gangs again. A gang whose last pod is gone is
-forgotten (the pod informer tells :meth:`WorkloadGangs.drop`).
+forgotten (the pod handler tells :meth:`WorkloadGangs.drop`).
 """
 
 from __future__ import annotations
