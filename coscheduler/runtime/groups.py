@@ -50,7 +50,7 @@ from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
 from coscheduler.runtime.handlers.base import Complaints, InvalidObject
-from coscheduler.runtime.handlers.composites import CompositeChange, Composites
+from coscheduler.runtime.handlers.composites import CompositeChange, CompositeIndex
 
 __all__ = ["Groups"]
 
@@ -78,7 +78,7 @@ class Groups:
         complaints: Complaints,
         changed: Callable[[GroupKey], None],
         owners: _OwnerHook,
-        composites: Composites,
+        composites: CompositeIndex,
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
     ) -> None:
         self._scheduler = scheduler

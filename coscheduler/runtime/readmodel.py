@@ -105,7 +105,7 @@ class ReadModel:
     def __init__(self, scheduler: Scheduler, handlers: Handlers) -> None:
         self._scheduler = scheduler
         self._groups = handlers.groups
-        self._composites = handlers.composites.composites
+        self._composites = handlers.composites.index
         self._queues = handlers.queues
         self._volcano_queues = handlers.volcano_queues
         self._owners = handlers.owners

@@ -1,6 +1,6 @@
 """``CompositePodGroup`` (``scheduling.k8s.io/v1alpha3``): the child PodGroups placed as one gang.
 
-:class:`Composites` is a resolver the pod handler asks: a pod whose native
+:class:`CompositeIndex` is a resolver the pod handler asks: a pod whose native
 PodGroup (``spec.schedulingGroup``) names a parent composite in its
 ``spec.parentCompositePodGroupName`` joins the composite's gang, keyed
 ``CompositePodGroup``, with its PodGroup's name as its *role* (the core
@@ -40,7 +40,7 @@ from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHa
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups
 
-__all__ = ["CompositeChange", "CompositeHandler", "Composites"]
+__all__ = ["CompositeChange", "CompositeHandler", "CompositeIndex"]
 
 log = structlog.get_logger(__name__)
 
@@ -53,13 +53,13 @@ class CompositeChange:
     """What a change of a composite or of a child did, for the groups store and the pods."""
 
     namespace: str = ""
-    #: The composites of ``namespace`` whose gang is to be made again (:meth:`Composites.gang`).
+    #: The composites of ``namespace`` whose gang is to be made again (:meth:`CompositeIndex.gang`).
     remade: tuple[str, ...] = ()
     #: The pods whose composite changed: resolved again.
     moved: tuple[str, ...] = ()
 
 
-class Composites:
+class CompositeIndex:
     """Readable composites, which native PodGroup is whose child, and the pods of each child."""
 
     def __init__(self) -> None:
@@ -209,19 +209,19 @@ class Composites:
 
 
 class CompositeHandler(KeyedHandler[Name]):
-    """Reads the composites into :class:`Composites`; the groups store makes their gangs
+    """Reads the composites into :class:`CompositeIndex`; the groups store makes their gangs
     again and the pods whose composite changed are fed in again."""
 
     def __init__(
         self,
-        composites: Composites,
+        index: CompositeIndex,
         groups: Groups,
         refeed: Callable[[Iterable[str]], None],
         complaints: Complaints,
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
-        self.composites = composites
+        self.index = index
         self._groups = groups
         self._refeed = refeed
         self._complaints = complaints
@@ -251,16 +251,14 @@ class CompositeHandler(KeyedHandler[Name]):
             self.forget(where)
             return None
         status = raw.get("status")
-        self._apply(
-            self.composites.upsert(composite, status if isinstance(status, Mapping) else {})
-        )
+        self._apply(self.index.upsert(composite, status if isinstance(status, Mapping) else {}))
         return where
 
     def known(self) -> Iterable[Name]:
-        return list(self.composites.composites)
+        return list(self.index.composites)
 
     def forget(self, key: Name) -> None:
-        self._apply(self.composites.remove(key))
+        self._apply(self.index.remove(key))
 
     def key_of(self, raw: Mapping[str, Any]) -> Name:
         fields = meta(raw)

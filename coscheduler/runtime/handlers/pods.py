@@ -5,7 +5,7 @@ to the core as it should see it, by asking the resolvers in this order:
 
 0. its ``spec.schedulingGroup`` (Kubernetes' own PodGroup): that group, or
    the gang of the CompositePodGroup the group is a child of
-   (:class:`~.composites.Composites`);
+   (:class:`~.composites.CompositeIndex`);
 1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
    lone pod (``basic``), or a wait;
 2. the Kueue Workload that admitted it (:class:`~.kueue.KueueGangs`): its gang, or a
@@ -38,7 +38,7 @@ from coscheduler.core.group import KIND_KUEUE
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
-from coscheduler.runtime.handlers.composites import Composites
+from coscheduler.runtime.handlers.composites import CompositeIndex
 from coscheduler.runtime.handlers.jobs import JobOwners
 from coscheduler.runtime.handlers.kueue import KueueGangs
 from coscheduler.runtime.handlers.workloads import WorkloadGangs
@@ -69,14 +69,14 @@ class PodHandler(KeyedHandler[str]):
         gangs: WorkloadGangs,
         complaints: UnreadablePods,
         namespaces: frozenset[str] = frozenset(),
-        composites: Composites | None = None,
+        composites: CompositeIndex | None = None,
         kueue: KueueGangs | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._groups = groups
         self._owners = owners
         self._gangs = gangs
-        self._composites = composites or Composites()
+        self._composites = composites or CompositeIndex()
         self._kueue = kueue or KueueGangs(scheduler, groups)
         self._complaints = complaints
         self._namespaces = namespaces

@@ -17,7 +17,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
 from coscheduler.runtime.handlers.budgets import BudgetHandler
-from coscheduler.runtime.handlers.composites import CompositeHandler, Composites
+from coscheduler.runtime.handlers.composites import CompositeHandler, CompositeIndex
 from coscheduler.runtime.handlers.devices import DeviceHandlers
 from coscheduler.runtime.handlers.jobs import JobHandler, JobOwners, VolcanoOwnerHandler
 from coscheduler.runtime.handlers.kueue import KueueGangs, KueueWorkloadHandler
@@ -76,7 +76,7 @@ class Handlers:
     ) -> Handlers:
         """In dependency order: resolvers and stores first, then the handlers that ask them."""
         owners = JobOwners(scheduler, changed=owner_changed, namespaces=namespaces)
-        composites = Composites()
+        composites = CompositeIndex()
         groups = Groups(
             scheduler,
             complaints=complaints,
