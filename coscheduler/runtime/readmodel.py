@@ -1,10 +1,11 @@
 """What the controller reads: a lister-like, read-only view of groups, queues and Jobs.
 
 The scheduler-plugins PodGroup controller reads listers only; so does ours.
-:class:`ReadModel` answers from the handlers' stores and the core's public
-views, and hands out nothing it could change. :class:`Changes` tells the
-controller what to look at again: the handlers and the loop mark, the
-controller's writers take (kube-scheduler's informers and their work queues).
+:class:`ReadModel` answers from the handlers' stores and the scheduler's reads
+(:class:`~coscheduler.core.scheduler_reads.SchedulerReads`), and hands out nothing
+it could change. :class:`Changes` tells the controller what to look at again: the
+handlers and the loop mark, the controller's writers take (kube-scheduler's informers
+and their work queues).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""The facade's read-only views: what the runtime and the simulator may read of the core.
+"""The scheduler's reads: what the runtime and the dashboard may read of the core.
 
 Callers outside the core read these, never the scheduler's ``snapshot``,
 ``queue``, ``quotas``, ``volumes`` or ``preemptions`` (those attributes stay
-public only until the runtime's last callers move here). :class:`Views` is
-a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them.
+public only until the runtime's last callers move here). :class:`SchedulerReads`
+is a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them;
+nothing here writes.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from coscheduler.core.queue import GroupQueue
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.volumes import VolumeIndex
 
-__all__ = ["Views"]
+__all__ = ["SchedulerReads"]
 
 
-class Views:
+class SchedulerReads:
     """What the runtime and the simulator read of the core; nothing here writes."""
 
     snapshot: Snapshot
