@@ -50,7 +50,7 @@ from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests.helpers import pod_scheduled
 from e2e.waiting import wait_for
 from tests.bad_input import Sample, podgroups, pods, xk8s_podgroups
-from tests.informed import Informed
+from tests.fed import Fed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
 
@@ -202,7 +202,7 @@ def _renamed(body: Json, serial: int) -> Json:
 def _unreadable(stored: Json) -> str | None:
     """What coscheduler says of the stored object when it cannot read it (None if it can)."""
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     if stored["kind"] == "Pod":
         state.handlers.pods.upsert(stored)
     else:

@@ -4,7 +4,7 @@ The strategies of ``tests/bad_input.py`` (the ones the e2e test sends to the
 real API server) produce raw PodGroups and pods one or two fields off the
 schema. Here they go, many at a time, where the watches would deliver them:
 each is either read or refused with the parse error that names it, and a
-Informed fed a batch of them keeps scheduling: every decision is taken
+Fed fed a batch of them keeps scheduling: every decision is taken
 without an exception, nothing is silently dropped, and a well-formed gang
 added afterwards is placed whole.
 """
@@ -36,7 +36,7 @@ from tests.bad_input import (
     xk8s_podgroups,
 )
 from tests.builders import node_object, pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 Json = dict[str, Any]
 
@@ -122,7 +122,7 @@ def test_a_t9k_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) ->
 )
 def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> None:
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     state.handlers.nodes.replace(
         [node_object(f"fuzz-{i}", labels={POOL_LABEL: "fuzz"}) for i in range(2)]
         + [node_object(f"clean-{i}", labels={POOL_LABEL: "clean"}) for i in range(2)]
@@ -158,7 +158,7 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     assert {"clean-0", "clean-1"} <= bound
 
 
-def _decide_until_quiet(state: Informed) -> list[Decision]:
+def _decide_until_quiet(state: Fed) -> list[Decision]:
     """Every decision the core will take now (its clock stands still, so backoff ends it)."""
     decisions: list[Decision] = []
     for _ in range(200):

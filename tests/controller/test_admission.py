@@ -6,11 +6,11 @@ from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.controller.admission import pod_scheduler_name, podgroup_verdict, queue_verdict
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.readmodel import ReadModel
-from tests.informed import Informed
+from tests.fed import Fed
 
 
-def cluster(*queues: dict[str, object]) -> tuple[Informed, ReadModel]:
-    state = Informed(Scheduler(lambda: 0.0))
+def cluster(*queues: dict[str, object]) -> tuple[Fed, ReadModel]:
+    state = Fed(Scheduler(lambda: 0.0))
     for name, labels in {"team-a": {"team": "a"}, "team-b": {"team": "b"}}.items():
         state.handlers.namespaces.upsert(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}

@@ -18,18 +18,16 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
-from tests.informed import Informed
+from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
 JOB = GroupKey("default", "job", KIND_COMPOSITE)
 
 
-def make_state() -> tuple[Informed, list[InvalidObject], list[GroupKey]]:
+def make_state() -> tuple[Fed, list[InvalidObject], list[GroupKey]]:
     invalid: list[InvalidObject] = []
     changed: list[GroupKey] = []
-    state = Informed(
-        Scheduler(lambda: 0.0), on_invalid=invalid.append, on_group_changed=changed.append
-    )
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append, on_group_changed=changed.append)
     return state, invalid, changed
 
 
@@ -67,14 +65,14 @@ def members(group: str, count: int, cpu: str = "1") -> list[dict[str, Any]]:
     ]
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
     return made
 
 
-def leader_and_workers(state: Informed, *, cpu: str = "1") -> None:
+def leader_and_workers(state: Fed, *, cpu: str = "1") -> None:
     state.handlers.composites.upsert(composite_object())
     state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
     state.handlers.podgroups[BETA.api].upsert(child("workers", 3))

@@ -17,7 +17,7 @@ from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import job_object, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 WORKLOAD = "job-train-1a2b3"
 KEY = GroupKey("default", WORKLOAD, KIND_KUEUE)
@@ -30,9 +30,9 @@ JOB_OWNER = {
 }
 
 
-def make_state() -> tuple[Informed, list[InvalidObject]]:
+def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     state.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
     return state, invalid
 
@@ -79,7 +79,7 @@ def member(name: str, pod_set: str = "main") -> dict[str, Any]:
     return pod_object(name, owner="train", labels={kueue.POD_SET_LABEL: pod_set})
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -221,7 +221,7 @@ def test_plain_pods_join_the_workload_of_their_kueue_pod_group() -> None:
 
 
 def test_kueue_queue_stacks_one_of_our_queues_on_kueues_quota() -> None:
-    stacked = Informed(Scheduler(lambda: 0.0), kueue_queue="research")
+    stacked = Fed(Scheduler(lambda: 0.0), kueue_queue="research")
     stacked.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
     stacked.handlers.kueue_workloads.upsert(kueue_workload({"main": 1}, admitted={"main": 1}))
     stacked.handlers.pods.upsert(member("train-0"))

@@ -26,21 +26,21 @@ from coscheduler.runtime.device_writer import claim_status
 from coscheduler.runtime.handlers.base import InvalidObject
 from tests import dra
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
-from tests.informed import Informed
+from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
 
 
-def make_state() -> tuple[Informed, list[InvalidObject]]:
+def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
+    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
 
 
 def member(name: str, group: str = "train", **pod: Any) -> dict[str, Any]:
     return pod_object(name, spec_extra=scheduling_group(group), **pod)
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -111,7 +111,7 @@ def test_a_podgroup_of_ours_and_a_native_one_of_the_same_name_are_two_groups() -
     assert ours.status.reason is Reason.GROUP_NOT_FOUND
 
 
-def _gpu_nodes(state: Informed, count: int, gpus: int = 4) -> None:
+def _gpu_nodes(state: Fed, count: int, gpus: int = 4) -> None:
     state.handlers.nodes.replace([node_object(f"n{i}", cpu="8") for i in range(count)])
     for index in range(count):
         slice_ = ResourceSliceInfo.from_object(dra.gpu_slice(f"n{index}", gpus))

@@ -15,7 +15,7 @@ from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
-from tests.informed import Complaints
+from tests.fed import Complaints
 
 
 class Recorder:

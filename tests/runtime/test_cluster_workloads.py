@@ -15,19 +15,19 @@ from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import node_object, pod_object, workload_object, workload_ref
-from tests.informed import Informed
+from tests.fed import Fed
 
 
-def make_state(**settings: Any) -> tuple[Informed, list[InvalidObject]]:
+def make_state(**settings: Any) -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
+    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
 
 
 def member(name: str, pod_group: str = "workers", replica: str | None = None, **pod: Any) -> Any:
     return pod_object(name, spec_extra=workload_ref("train", pod_group, replica), **pod)
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)

@@ -12,16 +12,16 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from tests.builders import job_object, node_object, pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 TRAIN = GroupKey("default", "train")
 
 
 def make_state(
     *, watched: bool = True, namespaces: frozenset[str] = frozenset()
-) -> tuple[Informed, list[GangOwner]]:
+) -> tuple[Fed, list[GangOwner]]:
     marked: list[GangOwner] = []
-    state = Informed(Scheduler(lambda: 0.0), on_owner_changed=marked.append, namespaces=namespaces)
+    state = Fed(Scheduler(lambda: 0.0), on_owner_changed=marked.append, namespaces=namespaces)
     state.handlers.owners.watched = watched
     state.handlers.nodes.replace([node_object("n1", cpu="8")])
     return state, marked
@@ -31,7 +31,7 @@ def job_pods(count: int, job: str = "train") -> list[dict[str, object]]:
     return [pod_object(f"{job}-{i}", owner=job) for i in range(count)]
 
 
-def bound_names(state: Informed) -> set[str]:
+def bound_names(state: Fed) -> set[str]:
     names = set()
     while (decision := state.scheduler.next_decision()) is not None:
         names |= {binding.name for binding in decision.bindings}
@@ -185,7 +185,7 @@ def test_under_volcano_s_name_a_replica_set_s_pods_wait_for_it_then_for_its_gang
     """Volcano's ``group-min-member`` on a plain pod's ReplicaSet: the pods wait until the
     ReplicaSet is seen, then in the group Volcano names ``podgroup-<its uid>``."""
     marked: list[GangOwner] = []
-    state = Informed(
+    state = Fed(
         Scheduler(lambda: 0.0, SchedulerSettings(scheduler_name="volcano")),
         on_owner_changed=marked.append,
     )

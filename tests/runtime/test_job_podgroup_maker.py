@@ -16,7 +16,7 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from tests.builders import job_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
 from tests.runtime.reporting import quick_reporter
 
@@ -26,7 +26,7 @@ EVENTS = "/api/v1/namespaces/default/events"
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     maker: JobGroupMaker
     apiserver: FakeApiServer
 
@@ -46,7 +46,7 @@ class Setup:
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     changes = Changes()
-    state = Informed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
+    state = Fed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
     state.handlers.owners.watched = True
     reporter = quick_reporter(kube, state.scheduler)
     maker = JobGroupMaker(

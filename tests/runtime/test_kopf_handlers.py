@@ -26,7 +26,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
@@ -39,7 +39,7 @@ Handler = Callable[..., Coroutine[Any, Any, None]]
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: StatusWriter
     writing: asyncio.Event
     apiserver: FakeApiServer
@@ -82,7 +82,7 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda r: Reply(201, r.body))
     apiserver.on("POST", "/api/v1/namespaces/*/events", lambda r: Reply(201, r.body))
     changes = Changes()
-    state = Informed(
+    state = Fed(
         Scheduler(lambda: 0.0), on_group_changed=changes.group, on_queue_changed=changes.queue
     )
     reporter = Reporter(

@@ -13,14 +13,14 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 from tests.builders import Clock, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 
 async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
     kube: KubeClient,
 ) -> None:
     scheduler = Scheduler(Clock())
-    state = Informed(scheduler)
+    state = Fed(scheduler)
     metrics = Metrics()
     set_for: list[dict[str, Any]] = []
     labels = metrics.queue_length.labels

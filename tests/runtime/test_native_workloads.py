@@ -20,7 +20,7 @@ from tests.builders import (
     pod_object,
     scheduling_group,
 )
-from tests.informed import Informed
+from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
 QUEUE = "scheduling.sigs.k8s.io/queue"
@@ -60,14 +60,14 @@ def podgroup(
     )
 
 
-def queue_of(state: Informed) -> str:
+def queue_of(state: Fed) -> str:
     policy = state.scheduler.policy(KEY)
     assert policy is not None
     assert state.handlers.groups.podgroups[KEY].spec.queue == policy.queue
     return policy.queue
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -78,7 +78,7 @@ def decisions(state: Informed) -> list[Decision]:
 
 
 def test_a_podgroup_without_a_queue_label_takes_its_workload_s() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "default"
 
@@ -90,21 +90,21 @@ def test_a_podgroup_without_a_queue_label_takes_its_workload_s() -> None:
 
 
 def test_the_workload_read_first_still_gives_its_queue() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.native_workloads.upsert(workload(queue="research"))
     state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "research"
 
 
 def test_the_podgroup_s_own_label_wins_over_its_workload_s() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.native_workloads.upsert(workload(queue="research"))
     state.handlers.podgroups[BETA.api].upsert(podgroup(labels={QUEUE: "prod"}))
     assert queue_of(state) == "prod"
 
 
 def test_a_workload_of_another_name_gives_nothing() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.native_workloads.upsert(workload("other", queue="research"))
     state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "default"
@@ -134,7 +134,7 @@ def test_an_unreadable_workload_names_its_field(field: str, value: object) -> No
 
 def test_an_unreadable_workload_is_reported_and_gives_no_queue() -> None:
     invalid: list[Any] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     state.handlers.native_workloads.upsert(workload(queue="research"))
     state.handlers.podgroups[BETA.api].upsert(podgroup())
     bad = workload(queue="research")
@@ -147,7 +147,7 @@ def test_an_unreadable_workload_is_reported_and_gives_no_queue() -> None:
 # -- a gang larger than its Job runs at once ------------------------------------------------
 
 
-def members(state: Informed, count: int, owner: str | None = "train") -> None:
+def members(state: Fed, count: int, owner: str | None = "train") -> None:
     for index in range(count):
         state.handlers.pods.upsert(
             pod_object(f"train-{index}", spec_extra=scheduling_group("train"), owner=owner)
@@ -155,7 +155,7 @@ def members(state: Informed, count: int, owner: str | None = "train") -> None:
 
 
 def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_many() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.jobs.replace([job_object("train", parallelism=2)])
     state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
@@ -175,7 +175,7 @@ def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_
 
 
 def test_the_job_named_by_the_workload_counts_before_any_pod_exists() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.jobs.replace([job_object("train", parallelism=8, completions=10, succeeded=7)])
     state.handlers.native_workloads.upsert(workload(job="train"))
@@ -188,7 +188,7 @@ def test_the_job_named_by_the_workload_counts_before_any_pod_exists() -> None:
 
 
 def test_a_job_that_can_make_the_gang_changes_nothing() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.jobs.replace([job_object("train", parallelism=4)])
     state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
@@ -198,7 +198,7 @@ def test_a_job_that_can_make_the_gang_changes_nothing() -> None:
 
 
 def test_without_a_known_job_the_count_is_all_that_is_said() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 2, owner=None)

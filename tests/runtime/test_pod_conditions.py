@@ -26,7 +26,7 @@ from coscheduler.runtime.podstatus import PodConditionWriter
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 from tests.builders import Clock, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import Answer, FakeApiServer, RecordedRequest, Reply
 
 POD = "/api/v1/namespaces/default/pods/lone"
@@ -35,7 +35,7 @@ POD = "/api/v1/namespaces/default/pods/lone"
 @dataclass
 class Running:
     scheduler: Scheduler
-    state: Informed
+    state: Fed
     loop: SchedulingLoop
     conditions: PodConditionWriter
 
@@ -44,7 +44,7 @@ class Running:
 async def running(kube: KubeClient) -> AsyncIterator[Running]:
     """The scheduling loop and the condition writer of one process, running."""
     scheduler = Scheduler(Clock())
-    state = Informed(scheduler)
+    state = Fed(scheduler)
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
     loop = SchedulingLoop(
         scheduler=scheduler,

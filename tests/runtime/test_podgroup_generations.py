@@ -14,13 +14,13 @@ from coscheduler.api.podgroup import PodGroupPhase, PodGroupStatus
 from coscheduler.core.group import GroupPolicy
 from coscheduler.core.scheduler import Scheduler
 from tests.builders import podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
 
 
 def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.MonkeyPatch) -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     given: list[str] = []
     real = state.scheduler.upsert_group
 
@@ -44,7 +44,7 @@ def test_a_status_only_generation_is_not_a_new_policy(monkeypatch: pytest.Monkey
 
 
 def test_our_own_status_coming_back_in_a_new_generation_keeps_ours_in_full() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     key = state.handlers.podgroups[volcano.ADAPTER.api].upsert(
         podgroup_object("train", 2, api_version=API_VERSION)
     )

@@ -21,7 +21,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply
 
 LINE = 400
@@ -36,7 +36,7 @@ def name(index: int) -> str:
 class Line:
     def __init__(
         self,
-        state: Informed,
+        state: Fed,
         publisher: PositionPublisher,
         writer: StatusWriter,
         apiserver: FakeApiServer,
@@ -70,7 +70,7 @@ class Line:
 async def start(rule: PublishRule, apiserver: FakeApiServer, kube: KubeClient) -> Line:
     apiserver.on("PATCH", PATCHES, lambda request: Reply(200, request.body))
     changed = ChangedGroups()
-    state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
+    state = Fed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting)
     view = ReadModel(state.scheduler, state.handlers)
     publisher = PositionPublisher(positions=view.queue_positions, mark=changed.mark, rule=rule)

@@ -22,7 +22,7 @@ from coscheduler.runtime.handlers.kinds import kinds
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
 from tests.builders import Clock, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply, WatchStream, object_list
 from tests.runtime.test_leader import LEASE, LeaseStore
 
@@ -84,7 +84,7 @@ async def test_the_started_line_gives_each_phase_in_order(
         "workloads.kueue.x-k8s.io",
         *(f"podgroups.{api.group}" for api in optional),
     }
-    table = kinds(Informed(Scheduler(Clock())).handlers)
+    table = kinds(Fed(Scheduler(Clock())).handlers)
     read = {kind.name for kind in table if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
     read.discard("workloads.scheduling.k8s.io/native")  # read only beside native PodGroups

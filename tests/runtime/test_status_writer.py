@@ -32,7 +32,7 @@ from tests.builders import (
     workload_object,
     workload_ref,
 )
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -63,7 +63,7 @@ def summary(write: RecordedRequest) -> tuple[Any, ...]:
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: StatusWriter
     apiserver: FakeApiServer
 
@@ -99,7 +99,7 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
     apiserver.on("PATCH", status_path("*"), patched)
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     changed = ChangedGroups()
-    state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
+    state = Fed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
     reporter = Reporter(
         kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
     )

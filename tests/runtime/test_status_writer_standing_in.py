@@ -23,7 +23,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import Answer, FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
@@ -38,16 +38,16 @@ def patched(request: RecordedRequest) -> Answer:
 @pytest.fixture
 async def started(
     apiserver: FakeApiServer, kube: KubeClient
-) -> AsyncIterator[Callable[[str], tuple[Informed, StatusWriter]]]:
+) -> AsyncIterator[Callable[[str], tuple[Fed, StatusWriter]]]:
     apiserver.on("PATCH", f"{VOLCANO_GROUPS}/*", patched)
     apiserver.on("PATCH", f"{T9K_GROUPS}/*", patched)
     apiserver.on("POST", "/api/v1/namespaces/default/events", lambda r: Reply(201, r.body))
     tasks: list[asyncio.Task[Any]] = []
 
-    def start(scheduler_name: str) -> tuple[Informed, StatusWriter]:
+    def start(scheduler_name: str) -> tuple[Fed, StatusWriter]:
         changed = ChangedGroups()
         scheduler = Scheduler(lambda: 0.0, SchedulerSettings(scheduler_name=scheduler_name))
-        state = Informed(scheduler, on_group_changed=changed.mark)
+        state = Fed(scheduler, on_group_changed=changed.mark)
         reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
         writer = StatusWriter(
             view=ReadModel(scheduler, state.handlers),
@@ -76,7 +76,7 @@ def volcano_group(name: str, **spec: Any) -> dict[str, Any]:
 
 
 async def test_standing_in_for_volcano_a_group_without_pods_is_written_inqueue(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("volcano")
     state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("train"))
@@ -86,7 +86,7 @@ async def test_standing_in_for_volcano_a_group_without_pods_is_written_inqueue(
 
 
 async def test_under_our_own_name_a_group_without_pods_is_left_alone(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("coscheduler")
     state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("theirs"))
@@ -103,7 +103,7 @@ async def test_under_our_own_name_a_group_without_pods_is_left_alone(
 
 
 async def test_a_group_whose_pods_are_another_scheduler_s_is_left_to_it(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("t9k-scheduler")
     state.handlers.podgroups[t9k.ADAPTER.api].upsert(

@@ -16,7 +16,7 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply, status_error
 from tests.runtime.reporting import quick_reporter
 
@@ -36,7 +36,7 @@ def their_queue(name: str, state: str | None = None) -> dict[str, Any]:
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: VolcanoQueueStatusWriter
     apiserver: FakeApiServer
 
@@ -44,7 +44,7 @@ class Setup:
 @pytest.fixture
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     reporter = quick_reporter(kube, state.scheduler)
     writer = VolcanoQueueStatusWriter(
         view=ReadModel(state.scheduler, state.handlers), reporter=reporter

@@ -7,7 +7,7 @@ from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
-from tests.informed import Informed
+from tests.fed import Fed
 
 
 def their_queue(name: str, state: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -31,9 +31,9 @@ def our_queue(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def make_state() -> tuple[Informed, list[InvalidObject]]:
+def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
+    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
 
 
 def test_their_queues_are_the_core_s_and_root_is_the_top_not_a_queue() -> None:

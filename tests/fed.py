@@ -1,4 +1,4 @@
-"""A scheduler and the real handlers over it, for tests without an API server.
+"""A scheduler fed by hand through its real handlers, for tests without an API server.
 
 Tests drive the handlers as the watch would (``state.handlers.pods.upsert(raw)``);
 complaints are collected instead of reported.
@@ -35,7 +35,7 @@ class Complaints:
             self.waiting_uids.discard(uid)
 
 
-class Informed:
+class Fed:
     """A scheduler, its handlers (as :meth:`Handlers.build` makes them) and their complaints."""
 
     def __init__(
