@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.dashboard_bench [--nodes 5000] [--groups 10000] [--repeat 5]
 
-No API server: one scheduler's informers are fed ``--nodes`` KWOK-shaped nodes
+No API server: one scheduler's handlers are fed ``--nodes`` KWOK-shaped nodes
 (:mod:`bench.steady_state_server`'s, 8 cpu, in zones of 100 and racks of 20, the
 key gangs ask for) and
 ``--groups`` PodGroups of 4 members in 8 queues, half of them running (bound),
@@ -43,8 +43,8 @@ from coscheduler.api.adapters import sigs
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.dashboard.model import PageData
 from coscheduler.dashboard.server import BUDGET, DashboardServer
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from e2e import browser
@@ -75,7 +75,7 @@ def _queue(index: int) -> dict[str, Any]:
 def page_data(nodes: int, groups: int) -> PageData:
     """The dashboard's data over a fed scheduler (module docstring)."""
     scheduler = Scheduler(time.monotonic)
-    informers = Informers.build(
+    handlers = Handlers.build(
         scheduler,
         complaints=_Complaints(),
         group_changed=lambda _key: None,
@@ -87,13 +87,13 @@ def page_data(nodes: int, groups: int) -> PageData:
         node["metadata"]["labels"].update(
             {ZONE: f"zone-{index // 100}", RACK: f"rack-{index // 20}"}
         )
-    informers.nodes.replace(kwok)
-    informers.queues.replace([_queue(i) for i in range(QUEUES)])
+    handlers.nodes.replace(kwok)
+    handlers.queues.replace([_queue(i) for i in range(QUEUES)])
     names = [f"g{index:05d}" for index in range(groups)]
     podgroups = [podgroup_object(name, MEMBERS) for name in names]
     for index, podgroup in enumerate(podgroups):
         podgroup["spec"].update(queue=f"team-{index % QUEUES}", topology={"preferred": [RACK]})
-    informers.podgroups[sigs.ADAPTER.api].replace(podgroups)
+    handlers.podgroups[sigs.ADAPTER.api].replace(podgroups)
     pods = []
     for index, name in enumerate(names):
         for member in range(MEMBERS):
@@ -102,8 +102,8 @@ def page_data(nodes: int, groups: int) -> PageData:
                 node = kwok[(index * MEMBERS + member) // 8 % nodes]["metadata"]["name"]
                 pod = running(bound(pod, node, 1), 2)
             pods.append(pod)
-    informers.pods.replace(pods)
-    view = ReadModel(scheduler, informers)
+    handlers.pods.replace(pods)
+    view = ReadModel(scheduler, handlers)
     return PageData(
         view, QueueListing(scheduler, view.verdict), clock=time.time, role=lambda: "leader"
     )

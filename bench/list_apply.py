@@ -11,8 +11,8 @@ so each tree's own code runs) that
 2. decodes the first lists as the watch gets them (one ``orjson.loads`` of a list's
    body: 1,000 KWOK-shaped nodes, 2,048 pending pods in gangs of 64 with their
    PodGroups: :mod:`bench.steady_state_server`'s shapes);
-3. applies them to the informers of one :class:`~coscheduler.operator.Operator`'s
-   kind (``Informers.build`` over a ``Scheduler``): nodes, PodGroups, pods, in the
+3. applies them to the handlers of one :class:`~coscheduler.operator.Operator`'s
+   kind (``Handlers.build`` over a ``Scheduler``): nodes, PodGroups, pods, in the
    order a start usually applies them;
 4. asks the core for its first decision (``next_decision``).
 
@@ -68,7 +68,7 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
 
     from coscheduler.api.adapters import sigs
     from coscheduler.core.scheduler import Scheduler
-    from coscheduler.runtime.informers.registry import Informers
+    from coscheduler.runtime.handlers.registry import Handlers
 
     class Unreported:
         def invalid(self, obj: Any) -> None:
@@ -81,7 +81,7 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
         name: (bodies_dir / f"{name}.json").read_bytes() for name in ("nodes", "podgroups", "pods")
     }
     scheduler = Scheduler(clock=time.monotonic)
-    informers = Informers.build(scheduler, complaints=Unreported())
+    handlers = Handlers.build(scheduler, complaints=Unreported())
     profiler = None
     if profile is not None:
         import cProfile
@@ -95,13 +95,13 @@ def _child(bodies_dir: Path, profile: Path | None, *, gc_paused: bool = False) -
     for item in (obj for items in lists.values() for obj in items):
         item["metadata"].pop("managedFields", None)  # as the watch keeps them
     spent["decode"] = clock() - started
-    for name, informer in (
-        ("nodes", informers.nodes),
-        ("podgroups", informers.podgroups[sigs.ADAPTER.api]),
-        ("pods", informers.pods),
+    for name, handler in (
+        ("nodes", handlers.nodes),
+        ("podgroups", handlers.podgroups[sigs.ADAPTER.api]),
+        ("pods", handlers.pods),
     ):
         started = clock()
-        informer.replace(lists[name])
+        handler.replace(lists[name])
         spent[name] = clock() - started
     gc.enable()
     started = clock()

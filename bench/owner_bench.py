@@ -1,8 +1,8 @@
-"""What joining a gang by owner costs as pods arrive: the pod informer's ingest, no API server.
+"""What joining a gang by owner costs as pods arrive: the pod handler's ingest, no API server.
 
-A Job's pod carries no group label; the pod informer gives it the group of its
+A Job's pod carries no group label; the pod handler gives it the group of its
 Job by the core's owner rule (``core/owners.py``) before the core files it. This
-times ``PodInformer.upsert`` (parse included, as the watch pays it) for
+times ``PodHandler.upsert`` (parse included, as the watch pays it) for
 ``--pods`` pods in Jobs of ``--job-size``, four ways:
 
 - ``label``: pods with a group label and no owner (the way before #21);
@@ -27,8 +27,8 @@ from typing import Any
 
 from coscheduler.api.adapters import sigs
 from coscheduler.core import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Handlers
 
 GANG = "scheduling.sigs.k8s.io/gang"
 
@@ -81,8 +81,8 @@ class _Quiet:
         pass
 
 
-def state_for(case: str, pods: int, size: int) -> Informers:
-    state = Informers.build(Scheduler(time.monotonic), complaints=_Quiet())
+def state_for(case: str, pods: int, size: int) -> Handlers:
+    state = Handlers.build(Scheduler(time.monotonic), complaints=_Quiet())
     state.owners.watched = case != "unwatched"
     jobs = range(pods // size)
     if case in ("job-plain", "job-gang"):

@@ -1,7 +1,7 @@
 """What numbering the line costs: one publishing round, no API server.
 
 Times, in process CPU time (the machine is shared), the core's positions
-(``Views.queue_positions``: every pending group numbered in its queue and
+(``SchedulerReads.queue_positions``: every pending group numbered in its queue and
 the cluster) plus the publisher's rule (``controller/positions.py``: what is
 due) for a backlog of ``--sizes`` pending groups spread over four queues, half
 of them lone pods. Medians of ``--repeat``. The publisher spaces its rounds so

@@ -7,7 +7,7 @@ reports what the end-to-end run cannot separate:
 
 - memory: resident set after parsing, after ingesting into the scheduler and at the
   end (VmRSS / VmHWM from ``/proc/self/status``; the raw objects are dropped once
-  parsed, as the informers drop them);
+  parsed, as the handlers drop them);
 - time: parse, ingest, and placing every group (``next_decision`` until none is
   ready), with each decision's time by gang size: p50 / p99 / max per size, wall clock
   and CPU time (a shared machine's wall clock counts the waits for a core).
@@ -159,7 +159,7 @@ def listed_pod(gang: str, index: int, created: int) -> Json:
 def list_peak(pods: int, per_page: bool) -> Json:
     """Peak RSS of listing ``pods`` pending pods in pages of 500 and parsing them.
 
-    As the informers do (``per_page`` False): every page's items kept until the last
+    As the handlers do (``per_page`` False): every page's items kept until the last
     page, then parsed; or (True) each page parsed as it comes and its raw items dropped.
     """
     names = [(f"g{size}-{i:05d}", size, i) for i, size in enumerate(gang_sizes(pods, MIX))]
@@ -305,7 +305,7 @@ def main() -> None:
         choices=["accumulate", "per-page"],
         default=None,
         help="only the list: peak RSS of listing the pods in pages of 500 and parsing them, "
-        "every page kept until the last (as the informers do) or parsed page by page",
+        "every page kept until the last (as the handlers do) or parsed page by page",
     )
     args = parser.parse_args()
     if args.list:

@@ -61,7 +61,7 @@ SPLIT: tuple[tuple[str, tuple[str, ...]], ...] = (
         "watch parsing",
         (
             "(coscheduler/runtime/watch.py:",
-            "(coscheduler/runtime/informers/",
+            "(coscheduler/runtime/handlers/",
             "(coscheduler/runtime/ingest.py:",
         ),
     ),

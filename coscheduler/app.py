@@ -3,11 +3,11 @@
 Start-up, in order, and why:
 
 1. Connect to the API server and build the deciding side
-   (:class:`~coscheduler.operator.Operator`: the core, the informers, the
+   (:class:`~coscheduler.operator.Operator`: the core, the handlers, the
    controller); serve ``/metrics``, ``/healthz``, ``/readyz``, so probes
    answer while this replica waits for the Lease.
 2. Read the cluster (:mod:`coscheduler.runtime.ingest` runs the table of
-   kinds, :func:`~coscheduler.runtime.informers.kinds.kinds`): every kind
+   kinds, :func:`~coscheduler.runtime.handlers.kinds.kinds`): every kind
    listed at once, Jobs applied before every other kind (pods join their
    Job's gang from the first pod), then watched on. Bound pods count as
    placed, pending ones are queued: a gang half-bound by a previous leader
@@ -33,8 +33,8 @@ import structlog
 
 from coscheduler.operator import Operator
 from coscheduler.runtime import ingest
-from coscheduler.runtime.informers.kinds import kinds
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.kinds import kinds
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.leader import LeaderElector
 from coscheduler.runtime.metrics import Metrics
@@ -76,7 +76,7 @@ async def run(settings: Settings, startup: Startup | None = None, *, decide: boo
     startup.mark("built")
     watches: list[asyncio.Task[None]] = []
     reading = asyncio.create_task(
-        _read(client, settings, operator.informers, watches, startup, wake=wake, listed=listed),
+        _read(client, settings, operator.handlers, watches, startup, wake=wake, listed=listed),
         name="reading",
     )
     # The first Bindings find their connections open; the Binder opens the rest
@@ -174,7 +174,7 @@ WARM_BEFORE_DECIDING = 8
 async def _read(
     client: KubeClient,
     settings: Settings,
-    informers: Informers,
+    handlers: Handlers,
     watches: list[asyncio.Task[None]],
     startup: Startup,
     *,
@@ -186,7 +186,7 @@ async def _read(
     async with asyncio.TaskGroup() as tasks:
         watches += await ingest.start(
             client,
-            kinds(informers),
+            kinds(handlers),
             settings,
             tasks=tasks,
             wake=wake.set,

@@ -2,7 +2,7 @@
 
 :func:`coscheduler.app.run` builds one :class:`Operator` once connected, in
 dependency order and by constructor arguments only: the core, the reporter
-(events, pod conditions, metrics), the controller's inboxes, the informers
+(events, pod conditions, metrics), the controller's inboxes, the handlers
 (one per kind), the controller's read model, the preempter and the
 scheduling loop.
 """
@@ -30,7 +30,7 @@ from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.binder import Binder
 from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.loop import SchedulingLoop
 from coscheduler.runtime.metrics import Metrics
@@ -111,7 +111,7 @@ class Operator:
             event_interval_seconds=settings.event_interval_seconds,
         )
         changes = Changes()
-        informers = self.informers = Informers.build(
+        handlers = self.handlers = Handlers.build(
             scheduler,
             complaints=reporter,
             group_changed=changes.group,
@@ -120,19 +120,19 @@ class Operator:
             namespaces=frozenset(settings.namespaces),
             kueue_queue=settings.kueue_queue,
         )
-        view = self.view = ReadModel(scheduler, informers)
+        view = self.view = ReadModel(scheduler, handlers)
         preempter = Preempter(
             scheduler=scheduler,
             client=client,
             reporter=reporter,
-            group_ref=partial(group_ref, scheduler, informers.groups),
+            group_ref=partial(group_ref, scheduler, handlers.groups),
             wake=self.wake.set,
-            preempted=informers.groups.preempted,
+            preempted=handlers.groups.preempted,
         )
         self.loop = SchedulingLoop(
             scheduler=scheduler,
-            groups=informers.groups,
-            owners=informers.owners,
+            groups=handlers.groups,
+            owners=handlers.owners,
             binder=Binder(
                 client, concurrency=settings.client.bind_concurrency, on_bound=startup.bound
             ),
@@ -155,7 +155,7 @@ class Operator:
             view=view,
             changed=changes.groups,
             reporter=reporter,
-            written=partial(record_status, informers.groups, changes.kueue),
+            written=partial(record_status, handlers.groups, changes.kueue),
             positions=self.positions.published,
             followed={SIGS},
         )

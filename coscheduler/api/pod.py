@@ -184,12 +184,12 @@ class PodInfo:
     #: the pod belongs to, if any.
     scheduling_group: str | None = None
     #: The CompositePodGroup whose gang the pod's native PodGroup is a child of:
-    #: set by the runtime (:mod:`coscheduler.runtime.informers.composites`), with
+    #: set by the runtime (:mod:`coscheduler.runtime.handlers.composites`), with
     #: ``role`` the child's name; never parsed.
     composite: str | None = None
     #: The Kueue ``Workload`` whose admitted gang the pod is a member of (or waits
     #: for, when not admitted or not known yet): set by the runtime
-    #: (:mod:`coscheduler.runtime.informers.kueue`), with ``role`` its pod set; never parsed.
+    #: (:mod:`coscheduler.runtime.handlers.kueue`), with ``role`` its pod set; never parsed.
     kueue_workload: str | None = None
     #: Kueue's ``kueue.x-k8s.io/workload`` annotation: the Workload that admitted the pod.
     kueue_admitted_by: str | None = None

@@ -1,7 +1,7 @@
 """The controller's Kopf handlers: each PodGroup of ours and each Queue followed by one.
 
 Kopf reconciles an object when the object changes; a PodGroup's status
-changes with its pods (which Kopf never watches: the scheduler's informers
+changes with its pods (which Kopf never watches: the scheduler's handlers
 do) and with the scheduling loop's verdicts. So each handler is *resident*:
 ``@kopf.on.event`` calls it with the object's first event, and it stays,
 woken by the read model's mark of that one object
@@ -53,7 +53,7 @@ from coscheduler.runtime.readmodel import Marks, ReadModel
 __all__ = ["ALL_QUEUES", "Admission", "Follower", "group_follower", "handlers", "queue_follower"]
 
 #: How long a follower waits for the read model to hold an object Kopf has just
-#: seen (the informers' watch and Kopf's are two streams): an object that never
+#: seen (the handlers' watch and Kopf's are two streams): an object that never
 #: comes (unreadable, or outside the namespaces read) is left until it changes.
 ARRIVAL_GRACE_SECONDS: Final = 10.0
 

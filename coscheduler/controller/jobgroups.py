@@ -1,7 +1,7 @@
 """Makes the PodGroup of each Job that asks for a gang (``scheduling.sigs.k8s.io/gang``).
 
-Level-triggered: the Job informer marks a Job whenever it changes
-(:mod:`coscheduler.runtime.informers.jobs`), and the groups whenever the
+Level-triggered: the Job handler marks a Job whenever it changes
+(:mod:`coscheduler.runtime.handlers.jobs`), and the groups whenever the
 PodGroup named after it appears or goes; one worker takes the marked Jobs and, for
 each, as it is now:
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import structlog
 
 from coscheduler.api.adapters.base import GroupObject
+from coscheduler.api.adapters.volcano import written_phase
 from coscheduler.api.adapters.volcano_queue import API_VERSION, COLLECTION_PATH, status_body
 from coscheduler.api.reasons import Reason
 from coscheduler.runtime.errors import ApiError, NotFound
@@ -95,9 +96,6 @@ class VolcanoQueueStatusWriter:
 
 def _phases(groups: Iterable[GroupObject]) -> dict[str, Counter[str]]:
     """Per queue, its groups counted by the phase Volcano's status of each says."""
-    # Imported here: a cluster without Volcano's queues never imports its models (issue #28).
-    from coscheduler.api.adapters.volcano import written_phase
-
     counts: dict[str, Counter[str]] = {}
     for group in groups:
         queue = counts.get(group.spec.queue)

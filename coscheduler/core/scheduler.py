@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from coscheduler.api.devices import (
     DEVICE_CLASS_RESOURCE,
@@ -54,18 +54,18 @@ from coscheduler.core.preemption.mode import Mode
 from coscheduler.core.queue import ClusterEvent, GroupQueue
 from coscheduler.core.quota import QueuePolicy, Quotas
 from coscheduler.core.requeue import Wants, wants_of, woken
+from coscheduler.core.scheduler_reads import SchedulerReads
 from coscheduler.core.scoring import Scoring
 from coscheduler.core.settings import SchedulerSettings
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import Binding
+from coscheduler.core.statement import Binding, VolumeAction
 from coscheduler.core.status import Code
-from coscheduler.core.views import Views
 from coscheduler.core.volumes import VolumeIndex
 
 __all__ = ["Scheduler", "SchedulerSettings"]
 
 
-class Scheduler(Views):
+class Scheduler(SchedulerReads):
     """Snapshot, members, queue and planner, kept consistent."""
 
     #: A bound member staying bound in its group does not re-sync the group's queue
@@ -446,6 +446,10 @@ class Scheduler(Views):
         if key is not None:
             self.queue.requeue(key, Code.ERROR)
 
+    def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
+        """Give back the volumes a decision reserved (its bindings were not carried out)."""
+        self.volumes.release(actions)
+
     def preemption_failed(
         self,
         key: GroupKey,
@@ -468,7 +472,7 @@ class Scheduler(Views):
         return restored
 
     def queue_positions(self) -> dict[GroupKey, Position]:
-        """As :meth:`Views.queue_positions`, with the shares the next attempt sees: a
+        """As :meth:`SchedulerReads.queue_positions`, with the shares the next attempt sees: a
         borrowing queue's share depends on the capacity, refreshed first as there."""
         self._refresh_capacity()
         return super().queue_positions()

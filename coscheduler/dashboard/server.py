@@ -31,7 +31,7 @@ import orjson
 import structlog
 from aiohttp import web
 
-from coscheduler.core.views import Views
+from coscheduler.core.scheduler_reads import SchedulerReads
 from coscheduler.dashboard.model import PageData
 from coscheduler.runtime.events import EventRecorder
 from coscheduler.runtime.queue_listing import QueueListing
@@ -181,17 +181,17 @@ class DashboardServer:
 
 async def serve_page(
     view: ReadModel,
-    views: Views,
+    reads: SchedulerReads,
     settings: DashboardSettings,
     *,
     role: Callable[[], str],
     events: EventRecorder,
 ) -> DashboardServer:
-    """Serve the dashboard of a scheduler's read model and core views, as ``settings`` say;
+    """Serve the dashboard of a scheduler's read model and its reads, as ``settings`` say;
     a gang's page lists the events ``events`` wrote about it."""
     data = PageData(
         view,
-        QueueListing(views, view.verdict),
+        QueueListing(reads, view.verdict),
         clock=time.time,
         role=role,
         events=events.written_about,

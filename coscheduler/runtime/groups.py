@@ -1,6 +1,6 @@
 """The groups as the runtime knows them: each key's PodGroup, its members, its verdict.
 
-One store, written by the informers and the scheduling loop, read by the
+One store, written by the handlers and the scheduling loop, read by the
 controller through :class:`~coscheduler.runtime.readmodel.ReadModel`:
 
 * every readable PodGroup of every API read, and per key the one that wins
@@ -49,8 +49,8 @@ from coscheduler.core.group import (
 from coscheduler.core.queue import ClusterEvent
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
-from coscheduler.runtime.informers.base import Complaints, InvalidObject
-from coscheduler.runtime.informers.composites import CompositeChange, Composites
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject
+from coscheduler.runtime.handlers.composites import CompositeChange, CompositeIndex
 
 __all__ = ["Groups"]
 
@@ -78,7 +78,7 @@ class Groups:
         complaints: Complaints,
         changed: Callable[[GroupKey], None],
         owners: _OwnerHook,
-        composites: Composites,
+        composites: CompositeIndex,
         adapters: tuple[GroupAdapter, ...] = ADAPTERS,
     ) -> None:
         self._scheduler = scheduler
@@ -98,7 +98,7 @@ class Groups:
         self._objects: dict[GroupApi, dict[GroupKey, GroupObject]] = {}
         #: Why each PodGroup that exists but cannot be read was refused, by API.
         self._unreadable: dict[GroupApi, dict[GroupKey, str]] = {}
-        #: Told of each native PodGroup's parent (:mod:`~.informers.composites`).
+        #: Told of each native PodGroup's parent (:mod:`~.handlers.composites`).
         self._composites = composites
         #: Native groups whose members name two schedulers or more, and which.
         self._mixed: dict[GroupKey, tuple[str, ...]] = {}

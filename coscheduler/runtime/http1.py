@@ -2,8 +2,8 @@
 
 aiohttp's client spends about 250 µs of CPU on each request (building a URL,
 a request object, header multidicts, timers, tracing hooks): a Binding and a
-``Scheduled`` Event per pod made it most of the scheduler's CPU per pod
-(issue #28). The scheduler needs none of that: one server, JSON bodies in
+``Scheduled`` Event per pod made it most of the scheduler's CPU per pod.
+The scheduler needs none of that: one server, JSON bodies in
 and out, no redirects, cookies or proxies (:mod:`coscheduler.runtime.proxied`
 reaches a cluster behind one). This pool sends each request as one
 pre-formatted buffer on a kept-alive connection and hands the answer's

@@ -30,7 +30,7 @@ from functools import partial
 import structlog
 
 from coscheduler.runtime import gc_pause
-from coscheduler.runtime.informers.kinds import Kind
+from coscheduler.runtime.handlers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.watch import Listed, StopWatching, Watch
@@ -96,7 +96,7 @@ async def _feed(
     wake: Callable[[], None],
     on_listed: Callable[[str], None],
 ) -> None:
-    informer = kind.informer
+    handler = kind.handler
     try:
         async for item in watch:
             if isinstance(item, Listed):
@@ -108,14 +108,14 @@ async def _feed(
                 # would walk every object decoded so far, with nothing to collect (a
                 # third of the apply at 50,000 pods).
                 with gc_pause.paused():
-                    informer.replace(item.objects)
+                    handler.replace(item.objects)
                 if not listed.is_set():
                     on_listed(kind.name)
                 listed.set()
             elif item.type == "DELETED":
-                informer.remove(item.object)
+                handler.remove(item.object)
             else:
-                informer.upsert(item.object)
+                handler.upsert(item.object)
             wake()
     except StopWatching:
         log.error(kind.if_forbidden, path=watch.path)

@@ -7,7 +7,7 @@ Bodies are encoded and decoded with orjson; callers keep only the fields
 they need. Reads and watches ask for gzip: the API server then compresses
 lists over 128 KiB and watch-list streams. Measured at 50,000 pods on a
 loaded 2-core machine, uncompressed answers cost both the server and us more
-CPU, not less (bench/RESULTS.md, issue #28); ``compressed_reads=False``
+CPU, not less (bench/RESULTS.md); ``compressed_reads=False``
 asks for them.
 
 Credentials come from kubernetes_asyncio's configuration

@@ -56,7 +56,7 @@ from coscheduler.runtime.binder import Binder, BindOutcome, BindResult
 from coscheduler.runtime.device_writer import DeviceWriter
 from coscheduler.runtime.events import ObjectRef
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.jobs import JobOwners
+from coscheduler.runtime.handlers.jobs import JobOwners
 from coscheduler.runtime.metrics import members_class
 from coscheduler.runtime.preemption import Preempter
 from coscheduler.runtime.reporter import Reporter

@@ -47,7 +47,7 @@ from coscheduler.core.statement import Binding
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound, TooManyRequests
 from coscheduler.runtime.events import EventKind, ObjectRef
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.budgets import read_budget
+from coscheduler.runtime.handlers.budgets import read_budget
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
 from coscheduler.runtime.reporter import Reporter
 

@@ -13,24 +13,24 @@ from collections.abc import Callable
 from typing import Any
 
 from coscheduler.core.group import GroupKey
+from coscheduler.core.scheduler_reads import SchedulerReads
 from coscheduler.core.status import Status
-from coscheduler.core.views import Views
 
 __all__ = ["QueueListing"]
 
 
 class QueueListing:
-    """The rows of ``/debug/queue`` from the core's views and the loop's verdicts, while
+    """The rows of ``/debug/queue`` from the scheduler's reads and the loop's verdicts, while
     ``leading`` says this replica decides (a standby's line is nobody's)."""
 
     def __init__(
         self,
-        views: Views,
+        reads: SchedulerReads,
         verdict: Callable[[GroupKey], Status | None],
         *,
         leading: Callable[[], bool] = lambda: True,
     ) -> None:
-        self._views = views
+        self._reads = reads
         self._verdict = verdict
         self._leading = leading
 
@@ -38,7 +38,7 @@ class QueueListing:
         """The rows in cluster order; None while this replica does not lead."""
         if not self._leading():
             return None
-        placed = self._views.queue_positions()
+        placed = self._reads.queue_positions()
         rows: list[Any] = []
         for key, position in sorted(placed.items(), key=lambda item: item[1].in_cluster):
             if namespace is not None and key.namespace != namespace:
@@ -55,7 +55,7 @@ class QueueListing:
                     "queuePosition": position.in_queue,
                     "clusterPosition": position.in_cluster,
                     "priority": position.priority,
-                    "state": self._views.queue_pool(key),
+                    "state": self._reads.queue_pool(key),
                     "reason": verdict.reason.value if verdict is not None else None,
                     "message": verdict.message if verdict is not None else None,
                 }

@@ -1,10 +1,11 @@
 """What the controller reads: a lister-like, read-only view of groups, queues and Jobs.
 
 The scheduler-plugins PodGroup controller reads listers only; so does ours.
-:class:`ReadModel` answers from the informers' stores and the core's public
-views, and hands out nothing it could change. :class:`Changes` tells the
-controller what to look at again: the informers and the loop mark, the
-controller's writers take (kube-scheduler's informers and their work queues).
+:class:`ReadModel` answers from the handlers' stores and the scheduler's reads
+(:class:`~coscheduler.core.scheduler_reads.SchedulerReads`), and hands out nothing
+it could change. :class:`Changes` tells the controller what to look at again: the
+handlers and the loop mark, the controller's writers take (kube-scheduler's informers
+and their work queues).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from coscheduler.core.positions import Position
 from coscheduler.core.quota import QueuePolicy, QueueUsage
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Status
-from coscheduler.runtime.informers.queues import queue_policy
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.queues import queue_policy
+from coscheduler.runtime.handlers.registry import Handlers
 
 __all__ = ["ChangedGroups", "Changes", "Marks", "ReadModel"]
 
@@ -77,7 +78,7 @@ class ChangedGroups(Marks[GroupKey]):
 
 
 class Changes:
-    """The controller's inboxes, made before the informers that mark them."""
+    """The controller's inboxes, made before the handlers that mark them."""
 
     def __init__(self) -> None:
         self.groups = ChangedGroups()
@@ -102,13 +103,13 @@ class Changes:
 class ReadModel:
     """Read-only answers for the controller (see the module docstring)."""
 
-    def __init__(self, scheduler: Scheduler, informers: Informers) -> None:
+    def __init__(self, scheduler: Scheduler, handlers: Handlers) -> None:
         self._scheduler = scheduler
-        self._groups = informers.groups
-        self._composites = informers.composites.composites
-        self._queues = informers.queues
-        self._volcano_queues = informers.volcano_queues
-        self._owners = informers.owners
+        self._groups = handlers.groups
+        self._composites = handlers.composites.index
+        self._queues = handlers.queues
+        self._volcano_queues = handlers.volcano_queues
+        self._owners = handlers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
 
     # -- groups ---------------------------------------------------------------

@@ -1,6 +1,6 @@
 """One reporter for the whole process: events, pod conditions and metrics.
 
-The informers, the scheduling loop, the preempter and the controller's
+The handlers, the scheduling loop, the preempter and the controller's
 writers all say what happened through it, instead of each taking the same
 event recorder, condition writer and metrics. Reporting has its own client
 (its own rate limit, so it never delays a binding), and its writers stand
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from coscheduler.api.reasons import Reason
 from coscheduler.runtime.events import EventRecorder, ObjectRef
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.podstatus import PodConditionWriter

@@ -9,7 +9,7 @@ interpreter's start and every import count):
 * ``imports``: the program imported and logging set up;
 * ``client``: the kubeconfig read and the API client made;
 * ``built``: the deciding side (:class:`~coscheduler.operator.Operator`: the
-  core, the informers, the controller) built; the lists leave;
+  core, the handlers, the controller) built; the lists leave;
 * ``leading``: the Lease won (only with leader election);
 * ``lists``: per kind, when its first list was applied (kinds listed
   concurrently overlap: each has its own end);

@@ -42,7 +42,7 @@ from coscheduler.api.adapters import sigs, xk8s
 from coscheduler.api.labels import pod_group_name
 from coscheduler.api.reasons import Reason
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from e2e import workloads as w
 from e2e.api import Json
 from e2e.controlplane import Cluster
@@ -50,7 +50,7 @@ from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests.helpers import pod_scheduled
 from e2e.waiting import wait_for
 from tests.bad_input import Sample, podgroups, pods, xk8s_podgroups
-from tests.informed import Informed
+from tests.fed import Fed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("xk8s_crd")]
 
@@ -202,12 +202,12 @@ def _renamed(body: Json, serial: int) -> Json:
 def _unreadable(stored: Json) -> str | None:
     """What coscheduler says of the stored object when it cannot read it (None if it can)."""
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
     if stored["kind"] == "Pod":
-        state.upsert_pod(stored)
+        state.handlers.pods.upsert(stored)
     else:
         adapter = sigs.ADAPTER if stored["apiVersion"] == sigs.API.api_version else xk8s.ADAPTER
-        state.upsert_podgroup(stored, adapter)
+        state.handlers.podgroups[adapter.api].upsert(stored)
     return f"cannot be read: {invalid[0].message}" if invalid else None
 
 

@@ -4,7 +4,7 @@ The strategies of ``tests/bad_input.py`` (the ones the e2e test sends to the
 real API server) produce raw PodGroups and pods one or two fields off the
 schema. Here they go, many at a time, where the watches would deliver them:
 each is either read or refused with the parse error that names it, and a
-Informed fed a batch of them keeps scheduling: every decision is taken
+Fed fed a batch of them keeps scheduling: every decision is taken
 without an exception, nothing is silently dropped, and a well-formed gang
 added afterwards is placed whole.
 """
@@ -20,11 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coscheduler.api.adapters import sigs, t9k, volcano, xk8s
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.pod import PodInfo, PodParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.bad_input import (
     POOL_LABEL,
     Sample,
@@ -35,7 +36,7 @@ from tests.bad_input import (
     xk8s_podgroups,
 )
 from tests.builders import node_object, pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 Json = dict[str, Any]
 
@@ -121,8 +122,8 @@ def test_a_t9k_podgroup_is_read_or_refused_with_a_value_error(sample: Sample) ->
 )
 def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> None:
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
-    state.replace_nodes(
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state.handlers.nodes.replace(
         [node_object(f"fuzz-{i}", labels={POOL_LABEL: "fuzz"}) for i in range(2)]
         + [node_object(f"clean-{i}", labels={POOL_LABEL: "clean"}) for i in range(2)]
     )
@@ -131,11 +132,11 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
         body = _as_delivered(sample, serial)
         if sample.kind == "Pod":
             pods_fed += 1
-            state.upsert_pod(body)
+            state.handlers.pods.upsert(body)
         else:
             adapters = (xk8s.ADAPTER, volcano.ADAPTER, t9k.ADAPTER)
             their = (a for a in adapters if body["apiVersion"].startswith(f"{a.api.group}/"))
-            state.upsert_podgroup(body, next(their, sigs.ADAPTER))
+            state.handlers.podgroups[next(their, sigs.ADAPTER).api].upsert(body)
     # Nothing is lost: every pod is either in the scheduler or reported.
     read = {uid for uid in (f"uid-{i}" for i in range(len(samples))) if state.scheduler.pod(uid)}
     reported = {obj.uid for obj in invalid if obj.kind == "Pod"}
@@ -143,9 +144,9 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     _decide_until_quiet(state)
 
     # A well-formed gang added afterwards is placed whole.
-    state.upsert_podgroup(podgroup_object("clean-gang", 2, namespace="clean"))
+    state.handlers.podgroups[SIGS].upsert(podgroup_object("clean-gang", 2, namespace="clean"))
     for index in range(2):
-        state.upsert_pod(
+        state.handlers.pods.upsert(
             pod_object(
                 f"clean-{index}",
                 namespace="clean",
@@ -157,7 +158,7 @@ def test_a_batch_of_bad_input_never_stops_the_core(samples: list[Sample]) -> Non
     assert {"clean-0", "clean-1"} <= bound
 
 
-def _decide_until_quiet(state: Informed) -> list[Decision]:
+def _decide_until_quiet(state: Fed) -> list[Decision]:
     """Every decision the core will take now (its clock stands still, so backoff ends it)."""
     decisions: list[Decision] = []
     for _ in range(200):

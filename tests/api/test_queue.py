@@ -18,7 +18,7 @@ from coscheduler.api.queue import (
     QueueStatus,
     pod_queue_name,
 )
-from coscheduler.runtime.informers.queues import queue_policy
+from coscheduler.runtime.handlers.queues import queue_policy
 from tests.api.test_crd_agreement import _compare, cel_rules
 
 CRD_PATH = Path(__file__).parents[2] / "crds" / "queues.yaml"

@@ -6,18 +6,18 @@ from coscheduler.api.labels import GROUP, VERSION
 from coscheduler.controller.admission import pod_scheduler_name, podgroup_verdict, queue_verdict
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.readmodel import ReadModel
-from tests.informed import Informed
+from tests.fed import Fed
 
 
-def cluster(*queues: dict[str, object]) -> tuple[Informed, ReadModel]:
-    state = Informed(Scheduler(lambda: 0.0))
+def cluster(*queues: dict[str, object]) -> tuple[Fed, ReadModel]:
+    state = Fed(Scheduler(lambda: 0.0))
     for name, labels in {"team-a": {"team": "a"}, "team-b": {"team": "b"}}.items():
-        state.informers.namespaces.upsert(
+        state.handlers.namespaces.upsert(
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
         )
     for queue in queues:
-        state.upsert_queue({"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue})
-    return state, ReadModel(state.scheduler, state.informers)
+        state.handlers.queues.upsert({"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", **queue})
+    return state, ReadModel(state.scheduler, state.handlers)
 
 
 def queue(name: str, **spec: object) -> dict[str, object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
@@ -13,7 +14,7 @@ from coscheduler.runtime.queue_listing import QueueListing
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import Clock, decide, node_object, pod_object, podgroup_object
 from tests.dra import DRIVER, claim, device_class, gpu_slice
-from tests.informed import Informed
+from tests.fed import Fed
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -27,39 +28,41 @@ def queue_object(name: str, **spec: object) -> dict[str, object]:
     }
 
 
-def cluster(events: list[Recorded] | None = None) -> tuple[Informed, PageData]:
+def cluster(events: list[Recorded] | None = None) -> tuple[Fed, PageData]:
     """Two zones of one 8-cpu node; org > (team-a, team-b); team-b's pair placed, team-a's
     gang of three 8-cpu members waiting behind it."""
-    informed = Informed(Scheduler(Clock()))
-    informed.replace_nodes([node_object(f"node-{z}", labels={ZONE: z}) for z in ("a", "b")])
-    informed.replace_queues(
+    fed = Fed(Scheduler(Clock()))
+    fed.handlers.nodes.replace([node_object(f"node-{z}", labels={ZONE: z}) for z in ("a", "b")])
+    fed.handlers.queues.replace(
         [
             queue_object("org", nominal={"cpu": "16"}),
             queue_object("team-a", parent="org", weight=3, nominal={"cpu": "8"}),
             queue_object("team-b", parent="org", nominal={"cpu": "8"}),
         ]
     )
-    informed.replace_podgroups(
+    fed.handlers.podgroups[SIGS].replace(
         [
             podgroup_object("pair", 2, queue="team-b", topology={"required": ZONE}),
             podgroup_object("big", 3, queue="team-a"),
         ]
     )
-    informed.replace_pods(
+    fed.handlers.pods.replace(
         [pod_object(f"pair-{i}", group="pair", cpu="2") for i in range(2)]
         + [pod_object(f"big-{i}", group="big", cpu="8", created=5) for i in range(3)]
     )
-    while (decision := decide(informed.scheduler)) is not None:
-        informed.groups.set_verdict(decision.group, None if decision.status.ok else decision.status)
-    view = ReadModel(informed.scheduler, informed.informers)
+    while (decision := decide(fed.scheduler)) is not None:
+        fed.handlers.groups.set_verdict(
+            decision.group, None if decision.status.ok else decision.status
+        )
+    view = ReadModel(fed.scheduler, fed.handlers)
     data = PageData(
         view,
-        QueueListing(informed.scheduler, view.verdict),
+        QueueListing(fed.scheduler, view.verdict),
         clock=lambda: 1000.0,
         role=lambda: "leader",
         events=lambda uids: [e for e in events or () if e.uid in uids],
     )
-    return informed, data
+    return fed, data
 
 
 def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -173,8 +176,8 @@ def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
         Recorded("uid-pg-big", "Warning", "Unschedulable", refused, 1, 940.0),
         Recorded("uid-pg-pair", "Normal", "Scheduled", "placed", 1, 800.0),
     ]
-    informed, data = cluster(events)
-    uids = {pod.uid for pod in informed.groups.group_pods(GroupKey("default", "big"))}
+    fed, data = cluster(events)
+    uids = {pod.uid for pod in fed.handlers.groups.group_pods(GroupKey("default", "big"))}
     assert {"uid-default-big-0", "uid-default-big-1"} <= uids
     big = data.gang("default", "big")
     assert big is not None
@@ -185,12 +188,12 @@ def test_a_gang_timeline_has_its_events_the_members_alike_ones_as_one() -> None:
 
 
 def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_gives() -> None:
-    informed, data = cluster()
+    fed, data = cluster()
     key = GroupKey("default", "big")
-    informed.groups.set_verdict(key, None)  # a standby's: no attempt of its own
+    fed.handlers.groups.set_verdict(key, None)  # a standby's: no attempt of its own
     said = "0/2 nodes are available for 3 pods of group default/big: 2 Insufficient cpu."
     condition = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources"}
-    informed.upsert_podgroup(
+    fed.handlers.podgroups[SIGS].upsert(
         podgroup_object(
             "big", 3, queue="team-a", status={"conditions": [{**condition, "message": said}]}
         )
@@ -201,9 +204,9 @@ def test_a_replica_that_made_no_attempt_shows_the_reason_the_leaders_status_give
 
 
 def test_a_queue_groups_name_without_an_object_is_shown_as_implicit() -> None:
-    informed, data = cluster()
-    informed.upsert_podgroup(podgroup_object("lone", 1))  # the implicit default queue
-    informed.upsert_pod(pod_object("lone-0", group="lone", cpu="64"))
+    fed, data = cluster()
+    fed.handlers.podgroups[SIGS].upsert(podgroup_object("lone", 1))  # the implicit default queue
+    fed.handlers.pods.upsert(pod_object("lone-0", group="lone", cpu="64"))
     queues = by_name(data.overview()["queues"])
     assert queues["default"]["object"] is False
     assert queues["default"]["pending"] == 1

@@ -1,4 +1,4 @@
-"""The informers with CompositePodGroups, fed by hand: the real core decides.
+"""The handlers with CompositePodGroups, fed by hand: the real core decides.
 
 A composite's child PodGroups are the roles of one gang keyed
 ``CompositePodGroup``: every child whole in one decision, or none. A child
@@ -15,21 +15,19 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
-from tests.informed import Informed
+from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
 JOB = GroupKey("default", "job", KIND_COMPOSITE)
 
 
-def make_state() -> tuple[Informed, list[InvalidObject], list[GroupKey]]:
+def make_state() -> tuple[Fed, list[InvalidObject], list[GroupKey]]:
     invalid: list[InvalidObject] = []
     changed: list[GroupKey] = []
-    state = Informed(
-        Scheduler(lambda: 0.0), on_invalid=invalid.append, on_group_changed=changed.append
-    )
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append, on_group_changed=changed.append)
     return state, invalid, changed
 
 
@@ -67,23 +65,23 @@ def members(group: str, count: int, cpu: str = "1") -> list[dict[str, Any]]:
     ]
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
     return made
 
 
-def leader_and_workers(state: Informed, *, cpu: str = "1") -> None:
-    state.upsert_composite(composite_object())
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.upsert_podgroup(child("workers", 3), BETA)
-    state.replace_pods(members("leader", 1, cpu) + members("workers", 3, cpu))
+def leader_and_workers(state: Fed, *, cpu: str = "1") -> None:
+    state.handlers.composites.upsert(composite_object())
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
+    state.handlers.pods.replace(members("leader", 1, cpu) + members("workers", 3, cpu))
 
 
 def test_leader_and_workers_are_one_gang_placed_together() -> None:
     state, invalid, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
     leader_and_workers(state)
     [placed] = decisions(state)
     assert placed.group == JOB
@@ -92,13 +90,13 @@ def test_leader_and_workers_are_one_gang_placed_together() -> None:
     assert policy is not None
     assert policy.min_member == 4
     assert dict(policy.role_minimums) == {"leader": 1, "workers": 3}
-    assert {pod.role for pod in state.group_pods(JOB)} == {"leader", "workers"}
+    assert {pod.role for pod in state.handlers.groups.group_pods(JOB)} == {"leader", "workers"}
     assert not invalid
 
 
 def test_a_composite_that_cannot_fit_places_no_child() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="3")])  # the leader and two workers only
+    state.handlers.nodes.replace([node_object("n0", cpu="3")])  # the leader and two workers only
     leader_and_workers(state)
     [refused] = decisions(state)
     assert refused.group == JOB
@@ -108,17 +106,17 @@ def test_a_composite_that_cannot_fit_places_no_child() -> None:
 
 def test_pods_first_then_children_then_the_composite() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="2") for i in range(2)])
-    state.replace_pods(members("leader", 1) + members("workers", 3))
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.upsert_podgroup(child("workers", 3), BETA)
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 3))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
     waiting = decisions(state)
     assert {decision.group for decision in waiting} == {JOB}
     assert waiting[0].status.reason is Reason.GROUP_NOT_FOUND
     assert "CompositePodGroup default/job" in waiting[0].status.message
     assert not any(decision.bindings for decision in waiting)
 
-    state.upsert_composite(composite_object())
+    state.handlers.composites.upsert(composite_object())
     [placed] = decisions(state)
     assert placed.group == JOB
     assert len(placed.bindings) == 4
@@ -126,17 +124,17 @@ def test_pods_first_then_children_then_the_composite() -> None:
 
 def test_too_few_children_wait_and_more_than_min_group_count_is_refused() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="2") for i in range(2)])
-    state.upsert_composite(composite_object())
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.replace_pods(members("leader", 1))
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.composites.upsert(composite_object())
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.NOT_ENOUGH_MEMBERS
     assert "minGroupCount 2" in waiting.status.message
 
-    state.upsert_composite(composite_object(min_group_count=1))
-    state.upsert_podgroup(child("workers", 1), BETA)
-    state.replace_pods(members("leader", 1) + members("workers", 1))
+    state.handlers.composites.upsert(composite_object(min_group_count=1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 1))
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 1))
     [refused] = decisions(state)
     assert refused.status.reason is Reason.UNSUPPORTED_FIELD
     assert "spec.schedulingPolicy.gang.minGroupCount" in refused.status.message
@@ -145,11 +143,11 @@ def test_too_few_children_wait_and_more_than_min_group_count_is_refused() -> Non
 
 def test_a_basic_composite_leaves_each_child_a_gang_of_its_own() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="3")])
-    state.upsert_composite(composite_object(min_group_count=None))
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.upsert_podgroup(child("workers", 3), BETA)
-    state.replace_pods(members("leader", 1) + members("workers", 3))
+    state.handlers.nodes.replace([node_object("n0", cpu="3")])
+    state.handlers.composites.upsert(composite_object(min_group_count=None))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 3))
+    state.handlers.pods.replace(members("leader", 1) + members("workers", 3))
     made = {decision.group: decision for decision in decisions(state)}
     leader = GroupKey("default", "leader", KIND_NATIVE_POD_GROUP)
     workers = GroupKey("default", "workers", KIND_NATIVE_POD_GROUP)
@@ -160,32 +158,34 @@ def test_a_basic_composite_leaves_each_child_a_gang_of_its_own() -> None:
 
 def test_nesting_and_a_basic_composite_with_topology_are_refused() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.upsert_composite(
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.composites.upsert(
         composite_object(
             min_group_count=None,
             schedulingConstraints={"topology": [{"key": "topology.kubernetes.io/zone"}]},
         )
     )
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.replace_pods(members("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [refused] = decisions(state)
     assert refused.group == JOB
     assert refused.status.reason is Reason.UNSUPPORTED_FIELD
     assert "spec.schedulingConstraints.topology" in refused.status.message
 
-    state.upsert_composite(composite_object(min_group_count=1, parentCompositePodGroupName="top"))
-    state.replace_pods(members("leader", 1))
+    state.handlers.composites.upsert(
+        composite_object(min_group_count=1, parentCompositePodGroupName="top")
+    )
+    state.handlers.pods.replace(members("leader", 1))
     [nested] = decisions(state)
     assert "spec.parentCompositePodGroupName" in nested.status.message
 
 
 def test_the_composite_gone_its_children_wait_for_it() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="1")])  # too small: nothing gets bound
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])  # too small: nothing gets bound
     leader_and_workers(state)
     decisions(state)
-    state.remove_composite(composite_object())
+    state.handlers.composites.remove(composite_object())
     [waiting] = decisions(state)
     assert waiting.group == JOB
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
@@ -193,25 +193,25 @@ def test_the_composite_gone_its_children_wait_for_it() -> None:
 
 def test_a_child_status_follows_its_own_pods_and_the_composite_verdict() -> None:
     state, _, changed = make_state()
-    state.replace_nodes([node_object("n0", cpu="1")])
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])
     leader_and_workers(state)
     [refused] = decisions(state)
     changed.clear()
-    state.set_verdict(JOB, refused.status)
+    state.handlers.groups.set_verdict(JOB, refused.status)
     leader = GroupKey("default", "leader", KIND_NATIVE_POD_GROUP)
     assert leader in changed, "the composite's verdict marks its children"
-    model = ReadModel(state.scheduler, state.informers)
+    model = ReadModel(state.scheduler, state.handlers)
     assert [pod.name for pod in model.members(leader)] == ["leader-0"]
     assert model.verdict(leader) == refused.status
 
 
 def test_disruption_all_and_preemption_never_reach_the_policy() -> None:
     state, _, _ = make_state()
-    state.upsert_composite(
+    state.handlers.composites.upsert(
         composite_object(disruptionMode={"all": {}}, preemptionPolicy="Never", priority=5)
     )
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.upsert_podgroup(child("workers", 1), BETA)
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("workers", 1))
     policy = state.scheduler.policy(JOB)
     assert policy is not None
     assert policy.evict_whole
@@ -221,26 +221,26 @@ def test_disruption_all_and_preemption_never_reach_the_policy() -> None:
 
 def test_an_unreadable_composite_is_reported_and_its_children_wait() -> None:
     state, invalid, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="8")])
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
     bad = composite_object()
     bad["spec"]["schedulingPolicy"] = {"gang": {"minGroupCount": 0}}
-    assert state.upsert_composite(bad) is None
+    assert state.handlers.composites.upsert(bad) is None
     assert invalid
     assert "minGroupCount" in invalid[0].message
     assert invalid[0].kind == "CompositePodGroup"
-    state.upsert_podgroup(child("leader", 1), BETA)
-    state.replace_pods(members("leader", 1))
+    state.handlers.podgroups[BETA.api].upsert(child("leader", 1))
+    state.handlers.pods.replace(members("leader", 1))
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
 
 
 def test_a_preempted_composite_and_its_children_say_so() -> None:
     state, _, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="2") for i in range(2)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="2") for i in range(2)])
     leader_and_workers(state)
     decisions(state)
-    state.informers.groups.preempted(JOB, "4 pods (the whole gang) preempted")
+    state.handlers.groups.preempted(JOB, "4 pods (the whole gang) preempted")
     for key in (JOB, GroupKey("default", "workers", KIND_NATIVE_POD_GROUP)):
-        condition = state.podgroups[key].status.condition("DisruptionTarget")
+        condition = state.handlers.groups.podgroups[key].status.condition("DisruptionTarget")
         assert condition is not None
         assert condition.reason == "PreemptionByScheduler"

@@ -1,4 +1,4 @@
-"""The informers with Kueue's Workloads: the pods of a job Kueue admitted are one gang.
+"""The handlers with Kueue's Workloads: the pods of a job Kueue admitted are one gang.
 
 The real core decides here (no runtime I/O): an admitted Workload's pods are placed
 whole (its pod sets as roles, each to its admitted count) or not at all; a pod Kueue
@@ -15,9 +15,9 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import job_object, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 WORKLOAD = "job-train-1a2b3"
 KEY = GroupKey("default", WORKLOAD, KIND_KUEUE)
@@ -30,10 +30,10 @@ JOB_OWNER = {
 }
 
 
-def make_state() -> tuple[Informed, list[InvalidObject]]:
+def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
-    state.replace_jobs([job_object("train", scheduler="coscheduler")])
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
     return state, invalid
 
 
@@ -79,7 +79,7 @@ def member(name: str, pod_set: str = "main") -> dict[str, Any]:
     return pod_object(name, owner="train", labels={kueue.POD_SET_LABEL: pod_set})
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -88,27 +88,27 @@ def decisions(state: Informed) -> list[Decision]:
 
 def test_an_admitted_job_is_placed_whole_once_its_workload_is_seen() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
-    state.replace_pods([member(f"train-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.pods.replace([member(f"train-{i}") for i in range(4)])
 
     [waiting] = decisions(state)
     assert waiting.bindings == ()
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
     assert "not admitted by Kueue" in waiting.status.message
 
-    state.upsert_kueue_workload(kueue_workload({"main": 4}, admitted={"main": 4}))
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}, admitted={"main": 4}))
     [placed] = decisions(state)
     assert placed.group == KEY
     assert len(placed.bindings) == 4
-    assert state.podgroups[KEY].spec.min_member == 4
-    assert state.podgroups[KEY].spec.priority == 5
+    assert state.handlers.groups.podgroups[KEY].spec.min_member == 4
+    assert state.handlers.groups.podgroups[KEY].spec.priority == 5
 
 
 def test_an_admitted_gang_that_does_not_fit_places_none() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
-    state.upsert_kueue_workload(kueue_workload({"main": 4}, admitted={"main": 4}))
-    state.replace_pods([member(f"train-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}, admitted={"main": 4}))
+    state.handlers.pods.replace([member(f"train-{i}") for i in range(4)])
 
     [refused] = decisions(state)
     assert refused.group == KEY
@@ -118,44 +118,44 @@ def test_an_admitted_gang_that_does_not_fit_places_none() -> None:
 
 def test_a_workload_not_admitted_holds_its_pods() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
-    state.upsert_kueue_workload(kueue_workload({"main": 4}))
-    state.replace_pods([member(f"train-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}))
+    state.handlers.pods.replace([member(f"train-{i}") for i in range(4)])
 
     [waiting] = decisions(state)
     assert waiting.bindings == ()
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
-    assert KEY not in state.podgroups
+    assert KEY not in state.handlers.groups.podgroups
 
 
 def test_pod_sets_are_roles_each_to_its_admitted_count() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
     # Partial admission: 2 of the 3 workers.
-    state.upsert_kueue_workload(
+    state.handlers.kueue_workloads.upsert(
         kueue_workload({"driver": 1, "workers": 3}, admitted={"driver": 1, "workers": 2})
     )
-    state.replace_pods([member("w-0", "workers"), member("w-1", "workers")])
+    state.handlers.pods.replace([member("w-0", "workers"), member("w-1", "workers")])
 
     [short] = decisions(state)
     assert short.bindings == ()
     assert short.status.reason is Reason.NOT_ENOUGH_MEMBERS
-    assert state.podgroups[KEY].spec.role_minimums() == {"driver": 1, "workers": 2}
+    assert state.handlers.groups.podgroups[KEY].spec.role_minimums() == {"driver": 1, "workers": 2}
 
-    state.upsert_pod(member("d-0", "driver"))
+    state.handlers.pods.upsert(member("d-0", "driver"))
     [placed] = decisions(state)
     assert len(placed.bindings) == 3
 
 
 def test_an_evicted_workload_takes_the_gang_away() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
-    state.upsert_kueue_workload(kueue_workload({"main": 4}, admitted={"main": 4}))
-    state.replace_pods([member(f"train-{i}") for i in range(4)])
-    assert KEY in state.podgroups
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}, admitted={"main": 4}))
+    state.handlers.pods.replace([member(f"train-{i}") for i in range(4)])
+    assert KEY in state.handlers.groups.podgroups
 
-    state.upsert_kueue_workload(kueue_workload({"main": 4}))
-    assert KEY not in state.podgroups
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}))
+    assert KEY not in state.handlers.groups.podgroups
     [waiting] = decisions(state)
     assert waiting.bindings == ()
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
@@ -163,19 +163,21 @@ def test_an_evicted_workload_takes_the_gang_away() -> None:
 
 def test_a_pod_kueue_did_not_label_is_not_kueues() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="1")])
-    state.upsert_kueue_workload(kueue_workload({"main": 4}, admitted={"main": 4}))
-    pod = state.upsert_pod(pod_object("alone"))
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}, admitted={"main": 4}))
+    uid = state.handlers.pods.upsert(pod_object("alone"))
+    assert uid is not None
+    pod = state.scheduler.pod(uid)
     assert pod is not None
     assert pod.kueue_workload is None
 
 
 def test_an_unreadable_workload_is_reported_and_its_pods_wait() -> None:
     state, invalid = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
     bad = kueue_workload({"main": 4}, admitted={"other": 4})
-    state.upsert_kueue_workload(bad)
-    state.replace_pods([member(f"train-{i}") for i in range(4)])
+    state.handlers.kueue_workloads.upsert(bad)
+    state.handlers.pods.replace([member(f"train-{i}") for i in range(4)])
 
     [complaint] = invalid
     assert "'other' is no pod set" in complaint.message
@@ -186,14 +188,14 @@ def test_an_unreadable_workload_is_reported_and_its_pods_wait() -> None:
 def test_pods_named_by_kueues_workload_annotation_join_it_whatever_owns_them() -> None:
     # A JobSet's pods: owned by its child Jobs, the Workload by the JobSet.
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(2)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(2)])
     workload = kueue_workload({"main": 2}, admitted={"main": 2})
     workload["metadata"]["ownerReferences"] = [{**JOB_OWNER, "kind": "JobSet", "uid": "js"}]
-    state.upsert_kueue_workload(workload)
+    state.handlers.kueue_workloads.upsert(workload)
     for i in range(2):
         pod = member(f"js-{i}")
         pod["metadata"]["annotations"] = {"kueue.x-k8s.io/workload": WORKLOAD}
-        state.upsert_pod(pod)
+        state.handlers.pods.upsert(pod)
 
     [placed] = decisions(state)
     assert placed.group == KEY
@@ -202,8 +204,8 @@ def test_pods_named_by_kueues_workload_annotation_join_it_whatever_owns_them() -
 
 def test_plain_pods_join_the_workload_of_their_kueue_pod_group() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(2)])
-    state.replace_pods([
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(2)])
+    state.handlers.pods.replace([
         pod_object(f"p-{i}", labels={kueue.POD_GROUP_LABEL: WORKLOAD, kueue.POD_SET_LABEL: "x"})
         for i in range(2)
     ])  # fmt: skip
@@ -213,19 +215,19 @@ def test_plain_pods_join_the_workload_of_their_kueue_pod_group() -> None:
 
     workload = kueue_workload({"x": 2}, admitted={"x": 2})
     workload["metadata"]["ownerReferences"] = []  # a pod group's Workload: no controller
-    state.upsert_kueue_workload(workload)
+    state.handlers.kueue_workloads.upsert(workload)
     [placed] = decisions(state)
     assert len(placed.bindings) == 2
 
 
 def test_kueue_queue_stacks_one_of_our_queues_on_kueues_quota() -> None:
-    stacked = Informed(Scheduler(lambda: 0.0), kueue_queue="research")
-    stacked.replace_jobs([job_object("train", scheduler="coscheduler")])
-    stacked.upsert_kueue_workload(kueue_workload({"main": 1}, admitted={"main": 1}))
-    stacked.upsert_pod(member("train-0"))
-    assert stacked.podgroups[KEY].spec.queue == "research"
+    stacked = Fed(Scheduler(lambda: 0.0), kueue_queue="research")
+    stacked.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
+    stacked.handlers.kueue_workloads.upsert(kueue_workload({"main": 1}, admitted={"main": 1}))
+    stacked.handlers.pods.upsert(member("train-0"))
+    assert stacked.handlers.groups.podgroups[KEY].spec.queue == "research"
 
     state, _ = make_state()
-    state.upsert_kueue_workload(kueue_workload({"main": 1}, admitted={"main": 1}))
-    state.upsert_pod(member("train-0"))
-    assert state.podgroups[KEY].spec.queue == "default"
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 1}, admitted={"main": 1}))
+    state.handlers.pods.upsert(member("train-0"))
+    assert state.handlers.groups.podgroups[KEY].spec.queue == "default"

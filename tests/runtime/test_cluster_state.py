@@ -1,4 +1,4 @@
-"""The informers: raw watch objects in, the real core fed; bad objects reported, never fatal."""
+"""The handlers: raw watch objects in, the real core fed; bad objects reported, never fatal."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.core.status import Code, Status
-from coscheduler.runtime.informers.base import InvalidObject
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import InvalidObject
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.loop import _pod_message
 from tests.builders import node_object, pod_object, podgroup_object
-from tests.informed import Complaints
+from tests.fed import Complaints
 
 
 class Recorder:
@@ -26,23 +26,23 @@ class Recorder:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A scheduler and its informers, fed by hand as the watches would feed them."""
+    """A scheduler and its handlers, fed by hand as the watches would feed them."""
 
     scheduler: Scheduler
-    informers: Informers
+    handlers: Handlers
     complaints: Complaints
 
 
 def cluster(seen: Recorder | None = None, namespaces: frozenset[str] = frozenset()) -> Cluster:
     scheduler = Scheduler(lambda: 0.0)
     complaints = Complaints(None if seen is None else seen.invalid.append)
-    informers = Informers.build(
+    handlers = Handlers.build(
         scheduler,
         complaints=complaints,
         group_changed=(lambda _key: None) if seen is None else seen.changed.append,
         namespaces=namespaces,
     )
-    return Cluster(scheduler, informers, complaints)
+    return Cluster(scheduler, handlers, complaints)
 
 
 def make_state() -> tuple[Cluster, Recorder]:
@@ -51,16 +51,16 @@ def make_state() -> tuple[Cluster, Recorder]:
 
 
 def fed_pod(state: Cluster, raw: dict[str, object]) -> PodInfo | None:
-    """The pod as the core holds it once its informer is given ``raw``."""
-    uid = state.informers.pods.upsert(raw)
+    """The pod as the core holds it once its handler is given ``raw``."""
+    uid = state.handlers.pods.upsert(raw)
     return None if uid is None else state.scheduler.pod(uid)
 
 
 def test_a_malformed_pod_is_reported_and_the_others_still_schedule() -> None:
     state, seen = make_state()
-    state.informers.nodes.replace([node_object("n1")])
+    state.handlers.nodes.replace([node_object("n1")])
     bad = pod_object("bad", cpu="lots")
-    state.informers.pods.replace([bad, pod_object("good", cpu="1")])
+    state.handlers.pods.replace([bad, pod_object("good", cpu="1")])
 
     assert [(i.kind, i.name) for i in seen.invalid] == [("Pod", "bad")]
     assert "'lots'" in seen.invalid[0].message
@@ -80,8 +80,8 @@ def test_amounts_past_what_the_core_counts_are_reported_not_fatal() -> None:
     huge = pod_object("huge", cpu="1")
     huge["spec"]["overhead"] = {"cpu": "8Ei"}
     big_node = node_object("n2", cpu="1e30")
-    state.informers.nodes.replace([node_object("n1"), big_node])
-    state.informers.pods.replace([huge, pod_object("good", cpu="1")])
+    state.handlers.nodes.replace([node_object("n1"), big_node])
+    state.handlers.pods.replace([huge, pod_object("good", cpu="1")])
 
     assert [(i.kind, i.name) for i in seen.invalid] == [("Node", "n2"), ("Pod", "huge")]
     assert "'8Ei' is more than coscheduler can count" in seen.invalid[1].message
@@ -97,7 +97,7 @@ def test_an_unreadable_pod_of_ours_that_waits_is_marked_so_its_condition_says_wh
     waiting = pod_object("waiting", cpu="1e18")
     bound = pod_object("bound", cpu="1e18", node="n1")
     theirs = pod_object("theirs", cpu="1e18", scheduler="default-scheduler")
-    state.informers.pods.replace([waiting, bound, theirs])
+    state.handlers.pods.replace([waiting, bound, theirs])
     assert [(i.name, i.waiting) for i in seen.invalid] == [
         ("waiting", True),
         ("bound", False),
@@ -114,7 +114,7 @@ def test_a_malformed_node_is_reported_and_dropped() -> None:
     state, seen = make_state()
     broken = node_object("n2")
     broken["status"]["allocatable"]["cpu"] = "eight"
-    state.informers.nodes.replace([node_object("n1"), broken])
+    state.handlers.nodes.replace([node_object("n1"), broken])
     assert [i.name for i in seen.invalid] == ["n2"]
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
 
@@ -123,13 +123,13 @@ def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist(
     # Found by e2e/tests/test_bad_input.py: scheduler-plugins' schema lets minMember
     # reach 2**31-1; the group was refused, and its pods said "does not exist: create it".
     state, _ = make_state()
-    state.informers.nodes.replace([node_object("n1")])
+    state.handlers.nodes.replace([node_object("n1")])
     fed_pod(state, pod_object("w-0", group="train", group_label=xk8s.GROUP + "/pod-group"))
-    state.informers.podgroups[xk8s.API].upsert(
+    state.handlers.podgroups[xk8s.API].upsert(
         podgroup_object("train", 2**31 - 1, api_version=xk8s.API.api_version)
     )
     key = GroupKey("default", "train")
-    why = state.informers.groups.unreadable_group(key)
+    why = state.handlers.groups.unreadable_group(key)
     assert why is not None
     assert why.startswith("spec.minMember:")
     decision = state.scheduler.next_decision()
@@ -142,14 +142,14 @@ def test_pods_of_an_unreadable_podgroup_are_told_why_not_that_it_does_not_exist(
     )
 
     # Fixed, it is read; deleted or gone from a relist, nothing is said of it any more.
-    state.informers.podgroups[xk8s.API].upsert(
+    state.handlers.podgroups[xk8s.API].upsert(
         podgroup_object("train", 1, api_version=xk8s.API.api_version, generation=2)
     )
-    assert state.informers.groups.unreadable_group(key) is None
-    state.informers.podgroups[sigs.API].upsert(podgroup_object("other", 0))
-    assert state.informers.groups.unreadable_group(GroupKey("default", "other")) is not None
-    state.informers.podgroups[sigs.API].replace([])
-    assert state.informers.groups.unreadable_group(GroupKey("default", "other")) is None
+    assert state.handlers.groups.unreadable_group(key) is None
+    state.handlers.podgroups[sigs.API].upsert(podgroup_object("other", 0))
+    assert state.handlers.groups.unreadable_group(GroupKey("default", "other")) is not None
+    state.handlers.podgroups[sigs.API].replace([])
+    assert state.handlers.groups.unreadable_group(GroupKey("default", "other")) is None
 
 
 def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> None:
@@ -157,15 +157,15 @@ def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> 
     # string; a status written with "x" in it made the whole group unreadable, its pods
     # stuck, and our writer never replaced the status it could not read.
     state, seen = make_state()
-    state.informers.podgroups[sigs.API].upsert(
+    state.handlers.podgroups[sigs.API].upsert(
         podgroup_object("g", 2, status={"allocated": {"cpu": "x"}})
     )
     assert seen.invalid == []
-    group = state.informers.groups.podgroups[GroupKey("default", "g")]
+    group = state.handlers.groups.podgroups[GroupKey("default", "g")]
     assert group.spec.min_member == 2
     assert group.stored is None  # differs from anything ours: the writer replaces it
     # A bad spec is still refused, with the spec's reason.
-    state.informers.podgroups[sigs.API].upsert(
+    state.handlers.podgroups[sigs.API].upsert(
         podgroup_object("h", 0, status={"allocated": {"cpu": "x"}})
     )
     assert [i.name for i in seen.invalid] == ["h"]
@@ -174,33 +174,31 @@ def test_a_status_someone_else_wrote_does_not_make_our_podgroup_unreadable() -> 
 
 def test_an_invalid_podgroup_is_reported_and_ignored() -> None:
     state, seen = make_state()
-    state.informers.podgroups[sigs.API].replace([podgroup_object("zero", 0)])
+    state.handlers.podgroups[sigs.API].replace([podgroup_object("zero", 0)])
     assert [i.kind for i in seen.invalid] == ["PodGroup"]
     assert "minMember" in seen.invalid[0].message
-    assert state.informers.groups.podgroups == {}
+    assert state.handlers.groups.podgroups == {}
 
 
 def test_relist_forgets_what_disappeared() -> None:
     state, _ = make_state()
-    state.informers.nodes.replace([node_object("n1"), node_object("n2")])
-    state.informers.pods.replace(
-        [pod_object("a", group="g", node="n1"), pod_object("b", group="g")]
-    )
-    state.informers.podgroups[sigs.API].replace([podgroup_object("g", 2)])
+    state.handlers.nodes.replace([node_object("n1"), node_object("n2")])
+    state.handlers.pods.replace([pod_object("a", group="g", node="n1"), pod_object("b", group="g")])
+    state.handlers.podgroups[sigs.API].replace([podgroup_object("g", 2)])
     key = GroupKey("default", "g")
-    assert {p.name for p in state.informers.groups.group_pods(key)} == {"a", "b"}
+    assert {p.name for p in state.handlers.groups.group_pods(key)} == {"a", "b"}
 
-    state.informers.nodes.replace([node_object("n1")])
-    state.informers.pods.replace([pod_object("a", group="g", node="n1")])
-    state.informers.podgroups[sigs.API].replace([])
+    state.handlers.nodes.replace([node_object("n1")])
+    state.handlers.pods.replace([pod_object("a", group="g", node="n1")])
+    state.handlers.podgroups[sigs.API].replace([])
     assert [n.name for n in state.scheduler.snapshot.nodes()] == ["n1"]
-    assert {p.name for p in state.informers.groups.group_pods(key)} == {"a"}
-    assert key not in state.informers.groups.podgroups
+    assert {p.name for p in state.handlers.groups.group_pods(key)} == {"a"}
+    assert key not in state.handlers.groups.podgroups
 
 
 def test_group_members_include_finished_pods_for_status() -> None:
     state, seen = make_state()
-    state.informers.pods.replace(
+    state.handlers.pods.replace(
         [
             pod_object("done", group="g", node="n1", phase="Succeeded"),
             pod_object("failed", group="g", node="n1", phase="Failed"),
@@ -208,7 +206,7 @@ def test_group_members_include_finished_pods_for_status() -> None:
         ]
     )
     key = GroupKey("default", "g")
-    assert {p.phase for p in state.informers.groups.group_pods(key)} == {
+    assert {p.phase for p in state.handlers.groups.group_pods(key)} == {
         "Succeeded",
         "Failed",
         "Pending",
@@ -218,14 +216,14 @@ def test_group_members_include_finished_pods_for_status() -> None:
 
 def test_priority_class_resolves_group_priority() -> None:
     state, _ = make_state()
-    state.informers.priority_classes.replace([{"metadata": {"name": "urgent"}, "value": 1000}])
-    state.informers.podgroups[sigs.API].replace(
+    state.handlers.priority_classes.replace([{"metadata": {"name": "urgent"}, "value": 1000}])
+    state.handlers.podgroups[sigs.API].replace(
         [podgroup_object("g", 1, priorityClassName="urgent")]
     )
     policy = state.scheduler.policy(GroupKey("default", "g"))
     assert policy is not None
     assert policy.priority == 1000
-    state.informers.priority_classes.upsert({"metadata": {"name": "urgent"}, "value": 5})
+    state.handlers.priority_classes.upsert({"metadata": {"name": "urgent"}, "value": 5})
     policy = state.scheduler.policy(GroupKey("default", "g"))
     assert policy is not None
     assert policy.priority == 5
@@ -235,19 +233,19 @@ def test_verdicts_notify_only_on_change() -> None:
     state, seen = make_state()
     key = GroupKey("default", "g")
     no_room = Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room")
-    state.informers.groups.set_verdict(key, no_room)
-    state.informers.groups.set_verdict(
+    state.handlers.groups.set_verdict(key, no_room)
+    state.handlers.groups.set_verdict(
         key, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "no room")
     )
-    state.informers.groups.set_verdict(key, None)
-    state.informers.groups.set_verdict(key, None)
+    state.handlers.groups.set_verdict(key, None)
+    state.handlers.groups.set_verdict(key, None)
     assert seen.changed == [key, key]
 
 
 def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> None:
     state = cluster(namespaces=frozenset({"mine"}))
-    state.informers.nodes.replace([node_object("n1", cpu="4")])
-    state.informers.pods.replace(
+    state.handlers.nodes.replace([node_object("n1", cpu="4")])
+    state.handlers.pods.replace(
         [
             pod_object("theirs-bound", namespace="other", cpu="3", node="n1"),
             pod_object("theirs-pending", namespace="other", cpu="1"),
@@ -263,30 +261,28 @@ def test_pods_outside_the_watched_namespaces_count_but_are_not_scheduled() -> No
 def test_a_status_echo_is_not_a_group_change_but_a_spec_change_is() -> None:
     state, seen = make_state()
     raw = podgroup_object("train", 2, generation=1)
-    key = state.informers.podgroups[sigs.API].upsert(raw)
+    key = state.handlers.podgroups[sigs.API].upsert(raw)
     assert key is not None
     seen.changed.clear()
 
     # Our own status write coming back: the stored status already says so.
     written = {"phase": "Pending", "pending": 2}
-    group = state.informers.groups.podgroups[key]
-    state.informers.groups.set_status(
+    group = state.handlers.groups.podgroups[key]
+    state.handlers.groups.set_status(
         key, group.adapter.read_status(written), group.adapter.stored_form(written)
     )
     echo = {**raw, "status": written}
-    state.informers.podgroups[sigs.API].upsert(echo)
+    state.handlers.podgroups[sigs.API].upsert(echo)
     assert seen.changed == []
 
     # Someone else edited the status: the writer must put it right.
-    state.informers.podgroups[sigs.API].upsert(
-        {**raw, "status": {"phase": "Running", "running": 5}}
-    )
+    state.handlers.podgroups[sigs.API].upsert({**raw, "status": {"phase": "Running", "running": 5}})
     assert seen.changed == [key]
-    assert state.informers.groups.podgroups[key].status.phase == "Running"
+    assert state.handlers.groups.podgroups[key].status.phase == "Running"
 
     # A new spec (generation 2) reaches the scheduler's policy.
     changed = podgroup_object("train", 3, generation=2)
-    state.informers.podgroups[sigs.API].upsert(changed)
+    state.handlers.podgroups[sigs.API].upsert(changed)
     policy = state.scheduler.policy(key)
     assert policy is not None
     assert policy.min_member == 3
@@ -296,8 +292,8 @@ def test_podgroups_outside_the_watched_namespaces_are_not_ours() -> None:
     seen = Recorder()
     state = cluster(seen, namespaces=frozenset({"team-a"}))
     elsewhere = podgroup_object("train", 2)  # in "default"
-    state.informers.podgroups[sigs.API].replace([elsewhere])
-    assert state.informers.groups.podgroups == {}
+    state.handlers.podgroups[sigs.API].replace([elsewhere])
+    assert state.handlers.groups.podgroups == {}
     assert seen.changed == []
 
 
@@ -308,11 +304,11 @@ XK8S = "scheduling.x-k8s.io/v1alpha1"
 
 def test_a_scheduling_x_k8s_io_group_is_scheduled_as_ours() -> None:
     state, _ = make_state()
-    key = state.informers.podgroups[xk8s.API].upsert(
+    key = state.handlers.podgroups[xk8s.API].upsert(
         podgroup_object("train", 3, api_version=XK8S, scheduleTimeoutSeconds=30)
     )
     assert key is not None
-    assert state.informers.groups.podgroups[key].api is xk8s.API
+    assert state.handlers.groups.podgroups[key].api is xk8s.API
     policy = state.scheduler.policy(key)
     assert policy is not None
     assert (policy.min_member, policy.schedule_timeout_seconds) == (3, 30)
@@ -322,72 +318,72 @@ def test_ours_wins_a_name_held_in_both_apis_and_the_other_takes_over_when_it_goe
     state, seen = make_state()
     theirs = podgroup_object("train", 4, api_version=XK8S)
     ours = podgroup_object("train", 2)
-    key = state.informers.podgroups[xk8s.API].upsert(theirs)
+    key = state.handlers.podgroups[xk8s.API].upsert(theirs)
     assert key is not None
-    state.informers.podgroups[sigs.API].upsert(ours)
+    state.handlers.podgroups[sigs.API].upsert(ours)
 
     def min_member() -> int | None:
         policy = state.scheduler.policy(key)
         return None if policy is None else policy.min_member
 
-    assert (state.informers.groups.podgroups[key].api, min_member()) == (sigs.API, 2)
+    assert (state.handlers.groups.podgroups[key].api, min_member()) == (sigs.API, 2)
 
     # Theirs changing while ours holds the name changes nothing.
     seen.changed.clear()
-    state.informers.podgroups[xk8s.API].upsert(
+    state.handlers.podgroups[xk8s.API].upsert(
         podgroup_object("train", 5, api_version=XK8S, generation=2)
     )
-    assert (state.informers.groups.podgroups[key].api, min_member(), seen.changed) == (
+    assert (state.handlers.groups.podgroups[key].api, min_member(), seen.changed) == (
         sigs.API,
         2,
         [],
     )
 
-    state.informers.podgroups[sigs.API].remove(ours)
-    assert (state.informers.groups.podgroups[key].api, min_member()) == (xk8s.API, 5)
+    state.handlers.podgroups[sigs.API].remove(ours)
+    assert (state.handlers.groups.podgroups[key].api, min_member()) == (xk8s.API, 5)
     assert seen.changed == [key]
 
-    state.informers.podgroups[xk8s.API].remove(theirs)
-    assert key not in state.informers.groups.podgroups
+    state.handlers.podgroups[xk8s.API].remove(theirs)
+    assert key not in state.handlers.groups.podgroups
     assert state.scheduler.policy(key) is None
 
 
 def test_a_relist_of_one_api_forgets_only_that_api_s_groups() -> None:
     state, _ = make_state()
-    state.informers.podgroups[sigs.API].replace([podgroup_object("ours", 2)])
-    state.informers.podgroups[xk8s.API].replace([podgroup_object("theirs", 2, api_version=XK8S)])
-    state.informers.podgroups[xk8s.API].replace([])
-    assert [key.name for key in state.informers.groups.podgroups] == ["ours"]
+    state.handlers.podgroups[sigs.API].replace([podgroup_object("ours", 2)])
+    state.handlers.podgroups[xk8s.API].replace([podgroup_object("theirs", 2, api_version=XK8S)])
+    state.handlers.podgroups[xk8s.API].replace([])
+    assert [key.name for key in state.handlers.groups.podgroups] == ["ours"]
 
 
 def test_an_invalid_x_k8s_io_group_is_reported_under_its_own_api() -> None:
     state, seen = make_state()
-    state.informers.podgroups[xk8s.API].upsert(
+    state.handlers.podgroups[xk8s.API].upsert(
         podgroup_object("bad", 2, api_version=XK8S, minResources={"cpu": "lots"})
     )
     [invalid] = seen.invalid
     assert (invalid.kind, invalid.api_version, invalid.name) == ("PodGroup", XK8S, "bad")
     assert "lots" in invalid.message
-    assert state.informers.groups.podgroups == {}
+    assert state.handlers.groups.podgroups == {}
 
 
 def test_our_write_of_an_x_k8s_io_status_coming_back_is_no_change_but_another_s_is() -> None:
     state, seen = make_state()
     raw = podgroup_object("train", 2, api_version=XK8S)
-    key = state.informers.podgroups[xk8s.API].upsert(raw)
+    key = state.handlers.podgroups[xk8s.API].upsert(raw)
     assert key is not None
-    group = state.informers.groups.podgroups[key]
+    group = state.handlers.groups.podgroups[key]
     ours = group.status.model_copy(update={"conditions": [], "phase": "Scheduled"})
     written = xk8s.ADAPTER.render_status(ours, [])
-    state.informers.groups.set_status(key, ours, xk8s.ADAPTER.stored_form(written))
+    state.handlers.groups.set_status(key, ours, xk8s.ADAPTER.stored_form(written))
     seen.changed.clear()
 
-    state.informers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Scheduling"}})
+    state.handlers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Scheduling"}})
     assert seen.changed == []  # the same in their shape: our own write coming back
 
-    state.informers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Finished"}})
+    state.handlers.podgroups[xk8s.API].upsert({**raw, "status": {"phase": "Finished"}})
     assert seen.changed == [key]  # someone else wrote: the writer puts it right
-    assert state.informers.groups.podgroups[key].status.phase == "Finished"
+    assert state.handlers.groups.podgroups[key].status.phase == "Finished"
 
 
 def test_the_min_run_seconds_annotation_protects_a_group_and_a_bad_one_is_reported() -> None:
@@ -396,7 +392,7 @@ def test_the_min_run_seconds_annotation_protects_a_group_and_a_bad_one_is_report
     protected["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "600"}
     bad = podgroup_object("typo", 1)
     bad["metadata"]["annotations"] = {MIN_RUN_SECONDS_ANNOTATION: "ten minutes"}
-    state.informers.podgroups[sigs.API].replace([protected, bad])
+    state.handlers.podgroups[sigs.API].replace([protected, bad])
     steady = state.scheduler.policy(GroupKey("default", "steady"))
     assert steady is not None
     assert steady.min_run_seconds == 600
@@ -418,14 +414,14 @@ def queue_object(name: str, **spec: object) -> dict[str, object]:
 
 def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec() -> None:
     state, seen = make_state()
-    state.informers.queues.replace(
+    state.handlers.queues.replace(
         [queue_object("team-a", max={"cpu": "4"}, namespaces=["default"])]
     )
     assert state.scheduler.quotas.names() == ["team-a"]
     policy = state.scheduler.quotas.policy("team-a")
     assert policy is not None
     assert policy.max == {"cpu": 4000}
-    state.informers.queues.upsert(queue_object("team-a", max={"cpu": "four"}))
+    state.handlers.queues.upsert(queue_object("team-a", max={"cpu": "four"}))
     assert [(i.kind, i.name, i.api_version) for i in seen.invalid] == [
         ("Queue", "team-a", "scheduling.sigs.k8s.io/v1alpha1")
     ]
@@ -433,8 +429,8 @@ def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec
     policy = state.scheduler.quotas.policy("team-a")
     assert policy is not None
     assert policy.max == {"cpu": 4000}
-    state.informers.nodes.replace([node_object("n1")])
-    state.informers.pods.replace([pod_object("lone", cpu="1")])
+    state.handlers.nodes.replace([node_object("n1")])
+    state.handlers.pods.replace([pod_object("lone", cpu="1")])
     decision = state.scheduler.next_decision()
     assert decision is not None
     assert decision.ok
@@ -442,17 +438,17 @@ def test_queues_are_fed_to_the_core_and_a_malformed_one_keeps_the_last_good_spec
 
 def test_a_relist_forgets_deleted_queues() -> None:
     state, _ = make_state()
-    state.informers.queues.replace([queue_object("a"), queue_object("b")])
-    state.informers.queues.replace([queue_object("b")])
+    state.handlers.queues.replace([queue_object("a"), queue_object("b")])
+    state.handlers.queues.replace([queue_object("b")])
     assert state.scheduler.quotas.names() == ["b"]
-    assert sorted(state.informers.queues.objects) == ["b"]
+    assert sorted(state.handlers.queues.objects) == ["b"]
 
 
 def test_a_pods_progress_is_read_and_any_other_change_is_read_whole() -> None:
     state, seen = make_state()
-    state.informers.nodes.replace([node_object("n1", cpu="8")])
+    state.handlers.nodes.replace([node_object("n1", cpu="8")])
     raw = pod_object("p", cpu="1", group="g")
-    state.informers.pods.replace([raw])
+    state.handlers.pods.replace([raw])
     bound = pod_object("p", cpu="1", group="g", node="n1")
     assert (pod := fed_pod(state, bound)) is not None
     assert pod.node_name == "n1"

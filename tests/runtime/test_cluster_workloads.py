@@ -1,4 +1,4 @@
-"""The informers with native Workloads: each pod's spec.workloadRef resolved into a gang, or none.
+"""The handlers with native Workloads: each pod's spec.workloadRef resolved into a gang, or none.
 
 The real core decides here (no runtime I/O): a Workload's ``gang`` podGroup is
 one group per replica key with ``minMember = minCount``, a ``basic`` one's
@@ -13,21 +13,21 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_POD, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
+from coscheduler.runtime.handlers.base import InvalidObject
 from tests.builders import node_object, pod_object, workload_object, workload_ref
-from tests.informed import Informed
+from tests.fed import Fed
 
 
-def make_state(**settings: Any) -> tuple[Informed, list[InvalidObject]]:
+def make_state(**settings: Any) -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
+    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
 
 
 def member(name: str, pod_group: str = "workers", replica: str | None = None, **pod: Any) -> Any:
     return pod_object(name, spec_extra=workload_ref("train", pod_group, replica), **pod)
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -40,25 +40,25 @@ def gang_key(name: str = "train/workers") -> GroupKey:
 
 def test_a_gang_of_four_is_placed_whole_once_its_workload_is_seen() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(4)])
-    state.replace_pods([member(f"w-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(4)])
 
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
     assert "Workload default/train podGroup workers is not known" in waiting.status.message
 
-    state.replace_workloads([workload_object("train", {"workers": 4})])
+    state.handlers.workloads.replace([workload_object("train", {"workers": 4})])
     [placed] = decisions(state)
     assert placed.group == gang_key()
     assert len(placed.bindings) == 4
-    assert state.podgroups[gang_key()].spec.min_member == 4
+    assert state.handlers.groups.podgroups[gang_key()].spec.min_member == 4
 
 
 def test_a_gang_that_does_not_fit_whole_places_none() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object(f"n{i}", cpu="1") for i in range(3)])
-    state.replace_workloads([workload_object("train", {"workers": 4})])
-    state.replace_pods([member(f"w-{i}") for i in range(4)])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(3)])
+    state.handlers.workloads.replace([workload_object("train", {"workers": 4})])
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(4)])
 
     [refused] = decisions(state)
     assert refused.bindings == ()
@@ -68,9 +68,9 @@ def test_a_gang_that_does_not_fit_whole_places_none() -> None:
 
 def test_each_replica_key_is_a_gang_of_its_own() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="3")])
-    state.replace_workloads([workload_object("train", {"workers": 2})])
-    state.replace_pods(
+    state.handlers.nodes.replace([node_object("n0", cpu="3")])
+    state.handlers.workloads.replace([workload_object("train", {"workers": 2})])
+    state.handlers.pods.replace(
         [member(f"a-{i}", replica="a") for i in range(2)]
         + [member(f"b-{i}", replica="b") for i in range(2)]
     )
@@ -84,32 +84,32 @@ def test_each_replica_key_is_a_gang_of_its_own() -> None:
 
 def test_a_basic_pod_group_s_pods_go_each_on_its_own() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="2")])
-    state.replace_workloads([workload_object("train", {"workers": 4, "web": None})])
-    state.replace_pods([member(f"web-{i}", "web") for i in range(3)])
+    state.handlers.nodes.replace([node_object("n0", cpu="2")])
+    state.handlers.workloads.replace([workload_object("train", {"workers": 4, "web": None})])
+    state.handlers.pods.replace([member(f"web-{i}", "web") for i in range(3)])
 
     made = decisions(state)
     assert {d.group.kind for d in made} == {KIND_POD}
     assert sum(len(d.bindings) for d in made) == 2  # two fit; the third waits alone
-    assert not any(key.kind == KIND_WORKLOAD for key in state.podgroups)
+    assert not any(key.kind == KIND_WORKLOAD for key in state.handlers.groups.podgroups)
 
 
 def test_a_workload_deleted_or_recreated_regroups_its_pods() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.replace_pods([member(f"w-{i}") for i in range(3)])
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.pods.replace([member(f"w-{i}") for i in range(3)])
     gang = workload_object("train", {"workers": 4})
-    state.upsert_workload(gang)
+    state.handlers.workloads.upsert(gang)
     [short] = decisions(state)
     assert short.status.reason is Reason.NOT_ENOUGH_MEMBERS
 
-    state.remove_workload(gang)
-    assert gang_key() not in state.podgroups
+    state.handlers.workloads.remove(gang)
+    assert gang_key() not in state.handlers.groups.podgroups
     [gone] = decisions(state)
     assert gone.status.reason is Reason.GROUP_NOT_FOUND
 
     # Recreated (a new uid) with the same podGroup now basic: each pod alone.
-    state.upsert_workload(workload_object("train", {"workers": None}, uid="uid-2"))
+    state.handlers.workloads.upsert(workload_object("train", {"workers": None}, uid="uid-2"))
     made = decisions(state)
     assert len(made) == 3
     assert all(d.group.kind == KIND_POD and len(d.bindings) == 1 for d in made)
@@ -117,9 +117,9 @@ def test_a_workload_deleted_or_recreated_regroups_its_pods() -> None:
 
 def test_a_pod_group_the_workload_lacks_waits_as_not_found() -> None:
     state, _ = make_state()
-    state.replace_nodes([node_object("n0")])
-    state.replace_workloads([workload_object("train", {"workers": 1})])
-    state.replace_pods([member("x-0", "typo")])
+    state.handlers.nodes.replace([node_object("n0")])
+    state.handlers.workloads.replace([workload_object("train", {"workers": 1})])
+    state.handlers.pods.replace([member("x-0", "typo")])
     [waiting] = decisions(state)
     assert waiting.status.reason is Reason.GROUP_NOT_FOUND
     assert "podGroup typo" in waiting.status.message
@@ -127,33 +127,33 @@ def test_a_pod_group_the_workload_lacks_waits_as_not_found() -> None:
 
 def test_a_gang_whose_last_pod_is_gone_is_forgotten() -> None:
     state, _ = make_state()
-    state.replace_workloads([workload_object("train", {"workers": 2})])
-    state.replace_pods([member("w-0"), member("w-1")])
-    assert gang_key() in state.podgroups
-    assert {p.name for p in state.group_pods(gang_key())} == {"w-0", "w-1"}
+    state.handlers.workloads.replace([workload_object("train", {"workers": 2})])
+    state.handlers.pods.replace([member("w-0"), member("w-1")])
+    assert gang_key() in state.handlers.groups.podgroups
+    assert {p.name for p in state.handlers.groups.group_pods(gang_key())} == {"w-0", "w-1"}
 
-    state.replace_pods([member("w-0")])
-    assert gang_key() in state.podgroups
-    state.replace_pods([])
-    assert gang_key() not in state.podgroups
+    state.handlers.pods.replace([member("w-0")])
+    assert gang_key() in state.handlers.groups.podgroups
+    state.handlers.pods.replace([])
+    assert gang_key() not in state.handlers.groups.podgroups
     assert state.scheduler.policy(gang_key()) is None
 
 
 def test_another_scheduler_s_workload_pods_make_no_gang_here() -> None:
     state, _ = make_state()
-    state.replace_workloads([workload_object("train", {"workers": 2})])
-    state.replace_pods([member(f"w-{i}", scheduler="default-scheduler") for i in range(2)])
-    assert state.podgroups == {}
+    state.handlers.workloads.replace([workload_object("train", {"workers": 2})])
+    state.handlers.pods.replace([member(f"w-{i}", scheduler="default-scheduler") for i in range(2)])
+    assert state.handlers.groups.podgroups == {}
     assert decisions(state) == []
 
 
 def test_a_workload_that_cannot_be_read_is_reported_and_its_pods_wait() -> None:
     state, invalid = make_state()
-    state.replace_nodes([node_object("n0")])
+    state.handlers.nodes.replace([node_object("n0")])
     bad = workload_object("train", {"workers": 1})
     bad["spec"]["podGroups"][0]["policy"] = {"basic": {}, "gang": {"minCount": 1}}
-    state.replace_workloads([bad])
-    state.replace_pods([member("w-0")])
+    state.handlers.workloads.replace([bad])
+    state.handlers.pods.replace([member("w-0")])
 
     [report] = invalid
     assert (report.kind, report.name) == ("Workload", "train")
@@ -165,8 +165,10 @@ def test_a_workload_that_cannot_be_read_is_reported_and_its_pods_wait() -> None:
 
 def test_workloads_outside_the_namespaces_served_are_not_read() -> None:
     state, _ = make_state(namespaces=frozenset({"mine"}))
-    assert state.upsert_workload(workload_object("train", {"workers": 1})) is None
-    assert state.upsert_workload(workload_object("train", {"w": 1}, namespace="mine")) == (
+    assert state.handlers.workloads.upsert(workload_object("train", {"workers": 1})) is None
+    assert state.handlers.workloads.upsert(
+        workload_object("train", {"w": 1}, namespace="mine")
+    ) == (
         "mine",
         "train",
     )
@@ -174,10 +176,10 @@ def test_workloads_outside_the_namespaces_served_are_not_read() -> None:
 
 def test_a_metadata_change_keeps_the_gang_and_its_status() -> None:
     state, _ = make_state()
-    state.replace_workloads([workload_object("train", {"workers": 2})])
-    state.replace_pods([member("w-0"), member("w-1")])
-    before = state.podgroups[gang_key()]
+    state.handlers.workloads.replace([workload_object("train", {"workers": 2})])
+    state.handlers.pods.replace([member("w-0"), member("w-1")])
+    before = state.handlers.groups.podgroups[gang_key()]
     relabelled = workload_object("train", {"workers": 2})
     relabelled["metadata"]["labels"] = {"team": "ml"}
-    state.upsert_workload(relabelled)
-    assert state.podgroups[gang_key()] is before
+    state.handlers.workloads.upsert(relabelled)
+    assert state.handlers.groups.podgroups[gang_key()] is before

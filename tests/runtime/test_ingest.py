@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 
 from coscheduler.runtime import ingest
-from coscheduler.runtime.informers.base import Informer
-from coscheduler.runtime.informers.kinds import Kind
+from coscheduler.runtime.handlers.base import Handler
+from coscheduler.runtime.handlers.kinds import Kind
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 from tests.runtime.apiserver import (
@@ -24,7 +24,7 @@ from tests.runtime.apiserver import (
 
 
 class _Recorder:
-    """An informer that notes which kind's list was applied, in order."""
+    """A handler that notes which kind's list was applied, in order."""
 
     def __init__(self, name: str, applied: list[str]) -> None:
         self.name = name
@@ -40,8 +40,8 @@ class _Recorder:
         pass
 
 
-def _recorder(name: str, applied: list[str]) -> Informer:
-    return cast(Informer, _Recorder(name, applied))
+def _recorder(name: str, applied: list[str]) -> Handler:
+    return cast(Handler, _Recorder(name, applied))
 
 
 async def test_a_later_stage_lists_at_once_and_is_applied_after_the_earlier_one(

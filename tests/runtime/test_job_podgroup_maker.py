@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.adapters.volcano_owners import volcano_owner
 from coscheduler.controller.jobgroups import JobGroupMaker
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from tests.builders import job_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply, status_error
 from tests.runtime.reporting import quick_reporter
 
@@ -25,7 +26,7 @@ EVENTS = "/api/v1/namespaces/default/events"
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     maker: JobGroupMaker
     apiserver: FakeApiServer
 
@@ -45,11 +46,11 @@ class Setup:
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     changes = Changes()
-    state = Informed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
-    state.owners_watched = True
+    state = Fed(Scheduler(lambda: 0.0), on_owner_changed=changes.owner)
+    state.handlers.owners.watched = True
     reporter = quick_reporter(kube, state.scheduler)
     maker = JobGroupMaker(
-        view=ReadModel(state.scheduler, state.informers),
+        view=ReadModel(state.scheduler, state.handlers),
         marked=changes.owners,
         reporter=reporter,
         retry_initial_seconds=0.01,
@@ -67,7 +68,7 @@ def created(request: RecordedRequest) -> Reply:
 
 async def test_an_annotated_job_gets_a_podgroup_it_controls(setup: Setup) -> None:
     setup.apiserver.on("POST", PODGROUPS, created)
-    setup.state.upsert_job(job_object("train", gang="true", parallelism=3))
+    setup.state.handlers.jobs.upsert(job_object("train", gang="true", parallelism=3))
 
     [request] = await setup.apiserver.wait_for("POST", PODGROUPS)
     body = request.body
@@ -79,7 +80,7 @@ async def test_an_annotated_job_gets_a_podgroup_it_controls(setup: Setup) -> Non
 
 async def test_a_failed_create_is_retried(setup: Setup) -> None:
     setup.apiserver.on("POST", PODGROUPS, status_error(500, "InternalError"), created)
-    setup.state.upsert_job(job_object("train", gang="true"))
+    setup.state.handlers.jobs.upsert(job_object("train", gang="true"))
     await setup.apiserver.wait_until(
         lambda: len(setup.apiserver.requests_to("POST", PODGROUPS)) == 2
     )
@@ -89,8 +90,8 @@ async def test_a_failed_create_is_retried(setup: Setup) -> None:
 async def test_a_podgroup_of_that_name_it_does_not_own_is_left_alone_and_the_job_told(
     setup: Setup,
 ) -> None:
-    setup.state.upsert_podgroup(podgroup_object("train", 7))
-    setup.state.upsert_job(job_object("train", gang="true"))
+    setup.state.handlers.podgroups[SIGS].upsert(podgroup_object("train", 7))
+    setup.state.handlers.jobs.upsert(job_object("train", gang="true"))
     await setup.apiserver.wait_until(lambda: bool(setup.events("PodGroupNotOwned")))
     [event] = setup.events("PodGroupNotOwned")
     assert event["type"] == "Warning"
@@ -112,12 +113,12 @@ async def test_its_own_podgroup_follows_the_job(setup: Setup) -> None:
             "controller": True,
         }
     ]
-    setup.state.upsert_podgroup(owned)
-    setup.state.upsert_job(job_object("train", gang="true", parallelism=4))
+    setup.state.handlers.podgroups[SIGS].upsert(owned)
+    setup.state.handlers.jobs.upsert(job_object("train", gang="true", parallelism=4))
     await setup.settle()
     assert not setup.apiserver.requests_to("PATCH", path), "nothing to change"
 
-    setup.state.upsert_job(
+    setup.state.handlers.jobs.upsert(
         job_object("train", gang="true", parallelism=4, completions=6, succeeded=3)
     )
     [request] = await setup.apiserver.wait_for("PATCH", path)
@@ -125,7 +126,7 @@ async def test_its_own_podgroup_follows_the_job(setup: Setup) -> None:
 
 
 async def test_an_invalid_annotation_is_told_on_the_job_and_nothing_made(setup: Setup) -> None:
-    setup.state.upsert_job(job_object("train", gang="everything"))
+    setup.state.handlers.jobs.upsert(job_object("train", gang="everything"))
     await setup.apiserver.wait_until(lambda: bool(setup.events("InvalidGangAnnotation")))
     [event] = setup.events("InvalidGangAnnotation")
     assert "'everything'" in event["message"]
@@ -135,7 +136,7 @@ async def test_an_invalid_annotation_is_told_on_the_job_and_nothing_made(setup: 
 async def test_an_annotation_on_a_job_of_the_default_scheduler_is_told_it_does_nothing(
     setup: Setup,
 ) -> None:
-    setup.state.upsert_job(job_object("train", gang="true", scheduler=None))
+    setup.state.handlers.jobs.upsert(job_object("train", gang="true", scheduler=None))
     await setup.apiserver.wait_until(lambda: bool(setup.events("InvalidGangAnnotation")))
     [event] = setup.events("InvalidGangAnnotation")
     assert "schedulerName: coscheduler" in event["message"]

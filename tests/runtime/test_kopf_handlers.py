@@ -26,7 +26,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
@@ -39,7 +39,7 @@ Handler = Callable[..., Coroutine[Any, Any, None]]
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: StatusWriter
     writing: asyncio.Event
     apiserver: FakeApiServer
@@ -49,12 +49,12 @@ class Setup:
     listed: asyncio.Event
 
     def add_group(self, name: str, members: int) -> None:
-        self.state.upsert_podgroup(podgroup_object(name, min_member=members))
+        self.state.handlers.podgroups[SIGS].upsert(podgroup_object(name, min_member=members))
         for index in range(members):
-            self.state.upsert_pod(pod_object(f"{name}-{index}", group=name))
+            self.state.handlers.pods.upsert(pod_object(f"{name}-{index}", group=name))
 
     def bind(self, name: str, index: int) -> None:
-        self.state.upsert_pod(pod_object(f"{name}-{index}", group=name, node="node-1"))
+        self.state.handlers.pods.upsert(pod_object(f"{name}-{index}", group=name, node="node-1"))
 
     def patches(self, path: str) -> list[RecordedRequest]:
         return self.apiserver.requests_to("PATCH", path)
@@ -82,18 +82,18 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda r: Reply(201, r.body))
     apiserver.on("POST", "/api/v1/namespaces/*/events", lambda r: Reply(201, r.body))
     changes = Changes()
-    state = Informed(
+    state = Fed(
         Scheduler(lambda: 0.0), on_group_changed=changes.group, on_queue_changed=changes.queue
     )
     reporter = Reporter(
         kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
     )
-    view = ReadModel(state.scheduler, state.informers)
+    view = ReadModel(state.scheduler, state.handlers)
     writer = StatusWriter(
         view=view,
         changed=changes.groups,
         reporter=reporter,
-        written=state.groups.set_status,
+        written=state.handlers.groups.set_status,
         followed={SIGS},
     )
     queue_writer = QueueStatusWriter(
@@ -174,14 +174,14 @@ async def test_a_handler_ends_when_its_group_is_deleted(setup: Setup) -> None:
     follower = setup.follow("train")
     await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
 
-    setup.state.remove_podgroup(podgroup_object("train", min_member=1))
+    setup.state.handlers.podgroups[SIGS].remove(podgroup_object("train", min_member=1))
 
     await asyncio.wait_for(follower, timeout=5)
 
 
 async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
     setup.writing.set()
-    setup.state.upsert_queue(
+    setup.state.handlers.queues.upsert(
         {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "team-a"}}
     )
     follower = asyncio.create_task(
@@ -198,7 +198,7 @@ async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
 async def test_a_podgroup_of_a_closed_queue_is_refused_once_every_kind_is_listed(
     setup: Setup,
 ) -> None:
-    setup.state.upsert_queue(
+    setup.state.handlers.queues.upsert(
         {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": "Queue",

@@ -17,7 +17,7 @@ from coscheduler.operator import record_status
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.readmodel import Changes, ReadModel
 from tests.builders import node_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply, status_error
 from tests.runtime.test_cluster_kueue import KEY, WORKLOAD, kueue_workload, member
 
@@ -44,12 +44,12 @@ async def test_the_reason_a_gang_waits_is_applied_once_and_kueues_conditions_kep
 ) -> None:
     apiserver.on("PATCH", STATUS, lambda request: Reply(200, request.body))
     changes = Changes()
-    state = Informed(Scheduler(lambda: 0.0))
-    state.replace_nodes([node_object("n0", cpu="1")])
-    state.upsert_kueue_workload(kueue_workload({"main": 2}, admitted={"main": 2}))
-    state.replace_pods([member("train-0"), member("train-1")])
-    view = ReadModel(state.scheduler, state.informers)
-    record = partial(record_status, state.groups, changes.kueue)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.nodes.replace([node_object("n0", cpu="1")])
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 2}, admitted={"main": 2}))
+    state.handlers.pods.replace([member("train-0"), member("train-1")])
+    view = ReadModel(state.scheduler, state.handlers)
+    record = partial(record_status, state.handlers.groups, changes.kueue)
     writer = KueueConditionWriter(view=view, marked=changes.kueue, client=kube)
 
     record(KEY, waiting("2 pods need 2 cpu; 1 free"), None)
@@ -79,11 +79,11 @@ async def test_a_refused_write_is_tried_again(apiserver: FakeApiServer, kube: Ku
         "PATCH", STATUS, status_error(503, "ServiceUnavailable"), lambda r: Reply(200, r.body)
     )
     changes = Changes()
-    state = Informed(Scheduler(lambda: 0.0))
-    state.upsert_kueue_workload(kueue_workload({"main": 1}, admitted={"main": 1}))
-    state.replace_pods([member("train-0")])
-    view = ReadModel(state.scheduler, state.informers)
-    record = partial(record_status, state.groups, changes.kueue)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 1}, admitted={"main": 1}))
+    state.handlers.pods.replace([member("train-0")])
+    view = ReadModel(state.scheduler, state.handlers)
+    record = partial(record_status, state.handlers.groups, changes.kueue)
     writer = KueueConditionWriter(view=view, marked=changes.kueue, client=kube)
 
     record(KEY, waiting("no room"), None)

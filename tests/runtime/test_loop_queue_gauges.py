@@ -13,14 +13,14 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 from tests.builders import Clock, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 
 async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
     kube: KubeClient,
 ) -> None:
     scheduler = Scheduler(Clock())
-    state = Informed(scheduler)
+    state = Fed(scheduler)
     metrics = Metrics()
     set_for: list[dict[str, Any]] = []
     labels = metrics.queue_length.labels
@@ -33,8 +33,8 @@ async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
     wake = asyncio.Event()
     loop = SchedulingLoop(
         scheduler=scheduler,
-        groups=state.groups,
-        owners=state.informers.owners,
+        groups=state.handlers.groups,
+        owners=state.handlers.owners,
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
         reporter=Reporter(kube, metrics=metrics, is_waiting=scheduler.is_waiting),
@@ -47,7 +47,7 @@ async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
             await asyncio.sleep(0.01)
         assert len(set_for) == 3  # once per pool, at the first look
         # A lone pod and no node: it waits, and the gauges say so.
-        state.upsert_pod(pod_object("lone"))
+        state.handlers.pods.upsert(pod_object("lone"))
         loop.wake()
         for _ in range(200):
             if len(set_for) > 3:

@@ -20,7 +20,7 @@ from tests.builders import (
     pod_object,
     scheduling_group,
 )
-from tests.informed import Informed
+from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
 QUEUE = "scheduling.sigs.k8s.io/queue"
@@ -60,14 +60,14 @@ def podgroup(
     )
 
 
-def queue_of(state: Informed) -> str:
+def queue_of(state: Fed) -> str:
     policy = state.scheduler.policy(KEY)
     assert policy is not None
-    assert state.podgroups[KEY].spec.queue == policy.queue
+    assert state.handlers.groups.podgroups[KEY].spec.queue == policy.queue
     return policy.queue
 
 
-def decisions(state: Informed) -> list[Decision]:
+def decisions(state: Fed) -> list[Decision]:
     made = []
     while (decision := state.scheduler.next_decision()) is not None:
         made.append(decision)
@@ -78,35 +78,35 @@ def decisions(state: Informed) -> list[Decision]:
 
 
 def test_a_podgroup_without_a_queue_label_takes_its_workload_s() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.upsert_podgroup(podgroup(), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "default"
 
-    state.upsert_native_workload(workload(queue="research"))
+    state.handlers.native_workloads.upsert(workload(queue="research"))
     assert queue_of(state) == "research"
 
-    state.remove_native_workload(workload(queue="research"))
+    state.handlers.native_workloads.remove(workload(queue="research"))
     assert queue_of(state) == "default"
 
 
 def test_the_workload_read_first_still_gives_its_queue() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.upsert_native_workload(workload(queue="research"))
-    state.upsert_podgroup(podgroup(), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.native_workloads.upsert(workload(queue="research"))
+    state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "research"
 
 
 def test_the_podgroup_s_own_label_wins_over_its_workload_s() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.upsert_native_workload(workload(queue="research"))
-    state.upsert_podgroup(podgroup(labels={QUEUE: "prod"}), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.native_workloads.upsert(workload(queue="research"))
+    state.handlers.podgroups[BETA.api].upsert(podgroup(labels={QUEUE: "prod"}))
     assert queue_of(state) == "prod"
 
 
 def test_a_workload_of_another_name_gives_nothing() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.upsert_native_workload(workload("other", queue="research"))
-    state.upsert_podgroup(podgroup(), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.native_workloads.upsert(workload("other", queue="research"))
+    state.handlers.podgroups[BETA.api].upsert(podgroup())
     assert queue_of(state) == "default"
 
 
@@ -134,12 +134,12 @@ def test_an_unreadable_workload_names_its_field(field: str, value: object) -> No
 
 def test_an_unreadable_workload_is_reported_and_gives_no_queue() -> None:
     invalid: list[Any] = []
-    state = Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
-    state.upsert_native_workload(workload(queue="research"))
-    state.upsert_podgroup(podgroup(), BETA)
+    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state.handlers.native_workloads.upsert(workload(queue="research"))
+    state.handlers.podgroups[BETA.api].upsert(podgroup())
     bad = workload(queue="research")
     bad["metadata"]["labels"][QUEUE] = 7
-    state.upsert_native_workload(bad)
+    state.handlers.native_workloads.upsert(bad)
     assert [i.kind for i in invalid] == ["Workload"]
     assert queue_of(state) == "default"
 
@@ -147,18 +147,18 @@ def test_an_unreadable_workload_is_reported_and_gives_no_queue() -> None:
 # -- a gang larger than its Job runs at once ------------------------------------------------
 
 
-def members(state: Informed, count: int, owner: str | None = "train") -> None:
+def members(state: Fed, count: int, owner: str | None = "train") -> None:
     for index in range(count):
-        state.upsert_pod(
+        state.handlers.pods.upsert(
             pod_object(f"train-{index}", spec_extra=scheduling_group("train"), owner=owner)
         )
 
 
 def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_many() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.replace_jobs([job_object("train", parallelism=2)])
-    state.upsert_podgroup(podgroup(min_count=4), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.jobs.replace([job_object("train", parallelism=2)])
+    state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 2)
 
     [waiting] = decisions(state)
@@ -168,18 +168,18 @@ def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_
     )
     assert "lower minCount to 2 or raise the Job's parallelism" in waiting.status.message
 
-    state.upsert_job(job_object("train", parallelism=4))  # scaled up: no longer said
+    state.handlers.jobs.upsert(job_object("train", parallelism=4))  # scaled up: no longer said
     members(state, 3)
     [short] = decisions(state)
     assert short.status.message == "3/4 members exist"
 
 
 def test_the_job_named_by_the_workload_counts_before_any_pod_exists() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.replace_jobs([job_object("train", parallelism=8, completions=10, succeeded=7)])
-    state.upsert_native_workload(workload(job="train"))
-    state.upsert_podgroup(podgroup(min_count=4), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.jobs.replace([job_object("train", parallelism=8, completions=10, succeeded=7)])
+    state.handlers.native_workloads.upsert(workload(job="train"))
+    state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 1, owner=None)
 
     [waiting] = decisions(state)
@@ -188,19 +188,19 @@ def test_the_job_named_by_the_workload_counts_before_any_pod_exists() -> None:
 
 
 def test_a_job_that_can_make_the_gang_changes_nothing() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.replace_jobs([job_object("train", parallelism=4)])
-    state.upsert_podgroup(podgroup(min_count=4), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.jobs.replace([job_object("train", parallelism=4)])
+    state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 4)
     [placed] = decisions(state)
     assert len(placed.bindings) == 4
 
 
 def test_without_a_known_job_the_count_is_all_that_is_said() -> None:
-    state = Informed(Scheduler(lambda: 0.0))
-    state.replace_nodes([node_object("n0", cpu="8")])
-    state.upsert_podgroup(podgroup(min_count=4), BETA)
+    state = Fed(Scheduler(lambda: 0.0))
+    state.handlers.nodes.replace([node_object("n0", cpu="8")])
+    state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 2, owner=None)
     [waiting] = decisions(state)
     assert waiting.status.message == "2/4 members exist"

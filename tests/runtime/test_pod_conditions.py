@@ -26,7 +26,7 @@ from coscheduler.runtime.podstatus import PodConditionWriter
 from coscheduler.runtime.reporter import Reporter
 from coscheduler.runtime.volume_binder import VolumeBinder
 from tests.builders import Clock, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import Answer, FakeApiServer, RecordedRequest, Reply
 
 POD = "/api/v1/namespaces/default/pods/lone"
@@ -35,7 +35,7 @@ POD = "/api/v1/namespaces/default/pods/lone"
 @dataclass
 class Running:
     scheduler: Scheduler
-    state: Informed
+    state: Fed
     loop: SchedulingLoop
     conditions: PodConditionWriter
 
@@ -44,12 +44,12 @@ class Running:
 async def running(kube: KubeClient) -> AsyncIterator[Running]:
     """The scheduling loop and the condition writer of one process, running."""
     scheduler = Scheduler(Clock())
-    state = Informed(scheduler)
+    state = Fed(scheduler)
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
     loop = SchedulingLoop(
         scheduler=scheduler,
-        groups=state.groups,
-        owners=state.informers.owners,
+        groups=state.handlers.groups,
+        owners=state.handlers.owners,
         binder=Binder(kube, concurrency=4),
         volume_binder=VolumeBinder(kube, bound=scheduler.volumes.bound, timeout_seconds=5.0),
         reporter=reporter,
@@ -92,11 +92,11 @@ async def test_a_binding_waits_for_the_condition_write_in_flight_on_its_pod(
     apiserver.on("POST", f"{POD}/binding", bind)
     state = running.state
     # The pod does not fit; why is being written when a node it fits comes.
-    state.upsert_node(node_object("small", cpu="2"))
-    state.upsert_pod(pod_object("lone", cpu="3"))
+    state.handlers.nodes.upsert(node_object("small", cpu="2"))
+    state.handlers.pods.upsert(pod_object("lone", cpu="3"))
     running.loop.wake()
     await until(lambda: seen == ["condition written"])
-    state.upsert_node(node_object("large", cpu="4"))
+    state.handlers.nodes.upsert(node_object("large", cpu="4"))
     running.loop.wake()
     await until(lambda: not running.scheduler.is_waiting("uid-default-lone"))
     await asyncio.sleep(0.05)  # time enough for a binding that does not wait

@@ -1,4 +1,4 @@
-"""runtime/informers/pods.py: an update that changes nothing read is not fed again."""
+"""runtime/handlers/pods.py: an update that changes nothing read is not fed again."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.scheduler import Scheduler
 from tests.builders import pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 
 Raw = dict[str, Any]
 
 
 class _CountingScheduler(Scheduler):
-    """Counts what the pod informer feeds."""
+    """Counts what the pod handler feeds."""
 
     fed = 0
 
@@ -23,67 +23,67 @@ class _CountingScheduler(Scheduler):
         super().upsert_pod(pod)
 
 
-def _informed() -> tuple[Informed, Raw]:
-    informed = Informed(_CountingScheduler(clock=lambda: 0.0))
+def _running_pod() -> tuple[Fed, Raw]:
+    state = Fed(_CountingScheduler(clock=lambda: 0.0))
     raw = pod_object("p", group="g", node="n1", phase="Running")
     raw["status"]["startTime"] = "2026-01-01T00:00:00Z"
-    informed.upsert_pod(raw)
-    return informed, raw
+    state.handlers.pods.upsert(raw)
+    return state, raw
 
 
-def _fed(informed: Informed) -> int:
-    scheduler = informed.scheduler
+def _times_fed(state: Fed) -> int:
+    scheduler = state.scheduler
     assert isinstance(scheduler, _CountingScheduler)
     return scheduler.fed
 
 
 def test_an_update_of_what_is_not_read_leaves_the_fed_pod_as_it_was() -> None:
-    informed, raw = _informed()
+    state, raw = _running_pod()
     uid = raw["metadata"]["uid"]
-    fed = informed.scheduler.pod(uid)
+    fed = state.scheduler.pod(uid)
     later = copy.deepcopy(raw)
     later["metadata"]["resourceVersion"] = "7"
     later["status"]["podIP"] = "10.0.0.9"
     later["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
-    informed.upsert_pod(later)
-    assert informed.scheduler.pod(uid) is fed
-    assert _fed(informed) == 1
+    state.handlers.pods.upsert(later)
+    assert state.scheduler.pod(uid) is fed
+    assert _times_fed(state) == 1
 
 
 def test_progress_and_other_changes_are_still_fed() -> None:
-    informed, raw = _informed()
+    state, raw = _running_pod()
     uid = raw["metadata"]["uid"]
     done = copy.deepcopy(raw)
     done["status"]["phase"] = "Succeeded"
-    informed.upsert_pod(done)
-    assert _fed(informed) == 2
-    pod = informed.scheduler.pod(uid)
+    state.handlers.pods.upsert(done)
+    assert _times_fed(state) == 2
+    pod = state.scheduler.pod(uid)
     assert pod is not None
     assert pod.phase == "Succeeded"
     relabelled = copy.deepcopy(done)
     relabelled["metadata"]["labels"]["team"] = "a"
-    informed.upsert_pod(relabelled)
-    pod = informed.scheduler.pod(uid)
+    state.handlers.pods.upsert(relabelled)
+    pod = state.scheduler.pod(uid)
     assert pod is not None
     assert pod.labels.get("team") == "a"
 
 
 def test_a_pod_read_again_after_being_forgotten_is_fed_again() -> None:
-    informed, raw = _informed()
+    state, raw = _running_pod()
     uid = raw["metadata"]["uid"]
-    informed.remove_pod(raw)
-    assert informed.scheduler.pod(uid) is None
-    informed.upsert_pod(copy.deepcopy(raw))
-    assert informed.scheduler.pod(uid) is not None
+    state.handlers.pods.remove(raw)
+    assert state.scheduler.pod(uid) is None
+    state.handlers.pods.upsert(copy.deepcopy(raw))
+    assert state.scheduler.pod(uid) is not None
 
 
 def test_a_pod_with_claims_is_fed_again_all_the_same() -> None:
     # What the core counts of it (volume attachments, devices) follows its claims as they are.
-    informed = Informed(_CountingScheduler(clock=lambda: 0.0))
+    state = Fed(_CountingScheduler(clock=lambda: 0.0))
     raw = pod_object("p", group="g", node="n1", phase="Running")
     raw["spec"]["volumes"] = [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}]
-    informed.upsert_pod(raw)
+    state.handlers.pods.upsert(raw)
     later = copy.deepcopy(raw)
     later["status"]["podIP"] = "10.0.0.9"
-    informed.upsert_pod(later)
-    assert _fed(informed) == 2
+    state.handlers.pods.upsert(later)
+    assert _times_fed(state) == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.controller.positions import PositionPublisher, PublishRule
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.scheduler import Scheduler
@@ -20,7 +21,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply
 
 LINE = 400
@@ -35,7 +36,7 @@ def name(index: int) -> str:
 class Line:
     def __init__(
         self,
-        state: Informed,
+        state: Fed,
         publisher: PositionPublisher,
         writer: StatusWriter,
         apiserver: FakeApiServer,
@@ -54,7 +55,9 @@ class Line:
         return self.writer.writes - before
 
     def place_head(self, index: int) -> None:
-        self.state.upsert_pod(pod_object(f"{name(index)}-0", group=name(index), node="node-1"))
+        self.state.handlers.pods.upsert(
+            pod_object(f"{name(index)}-0", group=name(index), node="node-1")
+        )
 
     def statuses(self) -> dict[str, Any]:
         """Each group's status as last written."""
@@ -67,20 +70,20 @@ class Line:
 async def start(rule: PublishRule, apiserver: FakeApiServer, kube: KubeClient) -> Line:
     apiserver.on("PATCH", PATCHES, lambda request: Reply(200, request.body))
     changed = ChangedGroups()
-    state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
+    state = Fed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
     reporter = Reporter(kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting)
-    view = ReadModel(state.scheduler, state.informers)
+    view = ReadModel(state.scheduler, state.handlers)
     publisher = PositionPublisher(positions=view.queue_positions, mark=changed.mark, rule=rule)
     writer = StatusWriter(
         view=view,
         changed=changed,
         reporter=reporter,
-        written=state.groups.set_status,
+        written=state.handlers.groups.set_status,
         positions=publisher.published,
     )
     for index in range(LINE):
-        state.upsert_podgroup(podgroup_object(name(index), min_member=1))
-        state.upsert_pod(pod_object(f"{name(index)}-0", group=name(index)))
+        state.handlers.podgroups[SIGS].upsert(podgroup_object(name(index), min_member=1))
+        state.handlers.pods.upsert(pod_object(f"{name(index)}-0", group=name(index)))
     return Line(state, publisher, writer, apiserver)
 
 

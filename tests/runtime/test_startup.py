@@ -18,11 +18,11 @@ from coscheduler import app
 from coscheduler.api.adapters import t9k, volcano, xk8s
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.kinds import kinds
+from coscheduler.runtime.handlers.kinds import kinds
 from coscheduler.runtime.settings import Settings
 from coscheduler.runtime.startup import Startup, process_age
 from tests.builders import Clock, node_object, pod_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply, WatchStream, object_list
 from tests.runtime.test_leader import LEASE, LeaseStore
 
@@ -84,7 +84,7 @@ async def test_the_started_line_gives_each_phase_in_order(
         "workloads.kueue.x-k8s.io",
         *(f"podgroups.{api.group}" for api in optional),
     }
-    table = kinds(Informed(Scheduler(Clock())).informers)
+    table = kinds(Fed(Scheduler(Clock())).handlers)
     read = {kind.name for kind in table if not kind.name.startswith("podgroups.scheduling.k8s.io")}
     read -= not_served
     read.discard("workloads.scheduling.k8s.io/native")  # read only beside native PodGroups
@@ -102,7 +102,7 @@ def test_the_process_age_is_read_from_the_kernel() -> None:
 async def test_a_standby_lists_before_it_leads_and_binds_without_listing_again(
     apiserver: FakeApiServer, tmp_path: Path
 ) -> None:
-    """A warm standby: its informers are synced while another replica holds the Lease."""
+    """A warm standby: its handlers are synced while another replica holds the Lease."""
     _serve_one_pod(apiserver)
     lease = LeaseStore(apiserver, Clock())
     lease.hold("other", renew_time=rfc3339(micro=True))

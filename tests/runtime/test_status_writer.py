@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from coscheduler.api.adapters import native, xk8s
+from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.reasons import Reason
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_WORKLOAD, GroupKey
@@ -31,7 +32,7 @@ from tests.builders import (
     workload_object,
     workload_ref,
 )
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import (
     Answer,
     Disconnect,
@@ -62,13 +63,13 @@ def summary(write: RecordedRequest) -> tuple[Any, ...]:
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: StatusWriter
     apiserver: FakeApiServer
 
     def add_group(self, name: str, members: int, *, bound: int = 0) -> GroupKey:
         """A PodGroup with ``members`` pods, the first ``bound`` of them on a node."""
-        self.state.upsert_podgroup(podgroup_object(name, min_member=members))
+        self.state.handlers.podgroups[SIGS].upsert(podgroup_object(name, min_member=members))
         for index in range(members):
             if index < bound:
                 self.bind(name, index)
@@ -77,10 +78,10 @@ class Setup:
         return GroupKey("default", name)
 
     def add_member(self, group: str, index: int) -> None:
-        self.state.upsert_pod(pod_object(f"{group}-{index}", group=group))
+        self.state.handlers.pods.upsert(pod_object(f"{group}-{index}", group=group))
 
     def bind(self, group: str, index: int) -> None:
-        self.state.upsert_pod(pod_object(f"{group}-{index}", group=group, node="node-1"))
+        self.state.handlers.pods.upsert(pod_object(f"{group}-{index}", group=group, node="node-1"))
 
     def patches(self, group: str) -> list[RecordedRequest]:
         return self.apiserver.requests_to("PATCH", status_path(group))
@@ -98,15 +99,15 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
     apiserver.on("PATCH", status_path("*"), patched)
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
     changed = ChangedGroups()
-    state = Informed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
+    state = Fed(Scheduler(lambda: 0.0), on_group_changed=changed.mark)
     reporter = Reporter(
         kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
     )
     writer = StatusWriter(
-        view=ReadModel(state.scheduler, state.informers),
+        view=ReadModel(state.scheduler, state.handlers),
         changed=changed,
         reporter=reporter,
-        written=state.groups.set_status,
+        written=state.handlers.groups.set_status,
         debounce_seconds=DEBOUNCE_SECONDS,
     )
     tasks = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
@@ -213,9 +214,11 @@ def xk8s_status_path(group: str) -> str:
 
 def add_xk8s_group(setup: Setup, name: str, members: int, **pod: Any) -> GroupKey:
     setup.apiserver.on("PATCH", xk8s_status_path(name), patched)
-    setup.state.upsert_podgroup(podgroup_object(name, members, api_version=XK8S), xk8s.ADAPTER)
+    setup.state.handlers.podgroups[xk8s.ADAPTER.api].upsert(
+        podgroup_object(name, members, api_version=XK8S)
+    )
     for index in range(members):
-        setup.state.upsert_pod(
+        setup.state.handlers.pods.upsert(
             pod_object(
                 f"{name}-{index}",
                 group=name,
@@ -260,21 +263,21 @@ async def test_an_x_k8s_io_group_of_another_scheduler_is_left_to_it(setup: Setup
 
 async def test_a_new_reason_their_shape_cannot_hold_is_kept_but_not_written(setup: Setup) -> None:
     train = add_xk8s_group(setup, "train", 2)
-    setup.state.set_verdict(
+    setup.state.handlers.groups.set_verdict(
         train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/1 nodes: cpu")
     )
     [write] = await setup.apiserver.wait_for("PATCH", xk8s_status_path("train"))
     assert write.body["status"]["phase"] == "Pending"
     assert write.body["status"]["scheduleStartTime"] is not None
 
-    setup.state.set_verdict(
+    setup.state.handlers.groups.set_verdict(
         train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/2 nodes: cpu")
     )
     await quiet()
 
     # Our status moved on (so the next event tells the new reason: the recorder
     # writes it once its change interval has passed); the stored one did not.
-    condition = setup.state.podgroups[train].status.condition("Unschedulable")
+    condition = setup.state.handlers.groups.podgroups[train].status.condition("Unschedulable")
     assert condition is not None
     assert condition.message == "0/2 nodes: cpu"
     assert len(setup.apiserver.requests_to("PATCH", xk8s_status_path("train"))) == 1
@@ -283,9 +286,9 @@ async def test_a_new_reason_their_shape_cannot_hold_is_kept_but_not_written(setu
 async def test_a_workload_gang_is_told_by_events_on_the_workload_and_nothing_written(
     setup: Setup,
 ) -> None:
-    setup.state.upsert_workload(workload_object("train", {"workers": 2}))
+    setup.state.handlers.workloads.upsert(workload_object("train", {"workers": 2}))
     for index in range(2):
-        setup.state.upsert_pod(
+        setup.state.handlers.pods.upsert(
             pod_object(
                 f"w-{index}", node="node-1", spec_extra=workload_ref("train", "workers", "a")
             )
@@ -303,7 +306,7 @@ async def test_a_workload_gang_is_told_by_events_on_the_workload_and_nothing_wri
     )
     await quiet()
     assert [r for r in setup.apiserver.requests if r.verb == "PATCH"] == []
-    assert setup.state.podgroups[key].status.phase == "Scheduled"
+    assert setup.state.handlers.groups.podgroups[key].status.phase == "Scheduled"
 
 
 NATIVE = native.ADAPTERS[0]
@@ -316,9 +319,9 @@ def native_status_path(group: str) -> str:
 def add_native_group(setup: Setup, name: str, members: int, **pod: Any) -> GroupKey:
     """Kubernetes' own PodGroup, a gang of ``members``, its members naming it."""
     setup.apiserver.on("PATCH", native_status_path(name), patched)
-    setup.state.upsert_podgroup(native_podgroup_object(name, members), NATIVE)
+    setup.state.handlers.podgroups[NATIVE.api].upsert(native_podgroup_object(name, members))
     for index in range(members):
-        setup.state.upsert_pod(
+        setup.state.handlers.pods.upsert(
             pod_object(f"{name}-{index}", spec_extra=scheduling_group(name), **pod)
         )
     return GroupKey("default", name, KIND_NATIVE_POD_GROUP)
@@ -356,7 +359,7 @@ async def test_a_waiting_native_group_is_told_failed_scheduling_and_no_phase(
     setup: Setup,
 ) -> None:
     train = add_native_group(setup, "train", 2)
-    setup.state.set_verdict(
+    setup.state.handlers.groups.set_verdict(
         train, Status(Code.UNSCHEDULABLE, Reason.NOT_ENOUGH_RESOURCES, "0/1 nodes: cpu")
     )
 
@@ -380,10 +383,10 @@ async def test_a_native_group_with_no_members_left_is_still_told_its_disruption(
         await quiet()
     # Preempted whole: its pods are gone before the writer's round.
     for index in range(2):
-        setup.state.remove_pod(
+        setup.state.handlers.pods.remove(
             pod_object(f"train-{index}", spec_extra=scheduling_group("train"), node="node-1")
         )
-    setup.state.informers.groups.preempted(train, "preempted by default/urgent")
+    setup.state.handlers.groups.preempted(train, "preempted by default/urgent")
 
     await setup.apiserver.wait_until(
         lambda: len(setup.apiserver.requests_to("PATCH", native_status_path("train"))) == 2

@@ -23,7 +23,7 @@ from coscheduler.runtime.metrics import Metrics
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 from tests.builders import pod_object, podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import Answer, FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
@@ -38,22 +38,22 @@ def patched(request: RecordedRequest) -> Answer:
 @pytest.fixture
 async def started(
     apiserver: FakeApiServer, kube: KubeClient
-) -> AsyncIterator[Callable[[str], tuple[Informed, StatusWriter]]]:
+) -> AsyncIterator[Callable[[str], tuple[Fed, StatusWriter]]]:
     apiserver.on("PATCH", f"{VOLCANO_GROUPS}/*", patched)
     apiserver.on("PATCH", f"{T9K_GROUPS}/*", patched)
     apiserver.on("POST", "/api/v1/namespaces/default/events", lambda r: Reply(201, r.body))
     tasks: list[asyncio.Task[Any]] = []
 
-    def start(scheduler_name: str) -> tuple[Informed, StatusWriter]:
+    def start(scheduler_name: str) -> tuple[Fed, StatusWriter]:
         changed = ChangedGroups()
         scheduler = Scheduler(lambda: 0.0, SchedulerSettings(scheduler_name=scheduler_name))
-        state = Informed(scheduler, on_group_changed=changed.mark)
+        state = Fed(scheduler, on_group_changed=changed.mark)
         reporter = Reporter(kube, metrics=Metrics(), is_waiting=scheduler.is_waiting)
         writer = StatusWriter(
-            view=ReadModel(scheduler, state.informers),
+            view=ReadModel(scheduler, state.handlers),
             changed=changed,
             reporter=reporter,
-            written=state.groups.set_status,
+            written=state.handlers.groups.set_status,
             debounce_seconds=DEBOUNCE_SECONDS,
         )
         tasks.extend(
@@ -76,25 +76,25 @@ def volcano_group(name: str, **spec: Any) -> dict[str, Any]:
 
 
 async def test_standing_in_for_volcano_a_group_without_pods_is_written_inqueue(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("volcano")
-    state.upsert_podgroup(volcano_group("train"), volcano.ADAPTER)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("train"))
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/train")
     assert write.body["status"]["phase"] == "Inqueue"
 
 
 async def test_under_our_own_name_a_group_without_pods_is_left_alone(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("coscheduler")
-    state.upsert_podgroup(volcano_group("theirs"), volcano.ADAPTER)
-    state.upsert_podgroup(volcano_group("mine"), volcano.ADAPTER)
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("theirs"))
+    state.handlers.podgroups[volcano.ADAPTER.api].upsert(volcano_group("mine"))
     for index in range(2):
         raw = pod_object(f"mine-{index}", scheduler="coscheduler", node="node-1", phase="Running")
         raw["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "mine"}
-        state.upsert_pod(raw)
+        state.handlers.pods.upsert(raw)
 
     [write] = await apiserver.wait_for("PATCH", f"{VOLCANO_GROUPS}/mine")
     assert (write.body["status"]["phase"], write.body["status"]["running"]) == ("Running", 2)
@@ -103,16 +103,16 @@ async def test_under_our_own_name_a_group_without_pods_is_left_alone(
 
 
 async def test_a_group_whose_pods_are_another_scheduler_s_is_left_to_it(
-    started: Callable[[str], tuple[Informed, StatusWriter]], apiserver: FakeApiServer
+    started: Callable[[str], tuple[Fed, StatusWriter]], apiserver: FakeApiServer
 ) -> None:
     state, _ = started("t9k-scheduler")
-    state.upsert_podgroup(
-        podgroup_object("theirs", 1, api_version="scheduler.tensorstack.dev/v1beta1"), t9k.ADAPTER
+    state.handlers.podgroups[t9k.ADAPTER.api].upsert(
+        podgroup_object("theirs", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
     labels = {"scheduler.tensorstack.dev/group-name": "theirs"}
-    state.upsert_pod(pod_object("theirs-0", scheduler="default-scheduler", labels=labels))
-    state.upsert_podgroup(
-        podgroup_object("mine", 1, api_version="scheduler.tensorstack.dev/v1beta1"), t9k.ADAPTER
+    state.handlers.pods.upsert(pod_object("theirs-0", scheduler="default-scheduler", labels=labels))
+    state.handlers.podgroups[t9k.ADAPTER.api].upsert(
+        podgroup_object("mine", 1, api_version="scheduler.tensorstack.dev/v1beta1")
     )
 
     [write] = await apiserver.wait_for("PATCH", f"{T9K_GROUPS}/mine/status")

@@ -16,7 +16,7 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.readmodel import ReadModel
 from tests.builders import podgroup_object
-from tests.informed import Informed
+from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, Reply, status_error
 from tests.runtime.reporting import quick_reporter
 
@@ -36,7 +36,7 @@ def their_queue(name: str, state: str | None = None) -> dict[str, Any]:
 
 @dataclass
 class Setup:
-    state: Informed
+    state: Fed
     writer: VolcanoQueueStatusWriter
     apiserver: FakeApiServer
 
@@ -44,10 +44,10 @@ class Setup:
 @pytest.fixture
 async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Setup]:
     apiserver.on("POST", EVENTS, lambda request: Reply(201, request.body))
-    state = Informed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0))
     reporter = quick_reporter(kube, state.scheduler)
     writer = VolcanoQueueStatusWriter(
-        view=ReadModel(state.scheduler, state.informers), reporter=reporter
+        view=ReadModel(state.scheduler, state.handlers), reporter=reporter
     )
     events = asyncio.create_task(reporter.run_events())
     yield Setup(state, writer, apiserver)
@@ -58,10 +58,10 @@ async def setup(apiserver: FakeApiServer, kube: KubeClient) -> AsyncIterator[Set
 async def test_the_status_counts_its_groups_and_tests_the_version_it_read(setup: Setup) -> None:
     path = f"{QUEUES}/research/status"
     setup.apiserver.on("PATCH", path, lambda request: Reply(200, {}))
-    setup.state.replace_volcano_queues([their_queue("research", state="Closing")])
+    setup.state.handlers.volcano_queues.replace([their_queue("research", state="Closing")])
     group = podgroup_object("train", 2, api_version="scheduling.volcano.sh/v1beta1")
     group["spec"]["queue"] = "research"
-    setup.state.replace_podgroups([group], adapter=volcano.ADAPTER)
+    setup.state.handlers.podgroups[volcano.ADAPTER.api].replace([group])
 
     assert await setup.writer.write_round()
     [request] = setup.apiserver.requests_to("PATCH", path)
@@ -80,15 +80,15 @@ async def test_the_status_counts_its_groups_and_tests_the_version_it_read(setup:
 async def test_a_state_set_meanwhile_is_never_overwritten(setup: Setup) -> None:
     path = f"{QUEUES}/research/status"
     setup.apiserver.on("PATCH", path, status_error(422, "Invalid"))
-    setup.state.replace_volcano_queues([their_queue("research")])
+    setup.state.handlers.volcano_queues.replace([their_queue("research")])
     assert await setup.writer.write_round(), "its watch event brings the new one"
     assert len(setup.apiserver.requests_to("PATCH", path)) == 1
 
 
 async def test_a_name_ours_holds_is_told_once_and_its_status_left_alone(setup: Setup) -> None:
     ours = {"metadata": {"name": "shared", "uid": "uid-ours"}, "spec": {"namespaces": ["a"]}}
-    setup.state.replace_queues([ours])
-    setup.state.replace_volcano_queues([their_queue("shared")])
+    setup.state.handlers.queues.replace([ours])
+    setup.state.handlers.volcano_queues.replace([their_queue("shared")])
     assert await setup.writer.write_round()
     assert await setup.writer.write_round()
     await setup.apiserver.wait_until(lambda: bool(setup.apiserver.requests_to("POST", EVENTS)))

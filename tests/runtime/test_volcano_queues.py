@@ -1,4 +1,4 @@
-"""runtime/informers/volcano_queues.py: Volcano's Queues fed to the core as ours, ours
+"""runtime/handlers/volcano_queues.py: Volcano's Queues fed to the core as ours, ours
 winning a name both hold, bad input reported and never fatal."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import InvalidObject
-from tests.informed import Informed
+from coscheduler.runtime.handlers.base import InvalidObject
+from tests.fed import Fed
 
 
 def their_queue(name: str, state: str | None = None, **spec: Any) -> dict[str, Any]:
@@ -31,14 +31,14 @@ def our_queue(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def make_state() -> tuple[Informed, list[InvalidObject]]:
+def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Informed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
+    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
 
 
 def test_their_queues_are_the_core_s_and_root_is_the_top_not_a_queue() -> None:
     state, invalid = make_state()
-    state.replace_volcano_queues(
+    state.handlers.volcano_queues.replace(
         [
             their_queue("root"),
             their_queue("research", parent="root", capability={"cpu": "16"}),
@@ -59,7 +59,7 @@ def test_their_queues_are_the_core_s_and_root_is_the_top_not_a_queue() -> None:
 
 def test_a_closed_queue_admits_no_group_and_says_so() -> None:
     state, _ = make_state()
-    state.replace_volcano_queues([their_queue("q", state="Closed")])
+    state.handlers.volcano_queues.replace([their_queue("q", state="Closed")])
     gate = state.scheduler.quotas.gate("q", "default")
     assert gate is not None
     assert gate.reason == "QueueClosed"
@@ -67,25 +67,25 @@ def test_a_closed_queue_admits_no_group_and_says_so() -> None:
 
 def test_ours_wins_a_name_both_hold_and_theirs_stands_again_when_ours_goes() -> None:
     state, _ = make_state()
-    state.replace_queues([our_queue("shared", weight=5, namespaces=["default"])])
-    state.replace_volcano_queues([their_queue("shared", weight=2)])
+    state.handlers.queues.replace([our_queue("shared", weight=5, namespaces=["default"])])
+    state.handlers.volcano_queues.replace([their_queue("shared", weight=2)])
     policy = state.scheduler.quotas.policy("shared")
     assert policy is not None
     assert policy.weight == 5
-    assert state.informers.volcano_queues.shadowed("shared")
-    state.replace_queues([])
+    assert state.handlers.volcano_queues.shadowed("shared")
+    state.handlers.queues.replace([])
     policy = state.scheduler.quotas.policy("shared")
     assert policy is not None
     assert policy.weight == 2
-    state.replace_volcano_queues([])
+    state.handlers.volcano_queues.replace([])
     assert state.scheduler.quotas.names() == []
 
 
 def test_ours_arriving_after_theirs_still_wins_and_theirs_going_leaves_ours() -> None:
     state, _ = make_state()
-    state.replace_volcano_queues([their_queue("shared", weight=2)])
-    state.replace_queues([our_queue("shared", weight=5)])
-    state.replace_volcano_queues([])
+    state.handlers.volcano_queues.replace([their_queue("shared", weight=2)])
+    state.handlers.queues.replace([our_queue("shared", weight=5)])
+    state.handlers.volcano_queues.replace([])
     policy = state.scheduler.quotas.policy("shared")
     assert policy is not None
     assert policy.weight == 5
@@ -93,7 +93,7 @@ def test_ours_arriving_after_theirs_still_wins_and_theirs_going_leaves_ours() ->
 
 def test_a_contradictory_queue_is_reported_and_the_others_still_read() -> None:
     state, invalid = make_state()
-    state.replace_volcano_queues(
+    state.handlers.volcano_queues.replace(
         [
             their_queue("bad", deserved={"cpu": "8"}, capability={"cpu": "4"}),
             their_queue("worse", weight=0),

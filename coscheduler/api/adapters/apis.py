@@ -1,6 +1,6 @@
 """Where each group API coscheduler reads is served: names only, no models.
 
-The table of kinds (:func:`coscheduler.runtime.informers.kinds.kinds`) and
+The table of kinds (:func:`coscheduler.runtime.handlers.kinds.kinds`) and
 discovery (:mod:`coscheduler.runtime.discovery`) take their paths and
 versions from here; each model module takes its API's names from here too
 (so this module imports no model). The table of adapters

@@ -1,29 +1,27 @@
-"""The facade's read-only views: what the runtime and the simulator may read of the core.
+"""The scheduler's reads: what the runtime and the dashboard may read of the core.
 
 Callers outside the core read these, never the scheduler's ``snapshot``,
 ``queue``, ``quotas``, ``volumes`` or ``preemptions`` (those attributes stay
-public only until the runtime's last callers move here). :class:`Views` is
-a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them.
+public only until the runtime's last callers move here). :class:`SchedulerReads`
+is a base of :class:`~coscheduler.core.scheduler.Scheduler`, which sets them;
+nothing here writes.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from coscheduler.api.node import NodeInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position, positions
 from coscheduler.core.preemption import Hold, Preemptions, PreemptionSettings
-from coscheduler.core.queue import ClusterEvent, GroupQueue
+from coscheduler.core.queue import GroupQueue
 from coscheduler.core.snapshot import Snapshot
-from coscheduler.core.statement import VolumeAction
 from coscheduler.core.volumes import VolumeIndex
 
-__all__ = ["Views"]
+__all__ = ["SchedulerReads"]
 
 
-class Views:
-    """Read-only views (and the queue's nudge for a group changed outside the core)."""
+class SchedulerReads:
+    """What the runtime and the simulator read of the core; nothing here writes."""
 
     snapshot: Snapshot
     queue: GroupQueue
@@ -62,11 +60,6 @@ class Views:
         """When the next backed-off or waiting group is ready again (for a timer)."""
         return self.queue.peek_ready()
 
-    def group_changed(self, key: GroupKey) -> None:
-        """Something about the group changed outside the core (say, why it cannot be read):
-        its members are tried again at once."""
-        self.queue.on_event(ClusterEvent.GROUP_CHANGED, key)
-
     @property
     def preemption_settings(self) -> PreemptionSettings:
         return self.preemptions.settings
@@ -74,7 +67,3 @@ class Views:
     def hold(self, key: GroupKey) -> Hold | None:
         """The room held for a preemptor while its victims go, if any."""
         return self.preemptions.hold(key)
-
-    def release_volumes(self, actions: Sequence[VolumeAction]) -> None:
-        """Give back the volumes a decision reserved (its bindings were not carried out)."""
-        self.volumes.release(actions)

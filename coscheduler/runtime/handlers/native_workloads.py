@@ -1,6 +1,6 @@
 """Kubernetes' own Workloads of 1.36 and later (``scheduling.k8s.io`` v1beta1 / v1alpha2).
 
-Their gangs are PodGroups (read by the PodGroup informer); of a Workload only
+Their gangs are PodGroups (read by the PodGroup handler); of a Workload only
 its queue label and its controller are read (:mod:`coscheduler.api.native_workload`)
 and kept in :class:`~coscheduler.runtime.groups.Groups`, which gives them to
 the native PodGroups that name the Workload.
@@ -15,16 +15,16 @@ import structlog
 
 from coscheduler.api.native_workload import read_native_workload
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["NativeWorkloadInformer"]
+__all__ = ["NativeWorkloadHandler"]
 
 log = structlog.get_logger(__name__)
 
 WorkloadName = tuple[str, str]
 
 
-class NativeWorkloadInformer(KeyedInformer[WorkloadName]):
+class NativeWorkloadHandler(KeyedHandler[WorkloadName]):
     def __init__(
         self, groups: Groups, complaints: Complaints, *, namespaces: frozenset[str] = frozenset()
     ) -> None:

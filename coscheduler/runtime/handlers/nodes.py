@@ -10,14 +10,14 @@ import structlog
 from coscheduler.api.node import NodeInfo, NodeParseError
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, name_of
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, name_of
 
-__all__ = ["NodeInformer"]
+__all__ = ["NodeHandler"]
 
 log = structlog.get_logger(__name__)
 
 
-class NodeInformer(KeyedInformer[str]):
+class NodeHandler(KeyedHandler[str]):
     """Each node read into a :class:`NodeInfo`; an unreadable one is taken out."""
 
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:

@@ -2,16 +2,16 @@
 
 Only while Jobs are read (``watched``: the process may list them) do pods
 join groups by owner; a process that cannot list Jobs places their pods
-alone. :class:`JobOwners` is the resolver the pod informer asks: a pod whose
+alone. :class:`JobOwners` is the resolver the pod handler asks: a pod whose
 controlling owner is a Job joins the group the core's owner rule gives it
-(:func:`~coscheduler.core.owners.owner_group`). :class:`JobInformer` reads
+(:func:`~coscheduler.core.owners.owner_group`). :class:`JobHandler` reads
 the Jobs into it and acts on what each change returns (:class:`JobChange`):
 when a Job's answer changes, its pods are fed in again; when its size does,
 the groups store hears of it. ``changed`` tells the controller which Jobs'
 PodGroups to make.
 
 Under Volcano's scheduler name, ReplicaSets and StatefulSets are owners too
-(:class:`VolcanoOwnerInformer`), and so is a Job that carries Volcano's
+(:class:`VolcanoOwnerHandler`), and so is a Job that carries Volcano's
 annotation instead of ours (:mod:`~coscheduler.api.adapters.volcano_owners`).
 """
 
@@ -28,9 +28,9 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import GroupKey
 from coscheduler.core.owners import owner_group
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import KeyedInformer, meta
+from coscheduler.runtime.handlers.base import KeyedHandler, meta
 
-__all__ = ["JobChange", "JobInformer", "JobOwners", "VolcanoOwnerInformer"]
+__all__ = ["JobChange", "JobHandler", "JobOwners", "VolcanoOwnerHandler"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -70,7 +70,7 @@ class JobOwners:
         #: The group named after a Job that asks for a gang -> the Job's uid.
         self._owner_of_group: dict[GroupKey, str] = {}
 
-    # -- asked by the pod informer --------------------------------------------
+    # -- asked by the pod handler --------------------------------------------
 
     def by_owner(self, pod: PodInfo) -> bool:
         """Whether the pod may join a group by owner: ours to place, and its owner's kind
@@ -152,7 +152,7 @@ class JobOwners:
                 )
         return None
 
-    # -- written by the Job informer ------------------------------------------
+    # -- written by the Job handler ------------------------------------------
 
     def upsert(self, owner: GangOwner) -> JobChange:
         """Keep the Job."""
@@ -189,7 +189,7 @@ class _Refeed(Protocol):
     def refeed(self, uids: Iterable[str]) -> None: ...
 
 
-class JobInformer(KeyedInformer[str]):
+class JobHandler(KeyedHandler[str]):
     """Every Job (not only annotated ones): a pod is placed alone only once its Job is
     known to ask for no gang."""
 
@@ -239,7 +239,7 @@ class JobInformer(KeyedInformer[str]):
         return uid if isinstance(uid, str) else None
 
 
-class VolcanoOwnerInformer(JobInformer):
+class VolcanoOwnerHandler(JobHandler):
     """ReplicaSets or StatefulSets, read under Volcano's scheduler name only: Volcano's
     controller groups their pods by the owner's annotation."""
 
@@ -251,7 +251,7 @@ class VolcanoOwnerInformer(JobInformer):
 
     def replace(self, objects: Iterable[Mapping[str, Any]]) -> None:
         self._owners.watched_kinds.add(self.kind)
-        KeyedInformer.replace(self, objects)
+        KeyedHandler.replace(self, objects)
 
     def read(self, raw: Mapping[str, Any]) -> GangOwner | None:
         return volcano_owner(raw, self.kind)

@@ -9,7 +9,7 @@ controlling Job (the Workload is the one that Job controls).
 set as its role when there are several): an admitted Workload's gang is made on its first
 pod of ours; a pod whose Workload is not known yet, or not admitted, waits
 (``GroupNotFound``), so no member of an admitted job is ever placed alone because its
-Workload's event came after its own. :class:`KueueWorkloadInformer` reads the Workloads: one
+Workload's event came after its own. :class:`KueueWorkloadHandler` reads the Workloads: one
 whose admission changes (admitted, evicted, counts) makes its pods' gang again.
 """
 
@@ -27,9 +27,9 @@ from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["KueueGangs", "KueueWorkloadInformer"]
+__all__ = ["KueueGangs", "KueueWorkloadHandler"]
 
 log = structlog.get_logger(__name__)
 
@@ -146,7 +146,7 @@ class _Refeed(Protocol):
     def refeed(self, uids: Iterable[str]) -> None: ...
 
 
-class KueueWorkloadInformer(KeyedInformer[WorkloadName]):
+class KueueWorkloadHandler(KeyedHandler[WorkloadName]):
     def __init__(
         self,
         gangs: KueueGangs,

@@ -1,6 +1,6 @@
-"""What every informer shares: the contract, the unreadable object, reading metadata.
+"""What every handler shares: the contract, the unreadable object, reading metadata.
 
-An :class:`Informer` is one kind's way in (kube-scheduler's informer event
+A :class:`Handler` is one kind's way in (a Kubernetes informer's event
 handlers): ``replace`` with a fresh list, ``upsert`` an added or modified
 object, ``remove`` a deleted one. It reads the raw object once, feeds the
 core through the :class:`~coscheduler.core.scheduler.Scheduler`'s public
@@ -18,7 +18,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Complaints", "Informer", "InvalidObject", "KeyedInformer", "meta", "name_of"]
+__all__ = ["Complaints", "Handler", "InvalidObject", "KeyedHandler", "meta", "name_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class InvalidObject:
 
 
 class Complaints(Protocol):
-    """Where informers tell what they cannot read (the runtime's reporter)."""
+    """Where handlers tell what they cannot read (the runtime's reporter)."""
 
     def invalid(self, obj: InvalidObject) -> None: ...
 
@@ -68,7 +68,7 @@ def name_of(raw: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) else None
 
 
-class Informer(Protocol):
+class Handler(Protocol):
     """One kind's way in: a fresh list, an added or modified object, a deleted one."""
 
     def replace(self, objects: Iterable[Mapping[str, Any]]) -> None: ...
@@ -79,8 +79,8 @@ class Informer(Protocol):
 _Key = TypeVar("_Key", bound=Hashable)
 
 
-class KeyedInformer(abc.ABC, Generic[_Key]):
-    """An informer whose objects have a key: ``replace`` forgets the keys a list lacks.
+class KeyedHandler(abc.ABC, Generic[_Key]):
+    """A handler whose objects have a key: ``replace`` forgets the keys a list lacks.
 
     What it knew is read before the list is applied: a key it held that the
     list lacks was deleted while nobody watched.

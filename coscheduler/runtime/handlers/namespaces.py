@@ -7,12 +7,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import KeyedInformer, meta, name_of
+from coscheduler.runtime.handlers.base import KeyedHandler, meta, name_of
 
-__all__ = ["NamespaceInformer"]
+__all__ = ["NamespaceHandler"]
 
 
-class NamespaceInformer(KeyedInformer[str]):
+class NamespaceHandler(KeyedHandler[str]):
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
         self._names: set[str] = set()

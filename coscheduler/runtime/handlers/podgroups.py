@@ -1,4 +1,4 @@
-"""PodGroups, one informer per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
+"""PodGroups, one handler per API read (``scheduling.sigs.k8s.io``, ``scheduling.x-k8s.io``,
 Volcano's, T9k's, and Kubernetes' own ``scheduling.k8s.io``, whose groups are keyed apart).
 
 Each object is read through its API's adapter into one
@@ -24,9 +24,9 @@ from coscheduler.api.native_podgroup import GROUP as NATIVE_GROUP
 from coscheduler.api.podgroup import PodGroupStatus
 from coscheduler.core.group import KIND_NATIVE_POD_GROUP, KIND_POD_GROUP, GroupKey
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, meta
 
-__all__ = ["PodGroupInformer"]
+__all__ = ["PodGroupHandler"]
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +41,7 @@ def key_kind(adapter: GroupAdapter) -> str:
     return KIND_NATIVE_POD_GROUP if adapter.api.group == NATIVE_GROUP else KIND_POD_GROUP
 
 
-class PodGroupInformer:
+class PodGroupHandler:
     """The PodGroups of one API."""
 
     def __init__(

@@ -5,7 +5,7 @@ to the core as it should see it, by asking the resolvers in this order:
 
 0. its ``spec.schedulingGroup`` (Kubernetes' own PodGroup): that group, or
    the gang of the CompositePodGroup the group is a child of
-   (:class:`~.composites.Composites`);
+   (:class:`~.composites.CompositeIndex`);
 1. its Workload reference (:class:`~.workloads.WorkloadGangs`): a gang, a
    lone pod (``basic``), or a wait;
 2. the Kueue Workload that admitted it (:class:`~.kueue.KueueGangs`): its gang, or a
@@ -37,19 +37,19 @@ from coscheduler.api.quantity import QuantityError
 from coscheduler.core.group import KIND_KUEUE
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
-from coscheduler.runtime.informers.composites import Composites
-from coscheduler.runtime.informers.jobs import JobOwners
-from coscheduler.runtime.informers.kueue import KueueGangs
-from coscheduler.runtime.informers.workloads import WorkloadGangs
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
+from coscheduler.runtime.handlers.composites import CompositeIndex
+from coscheduler.runtime.handlers.jobs import JobOwners
+from coscheduler.runtime.handlers.kueue import KueueGangs
+from coscheduler.runtime.handlers.workloads import WorkloadGangs
 
-__all__ = ["PodInformer", "UnreadablePods"]
+__all__ = ["PodHandler", "UnreadablePods"]
 
 log = structlog.get_logger(__name__)
 
 
 class UnreadablePods(Complaints, Protocol):
-    """What the pod informer tells of the pods it cannot read.
+    """What the pod handler tells of the pods it cannot read.
 
     The reporter implements it: an unreadable pod of ours that waits keeps its
     ``PodScheduled=False`` condition until it is readable or gone.
@@ -59,7 +59,7 @@ class UnreadablePods(Complaints, Protocol):
         """Whether an unreadable pod is ours and waits (False: readable or gone)."""
 
 
-class PodInformer(KeyedInformer[str]):
+class PodHandler(KeyedHandler[str]):
     def __init__(
         self,
         scheduler: Scheduler,
@@ -69,14 +69,14 @@ class PodInformer(KeyedInformer[str]):
         gangs: WorkloadGangs,
         complaints: UnreadablePods,
         namespaces: frozenset[str] = frozenset(),
-        composites: Composites | None = None,
+        composites: CompositeIndex | None = None,
         kueue: KueueGangs | None = None,
     ) -> None:
         self._scheduler = scheduler
         self._groups = groups
         self._owners = owners
         self._gangs = gangs
-        self._composites = composites or Composites()
+        self._composites = composites or CompositeIndex()
         self._kueue = kueue or KueueGangs(scheduler, groups)
         self._complaints = complaints
         self._namespaces = namespaces
@@ -195,7 +195,7 @@ class PodInformer(KeyedInformer[str]):
         uid = meta(raw).get("uid")
         return uid if isinstance(uid, str) else None
 
-    # -- asked by the resolvers' informers ---------------------------------------
+    # -- asked by the resolvers' handlers ---------------------------------------
 
     def refeed(self, uids: Iterable[str]) -> None:
         """A Job's answer, a native PodGroup's composite or a Kueue Workload's admission

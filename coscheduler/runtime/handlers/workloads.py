@@ -7,9 +7,9 @@ its Workload arrives: a ``gang`` podGroup makes (once per replica key, for
 pods of ours) a group keyed ``Workload``; a ``basic`` one makes the pod a
 lone pod (the core gets it without its reference); an unknown Workload or
 podGroup leaves the reference, and the pod waits for it (``GroupNotFound``).
-:class:`WorkloadInformer` reads the Workloads: one that comes, goes or is
+:class:`WorkloadHandler` reads the Workloads: one that comes, goes or is
 recreated makes its pods' gangs again. A gang whose last pod is gone is
-forgotten (the pod informer tells :meth:`WorkloadGangs.drop`).
+forgotten (the pod handler tells :meth:`WorkloadGangs.drop`).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["WorkloadGangs", "WorkloadInformer"]
+__all__ = ["WorkloadGangs", "WorkloadHandler"]
 
 log = structlog.get_logger(__name__)
 
@@ -103,7 +103,7 @@ class _Regroup(Protocol):
     def regroup(self, pods: Iterable[PodInfo]) -> None: ...
 
 
-class WorkloadInformer(KeyedInformer[WorkloadName]):
+class WorkloadHandler(KeyedHandler[WorkloadName]):
     def __init__(
         self,
         gangs: WorkloadGangs,

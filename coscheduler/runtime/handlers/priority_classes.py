@@ -6,12 +6,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.informers.base import name_of
+from coscheduler.runtime.handlers.base import name_of
 
-__all__ = ["PriorityClassInformer"]
+__all__ = ["PriorityClassHandler"]
 
 
-class PriorityClassInformer:
+class PriorityClassHandler:
     """Each class's value, given to the groups (whose policies name it)."""
 
     def __init__(self, groups: Groups) -> None:

@@ -10,9 +10,9 @@ import structlog
 
 from coscheduler.api.disruption import DisruptionBudget, DisruptionBudgetParseError
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, meta
 
-__all__ = ["BudgetInformer", "read_budget"]
+__all__ = ["BudgetHandler", "read_budget"]
 
 log = structlog.get_logger(__name__)
 
@@ -27,7 +27,7 @@ def read_budget(raw: Mapping[str, Any], complaints: Complaints) -> DisruptionBud
         return None
 
 
-class BudgetInformer:
+class BudgetHandler:
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
         self._scheduler = scheduler
         self._complaints = complaints

@@ -10,14 +10,14 @@ from __future__ import annotations
 from coscheduler.api.fields import ObjectParseError
 from coscheduler.api.volumes import AttachLimits, ClaimInfo, StorageClassInfo, VolumeInfo
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints
-from coscheduler.runtime.informers.reading import ReadingInformer
+from coscheduler.runtime.handlers.base import Complaints
+from coscheduler.runtime.handlers.reading import ReadingHandler
 
-__all__ = ["VolumeInformers"]
+__all__ = ["VolumeHandlers"]
 
 
-class VolumeInformers:
-    """The four informers of the volume family, over one scheduler."""
+class VolumeHandlers:
+    """The four handlers of the volume family, over one scheduler."""
 
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
         index = scheduler.volumes
@@ -29,7 +29,7 @@ class VolumeInformers:
         def no_limits(node: str) -> None:
             scheduler.set_attach_limits(node, None)
 
-        self.claims: ReadingInformer[ClaimInfo] = ReadingInformer(
+        self.claims: ReadingHandler[ClaimInfo] = ReadingHandler(
             "PersistentVolumeClaim",
             read=ClaimInfo.from_object,
             parse_error=ObjectParseError,
@@ -40,7 +40,7 @@ class VolumeInformers:
             complaints=complaints,
             namespaced=True,
         )
-        self.volumes: ReadingInformer[VolumeInfo] = ReadingInformer(
+        self.volumes: ReadingHandler[VolumeInfo] = ReadingHandler(
             "PersistentVolume",
             read=VolumeInfo.from_object,
             parse_error=ObjectParseError,
@@ -50,7 +50,7 @@ class VolumeInformers:
             changed=changed,
             complaints=complaints,
         )
-        self.storage_classes: ReadingInformer[StorageClassInfo] = ReadingInformer(
+        self.storage_classes: ReadingHandler[StorageClassInfo] = ReadingHandler(
             "StorageClass",
             read=StorageClassInfo.from_object,
             parse_error=ObjectParseError,
@@ -61,7 +61,7 @@ class VolumeInformers:
             complaints=complaints,
         )
         # A CSINode changes limits, not the index: the core requeues on its own.
-        self.csinodes: ReadingInformer[AttachLimits] = ReadingInformer(
+        self.csinodes: ReadingHandler[AttachLimits] = ReadingHandler(
             "CSINode",
             read=AttachLimits.from_object,
             parse_error=ObjectParseError,

@@ -18,17 +18,17 @@ from coscheduler.api.devices import (
     ResourceSliceInfo,
 )
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints
-from coscheduler.runtime.informers.reading import ReadingInformer
+from coscheduler.runtime.handlers.base import Complaints
+from coscheduler.runtime.handlers.reading import ReadingHandler
 
-__all__ = ["DeviceInformers"]
+__all__ = ["DeviceHandlers"]
 
 
-class DeviceInformers:
-    """The four informers of the DRA family, over one scheduler."""
+class DeviceHandlers:
+    """The four handlers of the DRA family, over one scheduler."""
 
     def __init__(self, scheduler: Scheduler, complaints: Complaints) -> None:
-        self.slices = ReadingInformer[ResourceSliceInfo](
+        self.slices = ReadingHandler[ResourceSliceInfo](
             "ResourceSlice",
             read=ResourceSliceInfo.from_object,
             parse_error=DeviceParseError,
@@ -38,7 +38,7 @@ class DeviceInformers:
             drop=scheduler.remove_resource_slice,
             complaints=complaints,
         )
-        self.classes = ReadingInformer[DeviceClassInfo](
+        self.classes = ReadingHandler[DeviceClassInfo](
             "DeviceClass",
             read=DeviceClassInfo.from_object,
             parse_error=DeviceParseError,
@@ -48,7 +48,7 @@ class DeviceInformers:
             drop=scheduler.remove_device_class,
             complaints=complaints,
         )
-        self.claims = ReadingInformer[ResourceClaimInfo](
+        self.claims = ReadingHandler[ResourceClaimInfo](
             "ResourceClaim",
             read=ResourceClaimInfo.from_object,
             parse_error=DeviceParseError,
@@ -59,7 +59,7 @@ class DeviceInformers:
             complaints=complaints,
             namespaced=True,
         )
-        self.templates = ReadingInformer[ResourceClaimTemplateInfo](
+        self.templates = ReadingHandler[ResourceClaimTemplateInfo](
             "ResourceClaimTemplate",
             read=ResourceClaimTemplateInfo.from_object,
             parse_error=DeviceParseError,

@@ -4,10 +4,10 @@
 API discovery at start: :mod:`coscheduler.runtime.discovery`), whether the
 settings want it, its stage (a stage is applied whole before the next one),
 what to do when the process may not read it or the API is not there yet,
-and which informer of
-:class:`~coscheduler.runtime.informers.registry.Informers` it feeds.
+and which handler of
+:class:`~coscheduler.runtime.handlers.registry.Handlers` it feeds.
 :mod:`coscheduler.runtime.ingest` runs the table. Adding a kind is one row
-here and one small informer module (docs/design.md, "How to add a kind").
+here and one small handler module (docs/design.md, "How to add a kind").
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.core.preemption.mode import Mode as PreemptionMode
 from coscheduler.runtime import discovery
-from coscheduler.runtime.informers.base import Informer
-from coscheduler.runtime.informers.registry import Informers
+from coscheduler.runtime.handlers.base import Handler
+from coscheduler.runtime.handlers.registry import Handlers
 from coscheduler.runtime.kube import KubeClient
 from coscheduler.runtime.settings import Settings
 
@@ -41,8 +41,8 @@ class Kind:
 
     #: Names the watch task and the log lines.
     name: str
-    #: The informer this kind feeds.
-    informer: Informer
+    #: The handler this kind feeds.
+    handler: Handler
     #: Its collection path, when always served; else ``served`` asks discovery.
     path: str | None = None
     served: Callable[[KubeClient], Awaitable[str | None]] | None = None
@@ -65,7 +65,7 @@ class Kind:
 _RBAC = "apply manifests/rbac.yaml"
 
 
-def _podgroups(api: GroupApi, informers: Informers) -> Kind:
+def _podgroups(api: GroupApi, handlers: Handlers) -> Kind:
     # Ours must be readable; an upgrade that kept an older ClusterRole may miss another.
     forbidden = "PodGroup API served but not readable by this ServiceAccount: its groups wait"
     native = api in apis.NATIVE
@@ -78,7 +78,7 @@ def _podgroups(api: GroupApi, informers: Informers) -> Kind:
         )
     return Kind(
         f"podgroups.{api.group}/{api.version}" if native else f"podgroups.{api.group}",
-        informers.podgroups[api],
+        handlers.podgroups[api],
         served=discovery.podgroups(api),
         if_forbidden=None if api == apis.PODGROUPS[0] else f"{forbidden}; {_RBAC}",
         if_missing=missing,
@@ -89,31 +89,31 @@ def _as_volcano(settings: Settings) -> bool:
     return settings.scheduler_name == apis.VOLCANO_SCHEDULER
 
 
-def kinds(informers: Informers) -> tuple[Kind, ...]:
-    """Every kind read, the one table (see the module docstring), feeding ``informers``."""
+def kinds(handlers: Handlers) -> tuple[Kind, ...]:
+    """Every kind read, the one table (see the module docstring), feeding ``handlers``."""
     # The DRA kinds (``resource.k8s.io/v1``, served by default since Kubernetes 1.34).
-    devices: tuple[tuple[str, Informer], ...] = (
-        ("resourceslices", informers.devices.slices),
-        ("deviceclasses", informers.devices.classes),
-        ("resourceclaims", informers.devices.claims),
-        ("resourceclaimtemplates", informers.devices.templates),
+    devices: tuple[tuple[str, Handler], ...] = (
+        ("resourceslices", handlers.devices.slices),
+        ("deviceclasses", handlers.devices.classes),
+        ("resourceclaims", handlers.devices.claims),
+        ("resourceclaimtemplates", handlers.devices.templates),
     )
-    volumes: tuple[tuple[str, Informer, str], ...] = (
-        ("persistentvolumeclaims", informers.volumes.claims, "/api/v1"),
-        ("persistentvolumes", informers.volumes.volumes, "/api/v1"),
-        ("storageclasses", informers.volumes.storage_classes, "/apis/storage.k8s.io/v1"),
-        ("csinodes", informers.volumes.csinodes, "/apis/storage.k8s.io/v1"),
+    volumes: tuple[tuple[str, Handler, str], ...] = (
+        ("persistentvolumeclaims", handlers.volumes.claims, "/api/v1"),
+        ("persistentvolumes", handlers.volumes.volumes, "/api/v1"),
+        ("storageclasses", handlers.volumes.storage_classes, "/apis/storage.k8s.io/v1"),
+        ("csinodes", handlers.volumes.csinodes, "/apis/storage.k8s.io/v1"),
     )
     # The owners of plain pods Volcano's controller groups (``api/adapters/volcano_owners.py``).
-    volcano_owners: tuple[tuple[str, Informer], ...] = (
-        ("replicasets", informers.replica_sets),
-        ("statefulsets", informers.stateful_sets),
+    volcano_owners: tuple[tuple[str, Handler], ...] = (
+        ("replicasets", handlers.replica_sets),
+        ("statefulsets", handlers.stateful_sets),
     )
     return (
         # Jobs first of all: pods join their Job's gang from the first pod.
         Kind(
             "jobs",
-            informers.jobs,
+            handlers.jobs,
             path="/apis/batch/v1/jobs",
             stage=0,
             if_forbidden="Jobs not readable by this ServiceAccount: Jobs annotated "
@@ -124,62 +124,62 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
         *(
             Kind(
                 plural,
-                informer,
+                handler,
                 path=f"/apis/apps/v1/{plural}",
                 wanted=_as_volcano,
                 stage=0,
                 if_forbidden=f"{plural} not readable by this ServiceAccount: their pods are "
                 "placed one by one, whatever scheduling.volcano.sh/group-min-member asks; " + _RBAC,
             )
-            for plural, informer in volcano_owners
+            for plural, handler in volcano_owners
         ),
-        Kind("nodes", informers.nodes, path="/api/v1/nodes"),
-        Kind("pods", informers.pods, path="/api/v1/pods"),
-        Kind("namespaces", informers.namespaces, path="/api/v1/namespaces"),
-        *(Kind(name, informer, path=f"{api}/{name}") for name, informer, api in volumes),
+        Kind("nodes", handlers.nodes, path="/api/v1/nodes"),
+        Kind("pods", handlers.pods, path="/api/v1/pods"),
+        Kind("namespaces", handlers.namespaces, path="/api/v1/namespaces"),
+        *(Kind(name, handler, path=f"{api}/{name}") for name, handler, api in volumes),
         *(
             Kind(
                 name,
-                informer,
+                handler,
                 path=f"/apis/resource.k8s.io/v1/{name}",
                 if_forbidden=f"{name} not readable by this ServiceAccount: pods with "
                 f"resourceClaims wait; {_RBAC}",
                 if_missing=f"resource.k8s.io/v1 {name} not served: pods with resourceClaims wait",
             )
-            for name, informer in devices
+            for name, handler in devices
         ),
         Kind(
             "priorityclasses",
-            informers.priority_classes,
+            handlers.priority_classes,
             path="/apis/scheduling.k8s.io/v1/priorityclasses",
         ),
         Kind(
             "poddisruptionbudgets",
-            informers.budgets,
+            handlers.budgets,
             path="/apis/policy/v1/poddisruptionbudgets",
             wanted=_preempting,
         ),
-        Kind("queues", informers.queues, served=discovery.queues),
+        Kind("queues", handlers.queues, served=discovery.queues),
         Kind(
             "queues.scheduling.volcano.sh",
-            informers.volcano_queues,
+            handlers.volcano_queues,
             served=discovery.volcano_queues,
             if_forbidden="Volcano's Queue API served but not readable by this ServiceAccount: "
             f"groups naming a Volcano queue wait with QueueNotFound; {_RBAC}",
             if_missing="Volcano's Queue API is no longer served: groups naming one of its "
             "queues wait",
         ),
-        *(_podgroups(api, informers) for api in apis.PODGROUPS),
+        *(_podgroups(api, handlers) for api in apis.PODGROUPS),
         Kind(
             "workloads",
-            informers.workloads,
+            handlers.workloads,
             served=discovery.workloads,
             if_forbidden="Workload API served but not readable by this ServiceAccount: pods "
             f"naming a Workload wait; {_RBAC}",
         ),
         Kind(
             "compositepodgroups",
-            informers.composites,
+            handlers.composites,
             served=discovery.composites,
             if_forbidden="CompositePodGroup API served but not readable by this ServiceAccount: "
             f"pods of PodGroups naming one wait; {_RBAC}",
@@ -188,14 +188,14 @@ def kinds(informers: Informers) -> tuple[Kind, ...]:
         ),
         Kind(
             "workloads.scheduling.k8s.io/native",
-            informers.native_workloads,
+            handlers.native_workloads,
             served=discovery.native_workloads,
             if_forbidden="Workload API served but not readable by this ServiceAccount: a native "
             f"PodGroup does not take its Workload's queue label; {_RBAC}",
         ),
         Kind(
             "workloads.kueue.x-k8s.io",
-            informers.kueue_workloads,
+            handlers.kueue_workloads,
             served=discovery.kueue_workloads,
             if_forbidden="Kueue's Workloads not readable by this ServiceAccount: the pods of jobs "
             f"Kueue admits wait; {_RBAC}",

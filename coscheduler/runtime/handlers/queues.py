@@ -16,14 +16,14 @@ from coscheduler.api.quantity import QuantityError
 from coscheduler.api.queue import Queue, WireSelector
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, name_of
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, name_of
 
-__all__ = ["QueueInformer", "queue_policy", "skipped"]
+__all__ = ["QueueHandler", "queue_policy", "skipped"]
 
 log = structlog.get_logger(__name__)
 
 
-class QueueInformer(KeyedInformer[str]):
+class QueueHandler(KeyedHandler[str]):
     """Each Queue as a :class:`QueuePolicy` for the core; ``objects`` as last read."""
 
     def __init__(
@@ -35,7 +35,7 @@ class QueueInformer(KeyedInformer[str]):
         #: Queue objects as last read, by name (their status is written from here).
         self.objects: dict[str, Queue] = {}
         #: The policy of another API's queue of that name, which stands once ours goes
-        #: (:mod:`~coscheduler.runtime.informers.volcano_queues`).
+        #: (:mod:`~coscheduler.runtime.handlers.volcano_queues`).
         self.fallback: Callable[[str], QueuePolicy | None] = lambda _name: None
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:

@@ -18,10 +18,10 @@ from coscheduler.api.pod_topology import LabelSelector
 from coscheduler.api.quantity import QuantityError
 from coscheduler.core.quota import QueuePolicy
 from coscheduler.core.scheduler import Scheduler
-from coscheduler.runtime.informers.base import Complaints, KeyedInformer, name_of
-from coscheduler.runtime.informers.queues import QueueInformer, skipped
+from coscheduler.runtime.handlers.base import Complaints, KeyedHandler, name_of
+from coscheduler.runtime.handlers.queues import QueueHandler, skipped
 
-__all__ = ["VolcanoQueueInformer", "volcano_policy"]
+__all__ = ["VolcanoQueueHandler", "volcano_policy"]
 
 log = structlog.get_logger(__name__)
 
@@ -29,14 +29,14 @@ log = structlog.get_logger(__name__)
 _EVERY_NAMESPACE = LabelSelector(())
 
 
-class VolcanoQueueInformer(KeyedInformer[str]):
+class VolcanoQueueHandler(KeyedHandler[str]):
     """Each Volcano Queue as a :class:`QueuePolicy`, unless a Queue of ours has its name."""
 
     def __init__(
         self,
         scheduler: Scheduler,
         complaints: Complaints,
-        ours: QueueInformer,
+        ours: QueueHandler,
         changed: Callable[[str], None],
     ) -> None:
         self._scheduler = scheduler

@@ -1,6 +1,6 @@
 """``CompositePodGroup`` (``scheduling.k8s.io/v1alpha3``): the child PodGroups placed as one gang.
 
-:class:`Composites` is a resolver the pod informer asks: a pod whose native
+:class:`CompositeIndex` is a resolver the pod handler asks: a pod whose native
 PodGroup (``spec.schedulingGroup``) names a parent composite in its
 ``spec.parentCompositePodGroupName`` joins the composite's gang, keyed
 ``CompositePodGroup``, with its PodGroup's name as its *role* (the core
@@ -9,11 +9,11 @@ The child of a ``basic`` composite stays a gang of its own. A child whose
 composite is not known yet waits (``GroupNotFound`` naming the composite).
 
 It learns the children from the native PodGroups as the groups store keeps
-them (:meth:`child`) and the composites from :class:`CompositeInformer`;
+them (:meth:`child`) and the composites from :class:`CompositeHandler`;
 either change returns a :class:`CompositeChange`: the composites whose gang
 the groups store makes again (:meth:`gang`), and the pods of the children
-whose composite changed, which the informer feeds in again
-(:meth:`PodInformer.refeed`). The composite's group object carries its
+whose composite changed, which the handler feeds in again
+(:meth:`PodHandler.refeed`). The composite's group object carries its
 status in upstream's words (:class:`~coscheduler.api.adapters.composite.CompositeAdapter`);
 each child's status is derived from its own pods and the composite's
 verdict (:meth:`whole_of`, asked by the read model), and every change of
@@ -35,12 +35,12 @@ from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_compos
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups
 
-__all__ = ["CompositeChange", "CompositeInformer", "Composites"]
+__all__ = ["CompositeChange", "CompositeHandler", "CompositeIndex"]
 
 log = structlog.get_logger(__name__)
 
@@ -53,13 +53,13 @@ class CompositeChange:
     """What a change of a composite or of a child did, for the groups store and the pods."""
 
     namespace: str = ""
-    #: The composites of ``namespace`` whose gang is to be made again (:meth:`Composites.gang`).
+    #: The composites of ``namespace`` whose gang is to be made again (:meth:`CompositeIndex.gang`).
     remade: tuple[str, ...] = ()
     #: The pods whose composite changed: resolved again.
     moved: tuple[str, ...] = ()
 
 
-class Composites:
+class CompositeIndex:
     """Readable composites, which native PodGroup is whose child, and the pods of each child."""
 
     def __init__(self) -> None:
@@ -208,20 +208,20 @@ class Composites:
         return tuple(uid for child in children for uid in self._pods.get((namespace, child), ()))
 
 
-class CompositeInformer(KeyedInformer[Name]):
-    """Reads the composites into :class:`Composites`; the groups store makes their gangs
+class CompositeHandler(KeyedHandler[Name]):
+    """Reads the composites into :class:`CompositeIndex`; the groups store makes their gangs
     again and the pods whose composite changed are fed in again."""
 
     def __init__(
         self,
-        composites: Composites,
+        index: CompositeIndex,
         groups: Groups,
         refeed: Callable[[Iterable[str]], None],
         complaints: Complaints,
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
-        self.composites = composites
+        self.index = index
         self._groups = groups
         self._refeed = refeed
         self._complaints = complaints
@@ -251,16 +251,14 @@ class CompositeInformer(KeyedInformer[Name]):
             self.forget(where)
             return None
         status = raw.get("status")
-        self._apply(
-            self.composites.upsert(composite, status if isinstance(status, Mapping) else {})
-        )
+        self._apply(self.index.upsert(composite, status if isinstance(status, Mapping) else {}))
         return where
 
     def known(self) -> Iterable[Name]:
-        return list(self.composites.composites)
+        return list(self.index.composites)
 
     def forget(self, key: Name) -> None:
-        self._apply(self.composites.remove(key))
+        self._apply(self.index.remove(key))
 
     def key_of(self, raw: Mapping[str, Any]) -> Name:
         fields = meta(raw)

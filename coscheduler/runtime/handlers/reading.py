@@ -1,4 +1,4 @@
-"""An informer of a family of plain kinds: read each object, hand it to the core by key.
+"""A handler of a family of plain kinds: read each object, hand it to the core by key.
 
 The volume kinds and the DRA kinds are each read into a core index the same
 way: a parse error is a complaint, never fatal; a read object is put under
@@ -14,16 +14,16 @@ from typing import Any, Generic, TypeVar
 
 import structlog
 
-from coscheduler.runtime.informers.base import Complaints, InvalidObject, KeyedInformer, meta
+from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
 
-__all__ = ["ReadingInformer"]
+__all__ = ["ReadingHandler"]
 
 log = structlog.get_logger(__name__)
 
 _Read = TypeVar("_Read")
 
 
-class ReadingInformer(KeyedInformer[str], Generic[_Read]):
+class ReadingHandler(KeyedHandler[str], Generic[_Read]):
     """One kind: ``read`` each object, ``put`` it under ``key``, ``drop`` it when gone."""
 
     def __init__(
