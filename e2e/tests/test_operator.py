@@ -158,16 +158,19 @@ def test_seed_gang_waits_whole_when_only_three_fit(
     assert group["status"]["phase"] == "Pending"
 
     pod_name = pods(cluster, namespace)[0]["metadata"]["name"]
+    # A pod's first PodScheduled=False can be the passing NotEnoughMembers, written while
+    # the ReplicaSet was still creating the gang's members: wait for the cause under test.
     pod = wait_for(
         lambda: cluster.api.get(f"/api/v1/namespaces/{namespace}/pods/{pod_name}"),
         lambda p: any(
-            c["type"] == "PodScheduled" and c["status"] == "False"
+            c["type"] == "PodScheduled"
+            and c["status"] == "False"
+            and c.get("reason") == "Unschedulable"
             for c in p["status"].get("conditions", [])
         ),
-        describe="PodScheduled=False on a waiting pod",
+        describe="PodScheduled=False, Unschedulable, on a waiting pod",
     )
     (scheduled,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
-    assert scheduled["reason"] == "Unschedulable"
     assert "Insufficient cpu" in scheduled["message"]
     wait_for(
         lambda: events(cluster, namespace, pod_name),
