@@ -79,7 +79,7 @@ func main() {
 		bound   atomic.Int64
 	)
 	nodeFactory := informers.NewSharedInformerFactory(client, 0)
-	nodeInformer := nodeFactory.Core().V1().Nodes().Handler()
+	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
 	refreshNodes := func() {
 		names := []string{}
 		for _, object := range nodeInformer.GetStore().List() {
@@ -105,7 +105,7 @@ func main() {
 	).String()
 	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithTweakListOptions(func(options *metav1.ListOptions) { options.FieldSelector = selector }))
-	podInformer := podFactory.Core().V1().Pods().Handler()
+	podInformer := podFactory.Core().V1().Pods().Informer()
 	enqueue := func(object any) {
 		if pod, ok := object.(*corev1.Pod); ok && pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil {
 			queue.Add(pod.Namespace + "/" + pod.Name)
