@@ -22,6 +22,10 @@ Start-up, in order, and why:
    decision that binds or found nothing to do, the status writers (PodGroups,
    Queues), the event and pod condition writers, and the maker of Jobs'
    PodGroups: the first Bindings do not share the start with them.
+5. Kopf (:meth:`~coscheduler.operator.Operator.run_kopf`): on a leader after
+   that first pass, its handlers then writing our PodGroups' and Queues'
+   status; on a standby once every kind is listed, serving admission only.
+   A process that only reads (``coscheduler dashboard``) starts no Kopf.
 """
 
 from __future__ import annotations
