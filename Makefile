@@ -56,11 +56,8 @@ browser:
 bench-smoke: $(STAMP)
 	$(BIN)/python -m bench run --suite smoke
 
-# The unit and the end-to-end tests in two processes: in one, the whole run was twice
-# ended by a SIGKILL of unknown origin as e2e/tests/test_tunnel.py began (stop 48).
 test: lint cluster-build browser
-	$(BIN)/pytest tests
-	$(BIN)/pytest e2e/tests
+	$(BIN)/pytest
 	COSCHEDULER_E2E_JOB_WORKLOADS=1 $(BIN)/pytest -m job_workloads e2e/tests
 	COSCHEDULER_KUBERNETES=$(OLDEST_KUBERNETES) $(BIN)/pytest -m version_sensitive e2e/tests
 	$(MAKE) bench-smoke
