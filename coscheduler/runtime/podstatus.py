@@ -19,6 +19,10 @@ kept off the binding path and are few:
    Binding; a False sent before the decision that placed the pod but taken
    after its Binding would stay on the bound pod (nothing writes it again),
    saying it is unschedulable while it runs.
+6. A write the API server may take next time (throttled, failing over, no
+   answer) is sent again after a backoff, unless a newer reason replaced it.
+   Nothing else would send it: a group that cannot be placed sleeps until an
+   event could help it (``core/requeue.py``), and is not explained again.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import rfc3339
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
 from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
+from coscheduler.runtime.retry import backoff_seconds
 
 __all__ = ["PodConditionWriter"]
 
@@ -70,10 +75,15 @@ class PodConditionWriter:
         # Set when the write about that pod now on its way is answered (rule 5).
         self._in_flight: dict[str, asyncio.Event] = {}
         self._wake = asyncio.Event()
+        # A failed write waiting to be sent again, and the failures in a row about its pod
+        # (rule 6); replaced by a newer reason, dropped when the pod is forgotten.
+        self._failed: dict[str, tuple[_Update, int]] = {}
 
     def explain(self, uid: str, namespace: str, name: str, reason: Reason, message: str) -> None:
         """Say on the pod that it is not scheduled, and why (rules 1 and 2)."""
         update = _Update(namespace, name, reason, message)
+        if (failed := self._failed.get(uid)) is not None and failed[0] != update:
+            self._failed.pop(uid)
         if self._written.get(uid) == update.said:
             self._queued.pop(uid, None)
             return
@@ -85,6 +95,7 @@ class PodConditionWriter:
         """The pod was bound or deleted: nothing more to say about it."""
         self._queued.pop(uid, None)
         self._written.pop(uid, None)
+        self._failed.pop(uid, None)
 
     async def settled(self, uids: Iterable[str]) -> None:
         """Return once no write about these pods is in flight (rule 5); a binding waits here.
@@ -123,6 +134,7 @@ class PodConditionWriter:
             answered = self._in_flight[uid] = asyncio.Event()
             try:
                 await self._write(uid, update)
+                self._failed.pop(uid, None)
             except (NotFound, Conflict):
                 pass  # deleted, or replaced under the same name: nothing to explain
             except ApiError as error:
@@ -131,9 +143,24 @@ class PodConditionWriter:
                     pod=f"{update.namespace}/{update.name}",
                     error=str(error),
                 )
+                if error.retryable:
+                    self._send_again_later(uid, update)
             finally:
                 del self._in_flight[uid]
                 answered.set()
+
+    def _send_again_later(self, uid: str, update: _Update) -> None:
+        """Queue ``update`` again after a backoff, if nothing newer about the pod came (rule 6)."""
+        previous = self._failed.get(uid)
+        failures = previous[1] + 1 if previous is not None and previous[0] == update else 1
+        self._failed[uid] = (update, failures)
+
+        def again() -> None:
+            if self._failed.get(uid, (None, 0))[0] is update and uid not in self._queued:
+                self._queued[uid] = update
+                self._wake.set()
+
+        asyncio.get_running_loop().call_later(backoff_seconds(failures), again)
 
     async def _write(self, uid: str, update: _Update) -> None:
         body = {

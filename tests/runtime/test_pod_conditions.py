@@ -138,3 +138,38 @@ async def test_writes_about_one_pod_go_out_one_at_a_time_in_order(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_write_the_server_throttled_is_sent_again_unless_a_newer_reason_came(
+    apiserver: FakeApiServer, kube: KubeClient
+) -> None:
+    # A group that cannot be placed sleeps until an event could help it, so nothing
+    # would explain its pods again: a write lost to a 429 must be sent again.
+    sent: list[str] = []
+
+    def throttled_once(request: RecordedRequest) -> Answer:
+        sent.append(request.body["status"]["conditions"][0]["message"])
+        if len(sent) == 1:
+            return Reply(429, {"kind": "Status", "reason": "TooManyRequests", "code": 429})
+        return Reply(200, {"kind": "Pod", "metadata": {"name": "lone"}})
+
+    apiserver.on("PATCH", f"{POD}/status", throttled_once)
+    writer = PodConditionWriter(kube, still_pending=lambda _uid: True)
+    task = asyncio.create_task(writer.run())
+    try:
+        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "first")
+        await until(lambda: sent == ["first", "first"])
+        await asyncio.sleep(0.3)  # written: not sent a third time
+        assert sent == ["first", "first"]
+
+        sent.clear()
+        writer.forget("uid-lone")
+        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "old")
+        await until(lambda: sent == ["old"])  # throttled, to be sent again later...
+        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "new")
+        await until(lambda: sent == ["old", "new"])
+        await asyncio.sleep(0.3)  # ...but "new" replaced it
+        assert sent == ["old", "new"]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
