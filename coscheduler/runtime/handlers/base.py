@@ -18,7 +18,20 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Complaints", "Handler", "InvalidObject", "KeyedHandler", "meta", "name_of"]
+import structlog
+
+__all__ = [
+    "Complaints",
+    "Handler",
+    "InvalidObject",
+    "KeyedHandler",
+    "NamespacedHandler",
+    "ObjectName",
+    "meta",
+    "name_of",
+]
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +126,55 @@ class KeyedHandler(abc.ABC, Generic[_Key]):
     @abc.abstractmethod
     def key_of(self, raw: Mapping[str, Any]) -> _Key | None:
         """A deleted object's key, as far as it can be read."""
+
+
+#: A namespaced object's namespace and name.
+ObjectName = tuple[str, str]
+
+_Read = TypeVar("_Read")
+
+
+class NamespacedHandler(KeyedHandler[ObjectName], Generic[_Read]):
+    """A namespaced kind read by one function (:meth:`read`), then taken (:meth:`take`).
+
+    An object outside ``namespaces`` (when given) is not taken; one that does not
+    read is told to ``complaints`` and forgotten, as if deleted: what the older
+    version fed in must not outlive it.
+    """
+
+    #: The kind, as events and logs name it.
+    kind: str
+    #: The kind's apiVersion where it alone does not say it (several APIs share the kind).
+    api_version: str = ""
+
+    def __init__(self, complaints: Complaints, *, namespaces: frozenset[str]) -> None:
+        self._complaints = complaints
+        self._namespaces = namespaces
+
+    def upsert(self, raw: Mapping[str, Any]) -> ObjectName | None:
+        where = self.key_of(raw)
+        if self._namespaces and where[0] not in self._namespaces:
+            return None
+        try:
+            read = self.read(raw)
+        except ValueError as error:
+            log.warning(f"{self.kind} skipped", name="/".join(where), error=str(error))
+            self._complaints.invalid(
+                InvalidObject.of(self.kind, raw, error, api_version=self.api_version)
+            )
+            self.forget(where)
+            return None
+        self.take(where, read, raw)
+        return where
+
+    def key_of(self, raw: Mapping[str, Any]) -> ObjectName:
+        fields = meta(raw)
+        return (str(fields.get("namespace", "")), str(fields.get("name", "")))
+
+    @abc.abstractmethod
+    def read(self, raw: Mapping[str, Any]) -> _Read:
+        """The object as the kind's adapter reads it; ValueError when it does not read."""
+
+    @abc.abstractmethod
+    def take(self, where: ObjectName, read: _Read, raw: Mapping[str, Any]) -> None:
+        """Feed in the object read."""

@@ -26,8 +26,6 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from coscheduler.api.adapters.base import GroupObject
 from coscheduler.api.adapters.composite import ADAPTER as COMPOSITE_ADAPTER
 from coscheduler.api.adapters.composite import composite_object
@@ -35,14 +33,13 @@ from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_compos
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
 
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups
 
 __all__ = ["CompositeChange", "CompositeHandler", "CompositeIndex"]
 
-log = structlog.get_logger(__name__)
 
 #: A namespace and a name.
 Name = tuple[str, str]
@@ -208,9 +205,12 @@ class CompositeIndex:
         return tuple(uid for child in children for uid in self._pods.get((namespace, child), ()))
 
 
-class CompositeHandler(KeyedHandler[Name]):
+class CompositeHandler(NamespacedHandler[CompositePodGroup]):
     """Reads the composites into :class:`CompositeIndex`; the groups store makes their gangs
     again and the pods whose composite changed are fed in again."""
+
+    kind = "CompositePodGroup"
+    api_version = COMPOSITE_ADAPTER.api.api_version
 
     def __init__(
         self,
@@ -221,45 +221,25 @@ class CompositeHandler(KeyedHandler[Name]):
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
+        super().__init__(complaints, namespaces=namespaces)
         self.index = index
         self._groups = groups
         self._refeed = refeed
-        self._complaints = complaints
-        self._namespaces = namespaces
 
     def _apply(self, change: CompositeChange) -> None:
         moved = self._groups.apply(change)
         if moved:
             self._refeed(moved)
 
-    def upsert(self, raw: Mapping[str, Any]) -> Name | None:
-        where = self.key_of(raw)
-        if self._namespaces and where[0] not in self._namespaces:
-            return None
-        try:
-            composite = read_composite(raw)
-        except ValueError as error:
-            log.warning("CompositePodGroup skipped", composite="/".join(where), error=str(error))
-            self._complaints.invalid(
-                InvalidObject.of(
-                    "CompositePodGroup",
-                    raw,
-                    error,
-                    api_version=COMPOSITE_ADAPTER.api.api_version,
-                )
-            )
-            self.forget(where)
-            return None
+    def read(self, raw: Mapping[str, Any]) -> CompositePodGroup:
+        return read_composite(raw)
+
+    def take(self, where: Name, composite: CompositePodGroup, raw: Mapping[str, Any]) -> None:
         status = raw.get("status")
         self._apply(self.index.upsert(composite, status if isinstance(status, Mapping) else {}))
-        return where
 
     def known(self) -> Iterable[Name]:
         return list(self.index.composites)
 
     def forget(self, key: Name) -> None:
         self._apply(self.index.remove(key))
-
-    def key_of(self, raw: Mapping[str, Any]) -> Name:
-        fields = meta(raw)
-        return (str(fields.get("namespace", "")), str(fields.get("name", "")))

@@ -19,19 +19,16 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-import structlog
-
 from coscheduler.api.adapters import kueue as kueue_api
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
 
 __all__ = ["KueueGangs", "KueueWorkloadHandler"]
 
-log = structlog.get_logger(__name__)
 
 #: A Workload's namespace and name.
 WorkloadName = tuple[str, str]
@@ -146,7 +143,10 @@ class _Refeed(Protocol):
     def refeed(self, uids: Iterable[str]) -> None: ...
 
 
-class KueueWorkloadHandler(KeyedHandler[WorkloadName]):
+class KueueWorkloadHandler(NamespacedHandler[kueue_api.KueueWorkload]):
+    kind = "Workload"
+    api_version = kueue_api.API.api_version
+
     def __init__(
         self,
         gangs: KueueGangs,
@@ -155,33 +155,20 @@ class KueueWorkloadHandler(KeyedHandler[WorkloadName]):
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
+        super().__init__(complaints, namespaces=namespaces)
         self._gangs = gangs
         self._pods = pods
-        self._complaints = complaints
-        self._namespaces = namespaces
 
-    def upsert(self, raw: Mapping[str, Any]) -> WorkloadName | None:
-        where = self.key_of(raw)
-        if self._namespaces and where[0] not in self._namespaces:
-            return None
-        try:
-            workload = kueue_api.read_workload(raw)
-        except ValueError as error:
-            log.warning("Kueue Workload skipped", workload="/".join(where), error=str(error))
-            self._complaints.invalid(
-                InvalidObject.of("Workload", raw, error, api_version=kueue_api.API.api_version)
-            )
-            self.forget(where)
-            return None
+    def read(self, raw: Mapping[str, Any]) -> kueue_api.KueueWorkload:
+        return kueue_api.read_workload(raw)
+
+    def take(
+        self, where: WorkloadName, workload: kueue_api.KueueWorkload, raw: Mapping[str, Any]
+    ) -> None:
         self._pods.refeed(self._gangs.store(workload))
-        return where
 
     def known(self) -> Iterable[WorkloadName]:
         return list(self._gangs.workloads)
 
     def forget(self, key: WorkloadName) -> None:
         self._pods.refeed(self._gangs.remove(key))
-
-    def key_of(self, raw: Mapping[str, Any]) -> WorkloadName:
-        fields = meta(raw)
-        return (str(fields.get("namespace", "")), str(fields.get("name", "")))

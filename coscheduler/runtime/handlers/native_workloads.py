@@ -11,42 +11,30 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import structlog
-
-from coscheduler.api.native_workload import read_native_workload
+from coscheduler.api.native_workload import NativeWorkload, read_native_workload
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
+from coscheduler.runtime.handlers.base import ObjectName as WorkloadName
 
 __all__ = ["NativeWorkloadHandler"]
 
-log = structlog.get_logger(__name__)
 
-WorkloadName = tuple[str, str]
+class NativeWorkloadHandler(NamespacedHandler[NativeWorkload]):
+    kind = "Workload"
 
-
-class NativeWorkloadHandler(KeyedHandler[WorkloadName]):
     def __init__(
         self, groups: Groups, complaints: Complaints, *, namespaces: frozenset[str] = frozenset()
     ) -> None:
+        super().__init__(complaints, namespaces=namespaces)
         self._groups = groups
-        self._complaints = complaints
-        self._namespaces = namespaces
         self._known: set[WorkloadName] = set()
 
-    def upsert(self, raw: Mapping[str, Any]) -> WorkloadName | None:
-        where = self.key_of(raw)
-        if self._namespaces and where[0] not in self._namespaces:
-            return None
-        try:
-            workload = read_native_workload(raw)
-        except ValueError as error:
-            log.warning("Workload skipped", workload="/".join(where), error=str(error))
-            self._complaints.invalid(InvalidObject.of("Workload", raw, error))
-            self.forget(where)
-            return None
+    def read(self, raw: Mapping[str, Any]) -> NativeWorkload:
+        return read_native_workload(raw)
+
+    def take(self, where: WorkloadName, read: NativeWorkload, raw: Mapping[str, Any]) -> None:
         self._known.add(where)
-        self._groups.set_workload(*where, workload)
-        return where
+        self._groups.set_workload(*where, read)
 
     def known(self) -> Iterable[WorkloadName]:
         return list(self._known)
@@ -54,7 +42,3 @@ class NativeWorkloadHandler(KeyedHandler[WorkloadName]):
     def forget(self, key: WorkloadName) -> None:
         self._known.discard(key)
         self._groups.set_workload(*key, None)
-
-    def key_of(self, raw: Mapping[str, Any]) -> WorkloadName:
-        fields = meta(raw)
-        return (str(fields.get("namespace", "")), str(fields.get("name", "")))

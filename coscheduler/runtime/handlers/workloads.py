@@ -18,19 +18,16 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-import structlog
-
 from coscheduler.api.adapters import workload as workload_api
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, InvalidObject, KeyedHandler, meta
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
 
 __all__ = ["WorkloadGangs", "WorkloadHandler"]
 
-log = structlog.get_logger(__name__)
 
 #: A Workload's namespace and name.
 WorkloadName = tuple[str, str]
@@ -103,7 +100,10 @@ class _Regroup(Protocol):
     def regroup(self, pods: Iterable[PodInfo]) -> None: ...
 
 
-class WorkloadHandler(KeyedHandler[WorkloadName]):
+class WorkloadHandler(NamespacedHandler[workload_api.Workload]):
+    kind = "Workload"
+    api_version = workload_api.API.api_version
+
     def __init__(
         self,
         gangs: WorkloadGangs,
@@ -112,31 +112,21 @@ class WorkloadHandler(KeyedHandler[WorkloadName]):
         *,
         namespaces: frozenset[str] = frozenset(),
     ) -> None:
+        super().__init__(complaints, namespaces=namespaces)
         self._gangs = gangs
         self._pods = pods
-        self._complaints = complaints
-        self._namespaces = namespaces
 
-    def upsert(self, raw: Mapping[str, Any]) -> WorkloadName | None:
-        where = self.key_of(raw)
-        if self._namespaces and where[0] not in self._namespaces:
-            return None
-        try:
-            workload = workload_api.read_workload(raw)
-        except ValueError as error:
-            # The API server validates Workloads: this one reads in a way we do not.
-            log.warning("Workload skipped", workload="/".join(where), error=str(error))
-            self._complaints.invalid(
-                InvalidObject.of("Workload", raw, error, api_version=workload_api.API.api_version)
-            )
-            self.forget(where)
-            return None
+    def read(self, raw: Mapping[str, Any]) -> workload_api.Workload:
+        return workload_api.read_workload(raw)
+
+    def take(
+        self, where: WorkloadName, workload: workload_api.Workload, raw: Mapping[str, Any]
+    ) -> None:
         known = self._gangs.workloads.get(where)
         self._gangs.workloads[where] = workload
         if known is None or known.uid != workload.uid or known.pod_groups != workload.pod_groups:
             # podGroups are immutable: new ones mean a new Workload.
             self._pods.regroup(self._gangs.ungroup(where))
-        return where
 
     def known(self) -> Iterable[WorkloadName]:
         return list(self._gangs.workloads)
@@ -144,7 +134,3 @@ class WorkloadHandler(KeyedHandler[WorkloadName]):
     def forget(self, key: WorkloadName) -> None:
         if self._gangs.workloads.pop(key, None) is not None:
             self._pods.regroup(self._gangs.ungroup(key))
-
-    def key_of(self, raw: Mapping[str, Any]) -> WorkloadName:
-        fields = meta(raw)
-        return (str(fields.get("namespace", "")), str(fields.get("name", "")))
