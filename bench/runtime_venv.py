@@ -13,6 +13,7 @@ measured are the same ones the tests run with.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shutil
 import subprocess
@@ -53,14 +54,20 @@ def runtime_python() -> Path:
     python = venv / "bin" / "python"
     if python.is_file():
         return python
-    building = CACHE / f"{key}.building"
-    shutil.rmtree(building, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", str(building)], check=True)
-    subprocess.run(
-        [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins],
-        check=True,
-    )
-    # Moved whole once complete, so a half-made one is never used (only its interpreter
-    # is run, which finds its venv wherever it is; its scripts would name the old path).
-    building.rename(venv)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # Two runs may start at once (CI beside a bench run): one builds, the other waits for it.
+    with (CACHE / f"{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.is_file():
+            return python
+        building = CACHE / f"{key}.building"
+        shutil.rmtree(building, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(building)], check=True)
+        subprocess.run(
+            [str(building / "bin" / "python"), "-m", "pip", "install", "--quiet", *pins],
+            check=True,
+        )
+        # Moved whole once complete, so a half-made one is never used (only its interpreter
+        # is run, which finds its venv wherever it is; its scripts would name the old path).
+        building.rename(venv)
     return python
