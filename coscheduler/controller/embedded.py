@@ -15,10 +15,11 @@ needs of it:
   the Bindings in flight, the writers), so only Kopf's tasks, and the
   handlers running in them, end with it.
 
-Kopf posts no Events (``posting.enabled``): a standby must write nothing, and
-the controller's events go through our reporter. Its logs go through the
-standard library's loggers, which :mod:`coscheduler.runtime.logging` renders
-as our JSON lines.
+Kopf never kills the process (``ultimate_exiting_timeout``): it ends as our
+signals and timeouts say. Kopf posts no Events (``posting.enabled``): a
+standby must write nothing, and the controller's events go through our
+reporter. Its logs go through the standard library's loggers, which
+:mod:`coscheduler.runtime.logging` renders as our JSON lines.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSetting
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     chosen.admission.server = webhooks
     chosen.admission.managed = None
+    # Kopf's last resort for its own CLI: once its task is cancelled, SIGKILL the thread
+    # that ran it (here the process's main thread) 10 minutes later, whether or not the
+    # process has gone on. Our process exits on its own timeouts; a pytest session whose
+    # event loop once ran Kopf was killed by it at the next async test.
+    chosen.process.ultimate_exiting_timeout = None
     return chosen
 
 

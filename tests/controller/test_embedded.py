@@ -65,3 +65,19 @@ async def test_kopf_runs_again_after_it_was_stopped() -> None:
         assert not running.done()
         stop.set()
         await asyncio.wait_for(running, timeout=30)
+
+
+@pytest.mark.usefixtures("loop_signals")
+async def test_kopf_cancelled_leaves_no_kill_behind() -> None:
+    """Kopf's own CLI SIGKILLs the thread it ran in 10 minutes after its task is cancelled;
+    ours is the process's main thread, which goes on (a test session's did, and died)."""
+    registry = kopf.OperatorRegistry()
+    kopf.on.login(id="login", registry=registry)(nowhere)
+    running = asyncio.create_task(embedded.run(registry))
+    await asyncio.sleep(0.3)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    loop = asyncio.get_running_loop()
+    # The loop's timers are private to asyncio: read here only to find Kopf's.
+    timers = getattr(loop, "_scheduled")  # noqa: B009
+    assert not [t for t in timers if getattr(t, "_callback", None) is signal.pthread_kill]
