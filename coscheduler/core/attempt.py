@@ -46,5 +46,10 @@ class Attempt:
 
     @property
     def bound_nodes(self) -> list[str]:
-        """The nodes of the bound members (where a group kept in one domain is pinned)."""
-        return [pod.node_name for pod in self.bound if pod.node_name is not None]
+        """The nodes of the bound members (where a group kept in one domain is pinned).
+
+        The snapshot's word, not the pod's ``nodeName``: a member bound by an earlier
+        decision counts there (assumed) before the API server's echo names its node.
+        """
+        nodes = (self.snapshot.node_of(pod.uid) or pod.node_name for pod in self.bound)
+        return [node for node in nodes if node is not None]

@@ -18,6 +18,11 @@ still needs), and a change wakes it only when (numbered rule)
    has (its members never land beyond that level: room spread over racks
    cannot admit a gang required in one).
 
+A node whose labels change may move a whole domain: the members bound on it
+pin their group to its new domain, whose other nodes nothing opened. So a
+relabelled node wakes every group kept in one domain, whatever rule 1 says of
+that node (relabels are rare; the scheduler does it, :meth:`Scheduler._wake_by_hints`).
+
 Devices (DRA) and volume claims are not in filters 1-5: a group whose members
 use them is woken as well by a change of slices, classes or claims, or of
 volumes (:class:`~coscheduler.core.queue.GroupQueue`). A group whose members

@@ -486,12 +486,20 @@ class Scheduler(SchedulerReads):
         if not snapshot.opened:
             return
         opened, broadly = frozenset(snapshot.opened), snapshot.anti_affinity_left
-        snapshot.opened, snapshot.anti_affinity_left = set(), False
+        relabelled = snapshot.relabelled
+        snapshot.opened, snapshot.anti_affinity_left, snapshot.relabelled = set(), False, False
         parked = self.queue.parked()
         if broadly:
             for key, _ in parked:
                 self.queue.wake(key)
             return
+        if relabelled:
+            # A relabelled node holding a group's members moves the domain the group is
+            # kept in onto nodes no hint looked at: every group kept in one is tried.
+            for key, wants in parked:
+                if wants.within is not None:
+                    self.queue.wake(key)
+            parked = [(key, wants) for key, wants in parked if wants.within is None]
         for key in woken(snapshot, parked, opened):
             self.queue.wake(key, opened)
 

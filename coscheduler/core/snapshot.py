@@ -106,6 +106,9 @@ class Snapshot(SnapshotDiagnosis):
         self.opened: set[str] = set()
         #: A pod with anti-affinity terms left a node: every node of its domains may take more.
         self.anti_affinity_left = False
+        #: A known node's labels changed: the domains it was in, and that its pods pin
+        #: their groups to, may have moved.
+        self.relabelled = False
 
     # -- reading -----------------------------------------------------------
 
@@ -198,6 +201,8 @@ class Snapshot(SnapshotDiagnosis):
             for uid in self._on_node.get(node.name, ()):
                 self._count(slot, self._pods[uid].vector, 1)
         else:
+            before = self._nodes[slot]
+            self.relabelled |= before is not None and before.labels != node.labels
             self._release_classes(slot)
         self._nodes[slot] = node
         self._live[slot] = True

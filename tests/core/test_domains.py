@@ -117,6 +117,17 @@ def test_bound_members_pin_the_group_to_their_rack() -> None:
     assert racks_of(decision) == {"r0"}
 
 
+def test_members_bound_by_an_earlier_decision_pin_the_group_before_the_server_says_so() -> None:
+    # Assumed on r0-0 by the decision that bound it: its pod does not name the node yet.
+    snapshot = cluster({"r0": ("a", ["1"]), "r1": ("a", ["4"])})
+    first = pod("g-0", group="g", cpu="1")
+    snapshot.assume(first, "r0-0")
+    policy = GroupPolicy("default", "g", min_member=1, topology_levels=(RACK,))
+    later = [pod("g-1", group="g", cpu="1")]
+    decision = plan(snapshot, GROUP, policy, later, [first])
+    assert not decision.bindings  # r0 is full; r1 is not the group's
+
+
 @pytest.mark.parametrize(
     ("spec", "error"),
     [
