@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 from functools import partial
 
+import pytest
+
 from coscheduler.api.adapters import kueue
 from coscheduler.api.podgroup import (
     ConditionStatus,
@@ -87,15 +89,18 @@ async def test_the_reason_a_gang_waits_is_applied_once_and_kueues_conditions_kep
     }
 
 
-async def test_a_refused_write_is_tried_again(apiserver: FakeApiServer, kube: KubeClient) -> None:
-    apiserver.on(
-        "PATCH", STATUS, status_error(503, "ServiceUnavailable"), lambda r: Reply(200, r.body)
-    )
+@pytest.mark.parametrize("refusing", [STATUS, JOB_STATUS], ids=["workload", "job"])
+async def test_a_refused_write_is_tried_again(
+    apiserver: FakeApiServer, kube: KubeClient, refusing: str
+) -> None:
+    for path in (STATUS, JOB_STATUS):
+        refusals = [status_error(503, "ServiceUnavailable")] if path == refusing else []
+        apiserver.on("PATCH", path, *refusals, lambda r: Reply(200, r.body))
     writer = waiting_gang(kube)
     await writer.write_marked()
     await writer.write_marked()
 
-    assert len(apiserver.requests_to("PATCH", STATUS)) == 2
+    assert len(apiserver.requests_to("PATCH", refusing)) == 2
     assert writer.writes == 1
 
 
@@ -117,21 +122,6 @@ async def test_the_controlling_jobs_status_gets_the_same_condition_merged_by_typ
         "False",
         "NotEnoughResources",
     )
-
-
-async def test_a_refused_job_write_is_tried_again_with_the_workloads(
-    apiserver: FakeApiServer, kube: KubeClient
-) -> None:
-    apiserver.on("PATCH", STATUS, lambda request: Reply(200, request.body))
-    apiserver.on(
-        "PATCH", JOB_STATUS, status_error(429, "TooManyRequests"), lambda r: Reply(200, r.body)
-    )
-    writer = waiting_gang(kube)
-    await writer.write_marked()
-    await writer.write_marked()
-
-    assert len(apiserver.requests_to("PATCH", JOB_STATUS)) == 2
-    assert writer.writes == 1
 
 
 def test_only_a_controlling_batch_job_is_the_workloads_job() -> None:
