@@ -56,7 +56,7 @@ from e2e.scheduler import SchedulerProcess, StartScheduler
 from e2e.tests import helpers as h
 from e2e.tests.conftest import CRD, CRD_NAME, QUEUE_CRD, QUEUE_CRD_NAME
 from e2e.tests.test_kueue import bound, conditions, create, jobs_path, kueue_job, started_kueue
-from e2e.tests.test_with_kueue import CONDITION, no_partial_gang
+from e2e.tests.test_with_kueue import CONDITION, no_partial_gang, our_condition
 from e2e.waiting import wait_for
 
 pytestmark = [
@@ -272,12 +272,7 @@ class Setup:
 
     def manager_job_condition(self) -> Json:
         """Our condition on the manager's Job, as MultiKueue copied it from the worker's."""
-        job = self.manager.api.get(f"{jobs_path(self.namespace)}/train")
-        for condition in (job.get("status") or {}).get("conditions") or []:
-            if condition["type"] == CONDITION:
-                found: Json = condition
-                return found
-        return {}
+        return our_condition(self.manager.api.get(f"{jobs_path(self.namespace)}/train"))
 
     def wait_bound_whole(
         self,
@@ -446,5 +441,11 @@ def test_a_gang_on_a_worker_lost_mid_way_is_bound_whole_on_the_other(setup: Setu
         timeout=WORKER_LOST_SECONDS + 2 * DISPATCH_TIMEOUT_SECONDS,
     )
     setup.wait_placed_on(one)
+    wait_for(
+        setup.manager_job_condition,
+        lambda found: found.get("status") == "True",
+        describe=f"the manager's Job carrying worker-one's Job's {CONDITION} condition, True",
+        timeout=DISPATCH_TIMEOUT_SECONDS,
+    )
     setup.show(one)
     setup.no_partial_gang(one)
