@@ -79,13 +79,12 @@ WORKER_SETTINGS = k.KueueSettings(wait_for_pods_ready=False, frameworks=("batch/
 
 @dataclass
 class Worker:
-    """A worker cluster: its MultiKueueCluster's name, and what the test made in it."""
+    """A worker cluster: its MultiKueueCluster's name, its Kueue, the test's watch of its pods."""
 
     name: str
     cluster: Cluster
     kueue: k.Kueue
     watch: PodWatch | None = None
-    made: list[str] = field(default_factory=list)
 
     def bound(self, namespace: str, job: str = "train") -> int:
         return bound(self.cluster, namespace, job)
