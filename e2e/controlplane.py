@@ -10,7 +10,7 @@ Order of start, each step waiting for the previous one to be ready:
    collection, namespaces, service accounts and their tokens), ready when the
    ``default`` ServiceAccount exists (pods cannot be created before that);
 5. KWOK with the pod stages of ``e2e.kwok_stages``, managing only nodes
-   annotated ``kwok.x-k8s.io/node=fake``.
+   annotated ``kwok.x-k8s.io/node=fake`` (unless ``fake_nodes`` is off).
 
 Stop is the reverse order, each process SIGTERMed, awaited, then killed. A
 start that fails part-way stops what it started and says which component
@@ -67,6 +67,9 @@ class ClusterOptions:
 
     job_duration_seconds: float = 1.0
     """How long a Job's pod runs on a fake node before KWOK marks it Succeeded."""
+
+    fake_nodes: bool = True
+    """Run KWOK for fake nodes; off for a cluster that runs no pods (a MultiKueue manager)."""
 
     grace_periods: bool = False
     """KWOK removes a pod being deleted at its ``deletionTimestamp`` (its grace period
@@ -373,25 +376,26 @@ class Cluster:
             what="kube-controller-manager to create the default ServiceAccount",
             watch=[apiserver, manager],
         )
-        config = self.state_dir / "kwok.yaml"
-        config.write_text(
-            kwok_stages.config_yaml(
-                job_duration_seconds=options.job_duration_seconds,
-                grace_periods=options.grace_periods,
-                node_lease_seconds=options.node_lease_seconds,
+        if options.fake_nodes:
+            config = self.state_dir / "kwok.yaml"
+            config.write_text(
+                kwok_stages.config_yaml(
+                    job_duration_seconds=options.job_duration_seconds,
+                    grace_periods=options.grace_periods,
+                    node_lease_seconds=options.node_lease_seconds,
+                )
             )
-        )
-        # KWOK_WORKDIR: kwok would otherwise also read the user's ~/.kwok/kwok.yaml.
-        workdir = self.state_dir / "kwok"
-        kwok = launch(
-            "kwok", _kwok_args(binaries, self.state, config), env={"KWOK_WORKDIR": str(workdir)}
-        )
-        wait_until(
-            lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"),
-            timeout=timeout,
-            what="kwok to answer /healthz",
-            watch=[apiserver, kwok],
-        )
+            # KWOK_WORKDIR: kwok would otherwise also read the user's ~/.kwok/kwok.yaml.
+            workdir = self.state_dir / "kwok"
+            kwok = launch(
+                "kwok", _kwok_args(binaries, self.state, config), env={"KWOK_WORKDIR": str(workdir)}
+            )
+            wait_until(
+                lambda: _http_ok(f"http://127.0.0.1:{ports['kwok']}/healthz"),
+                timeout=timeout,
+                what="kwok to answer /healthz",
+                watch=[apiserver, kwok],
+            )
         report(f"control plane ready in {time.monotonic() - started:.1f}s at {self.server}")
 
 

@@ -41,7 +41,7 @@ import yaml
 from e2e import build, pki
 from e2e.processes import Process, free_port, wait_until
 
-__all__ = ["KUEUE_QUEUE_LABEL", "Kueue", "KueueSettings", "install_crds"]
+__all__ = ["KUEUE_QUEUE_LABEL", "NAMESPACE", "Kueue", "KueueSettings", "install_crds"]
 
 Json = dict[str, Any]
 
@@ -286,8 +286,10 @@ def cluster_queue(
     preemption: Json | None = None,
     held: bool = False,
     flavor: str = "default",
+    admission_checks: Sequence[str] = (),
 ) -> Json:
-    """A ClusterQueue with nominal cpu and memory of one flavor (memory in bytes)."""
+    """A ClusterQueue with nominal cpu and memory of one flavor (memory in bytes), its
+    workloads admitted only once ``admission_checks`` (AdmissionCheck names) are ready."""
 
     def resource(resource_name: str, nominal: float, borrowing: float | None) -> Json:
         quota: Json = {"name": resource_name, "nominalQuota": _quantity(resource_name, nominal)}
@@ -314,6 +316,10 @@ def cluster_queue(
         spec["preemption"] = preemption
     if held:
         spec["stopPolicy"] = "Hold"
+    if admission_checks:
+        spec["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": check} for check in admission_checks]
+        }
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
@@ -323,6 +329,57 @@ def local_queue(name: str, namespace: str, cluster_queue_name: str) -> Json:
         "kind": "LocalQueue",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"clusterQueue": cluster_queue_name},
+    }
+
+
+# --- MultiKueue: a manager's objects, each naming its workers ---------------------------------
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+"""The AdmissionCheck controller that dispatches a manager's workloads to its workers."""
+
+
+def worker_kubeconfig_secret(name: str, kubeconfig: str) -> Json:
+    """A worker's kubeconfig in a Secret of Kueue's namespace, under the key MultiKueue reads.
+
+    MultiKueue refuses a kubeconfig naming files (certificates must be inline, as the
+    harness writes them) or skipping TLS verification."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "stringData": {"kubeconfig": kubeconfig},
+    }
+
+
+def multikueue_cluster(name: str, secret: str) -> Json:
+    """A worker cluster, reached with the kubeconfig in ``secret``."""
+    return {
+        "apiVersion": API,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": name},
+        "spec": {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret}}},
+    }
+
+
+def multikueue_config(name: str, clusters: Sequence[str]) -> Json:
+    return {
+        "apiVersion": API,
+        "kind": "MultiKueueConfig",
+        "metadata": {"name": name},
+        "spec": {"clusters": list(clusters)},
+    }
+
+
+def multikueue_check(name: str, config: str) -> Json:
+    """The AdmissionCheck a manager's ClusterQueue names: ready once a worker admits."""
+    return {
+        "apiVersion": API,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": name},
+        "spec": {
+            "controllerName": MULTIKUEUE_CONTROLLER,
+            "parameters": {"apiGroup": OWN_GROUP, "kind": "MultiKueueConfig", "name": config},
+        },
     }
 
 

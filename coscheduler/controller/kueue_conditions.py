@@ -7,14 +7,18 @@ on the Workload too. This writer turns the recorded status into one condition
 (:func:`~coscheduler.api.adapters.kueue.placement_condition`) and applies it to the
 Workload's ``/status`` by server-side apply under our own field manager: Kueue's
 conditions are a map keyed by type, each owned by whoever applied it, so Kueue's are left
-as they are (a merge patch would replace the whole list). A condition is applied when what
-it says (status, reason, message) changes; a failed write is tried again next round.
+as they are (a merge patch would replace the whole list). The same condition goes on the
+status of the batch Job that controls the Workload, by a strategic merge patch (a Job's
+conditions merge by type, so the Job controller's stay): MultiKueue copies a worker's Job
+status to the manager's Job, so that is where a manager's user reads why the gang waits. A
+condition is applied when what it says (status, reason, message) changes; a failed write
+is tried again next round.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Final
+from typing import Any, Final
 
 import structlog
 
@@ -31,6 +35,8 @@ __all__ = ["KueueConditionWriter"]
 log = structlog.get_logger(__name__)
 
 APPLY_PATCH: Final = "application/apply-patch+yaml"
+STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
+JOB_STATUS: Final = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/status"
 FIELD_MANAGER: Final = "coscheduler"
 
 
@@ -76,28 +82,42 @@ class KueueConditionWriter:
         said = (group.uid or "", condition["status"], condition["reason"], condition["message"])
         if self._applied.get(key) == said:
             return True
-        body = {
+        workload: dict[str, Any] = {
             "apiVersion": kueue.API.api_version,
             "kind": kueue.API.kind,
             "metadata": {"namespace": key.namespace, "name": key.name},
             "status": {"conditions": [condition]},
         }
-        try:
-            await self._client.send(
-                "PATCH",
+        writes: list[tuple[str, str, list[tuple[str, str]], dict[str, Any]]] = [
+            (
                 kueue.API.status_path(key.namespace, key.name),
-                query=[("fieldManager", FIELD_MANAGER), ("force", "true")],
-                body=body,
-                content_type=APPLY_PATCH,
+                APPLY_PATCH,
+                [("fieldManager", FIELD_MANAGER), ("force", "true")],
+                workload,
             )
-        except NotFound:
-            return True  # the Workload is gone
-        except ApiError as error:
-            log.warning("Kueue Workload condition not written", workload=str(key), error=str(error))
-            if error.retryable:
-                self._marked.mark(key)
-                return False
-            return True
-        self._applied[key] = said
-        self.writes += 1
+        ]
+        job = kueue.controlling_job(group.metadata)
+        if job is not None:
+            path = JOB_STATUS.format(namespace=key.namespace, name=job)
+            job_status = {"status": {"conditions": [condition]}}
+            writes.append(
+                (path, STRATEGIC_MERGE_PATCH, [("fieldManager", FIELD_MANAGER)], job_status)
+            )
+        written = True
+        for path, content_type, query, body in writes:
+            try:
+                await self._client.send(
+                    "PATCH", path, query=query, body=body, content_type=content_type
+                )
+            except NotFound:
+                continue  # gone
+            except ApiError as error:
+                log.warning("Kueue gang condition not written", path=path, error=str(error))
+                if error.retryable:
+                    self._marked.mark(key)
+                    return False
+                written = False
+        if written:
+            self._applied[key] = said
+            self.writes += 1
         return True

@@ -82,17 +82,18 @@ def team(cluster: Cluster, namespace: str, pool: str) -> Iterator[Callable[..., 
 
 
 def gang_condition(cluster: Cluster, namespace: str, job: str) -> Json:
-    return _ours(workload_of(cluster, namespace, job) or {})
+    return our_condition(workload_of(cluster, namespace, job) or {})
 
 
 def gang_condition_of(cluster: Cluster, namespace: str, workload: str) -> Json:
     """Our condition on the Workload of that name (a pod group's is named after it)."""
     path = f"/apis/{k.API}/namespaces/{namespace}/workloads/{workload}"
-    return _ours(cluster.api.get_or_none(path) or {})
+    return our_condition(cluster.api.get_or_none(path) or {})
 
 
-def _ours(workload: Json) -> Json:
-    for condition in (workload.get("status") or {}).get("conditions") or []:
+def our_condition(item: Json) -> Json:
+    """Our condition on a Workload or a Job (the same one on both), or {}."""
+    for condition in (item.get("status") or {}).get("conditions") or []:
         if condition["type"] == CONDITION:
             found: Json = condition
             return found
@@ -208,6 +209,14 @@ def test_an_admitted_gang_that_cannot_fit_waits_whole_and_its_workload_says_why(
         )
         assert condition["reason"] == "NotEnoughResources"
         assert "4 pods" in condition["message"]
+        # The same on the Job's status, beside the Job controller's conditions.
+        on_job = wait_for(
+            lambda: our_condition(cluster.api.get(f"{jobs_path(namespace)}/train")),
+            lambda found: found.get("status") == "False",
+            describe=f"the Job's {CONDITION} condition False",
+            timeout=KUEUE_TIMEOUT_SECONDS,
+        )
+        assert on_job["message"] == condition["message"]
         events = wait_for(
             lambda: workload_events(cluster, namespace, "train"),
             lambda found: any(e["type"] == "Warning" for e in found),

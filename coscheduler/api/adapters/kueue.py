@@ -25,7 +25,10 @@ behind Kueue's gates waits whole until they are lifted.
 Nothing of our status is written through the PodGroup writer (a merge patch would replace
 Kueue's conditions): the adapter holds it in memory, the writer tells its transitions by
 events on the Workload, and :func:`placement_condition` is the one condition of ours that
-``coscheduler.controller.kueue_conditions`` applies to the Workload's status.
+``coscheduler.controller.kueue_conditions`` applies to the Workload's status, and to the
+status of the batch Job that controls it (:func:`controlling_job`). The Job's copy is what
+reaches a MultiKueue manager: Kueue v0.17's MultiKueue copies a worker's Job ``status``
+whole onto the manager's Job, and of the worker's Workload only its ``Finished`` condition.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ __all__ = [
     "POD_SET_LABEL",
     "KueueAdapter",
     "KueueWorkload",
+    "controlling_job",
     "gang_object",
     "placement_condition",
     "read_workload",
@@ -156,6 +160,20 @@ def _controller(metadata: Mapping[str, Any]) -> str | None:
         if isinstance(owner, Mapping) and owner.get("controller") is True:
             uid = owner.get("uid")
             return uid if isinstance(uid, str) and uid else None
+    return None
+
+
+def controlling_job(metadata: Mapping[str, Any]) -> str | None:
+    """The name of the ``batch/v1`` Job that controls the Workload; None for other owners."""
+    for owner in metadata.get("ownerReferences") or ():
+        if (
+            isinstance(owner, Mapping)
+            and owner.get("controller") is True
+            and owner.get("apiVersion") == "batch/v1"
+            and owner.get("kind") == "Job"
+        ):
+            name = owner.get("name")
+            return name if isinstance(name, str) and name else None
     return None
 
 
