@@ -27,7 +27,7 @@ from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.errors import ApiError, NotFound
-from coscheduler.runtime.kube import KubeClient
+from coscheduler.runtime.kube import STRATEGIC_MERGE_PATCH, KubeClient
 from coscheduler.runtime.readmodel import Marks, ReadModel
 
 __all__ = ["KueueConditionWriter"]
@@ -35,7 +35,6 @@ __all__ = ["KueueConditionWriter"]
 log = structlog.get_logger(__name__)
 
 APPLY_PATCH: Final = "application/apply-patch+yaml"
-STRATEGIC_MERGE_PATCH: Final = "application/strategic-merge-patch+json"
 JOB_STATUS: Final = "/apis/batch/v1/namespaces/{namespace}/jobs/{name}/status"
 FIELD_MANAGER: Final = "coscheduler"
 
