@@ -1,17 +1,28 @@
-"""The controller's Kopf handlers: each PodGroup of ours and each Queue followed by one.
+"""The controller's Kopf handlers: each Namespace's PodGroups of ours, and each Queue.
 
 Kopf reconciles an object when the object changes; a PodGroup's status
 changes with its pods (which Kopf never watches: the scheduler's handlers
 do) and with the scheduling loop's verdicts. So each handler is *resident*:
 ``@kopf.on.event`` calls it with the object's first event, and it stays,
-woken by the read model's mark of that one object
-(:meth:`~coscheduler.runtime.readmodel.Marks.follow`), writing the status
-derived from the read model (:meth:`StatusWriter.reconcile`,
-:meth:`QueueStatusWriter.reconcile`). While it runs, Kopf queues the
-object's later events behind it, so there is one follower per object; and
-so that the queue does not grow by a body per write, a follower returns
-once it has written (the event of its own write, a newer version than the
-one it was called with, calls it again) or once the object is gone.
+woken by the read model's marks, writing the statuses derived from the read
+model (:meth:`StatusWriter.reconcile`, :meth:`QueueStatusWriter.reconcile`).
+
+PodGroups are followed by namespace, not one by one: Kopf watches Namespaces
+(few, and written by nothing of ours) and each one's handler writes the
+statuses of our PodGroups in it (:class:`GroupFollower`), so Kopf neither
+parses every PodGroup event a second time nor is called again by the echo of
+each status it writes. It stays for the namespace's life, and returns once
+the read model no longer holds the namespace. Kopf 1.45 keeps an object's
+events behind its running handler, every one in an unbounded per-object
+queue (``worker`` in ``kopf/_core/reactor/queueing.py``; its time-based
+batching is gone): for a Namespace those are its own rare edits, by users,
+never ours; at its deletion the follower returns and they drain, each call
+finding the namespace gone or going.
+
+A Queue's handler (:class:`QueueFollower`) writes its one Queue, and returns
+once it has written: the event of its own write, a newer version than the
+one it was called with, calls it again, so its Queue's events queue no
+deeper than one write's.
 
 Why this kind (docs/design.md, "Kopf's part"): a daemon is the same follower
 but Kopf puts a finalizer on every object it runs for, so a namespace deleted
@@ -30,9 +41,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 import kopf
 
@@ -46,55 +57,106 @@ from coscheduler.controller.admission import (
 )
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.queues import QueueStatusWriter
-from coscheduler.controller.writer import StatusWriter, Written
+from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import GroupKey
-from coscheduler.runtime.readmodel import Marks, ReadModel
+from coscheduler.runtime.readmodel import ChangedGroups, Marks, ReadModel
 
-__all__ = ["ALL_QUEUES", "Admission", "Follower", "group_follower", "handlers", "queue_follower"]
+__all__ = ["ALL_QUEUES", "Admission", "GroupFollower", "QueueFollower", "handlers"]
 
 #: How long a follower waits for the read model to hold an object Kopf has just
 #: seen (the handlers' watch and Kopf's are two streams): an object that never
 #: comes (unreadable, or outside the namespaces read) is left until it changes.
 ARRIVAL_GRACE_SECONDS: Final = 10.0
 
-_Item = TypeVar("_Item", bound=Hashable)
-
 #: The Queues' mark that means "every queue" (any group's change).
 ALL_QUEUES: Final = ""
 
 
-class Follower(Generic[_Item]):
-    """Follows objects of one kind, one call of :meth:`follow` per object."""
+class GroupFollower:
+    """Writes our PodGroups' statuses, one call of :meth:`follow` per namespace."""
 
     def __init__(
         self,
         *,
-        marks: Marks[_Item],
-        present: Callable[[_Item], bool],
-        reconcile: Callable[[_Item], Awaitable[Written]],
+        view: ReadModel,
+        marks: ChangedGroups,
+        writer: StatusWriter,
         writing: asyncio.Event,
-        debounce_seconds: float,
-        refresh_seconds: float | None = None,
-        also: tuple[_Item, ...] = (),
+        debounce_seconds: float = 0.25,
     ) -> None:
+        self._view = view
         self._marks = marks
-        #: Whether the read model holds the object as this handler's kind.
-        self._present = present
-        self._reconcile = reconcile
+        self._writer = writer
         self._writing = writing
         self._debounce = debounce_seconds
-        #: Looked at again this often even unmarked (a queue's decaying usage).
-        self._refresh = refresh_seconds
-        #: Marks that concern every object (a Queue's: any group's change).
-        self._also = also
 
-    async def follow(self, item: _Item, version: str | None) -> None:
-        """Write the object's status whenever it may have changed, until it is gone or
-        written (``version``: the object's, in the event Kopf called with)."""
+    def _ours(self, key: GroupKey) -> bool:
+        """Our API's PodGroup (a name another API's object holds now is not this handler's)."""
+        group = self._view.group(key)
+        return group is not None and group.api == SIGS
+
+    async def follow(self, namespace: str) -> None:
+        """Write the namespace's groups' statuses whenever they may have changed, until
+        the namespace is gone."""
+        await self._writing.wait()
+        inbox = Marks[GroupKey]()
+        self._marks.follow_namespace(namespace, inbox)
+        # The first look at every group: marks made before now were not heard.
+        for key in self._view.group_keys():
+            if key.namespace == namespace:
+                inbox.mark(key)
+        inbox.wake.set()
+        backoff = RoundBackoff(self._debounce)
+        seen = False
+        try:
+            while True:
+                await inbox.wake.wait()
+                # A gang's dozens of pod events within the pause make one write.
+                await asyncio.sleep(backoff.pause)
+                if not self._view.has_namespace(namespace):
+                    inbox.wake.clear()
+                    if seen or not await _arrives(inbox.wake):
+                        return  # gone (its handler is called again if it comes back)
+                    continue
+                seen = True
+                keys = sorted(key for key in inbox.take() if self._ours(key))
+                written = await asyncio.gather(*(self._writer.reconcile(key) for key in keys))
+                failed = [key for key, outcome in zip(keys, written, strict=True) if not outcome.ok]
+                for key in failed:
+                    inbox.mark(key)
+                backoff.round_done(failed=bool(failed))
+        finally:
+            self._marks.unfollow_namespace(namespace, inbox)
+
+
+class QueueFollower:
+    """Writes Queues' statuses, one call of :meth:`follow` per Queue; woken by its own
+    mark, any group's change, and every ``refresh_seconds`` (its decaying usage)."""
+
+    def __init__(
+        self,
+        *,
+        view: ReadModel,
+        marks: Marks[str],
+        writer: QueueStatusWriter,
+        writing: asyncio.Event,
+        debounce_seconds: float = 1.0,
+        refresh_seconds: float = 15.0,
+    ) -> None:
+        self._view = view
+        self._marks = marks
+        self._writer = writer
+        self._writing = writing
+        self._debounce = debounce_seconds
+        self._refresh = refresh_seconds
+
+    async def follow(self, name: str, version: str | None) -> None:
+        """Write the Queue's status whenever it may have changed, until it is gone or
+        written (``version``: the Queue's, in the event Kopf called with)."""
         await self._writing.wait()
         woken = asyncio.Event()
         woken.set()  # the first look at once: marks made before now were not heard
-        followed = (item, *self._also)
+        followed = (name, ALL_QUEUES)
         for mark in followed:
             self._marks.follow(mark, woken)
         backoff = RoundBackoff(self._debounce)
@@ -103,16 +165,17 @@ class Follower(Generic[_Item]):
             while True:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(woken.wait(), timeout=self._refresh)
-                # A gang's dozens of pod events within the pause make one write.
                 await asyncio.sleep(backoff.pause)
                 woken.clear()
-                if not self._present(item):
+                if name not in self._view.queues():
                     if seen or not await _arrives(woken):
                         return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
-                written = await self._reconcile(item)
-                if _echoed(written, version):
+                written = await self._writer.reconcile(name)
+                # Another version than the one Kopf called with: an event to come (or
+                # queued already) calls this handler again.
+                if written.version is not None and written.version != version:
                     return
                 backoff.round_done(failed=not written.ok)
                 if not written.ok:
@@ -120,54 +183,6 @@ class Follower(Generic[_Item]):
         finally:
             for mark in followed:
                 self._marks.unfollow(mark, woken)
-
-
-def group_follower(
-    view: ReadModel,
-    marks: Marks[GroupKey],
-    writer: StatusWriter,
-    writing: asyncio.Event,
-    debounce_seconds: float = 0.25,
-) -> Follower[GroupKey]:
-    """Our API's PodGroups (a name another API's object holds now is not this handler's)."""
-
-    def present(key: GroupKey) -> bool:
-        group = view.group(key)
-        return group is not None and group.api == SIGS
-
-    return Follower(
-        marks=marks,
-        present=present,
-        reconcile=writer.reconcile,
-        writing=writing,
-        debounce_seconds=debounce_seconds,
-    )
-
-
-def queue_follower(
-    view: ReadModel,
-    marks: Marks[str],
-    writer: QueueStatusWriter,
-    writing: asyncio.Event,
-    debounce_seconds: float = 1.0,
-    refresh_seconds: float = 15.0,
-) -> Follower[str]:
-    """Queues, woken by any group's change too, and every ``refresh_seconds``."""
-    return Follower(
-        marks=marks,
-        present=lambda name: name in view.queues(),
-        reconcile=writer.reconcile,
-        writing=writing,
-        debounce_seconds=debounce_seconds,
-        refresh_seconds=refresh_seconds,
-        also=(ALL_QUEUES,),
-    )
-
-
-def _echoed(written: Written, version: str | None) -> bool:
-    """Whether Kopf calls the handler again for what was just written: a version other
-    than the one it called with is an event to come (or queued already)."""
-    return written.version is not None and written.version != version
 
 
 async def _arrives(woken: asyncio.Event) -> bool:
@@ -192,13 +207,15 @@ class Admission:
 def handlers(
     admission: Admission | None,
     *,
-    followers: tuple[Follower[GroupKey], Follower[str]] | None = None,
+    followers: tuple[GroupFollower, QueueFollower] | None = None,
+    namespaces: Collection[str] = (),
     login: Callable[..., Awaitable[kopf.ConnectionInfo | None]] | None = None,
 ) -> kopf.OperatorRegistry:
     """Our own registry (never Kopf's global one): admission's handlers, the followers'
-    (on the leader only: a standby's would hold every object's events, unwritten), by
-    DNS-safe ids (the webhooks' paths), and ``login`` (:mod:`.login`): a plain registry
-    has no login of its own."""
+    (on the leader only: a standby's would hold every object's events, unwritten; over
+    ``namespaces`` only, when the scheduler reads only those), by DNS-safe ids (the
+    webhooks' paths), and ``login`` (:mod:`.login`): a plain registry has no login of
+    its own."""
     registry = kopf.OperatorRegistry()
     if login is not None:
         kopf.on.login(id="login", registry=registry)(login)
@@ -207,13 +224,16 @@ def handlers(
     if followers is None:
         return registry
     groups, queues = followers
+    read = frozenset(namespaces)
 
-    @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
-    async def podgroup_status(
-        *, type: str | None, name: str, namespace: str | None, meta: kopf.Meta, **_: Any
-    ) -> None:
-        if type != "DELETED" and namespace is not None:
-            await groups.follow(GroupKey(namespace, name), meta.get("resourceVersion"))
+    def is_read(*, name: str, **_: Any) -> bool:
+        return not read or name in read
+
+    @kopf.on.event("", "v1", "namespaces", id="podgroup-status", when=is_read, registry=registry)
+    async def podgroup_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:
+        # A namespace being deleted has no status left to write (its groups go with it).
+        if type != "DELETED" and not meta.get("deletionTimestamp"):
+            await groups.follow(name)
 
     @kopf.on.event(GROUP, VERSION, QUEUE_PLURAL, id="queue-status", registry=registry)
     async def queue_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:

@@ -1,9 +1,9 @@
 """Namespaces (``/api/v1/namespaces``): their labels, for pod affinity's ``namespaceSelector``
-and a Queue's ``namespaceSelector``."""
+and a Queue's ``namespaceSelector``; and which exist, for the controller's followers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from coscheduler.core.scheduler import Scheduler
@@ -13,8 +13,12 @@ __all__ = ["NamespaceHandler"]
 
 
 class NamespaceHandler(KeyedHandler[str]):
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(
+        self, scheduler: Scheduler, changed: Callable[[str], None] = lambda _name: None
+    ) -> None:
         self._scheduler = scheduler
+        #: Told each namespace that came, changed or went (the controller's followers).
+        self._changed = changed
         self._names: set[str] = set()
 
     def upsert(self, raw: Mapping[str, Any]) -> str | None:
@@ -24,6 +28,7 @@ class NamespaceHandler(KeyedHandler[str]):
             return None
         self._names.add(name)
         self._scheduler.upsert_namespace(name, {str(k): str(v) for k, v in labels.items()})
+        self._changed(name)
         return name
 
     def known(self) -> Iterable[str]:
@@ -32,6 +37,7 @@ class NamespaceHandler(KeyedHandler[str]):
     def forget(self, key: str) -> None:
         self._names.discard(key)
         self._scheduler.remove_namespace(key)
+        self._changed(key)
 
     def key_of(self, raw: Mapping[str, Any]) -> str | None:
         return name_of(raw)
