@@ -72,107 +72,92 @@ ARRIVAL_GRACE_SECONDS: Final = 10.0
 ALL_QUEUES: Final = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class GroupFollower:
     """Writes our PodGroups' statuses, one call of :meth:`follow` per namespace."""
 
-    def __init__(
-        self,
-        *,
-        view: ReadModel,
-        marks: ChangedGroups,
-        writer: StatusWriter,
-        writing: asyncio.Event,
-        debounce_seconds: float = 0.25,
-    ) -> None:
-        self._view = view
-        self._marks = marks
-        self._writer = writer
-        self._writing = writing
-        self._debounce = debounce_seconds
+    view: ReadModel
+    marks: ChangedGroups
+    writer: StatusWriter
+    #: Set once this replica writes (leads, its loop's first pass done).
+    writing: asyncio.Event
+    debounce_seconds: float = 0.25
 
     def _ours(self, key: GroupKey) -> bool:
         """Our API's PodGroup (a name another API's object holds now is not this handler's)."""
-        group = self._view.group(key)
+        group = self.view.group(key)
         return group is not None and group.api == SIGS
 
     async def follow(self, namespace: str) -> None:
         """Write the namespace's groups' statuses whenever they may have changed, until
         the namespace is gone."""
-        await self._writing.wait()
+        await self.writing.wait()
         inbox = Marks[GroupKey]()
-        self._marks.follow_namespace(namespace, inbox)
+        self.marks.follow_namespace(namespace, inbox)
         # The first look at every group: marks made before now were not heard.
-        for key in self._view.group_keys():
+        for key in self.view.group_keys():
             if key.namespace == namespace:
                 inbox.mark(key)
         inbox.wake.set()
-        backoff = RoundBackoff(self._debounce)
+        backoff = RoundBackoff(self.debounce_seconds)
         seen = False
         try:
             while True:
                 await inbox.wake.wait()
                 # A gang's dozens of pod events within the pause make one write.
                 await asyncio.sleep(backoff.pause)
-                if not self._view.has_namespace(namespace):
+                if not self.view.has_namespace(namespace):
                     inbox.wake.clear()
                     if seen or not await _arrives(inbox.wake):
                         return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
                 keys = sorted(key for key in inbox.take() if self._ours(key))
-                written = await asyncio.gather(*(self._writer.reconcile(key) for key in keys))
+                written = await asyncio.gather(*(self.writer.reconcile(key) for key in keys))
                 failed = [key for key, outcome in zip(keys, written, strict=True) if not outcome.ok]
                 for key in failed:
                     inbox.mark(key)
                 backoff.round_done(failed=bool(failed))
         finally:
-            self._marks.unfollow_namespace(namespace, inbox)
+            self.marks.unfollow_namespace(namespace, inbox)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QueueFollower:
     """Writes Queues' statuses, one call of :meth:`follow` per Queue; woken by its own
     mark, any group's change, and every ``refresh_seconds`` (its decaying usage)."""
 
-    def __init__(
-        self,
-        *,
-        view: ReadModel,
-        marks: Marks[str],
-        writer: QueueStatusWriter,
-        writing: asyncio.Event,
-        debounce_seconds: float = 1.0,
-        refresh_seconds: float = 15.0,
-    ) -> None:
-        self._view = view
-        self._marks = marks
-        self._writer = writer
-        self._writing = writing
-        self._debounce = debounce_seconds
-        self._refresh = refresh_seconds
+    view: ReadModel
+    marks: Marks[str]
+    writer: QueueStatusWriter
+    #: Set once this replica writes (leads, its loop's first pass done).
+    writing: asyncio.Event
+    debounce_seconds: float = 1.0
+    refresh_seconds: float = 15.0
 
     async def follow(self, name: str, version: str | None) -> None:
         """Write the Queue's status whenever it may have changed, until it is gone or
         written (``version``: the Queue's, in the event Kopf called with)."""
-        await self._writing.wait()
+        await self.writing.wait()
         woken = asyncio.Event()
         woken.set()  # the first look at once: marks made before now were not heard
         followed = (name, ALL_QUEUES)
         for mark in followed:
-            self._marks.follow(mark, woken)
-        backoff = RoundBackoff(self._debounce)
+            self.marks.follow(mark, woken)
+        backoff = RoundBackoff(self.debounce_seconds)
         seen = False
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout=self._refresh)
+                    await asyncio.wait_for(woken.wait(), timeout=self.refresh_seconds)
                 await asyncio.sleep(backoff.pause)
                 woken.clear()
-                if name not in self._view.queues():
+                if name not in self.view.queues():
                     if seen or not await _arrives(woken):
                         return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
-                written = await self._writer.reconcile(name)
+                written = await self.writer.reconcile(name)
                 # Another version than the one Kopf called with: an event to come (or
                 # queued already) calls this handler again.
                 if written.version is not None and written.version != version:
@@ -182,7 +167,7 @@ class QueueFollower:
                     woken.set()
         finally:
             for mark in followed:
-                self._marks.unfollow(mark, woken)
+                self.marks.unfollow(mark, woken)
 
 
 async def _arrives(woken: asyncio.Event) -> bool:
