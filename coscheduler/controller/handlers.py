@@ -11,13 +11,20 @@ PodGroups are followed by namespace, not one by one: Kopf watches Namespaces
 (few, and written by nothing of ours) and each one's handler writes the
 statuses of our PodGroups in it (:class:`GroupFollower`), so Kopf neither
 parses every PodGroup event a second time nor is called again by the echo of
-each status it writes. It stays for the namespace's life, and returns once
-the read model no longer holds the namespace. Kopf 1.45 keeps an object's
-events behind its running handler, every one in an unbounded per-object
-queue (``worker`` in ``kopf/_core/reactor/queueing.py``; its time-based
-batching is gone): for a Namespace those are its own rare edits, by users,
-never ours; at its deletion the follower returns and they drain, each call
-finding the namespace gone or going.
+each status it writes.
+
+Kopf 1.45 keeps every event that comes for an object while its handler runs,
+each a whole body, in that object's unbounded queue (``worker`` in
+``kopf/_core/reactor/queueing.py``; its time-based batching is gone), and
+calls the handler with each in turn. So a Namespace's follower returns once
+the read model holds a newer version of the namespace than the one it was
+called with (its event, queued or on its way, calls the handler again, which
+takes over), and once the namespace is gone: what waits behind it is one
+edit of the namespace, not every edit of its life. Until the read model has
+read the version Kopf called with (two streams), another version is an older
+one, and the follower stays. (A list of Kopf's own after its watch expired
+delivers the same version again, which waits behind it: rare, as Kopf's
+watch follows bookmarks.)
 
 A Queue's handler (:class:`QueueFollower`) writes its one Queue, and returns
 once it has written: the event of its own write, a newer version than the
@@ -88,9 +95,10 @@ class GroupFollower:
         group = self.view.group(key)
         return group is not None and group.api == SIGS
 
-    async def follow(self, namespace: str) -> None:
+    async def follow(self, namespace: str, version: str | None) -> None:
         """Write the namespace's groups' statuses whenever they may have changed, until
-        the namespace is gone."""
+        the namespace is gone or changed (``version``: the namespace's, in the event Kopf
+        called with)."""
         await self.writing.wait()
         inbox = Marks[GroupKey]()
         self.marks.follow_namespace(namespace, inbox)
@@ -100,18 +108,25 @@ class GroupFollower:
                 inbox.mark(key)
         inbox.wake.set()
         backoff = RoundBackoff(self.debounce_seconds)
-        seen = False
+        seen = caught_up = False
         try:
             while True:
                 await inbox.wake.wait()
                 # A gang's dozens of pod events within the pause make one write.
                 await asyncio.sleep(backoff.pause)
-                if not self.view.has_namespace(namespace):
+                held = self.view.namespace_version(namespace)
+                if held is None:
                     inbox.wake.clear()
                     if seen or not await _arrives(inbox.wake):
                         return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
+                if held == version:
+                    caught_up = True  # the read model has read what Kopf called with
+                elif caught_up:
+                    # A newer version: its event, queued behind this call, calls the
+                    # handler again (whose first look takes over the marks).
+                    return
                 keys = sorted(key for key in inbox.take() if self._ours(key))
                 written = await asyncio.gather(*(self.writer.reconcile(key) for key in keys))
                 failed = [key for key, outcome in zip(keys, written, strict=True) if not outcome.ok]
@@ -218,7 +233,7 @@ def handlers(
     async def podgroup_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:
         # A namespace being deleted has no status left to write (its groups go with it).
         if type != "DELETED" and not meta.get("deletionTimestamp"):
-            await groups.follow(name)
+            await groups.follow(name, meta.get("resourceVersion"))
 
     @kopf.on.event(GROUP, VERSION, QUEUE_PLURAL, id="queue-status", registry=registry)
     async def queue_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:

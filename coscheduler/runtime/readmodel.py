@@ -138,6 +138,7 @@ class ReadModel:
         self._groups = handlers.groups
         self._composites = handlers.composites.index
         self._queues = handlers.queues
+        self._namespaces = handlers.namespaces
         self._volcano_queues = handlers.volcano_queues
         self._owners = handlers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
@@ -181,9 +182,9 @@ class ReadModel:
             return None
         return status.queue_position, status.cluster_position
 
-    def has_namespace(self, name: str) -> bool:
-        """Whether the namespace exists, as last read."""
-        return name in self._scheduler.snapshot.topology.namespace_labels
+    def namespace_version(self, name: str) -> str | None:
+        """The namespace's resourceVersion as last read; None when it is not (or no longer) read."""
+        return self._namespaces.version(name)
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)

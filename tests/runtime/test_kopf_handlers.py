@@ -50,8 +50,10 @@ class Setup:
     validate_podgroup: Callable[..., None]
     listed: asyncio.Event
 
-    def add_namespace(self, name: str) -> None:
-        self.state.handlers.namespaces.upsert({"metadata": {"name": name}})
+    def add_namespace(self, name: str, version: str = "1") -> None:
+        self.state.handlers.namespaces.upsert(
+            {"metadata": {"name": name, "resourceVersion": version}}
+        )
 
     def add_group(self, name: str, members: int, namespace: str = "default") -> None:
         self.state.handlers.podgroups[SIGS].upsert(
@@ -129,7 +131,7 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
         Admission(view, listed := asyncio.Event(), "coscheduler"), followers=followers
     )
     rounds = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
-    state.handlers.namespaces.upsert({"metadata": {"name": "default"}})
+    state.handlers.namespaces.upsert({"metadata": {"name": "default", "resourceVersion": "1"}})
     yield Setup(
         state,
         writer,
@@ -228,6 +230,31 @@ async def test_a_handler_ends_when_its_namespace_is_deleted(setup: Setup) -> Non
     setup.state.handlers.namespaces.remove({"metadata": {"name": "default"}})
 
     await asyncio.wait_for(follower, timeout=5)
+
+
+async def test_a_handler_hands_over_once_its_namespace_has_a_newer_version(
+    setup: Setup,
+) -> None:
+    """Kopf keeps a namespace's events while its handler runs: one whose namespace has
+    changed returns, and the newer event calls the handler again, which takes over."""
+    setup.writing.set()
+    setup.add_namespace("default", version="0")  # the read model behind Kopf's stream
+    setup.add_group("train", members=2)
+    follower = setup.follow()
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
+    setup.add_namespace("default", version="1")  # what Kopf called with
+    await quiet()
+    assert not follower.done(), "an older version is no change"
+
+    setup.add_namespace("default", version="2")
+    await asyncio.wait_for(follower, timeout=5)
+
+    newer = setup.follow(resourceVersion="2")
+    setup.bind("train", 0)
+    setup.bind("train", 1)
+    _, scheduled = await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status", count=2)
+    assert scheduled.body["status"]["phase"] == "Scheduled"
+    newer.cancel()
 
 
 async def test_a_namespace_being_deleted_is_not_followed(setup: Setup) -> None:
