@@ -117,6 +117,7 @@ class Operator:
             group_changed=changes.group,
             queue_changed=changes.queue,
             owner_changed=changes.owner,
+            namespace_changed=changes.namespace,
             namespaces=frozenset(settings.namespaces),
             kueue_queue=settings.kueue_queue,
         )
@@ -217,9 +218,9 @@ class Operator:
         from coscheduler.controller import embedded
         from coscheduler.controller.handlers import (
             Admission,
-            group_follower,
+            GroupFollower,
+            QueueFollower,
             handlers,
-            queue_follower,
         )
         from coscheduler.controller.login import connection_info
 
@@ -246,7 +247,20 @@ class Operator:
             if not self.deciding.is_set():
                 return  # Kopf ended by itself: /healthz says so
         followers = (
-            group_follower(self.view, self._changes.groups, self.writer, self.deciding),
-            queue_follower(self.view, self._changes.queues, self.queue_writer, self.deciding),
+            GroupFollower(
+                view=self.view,
+                marks=self._changes.groups,
+                writer=self.writer,
+                writing=self.deciding,
+            ),
+            QueueFollower(
+                view=self.view,
+                marks=self._changes.queues,
+                writer=self.queue_writer,
+                writing=self.deciding,
+            ),
         )
-        await served(handlers(admission, followers=followers, login=login))
+        registry = handlers(
+            admission, followers=followers, namespaces=self.settings.namespaces, login=login
+        )
+        await served(registry)

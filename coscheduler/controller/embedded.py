@@ -67,7 +67,7 @@ def settings(webhooks: kopf.WebhookServer | None = None) -> kopf.OperatorSetting
     # ServiceAccount may not list): as the scheduler's own discovery, a CRD installed
     # later is read after a restart (README, "Installing it in a cluster").
     chosen.scanning.disabled = True
-    # A follower returns at each status it writes: "succeeded" lines would be one per write.
+    # A Queue's follower returns at each status it writes: "succeeded" lines would be one per write.
     logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     chosen.admission.server = webhooks
     chosen.admission.managed = None

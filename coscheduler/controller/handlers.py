@@ -1,17 +1,35 @@
-"""The controller's Kopf handlers: each PodGroup of ours and each Queue followed by one.
+"""The controller's Kopf handlers: each Namespace's PodGroups of ours, and each Queue.
 
 Kopf reconciles an object when the object changes; a PodGroup's status
 changes with its pods (which Kopf never watches: the scheduler's handlers
 do) and with the scheduling loop's verdicts. So each handler is *resident*:
 ``@kopf.on.event`` calls it with the object's first event, and it stays,
-woken by the read model's mark of that one object
-(:meth:`~coscheduler.runtime.readmodel.Marks.follow`), writing the status
-derived from the read model (:meth:`StatusWriter.reconcile`,
-:meth:`QueueStatusWriter.reconcile`). While it runs, Kopf queues the
-object's later events behind it, so there is one follower per object; and
-so that the queue does not grow by a body per write, a follower returns
-once it has written (the event of its own write, a newer version than the
-one it was called with, calls it again) or once the object is gone.
+woken by the read model's marks, writing the statuses derived from the read
+model (:meth:`StatusWriter.reconcile`, :meth:`QueueStatusWriter.reconcile`).
+
+PodGroups are followed by namespace, not one by one: Kopf watches Namespaces
+(few, and written by nothing of ours) and each one's handler writes the
+statuses of our PodGroups in it (:class:`GroupFollower`), so Kopf neither
+parses every PodGroup event a second time nor is called again by the echo of
+each status it writes.
+
+Kopf 1.45 keeps every event that comes for an object while its handler runs,
+each a whole body, in that object's unbounded queue (``worker`` in
+``kopf/_core/reactor/queueing.py``; its time-based batching is gone), and
+calls the handler with each in turn. So a Namespace's follower returns once
+the read model holds a newer version of the namespace than the one it was
+called with (its event, queued or on its way, calls the handler again, which
+takes over), and once the namespace is gone: what waits behind it is one
+edit of the namespace, not every edit of its life. Until the read model has
+read the version Kopf called with (two streams), another version is an older
+one, and the follower stays. (A list of Kopf's own after its watch expired
+delivers the same version again, which waits behind it: rare, as Kopf's
+watch follows bookmarks.)
+
+A Queue's handler (:class:`QueueFollower`) writes its one Queue, and returns
+once it has written: the event of its own write, a newer version than the
+one it was called with, calls it again, so its Queue's events queue no
+deeper than one write's.
 
 Why this kind (docs/design.md, "Kopf's part"): a daemon is the same follower
 but Kopf puts a finalizer on every object it runs for, so a namespace deleted
@@ -30,9 +48,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 import kopf
 
@@ -46,128 +64,125 @@ from coscheduler.controller.admission import (
 )
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.queues import QueueStatusWriter
-from coscheduler.controller.writer import StatusWriter, Written
+from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.group import GroupKey
-from coscheduler.runtime.readmodel import Marks, ReadModel
+from coscheduler.runtime.readmodel import ChangedGroups, Marks, ReadModel
 
-__all__ = ["ALL_QUEUES", "Admission", "Follower", "group_follower", "handlers", "queue_follower"]
+__all__ = ["ALL_QUEUES", "Admission", "GroupFollower", "QueueFollower", "handlers"]
 
 #: How long a follower waits for the read model to hold an object Kopf has just
 #: seen (the handlers' watch and Kopf's are two streams): an object that never
 #: comes (unreadable, or outside the namespaces read) is left until it changes.
 ARRIVAL_GRACE_SECONDS: Final = 10.0
 
-_Item = TypeVar("_Item", bound=Hashable)
-
 #: The Queues' mark that means "every queue" (any group's change).
 ALL_QUEUES: Final = ""
 
 
-class Follower(Generic[_Item]):
-    """Follows objects of one kind, one call of :meth:`follow` per object."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupFollower:
+    """Writes our PodGroups' statuses, one call of :meth:`follow` per namespace."""
 
-    def __init__(
-        self,
-        *,
-        marks: Marks[_Item],
-        present: Callable[[_Item], bool],
-        reconcile: Callable[[_Item], Awaitable[Written]],
-        writing: asyncio.Event,
-        debounce_seconds: float,
-        refresh_seconds: float | None = None,
-        also: tuple[_Item, ...] = (),
-    ) -> None:
-        self._marks = marks
-        #: Whether the read model holds the object as this handler's kind.
-        self._present = present
-        self._reconcile = reconcile
-        self._writing = writing
-        self._debounce = debounce_seconds
-        #: Looked at again this often even unmarked (a queue's decaying usage).
-        self._refresh = refresh_seconds
-        #: Marks that concern every object (a Queue's: any group's change).
-        self._also = also
+    view: ReadModel
+    marks: ChangedGroups
+    writer: StatusWriter
+    #: Set once this replica writes (leads, its loop's first pass done).
+    writing: asyncio.Event
+    debounce_seconds: float = 0.25
 
-    async def follow(self, item: _Item, version: str | None) -> None:
-        """Write the object's status whenever it may have changed, until it is gone or
-        written (``version``: the object's, in the event Kopf called with)."""
-        await self._writing.wait()
+    def _ours(self, key: GroupKey) -> bool:
+        """Our API's PodGroup (a name another API's object holds now is not this handler's)."""
+        group = self.view.group(key)
+        return group is not None and group.api == SIGS
+
+    async def follow(self, namespace: str, version: str | None) -> None:
+        """Write the namespace's groups' statuses whenever they may have changed, until
+        the namespace is gone or changed (``version``: the namespace's, in the event Kopf
+        called with)."""
+        await self.writing.wait()
+        inbox = Marks[GroupKey]()
+        self.marks.follow_namespace(namespace, inbox)
+        # The first look at every group: marks made before now were not heard.
+        for key in self.view.group_keys():
+            if key.namespace == namespace:
+                inbox.mark(key)
+        inbox.wake.set()
+        backoff = RoundBackoff(self.debounce_seconds)
+        seen = caught_up = False
+        try:
+            while True:
+                await inbox.wake.wait()
+                # A gang's dozens of pod events within the pause make one write.
+                await asyncio.sleep(backoff.pause)
+                held = self.view.namespace_version(namespace)
+                if held is None:
+                    inbox.wake.clear()
+                    if seen or not await _arrives(inbox.wake):
+                        return  # gone (its handler is called again if it comes back)
+                    continue
+                seen = True
+                if held == version:
+                    caught_up = True  # the read model has read what Kopf called with
+                elif caught_up:
+                    # A newer version: its event, queued behind this call, calls the
+                    # handler again (whose first look takes over the marks).
+                    return
+                keys = sorted(key for key in inbox.take() if self._ours(key))
+                written = await asyncio.gather(*(self.writer.reconcile(key) for key in keys))
+                failed = [key for key, outcome in zip(keys, written, strict=True) if not outcome.ok]
+                for key in failed:
+                    inbox.mark(key)
+                backoff.round_done(failed=bool(failed))
+        finally:
+            self.marks.unfollow_namespace(namespace, inbox)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueFollower:
+    """Writes Queues' statuses, one call of :meth:`follow` per Queue; woken by its own
+    mark, any group's change, and every ``refresh_seconds`` (its decaying usage)."""
+
+    view: ReadModel
+    marks: Marks[str]
+    writer: QueueStatusWriter
+    #: Set once this replica writes (leads, its loop's first pass done).
+    writing: asyncio.Event
+    debounce_seconds: float = 1.0
+    refresh_seconds: float = 15.0
+
+    async def follow(self, name: str, version: str | None) -> None:
+        """Write the Queue's status whenever it may have changed, until it is gone or
+        written (``version``: the Queue's, in the event Kopf called with)."""
+        await self.writing.wait()
         woken = asyncio.Event()
         woken.set()  # the first look at once: marks made before now were not heard
-        followed = (item, *self._also)
+        followed = (name, ALL_QUEUES)
         for mark in followed:
-            self._marks.follow(mark, woken)
-        backoff = RoundBackoff(self._debounce)
+            self.marks.follow(mark, woken)
+        backoff = RoundBackoff(self.debounce_seconds)
         seen = False
         try:
             while True:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), timeout=self._refresh)
-                # A gang's dozens of pod events within the pause make one write.
+                    await asyncio.wait_for(woken.wait(), timeout=self.refresh_seconds)
                 await asyncio.sleep(backoff.pause)
                 woken.clear()
-                if not self._present(item):
+                if name not in self.view.queues():
                     if seen or not await _arrives(woken):
                         return  # gone (its handler is called again if it comes back)
                     continue
                 seen = True
-                written = await self._reconcile(item)
-                if _echoed(written, version):
+                written = await self.writer.reconcile(name)
+                # Another version than the one Kopf called with: an event to come (or
+                # queued already) calls this handler again.
+                if written.version is not None and written.version != version:
                     return
                 backoff.round_done(failed=not written.ok)
                 if not written.ok:
                     woken.set()
         finally:
             for mark in followed:
-                self._marks.unfollow(mark, woken)
-
-
-def group_follower(
-    view: ReadModel,
-    marks: Marks[GroupKey],
-    writer: StatusWriter,
-    writing: asyncio.Event,
-    debounce_seconds: float = 0.25,
-) -> Follower[GroupKey]:
-    """Our API's PodGroups (a name another API's object holds now is not this handler's)."""
-
-    def present(key: GroupKey) -> bool:
-        group = view.group(key)
-        return group is not None and group.api == SIGS
-
-    return Follower(
-        marks=marks,
-        present=present,
-        reconcile=writer.reconcile,
-        writing=writing,
-        debounce_seconds=debounce_seconds,
-    )
-
-
-def queue_follower(
-    view: ReadModel,
-    marks: Marks[str],
-    writer: QueueStatusWriter,
-    writing: asyncio.Event,
-    debounce_seconds: float = 1.0,
-    refresh_seconds: float = 15.0,
-) -> Follower[str]:
-    """Queues, woken by any group's change too, and every ``refresh_seconds``."""
-    return Follower(
-        marks=marks,
-        present=lambda name: name in view.queues(),
-        reconcile=writer.reconcile,
-        writing=writing,
-        debounce_seconds=debounce_seconds,
-        refresh_seconds=refresh_seconds,
-        also=(ALL_QUEUES,),
-    )
-
-
-def _echoed(written: Written, version: str | None) -> bool:
-    """Whether Kopf calls the handler again for what was just written: a version other
-    than the one it called with is an event to come (or queued already)."""
-    return written.version is not None and written.version != version
+                self.marks.unfollow(mark, woken)
 
 
 async def _arrives(woken: asyncio.Event) -> bool:
@@ -192,13 +207,15 @@ class Admission:
 def handlers(
     admission: Admission | None,
     *,
-    followers: tuple[Follower[GroupKey], Follower[str]] | None = None,
+    followers: tuple[GroupFollower, QueueFollower] | None = None,
+    namespaces: Collection[str] = (),
     login: Callable[..., Awaitable[kopf.ConnectionInfo | None]] | None = None,
 ) -> kopf.OperatorRegistry:
     """Our own registry (never Kopf's global one): admission's handlers, the followers'
-    (on the leader only: a standby's would hold every object's events, unwritten), by
-    DNS-safe ids (the webhooks' paths), and ``login`` (:mod:`.login`): a plain registry
-    has no login of its own."""
+    (on the leader only: a standby's would hold every object's events, unwritten; over
+    ``namespaces`` only, when the scheduler reads only those), by DNS-safe ids (the
+    webhooks' paths), and ``login`` (:mod:`.login`): a plain registry has no login of
+    its own."""
     registry = kopf.OperatorRegistry()
     if login is not None:
         kopf.on.login(id="login", registry=registry)(login)
@@ -207,13 +224,16 @@ def handlers(
     if followers is None:
         return registry
     groups, queues = followers
+    read = frozenset(namespaces)
 
-    @kopf.on.event(SIGS.group, SIGS.version, SIGS.plural, id="podgroup-status", registry=registry)
-    async def podgroup_status(
-        *, type: str | None, name: str, namespace: str | None, meta: kopf.Meta, **_: Any
-    ) -> None:
-        if type != "DELETED" and namespace is not None:
-            await groups.follow(GroupKey(namespace, name), meta.get("resourceVersion"))
+    def is_read(*, name: str, **_: Any) -> bool:
+        return not read or name in read
+
+    @kopf.on.event("", "v1", "namespaces", id="podgroup-status", when=is_read, registry=registry)
+    async def podgroup_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:
+        # A namespace being deleted has no status left to write (its groups go with it).
+        if type != "DELETED" and not meta.get("deletionTimestamp"):
+            await groups.follow(name, meta.get("resourceVersion"))
 
     @kopf.on.event(GROUP, VERSION, QUEUE_PLURAL, id="queue-status", registry=registry)
     async def queue_status(*, type: str | None, name: str, meta: kopf.Meta, **_: Any) -> None:

@@ -29,11 +29,11 @@ from coscheduler.api.reasons import Reason
 from coscheduler.api.timestamps import utc_now
 from coscheduler.controller.backoff import RoundBackoff
 from coscheduler.controller.volcano_queues import VolcanoQueueStatusWriter
-from coscheduler.controller.writer import FAILED, UNCHANGED, Written, answered_version
+from coscheduler.controller.writer import FAILED, UNCHANGED, Written
 from coscheduler.core.quota import QueueUsage
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH
+from coscheduler.runtime.kube import MERGE_PATCH, Response
 from coscheduler.runtime.readmodel import Marks, ReadModel
 from coscheduler.runtime.reporter import Reporter
 
@@ -89,6 +89,13 @@ def derive_queue_status(
         running_groups=groups.get("running", 0),
         conditions=[condition],
     )
+
+
+def answered_version(answer: Response) -> str | None:
+    """The resourceVersion of the object a write answered with."""
+    body = answer.json()
+    version = body.get("metadata", {}).get("resourceVersion") if isinstance(body, dict) else None
+    return version if isinstance(version, str) else None
 
 
 def _rounded(amounts: Mapping[str, int]) -> dict[str, int]:

@@ -41,7 +41,7 @@ from coscheduler.core.group import GroupKey
 from coscheduler.core.positions import Position
 from coscheduler.runtime.errors import ApiError, NotFound
 from coscheduler.runtime.events import EventKind, ObjectRef
-from coscheduler.runtime.kube import MERGE_PATCH, Response
+from coscheduler.runtime.kube import MERGE_PATCH
 from coscheduler.runtime.readmodel import ChangedGroups, ReadModel
 from coscheduler.runtime.reporter import Reporter
 
@@ -73,19 +73,13 @@ class Written:
 
     #: False when a write failed and is worth trying again.
     ok: bool
-    #: The object's resourceVersion in the API server's answer, when it was written.
+    #: The object's resourceVersion in the API server's answer, when it was written
+    #: and its follower needs it (a Queue's, :mod:`.handlers`).
     version: str | None = None
 
 
 UNCHANGED: Final = Written(ok=True)
 FAILED: Final = Written(ok=False)
-
-
-def answered_version(answer: Response) -> str | None:
-    """The resourceVersion of the object a write answered with."""
-    body = answer.json()
-    version = body.get("metadata", {}).get("resourceVersion") if isinstance(body, dict) else None
-    return version if isinstance(version, str) else None
 
 
 class StatusWriter:
@@ -106,8 +100,8 @@ class StatusWriter:
         #: compares with it even before the PodGroup's own watch event comes back (an
         #: assumption, as kube-scheduler's cache assumes a pod bound before its event).
         self._written = written
-        #: APIs whose groups a Kopf handler each follows (:mod:`.handlers`): the
-        #: rounds leave them to :meth:`reconcile`, called by their handler.
+        #: APIs whose groups Kopf's handlers follow, by namespace (:mod:`.handlers`):
+        #: the rounds leave them to :meth:`reconcile`, called by those handlers.
         self._followed = frozenset(followed)
         #: Each pending group's place in line, as published (:mod:`.positions`).
         self._positions: Mapping[GroupKey, Position] = {} if positions is None else positions
@@ -148,7 +142,7 @@ class StatusWriter:
         return group is not None and group.api in self._followed
 
     async def reconcile(self, key: GroupKey) -> Written:
-        """Derive and write one group's status now (its Kopf handler's step)."""
+        """Derive and write one group's status now (its namespace's Kopf handler's step)."""
         # The phases' gauge is set by the rounds, which every mark wakes.
         return await self._reconcile(key)
 
@@ -216,7 +210,7 @@ class StatusWriter:
         path = group.api.status_path(key.namespace, key.name)
         async with self._slots:
             try:
-                answer = await self._client.send(
+                await self._client.send(
                     "PATCH", path, body={"status": body}, content_type=MERGE_PATCH
                 )
             except NotFound:
@@ -225,16 +219,14 @@ class StatusWriter:
                 if error.retryable:
                     log.warning("status not written", group=str(key), error=str(error))
                     if group.api not in self._followed:
-                        self.mark(key)  # its handler tries again itself
+                        self.mark(key)  # its follower tries again itself
                     return FAILED
                 log.warning("status refused", group=str(key), error=str(error))
                 return UNCHANGED
         self.writes += 1
         self._written(key, self._kept(key, group, status), stored)
         self._record(group, transitions)
-        # Its follower needs the version (controller/handlers.py); the rounds do not.
-        followed = group.api in self._followed
-        return Written(ok=True, version=answered_version(answer) if followed else None)
+        return Written(ok=True)
 
     def _kept(self, key: GroupKey, before: GroupObject, status: PodGroupStatus) -> PodGroupStatus:
         """``status`` with the conditions the group gained while it was being written.

@@ -36,8 +36,8 @@ _Item = TypeVar("_Item", bound=Hashable)
 class Marks(Generic[_Item]):
     """Things that may have changed since their writer last looked; ``wake`` is set while any.
 
-    A handler that follows one item (the controller's Kopf handlers, one per
-    object) is woken by its own event as well (:meth:`follow`).
+    A handler that follows one item (the controller's Kopf handler of a Queue)
+    is woken by its own event as well (:meth:`follow`).
     """
 
     def __init__(self) -> None:
@@ -70,11 +70,38 @@ class Marks(Generic[_Item]):
 
 
 class ChangedGroups(Marks[GroupKey]):
-    """PodGroups whose status may have changed; a lone pod has no PodGroup to write."""
+    """PodGroups whose status may have changed; a lone pod has no PodGroup to write.
+
+    A handler that follows one namespace's groups (the controller's Kopf handler
+    of a Namespace) has an inbox of its own, given the marks of that namespace's
+    groups and woken when the namespace changes (:meth:`follow_namespace`).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._namespaces: dict[str, set[Marks[GroupKey]]] = {}
 
     def mark(self, item: GroupKey) -> None:
         if not item.lone:
             super().mark(item)
+            for inbox in self._namespaces.get(item.namespace, ()):
+                inbox.mark(item)
+
+    def follow_namespace(self, namespace: str, inbox: Marks[GroupKey]) -> None:
+        """Mark ``inbox`` too with the groups of ``namespace``, until :meth:`unfollow_namespace`."""
+        self._namespaces.setdefault(namespace, set()).add(inbox)
+
+    def unfollow_namespace(self, namespace: str, inbox: Marks[GroupKey]) -> None:
+        inboxes = self._namespaces.get(namespace)
+        if inboxes is not None:
+            inboxes.discard(inbox)
+            if not inboxes:
+                del self._namespaces[namespace]
+
+    def namespace_changed(self, namespace: str) -> None:
+        """Wake the namespace's inboxes: it may be gone, or have come."""
+        for inbox in self._namespaces.get(namespace, ()):
+            inbox.wake.set()
 
 
 class Changes:
@@ -99,6 +126,9 @@ class Changes:
     def owner(self, owner: GangOwner) -> None:
         self.owners.mark(owner.uid)
 
+    def namespace(self, name: str) -> None:
+        self.groups.namespace_changed(name)
+
 
 class ReadModel:
     """Read-only answers for the controller (see the module docstring)."""
@@ -108,6 +138,7 @@ class ReadModel:
         self._groups = handlers.groups
         self._composites = handlers.composites.index
         self._queues = handlers.queues
+        self._namespaces = handlers.namespaces
         self._volcano_queues = handlers.volcano_queues
         self._owners = handlers.owners
         self.scheduler_name = scheduler.settings.scheduler_name
@@ -150,6 +181,10 @@ class ReadModel:
         if status.queue_position is None or status.cluster_position is None:
             return None
         return status.queue_position, status.cluster_position
+
+    def namespace_version(self, name: str) -> str | None:
+        """The namespace's resourceVersion as last read; None when it is not (or no longer) read."""
+        return self._namespaces.version(name)
 
     def node_labels(self, name: str) -> Mapping[str, str] | None:
         node = self._scheduler.snapshot.node(name)

@@ -1,7 +1,8 @@
 """Kopf's part on the real control plane: its handlers write our PodGroups' status.
 
 Each test runs ``coscheduler run`` for its own namespace, as every e2e test
-does; Kopf runs inside it (controller/embedded.py).
+does; Kopf runs inside it (controller/embedded.py), a handler following each
+namespace read (controller/handlers.py).
 """
 
 from __future__ import annotations
@@ -48,12 +49,42 @@ def test_a_gangs_phases_are_written_by_kopfs_handler(
     wait_group(cluster, namespace, "train", phase_is("Running"), "Running")
     group = wait_group(cluster, namespace, "train", phase_is("Finished"), "Finished", timeout=60)
     assert group["metadata"].get("finalizers") is None, "Kopf put nothing on the object"
-    assert not any(
-        key.startswith("kopf.zalando.org") for key in group["metadata"].get("annotations", {}) or {}
-    )
+    followed = cluster.api.get(f"/api/v1/namespaces/{namespace}")
+    assert followed["metadata"].get("finalizers") is None, "nor on the namespace it follows"
+    for written in (group, followed):
+        annotations = written["metadata"].get("annotations", {}) or {}
+        assert not any(key.startswith("kopf.zalando.org") for key in annotations)
     log = process.log()
     assert '"logger": "kopf' in log, "Kopf ran in the process, its log in our JSON lines"
     assert "Traceback" not in log
+
+
+def test_a_namespace_made_later_is_followed_until_it_is_deleted(
+    cluster: Cluster,
+    namespace: str,
+    start_scheduler: StartScheduler,
+) -> None:
+    later = f"{namespace}-later"
+    process = start_scheduler("--namespace", later)
+
+    def made_and_written() -> None:
+        cluster.api.create("/api/v1/namespaces", {"metadata": {"name": later}})
+        w.create_podgroup(cluster.api, later, "idle", 2)
+        wait_group(cluster, later, "idle", phase_is("Pending"), "Pending, in a namespace made now")
+
+    try:
+        made_and_written()
+        cluster.api.delete(f"/api/v1/namespaces/{later}")
+        wait_for(
+            lambda: cluster.api.get_or_none(f"/api/v1/namespaces/{later}"),
+            lambda gone: gone is None,
+            describe="the namespace deleted, nothing of ours holding it",
+            timeout=60,
+        )
+        made_and_written()  # again: its handler ended with it, a new one follows
+    finally:
+        cluster.api.delete(f"/api/v1/namespaces/{later}")
+    assert "Traceback" not in process.log()
 
 
 def test_after_a_leader_change_the_new_leaders_handlers_write(

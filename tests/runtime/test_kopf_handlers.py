@@ -1,4 +1,5 @@
-"""controller/handlers.py: the Kopf handlers that follow each PodGroup and Queue.
+"""controller/handlers.py: the Kopf handlers that follow each Namespace's PodGroups and
+each Queue.
 
 Each handler is called as Kopf calls it (by its registry, with an object's
 event) over a read model fed by hand; its writes are seen on the wire of a
@@ -18,7 +19,7 @@ import pytest
 from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
 from coscheduler.controller import handlers
-from coscheduler.controller.handlers import Admission, group_follower, queue_follower
+from coscheduler.controller.handlers import Admission, GroupFollower, QueueFollower
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
 from coscheduler.core.scheduler import Scheduler
@@ -31,6 +32,7 @@ from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
 PODGROUPS = f"/apis/{GROUP}/{VERSION}/namespaces/default/podgroups"
+ELSEWHERE = f"/apis/{GROUP}/{VERSION}/namespaces/elsewhere/podgroups"
 QUEUES = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
 EVENTS = "/api/v1/namespaces/default/events"
 
@@ -48,10 +50,19 @@ class Setup:
     validate_podgroup: Callable[..., None]
     listed: asyncio.Event
 
-    def add_group(self, name: str, members: int) -> None:
-        self.state.handlers.podgroups[SIGS].upsert(podgroup_object(name, min_member=members))
+    def add_namespace(self, name: str, version: str = "1") -> None:
+        self.state.handlers.namespaces.upsert(
+            {"metadata": {"name": name, "resourceVersion": version}}
+        )
+
+    def add_group(self, name: str, members: int, namespace: str = "default") -> None:
+        self.state.handlers.podgroups[SIGS].upsert(
+            podgroup_object(name, min_member=members, namespace=namespace)
+        )
         for index in range(members):
-            self.state.handlers.pods.upsert(pod_object(f"{name}-{index}", group=name))
+            self.state.handlers.pods.upsert(
+                pod_object(f"{name}-{index}", group=name, namespace=namespace)
+            )
 
     def bind(self, name: str, index: int) -> None:
         self.state.handlers.pods.upsert(pod_object(f"{name}-{index}", group=name, node="node-1"))
@@ -59,13 +70,10 @@ class Setup:
     def patches(self, path: str) -> list[RecordedRequest]:
         return self.apiserver.requests_to("PATCH", path)
 
-    def follow(self, name: str) -> asyncio.Task[None]:
-        """The handler as Kopf calls it with the object's first event (the listing's)."""
-        return asyncio.create_task(self.call(name, version="1"))
-
-    async def call(self, name: str, *, version: str) -> None:
-        await self.podgroup_status(
-            namespace="default", name=name, type=None, meta={"resourceVersion": version}
+    def follow(self, namespace: str = "default", **meta: str) -> asyncio.Task[None]:
+        """The handler as Kopf calls it with the Namespace's first event (the listing's)."""
+        return asyncio.create_task(
+            self.podgroup_status(type=None, name=namespace, meta={"resourceVersion": "1", **meta})
         )
 
 
@@ -83,7 +91,10 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     apiserver.on("POST", "/api/v1/namespaces/*/events", lambda r: Reply(201, r.body))
     changes = Changes()
     state = Fed(
-        Scheduler(lambda: 0.0), on_group_changed=changes.group, on_queue_changed=changes.queue
+        Scheduler(lambda: 0.0),
+        on_group_changed=changes.group,
+        on_queue_changed=changes.queue,
+        on_namespace_changed=changes.namespace,
     )
     reporter = Reporter(
         kube, metrics=Metrics(), is_waiting=state.scheduler.is_waiting, event_writers=1
@@ -101,15 +112,26 @@ async def setup(apiserver: FakeApiServer, kube: Any) -> AsyncIterator[Setup]:
     )
     writing = asyncio.Event()
     followers = (
-        group_follower(view, changes.groups, writer, writing, debounce_seconds=DEBOUNCE_SECONDS),
-        queue_follower(
-            view, changes.queues, queue_writer, writing, debounce_seconds=DEBOUNCE_SECONDS
+        GroupFollower(
+            view=view,
+            marks=changes.groups,
+            writer=writer,
+            writing=writing,
+            debounce_seconds=DEBOUNCE_SECONDS,
+        ),
+        QueueFollower(
+            view=view,
+            marks=changes.queues,
+            writer=queue_writer,
+            writing=writing,
+            debounce_seconds=DEBOUNCE_SECONDS,
         ),
     )
     registry = handlers.handlers(
         Admission(view, listed := asyncio.Event(), "coscheduler"), followers=followers
     )
     rounds = [asyncio.create_task(writer.run()), asyncio.create_task(reporter.run_events())]
+    state.handlers.namespaces.upsert({"metadata": {"name": "default", "resourceVersion": "1"}})
     yield Setup(
         state,
         writer,
@@ -131,7 +153,7 @@ async def quiet() -> None:
 
 async def test_a_handler_writes_nothing_until_this_replica_writes(setup: Setup) -> None:
     setup.add_group("train", members=2)
-    follower = setup.follow("train")
+    follower = setup.follow()
     await quiet()
     assert setup.patches(f"{PODGROUPS}/train/status") == []
 
@@ -144,7 +166,7 @@ async def test_a_handler_writes_nothing_until_this_replica_writes(setup: Setup) 
 async def test_a_gang_bound_pod_by_pod_costs_one_status_write(setup: Setup) -> None:
     setup.writing.set()
     setup.add_group("train", members=4)
-    follower = setup.follow("train")
+    follower = setup.follow()
     await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")  # Pending
 
     for index in range(4):  # each pod's event marks the group
@@ -161,6 +183,22 @@ async def test_a_gang_bound_pod_by_pod_costs_one_status_write(setup: Setup) -> N
     follower.cancel()
 
 
+async def test_a_namespaces_handler_writes_its_groups_and_no_others(setup: Setup) -> None:
+    setup.writing.set()
+    setup.add_namespace("elsewhere")
+    setup.add_group("train", members=2)
+    follower = setup.follow()
+    setup.add_group("serve", members=1)  # after the handler came: by its mark
+    setup.add_group("other", members=1, namespace="elsewhere")
+
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/serve/status")
+    await quiet()
+    assert setup.patches(f"{ELSEWHERE}/other/status") == []
+    assert not follower.done(), "it stays while its namespace lives"
+    follower.cancel()
+
+
 async def test_the_rounds_leave_a_followed_group_to_its_handler(setup: Setup) -> None:
     setup.writing.set()
     setup.add_group("train", members=2)  # marked, and no handler follows it yet
@@ -168,15 +206,73 @@ async def test_the_rounds_leave_a_followed_group_to_its_handler(setup: Setup) ->
     assert setup.patches(f"{PODGROUPS}/train/status") == []
 
 
-async def test_a_handler_ends_when_its_group_is_deleted(setup: Setup) -> None:
+async def test_a_write_refused_for_now_is_sent_again(setup: Setup) -> None:
+    path = f"{PODGROUPS}/train/status"
+    setup.apiserver.on("PATCH", path, Reply(500, {}), lambda r: Reply(200, r.body))
+    setup.writing.set()
+    setup.add_group("train", members=2)
+    follower = setup.follow()
+
+    first, second = await setup.apiserver.wait_for("PATCH", path, count=2)
+
+    # The same status (its conditions' times may have moved on a second).
+    assert first.body["status"]["phase"] == second.body["status"]["phase"] == "Pending"
+    assert first.body["status"]["pending"] == second.body["status"]["pending"] == 2
+    follower.cancel()
+
+
+async def test_a_handler_ends_when_its_namespace_is_deleted(setup: Setup) -> None:
     setup.writing.set()
     setup.add_group("train", members=1)
-    follower = setup.follow("train")
+    follower = setup.follow()
     await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
 
-    setup.state.handlers.podgroups[SIGS].remove(podgroup_object("train", min_member=1))
+    setup.state.handlers.namespaces.remove({"metadata": {"name": "default"}})
 
     await asyncio.wait_for(follower, timeout=5)
+
+
+async def test_a_handler_hands_over_once_its_namespace_has_a_newer_version(
+    setup: Setup,
+) -> None:
+    """Kopf keeps a namespace's events while its handler runs: one whose namespace has
+    changed returns, and the newer event calls the handler again, which takes over."""
+    setup.writing.set()
+    setup.add_namespace("default", version="0")  # the read model behind Kopf's stream
+    setup.add_group("train", members=2)
+    follower = setup.follow()
+    await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status")
+    setup.add_namespace("default", version="1")  # what Kopf called with
+    await quiet()
+    assert not follower.done(), "an older version is no change"
+
+    setup.add_namespace("default", version="2")
+    await asyncio.wait_for(follower, timeout=5)
+
+    newer = setup.follow(resourceVersion="2")
+    setup.bind("train", 0)
+    setup.bind("train", 1)
+    _, scheduled = await setup.apiserver.wait_for("PATCH", f"{PODGROUPS}/train/status", count=2)
+    assert scheduled.body["status"]["phase"] == "Scheduled"
+    newer.cancel()
+
+
+async def test_a_namespace_being_deleted_is_not_followed(setup: Setup) -> None:
+    setup.writing.set()
+    setup.add_group("train", members=1)
+
+    await asyncio.wait_for(setup.follow(deletionTimestamp="2026-11-29T08:00:00Z"), timeout=5)
+
+    assert setup.patches(f"{PODGROUPS}/train/status") == []
+
+
+def test_under_namespace_only_the_namespaces_read_are_followed() -> None:
+    followers = cast(Any, (None, None))
+    registry = handlers.handlers(None, followers=followers, namespaces=("ml",))
+    [handler] = [h for h in registry._watching.get_all_handlers() if h.id == "podgroup-status"]
+    when = cast(Callable[..., bool], handler.when)
+    assert when(name="ml")
+    assert not when(name="default")
 
 
 async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
@@ -193,6 +289,33 @@ async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
     (active,) = write.body["status"]["conditions"]
     assert (active["type"], active["status"]) == ("Active", "True")
     follower.cancel()
+
+
+async def test_a_queue_handler_that_wrote_ends_and_its_writes_echo_calls_it_again(
+    setup: Setup,
+) -> None:
+    """Kopf keeps an object's events while its handler runs: a Queue's follower that wrote
+    returns, and the event of its own write (a newer version) calls it again."""
+    path = f"{QUEUES}/team-a/status"
+    setup.apiserver.on(
+        "PATCH", path, lambda r: Reply(200, {**r.body, "metadata": {"resourceVersion": "2"}})
+    )
+    setup.writing.set()
+    setup.state.handlers.queues.upsert(
+        {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Queue", "metadata": {"name": "team-a"}}
+    )
+
+    await asyncio.wait_for(
+        setup.queue_status(name="team-a", type=None, meta={"resourceVersion": "1"}), timeout=5
+    )
+
+    echo = asyncio.create_task(
+        setup.queue_status(name="team-a", type=None, meta={"resourceVersion": "2"})
+    )
+    await quiet()
+    assert not echo.done(), "nothing new to write: it follows on"
+    assert len(setup.patches(path)) == 1
+    echo.cancel()
 
 
 async def test_a_podgroup_of_a_closed_queue_is_refused_once_every_kind_is_listed(
@@ -212,33 +335,3 @@ async def test_a_podgroup_of_a_closed_queue_is_refused_once_every_kind_is_listed
     setup.listed.set()
     with pytest.raises(kopf.AdmissionError, match=r"^QueueClosed: "):
         setup.validate_podgroup(spec=spec, namespace="default", warnings=[])
-
-
-async def test_a_handler_that_wrote_ends_and_its_writes_echo_calls_it_again(
-    setup: Setup,
-) -> None:
-    """Kopf keeps an object's events while its handler runs: a follower that wrote returns,
-    and the event of its own write (a newer version) calls it again."""
-    path = f"{PODGROUPS}/train/status"
-    versions = iter(range(2, 100))
-    setup.apiserver.on(
-        "PATCH",
-        path,
-        lambda r: Reply(200, {**r.body, "metadata": {"resourceVersion": str(next(versions))}}),
-    )
-    setup.writing.set()
-    setup.add_group("train", members=2)
-
-    await asyncio.wait_for(setup.call("train", version="1"), timeout=5)  # wrote Pending
-
-    echo = asyncio.create_task(setup.call("train", version="2"))
-    await quiet()
-    assert not echo.done(), "nothing new to write: it follows on"
-    setup.bind("train", 0)
-    setup.bind("train", 1)
-    await asyncio.wait_for(echo, timeout=5)
-    first, second = setup.patches(path)
-    assert (first.body["status"]["phase"], second.body["status"]["phase"]) == (
-        "Pending",
-        "Scheduled",
-    )
