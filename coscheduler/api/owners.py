@@ -51,6 +51,7 @@ __all__ = [
     "PRIORITY_CLASS_ANNOTATION",
     "QUEUE_ANNOTATION",
     "GangOwner",
+    "controller_reference",
     "owner_identity",
     "owns",
 ]
@@ -225,12 +226,18 @@ def owner_identity(raw: Mapping[str, Any]) -> tuple[str, str, str] | None:
     return namespace, name, uid
 
 
-def owns(owner_uid: str, metadata: Mapping[str, Any]) -> bool:
-    """Whether ``metadata``'s controlling owner reference is the object of ``owner_uid``."""
+def controller_reference(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """``metadata``'s controlling owner reference (an object has at most one), or None."""
     for ref in metadata.get("ownerReferences") or ():
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref.get("uid") == owner_uid
-    return False
+            return ref
+    return None
+
+
+def owns(owner_uid: str, metadata: Mapping[str, Any]) -> bool:
+    """Whether ``metadata``'s controlling owner reference is the object of ``owner_uid``."""
+    ref = controller_reference(metadata)
+    return ref is not None and ref.get("uid") == owner_uid
 
 
 def _member_count(value: str) -> tuple[int | None, str | None]:

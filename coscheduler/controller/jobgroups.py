@@ -39,7 +39,7 @@ from typing import Any, Final
 import structlog
 
 from coscheduler.api.adapters.base import GroupObject
-from coscheduler.api.owners import GangOwner, owns
+from coscheduler.api.owners import GangOwner, controller_reference, owns
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import GroupKey
 from coscheduler.runtime.errors import ApiError, Conflict, NotFound
@@ -190,11 +190,10 @@ class JobGroupMaker:
 
 def _previous_jobs(owner: GangOwner, metadata: Mapping[str, Any]) -> bool:
     """Whether the PodGroup is controlled by an earlier Job of the same name (now deleted)."""
-    for ref in metadata.get("ownerReferences") or ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return (
-                ref.get("kind") == owner.kind
-                and ref.get("name") == owner.name
-                and ref.get("uid") != owner.uid
-            )
-    return False
+    ref = controller_reference(metadata)
+    return (
+        ref is not None
+        and ref.get("kind") == owner.kind
+        and ref.get("name") == owner.name
+        and ref.get("uid") != owner.uid
+    )

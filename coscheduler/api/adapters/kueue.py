@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from coscheduler.api import validation
 from coscheduler.api.adapters import apis
 from coscheduler.api.adapters.base import GroupObject, StatusInMemory
+from coscheduler.api.owners import controller_reference
 from coscheduler.api.podgroup import (
     DEFAULT_QUEUE,
     ConditionStatus,
@@ -156,25 +157,18 @@ def read_workload(raw: Mapping[str, Any]) -> KueueWorkload:
 
 
 def _controller(metadata: Mapping[str, Any]) -> str | None:
-    for owner in metadata.get("ownerReferences") or ():
-        if isinstance(owner, Mapping) and owner.get("controller") is True:
-            uid = owner.get("uid")
-            return uid if isinstance(uid, str) and uid else None
-    return None
+    owner = controller_reference(metadata)
+    uid = None if owner is None else owner.get("uid")
+    return uid if isinstance(uid, str) and uid else None
 
 
 def controlling_job(metadata: Mapping[str, Any]) -> str | None:
     """The name of the ``batch/v1`` Job that controls the Workload; None for other owners."""
-    for owner in metadata.get("ownerReferences") or ():
-        if (
-            isinstance(owner, Mapping)
-            and owner.get("controller") is True
-            and owner.get("apiVersion") == "batch/v1"
-            and owner.get("kind") == "Job"
-        ):
-            name = owner.get("name")
-            return name if isinstance(name, str) and name else None
-    return None
+    owner = controller_reference(metadata)
+    if owner is None or owner.get("apiVersion") != "batch/v1" or owner.get("kind") != "Job":
+        return None
+    name = owner.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 def gang_object(workload: KueueWorkload, queue: str = DEFAULT_QUEUE) -> GroupObject | None:
