@@ -63,6 +63,16 @@ async def running(kube: KubeClient) -> AsyncIterator[Running]:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@pytest.fixture
+async def writer(kube: KubeClient) -> AsyncIterator[PodConditionWriter]:
+    """A condition writer alone, running, every pod still pending."""
+    running = PodConditionWriter(kube, still_pending=lambda _uid: True)
+    task = asyncio.create_task(running.run())
+    yield running
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
 async def until(condition: Callable[[], bool]) -> None:
     """Let the loop and the writer run until ``condition()`` holds (at most 2 s)."""
     for _ in range(400):
@@ -110,7 +120,7 @@ async def test_a_binding_waits_for_the_condition_write_in_flight_on_its_pod(
 
 
 async def test_writes_about_one_pod_go_out_one_at_a_time_in_order(
-    apiserver: FakeApiServer, kube: KubeClient
+    apiserver: FakeApiServer, writer: PodConditionWriter
 ) -> None:
     sent: list[str] = []
     answer = asyncio.Event()
@@ -121,27 +131,21 @@ async def test_writes_about_one_pod_go_out_one_at_a_time_in_order(
         return Reply(200, {"kind": "Pod", "metadata": {"name": "lone"}})
 
     apiserver.on("PATCH", f"{POD}/status", held)
-    writer = PodConditionWriter(kube, still_pending=lambda _uid: True)
-    task = asyncio.create_task(writer.run())
-    try:
-        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "first")
-        await until(lambda: sent == ["first"])
-        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "second")
-        await asyncio.sleep(0.05)  # another worker is free: it must not send "second" yet
-        assert sent == ["first"]
-        settled = asyncio.create_task(writer.settled(["uid-lone"]))
-        await asyncio.sleep(0.01)
-        assert not settled.done()
-        answer.set()
-        await until(lambda: sent == ["first", "second"])
-        await settled
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "first")
+    await until(lambda: sent == ["first"])
+    writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "second")
+    await asyncio.sleep(0.05)  # another worker is free: it must not send "second" yet
+    assert sent == ["first"]
+    settled = asyncio.create_task(writer.settled(["uid-lone"]))
+    await asyncio.sleep(0.01)
+    assert not settled.done()
+    answer.set()
+    await until(lambda: sent == ["first", "second"])
+    await settled
 
 
 async def test_a_write_the_server_throttled_is_sent_again_unless_a_newer_reason_came(
-    apiserver: FakeApiServer, kube: KubeClient
+    apiserver: FakeApiServer, writer: PodConditionWriter
 ) -> None:
     # A group that cannot be placed sleeps until an event could help it, so nothing
     # would explain its pods again: a write lost to a 429 must be sent again.
@@ -154,22 +158,16 @@ async def test_a_write_the_server_throttled_is_sent_again_unless_a_newer_reason_
         return Reply(200, {"kind": "Pod", "metadata": {"name": "lone"}})
 
     apiserver.on("PATCH", f"{POD}/status", throttled_once)
-    writer = PodConditionWriter(kube, still_pending=lambda _uid: True)
-    task = asyncio.create_task(writer.run())
-    try:
-        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "first")
-        await until(lambda: sent == ["first", "first"])
-        await asyncio.sleep(0.3)  # written: not sent a third time
-        assert sent == ["first", "first"]
+    writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "first")
+    await until(lambda: sent == ["first", "first"])
+    await asyncio.sleep(0.3)  # written: not sent a third time
+    assert sent == ["first", "first"]
 
-        sent.clear()
-        writer.forget("uid-lone")
-        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "old")
-        await until(lambda: sent == ["old"])  # throttled, to be sent again later...
-        writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "new")
-        await until(lambda: sent == ["old", "new"])
-        await asyncio.sleep(0.3)  # ...but "new" replaced it
-        assert sent == ["old", "new"]
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    sent.clear()
+    writer.forget("uid-lone")
+    writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "old")
+    await until(lambda: sent == ["old"])  # throttled, to be sent again later...
+    writer.explain("uid-lone", "default", "lone", Reason.UNSCHEDULABLE, "new")
+    await until(lambda: sent == ["old", "new"])
+    await asyncio.sleep(0.3)  # ...but "new" replaced it
+    assert sent == ["old", "new"]
