@@ -138,8 +138,9 @@ class GroupPolicy:
     #: Each role may also be a victim whole on its own, the others running on
     #: (a CompositePodGroup's ``disruptionMode: single``: its children apart).
     roles_apart: bool = False
-    #: May evict lower priorities to be placed (False: ``preemptionPolicy: Never``).
-    preempts: bool = True
+    #: Why the group never evicts lower priorities to be placed (its PodGroup's
+    #: ``preemptionPolicy: Never``; Kueue preempting for the Workloads it admits); None: it may.
+    no_preemption: str | None = None
     #: Why the group may not be placed as it is (a field not honoured yet, members
     #: under two schedulers), with the reason: it waits, saying so.
     refused: tuple[Reason, str] | None = None

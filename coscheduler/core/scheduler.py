@@ -550,7 +550,11 @@ class Scheduler(SchedulerReads):
     def _may_preempt(self, policy: GroupPolicy, pending: list[PodInfo]) -> bool:
         """Whether a victim search may find room for the group later without a change a
         hint sees (a victim's Binding landing, a search's memory ageing): it backs off."""
-        if self.preemptions.settings.mode is Mode.OFF or not policy.preempts or not pending:
+        if (
+            self.preemptions.settings.mode is Mode.OFF
+            or policy.no_preemption is not None
+            or not pending
+        ):
             return False
         if self._accounts.on:
             return True  # a queue under its nominal may reclaim, whatever the priorities

@@ -26,6 +26,7 @@ from typing import Protocol
 
 import structlog
 
+from coscheduler.api.adapters import kueue
 from coscheduler.api.adapters.apis import GroupApi
 from coscheduler.api.adapters.base import GroupAdapter, GroupObject, StatusAdapter
 from coscheduler.api.adapters.native import disruption_condition
@@ -470,8 +471,7 @@ class Groups:
             evict_whole=(group.native is not None and group.native.disruption_all)
             or (composite is not None and composite.record.disrupt_all),
             roles_apart=composite is not None and not composite.record.disrupt_all,
-            preempts=(group.native is None or not group.native.never_preempts)
-            and (composite is None or not composite.record.preempt_never),
+            no_preemption=self._no_preemption(group),
             refused=self._refused(group, key) or (composite.waits if composite else None),
             shared_claims=group.native.resource_claims if group.native is not None else (),
             consumer=(
@@ -480,6 +480,19 @@ class Groups:
                 else None
             ),
         )
+
+    @staticmethod
+    def _no_preemption(group: GroupObject) -> str | None:
+        """Why the group never evicts to be placed; None: it may."""
+        composite = group.composite
+        if (group.native is not None and group.native.never_preempts) or (
+            composite is not None and composite.record.preempt_never
+        ):
+            return "its group's preemptionPolicy is Never"
+        if group.api is kueue.API:
+            # Kueue evicts Workloads to admit one: evicting more here would double it.
+            return "Kueue preempts for the Workloads it admits, and its victims free the room"
+        return None
 
     def _refused(self, group: GroupObject, key: GroupKey) -> tuple[Reason, str] | None:
         """Why a native group may not be placed as it is, if it may not."""

@@ -122,7 +122,12 @@ def test_a_group_whose_preemption_policy_is_never_waits() -> None:
     low = gang("low", ["n0", "n0"], min_member=2, priority=1)
     snapshot = cluster(1, "8", low)
     never = preemptor(2)
-    never = Preemptor(dataclasses.replace(never.policy, preempts=False), never.pending, [], 100)
+    never = Preemptor(
+        dataclasses.replace(never.policy, no_preemption="its group's preemptionPolicy is Never"),
+        never.pending,
+        [],
+        100,
+    )
     found = find_plan(snapshot, never, [low], NOW)
     assert not found.found
     assert "preemptionPolicy is Never" in found.summary

@@ -215,7 +215,7 @@ def test_disruption_all_and_preemption_never_reach_the_policy() -> None:
     policy = state.scheduler.policy(JOB)
     assert policy is not None
     assert policy.evict_whole
-    assert not policy.preempts
+    assert policy.no_preemption is not None
     assert policy.priority == 5
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from coscheduler.api.adapters import kueue
+from coscheduler.api.adapters import kueue, sigs
 from coscheduler.api.reasons import Reason
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.planner import Decision
-from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.preemption import Mode, PreemptionSettings
+from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.handlers.base import InvalidObject
-from tests.builders import job_object, node_object, pod_object
+from tests.builders import job_object, node_object, pod_object, podgroup_object
 from tests.fed import Fed
 
 WORKLOAD = "job-train-1a2b3"
@@ -231,3 +232,30 @@ def test_kueue_queue_stacks_one_of_our_queues_on_kueues_quota() -> None:
     state.handlers.kueue_workloads.upsert(kueue_workload({"main": 1}, admitted={"main": 1}))
     state.handlers.pods.upsert(member("train-0"))
     assert state.handlers.groups.podgroups[KEY].spec.queue == "default"
+
+
+def test_an_admitted_gang_waits_for_kueues_victims_and_evicts_none_itself() -> None:
+    """Kueue evicts Workloads to admit one; were ours to preempt too, a lower gang would
+    go for room that Kueue's victims are already freeing."""
+    settings = SchedulerSettings(preemption=PreemptionSettings(mode=Mode.ON))
+    state = Fed(Scheduler(lambda: 0.0, settings))
+    state.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
+    state.handlers.nodes.replace([node_object(f"n{i}", cpu="1") for i in range(4)])
+    state.handlers.podgroups[sigs.API].upsert(podgroup_object("low", 4, priority=0))
+    low = [
+        pod_object(f"low-{i}", group="low", node=f"n{i}", priority=0, phase="Running")
+        for i in range(4)
+    ]
+    state.handlers.kueue_workloads.upsert(kueue_workload({"main": 4}, admitted={"main": 4}))
+    state.handlers.pods.replace([*low, *(member(f"train-{i}") for i in range(4))])
+
+    policy = state.scheduler.policy(KEY)
+    assert policy is not None
+    assert policy.priority == 5
+    assert policy.no_preemption is not None
+    assert "Kueue" in policy.no_preemption
+    [waiting] = [d for d in decisions(state) if d.group == KEY]
+    assert waiting.bindings == ()
+    assert waiting.preemption is not None
+    assert not waiting.preemption.evict
+    assert "Kueue preempts" in waiting.preemption.plan.summary

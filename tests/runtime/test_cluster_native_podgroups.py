@@ -301,7 +301,11 @@ def test_the_policy_carries_priority_disruption_and_preemption() -> None:
     state.handlers.podgroups[BETA.api].upsert(raw)
     policy = state.scheduler.policy(key())
     assert policy is not None
-    assert (policy.priority, policy.evict_whole, policy.preempts) == (1000, True, False)
+    assert (policy.priority, policy.evict_whole, policy.no_preemption) == (
+        1000,
+        True,
+        "its group's preemptionPolicy is Never",
+    )
     assert policy.queue == "research"
 
 

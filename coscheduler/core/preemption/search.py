@@ -176,8 +176,8 @@ def find_plan(
     key = preemptor.key
     if any(pod.preemption_policy == NEVER for pod in preemptor.pending):
         return PreemptionPlan(key, summary="its pods' preemptionPolicy is Never: it waits")
-    if not preemptor.policy.preempts:
-        return PreemptionPlan(key, summary="its group's preemptionPolicy is Never: it waits")
+    if preemptor.policy.no_preemption is not None:
+        return PreemptionPlan(key, summary=f"{preemptor.policy.no_preemption}: it waits")
     allow = rule or lower_priority(preemptor.priority)
     useful_slots = _where_it_could_go(snapshot, preemptor.pending)
     useful_nodes = {snapshot.name_of(slot) for slot in np.flatnonzero(useful_slots).tolist()}
