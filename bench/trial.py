@@ -21,7 +21,7 @@ from bench.kube import Kube
 from bench.observe import Recorder, Sampler
 from bench.peers import GANG_LABEL, Peer, PeerContext
 from bench.progress import Progress
-from bench.workloads import ALL_BOUND, Contention, Regime, TrialRun, Workload
+from bench.workloads import ALL_BOUND, SERVING, Contention, Regime, TrialRun, Workload
 from e2e import gangs
 
 Json = dict[str, Any]
@@ -294,9 +294,11 @@ async def _own_metrics(peer: Peer) -> dict[str, float]:
 
 def _cost(sampler: Sampler, recorder: Recorder, infos: dict[str, GangInfo]) -> Json:
     """CPU and peak RSS of the peer's processes from their exec: to the end of the settle
-    (``cpu_s``) and, where every pod was bound, to the last Binding (``cpu_s_to_all_bound``)."""
+    (``cpu_s``) and, where every pod was bound, to the last Binding (``cpu_s_to_all_bound``);
+    from the probe's Binding to the settle's end (``cpu_s_once_serving``: start-up left out)."""
     bound = max(1, recorder.bound_count)
     at_all_bound = sampler.marks.get(ALL_BOUND, {})
+    at_serving = sampler.marks.get(SERVING, {})
     per: dict[str, Json] = {}
     for label, reading in sampler.last.items():
         per[label] = {
@@ -316,4 +318,8 @@ def _cost(sampler: Sampler, recorder: Recorder, infos: dict[str, GangInfo]) -> J
     }
     if at_all_bound:
         cost["cpu_s_to_all_bound"] = round(sum(r["cpu_s"] for r in at_all_bound.values()), 2)
+    if at_serving:
+        cost["cpu_s_once_serving"] = round(
+            total_cpu - sum(r["cpu_s"] for r in at_serving.values()), 2
+        )
     return cost

@@ -78,6 +78,7 @@ FIGURES["dra"] = [
     ("GPU-s idle, held by partial gangs", lambda f: f.get("gpu_s_held_by_partial_gangs"), False),
     ("claims left allocated", lambda f: f.get("claims_left_allocated"), False),
     ("peer cpu-s", lambda f: f.get("peer_cpu_s"), False),
+    ("peer cpu-s once serving (start-up left out)", lambda f: f.get("peer_cpu_s_serving"), False),
 ]
 
 
@@ -125,9 +126,13 @@ def tables(trials: list[Json]) -> list[str]:
             failed.append(trial)
             continue
         label = ROUND.sub("", trial["label"])  # the preemption suite's rounds are one workload
-        cpu = (trial.get("cost") or {}).get("cpu_s")
+        cost = trial.get("cost") or {}
         by_label[(trial["workload"], label)][trial["peer"]].append(
-            {**trial["figures"], "peer_cpu_s": cpu}
+            {
+                **trial["figures"],
+                "peer_cpu_s": cost.get("cpu_s"),
+                "peer_cpu_s_serving": cost.get("cpu_s_once_serving"),
+            }
         )
     out: list[str] = []
     for (kind, label), by_peer in by_label.items():

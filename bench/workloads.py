@@ -54,6 +54,9 @@ Json = dict[str, Any]
 
 ALL_BOUND = "all_bound"
 """The sampler's mark (:meth:`bench.observe.Sampler.mark`) at the backlog's last Binding."""
+SERVING = "serving"
+"""The sampler's mark once the peer bound its probe: what it spends after is the workload's,
+not its start-up's."""
 
 
 @dataclass(frozen=True)
@@ -584,6 +587,8 @@ async def _start_and_probe(run: TrialRun) -> Json:
     run.peer_started = run.recorder.now()
     run.start_peer()
     ready = await submit.wait_peer_ready(run.kube, run.recorder, run.peer, run.ns, within=120)
+    if run.sampler is not None:
+        run.sampler.mark(SERVING)
     run.infos["probe"] = GangInfo("probe", 1, 1)
     await run.count_requests_from_now()
     return {"ready_after_s": round(ready, 2)}
