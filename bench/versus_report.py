@@ -42,6 +42,9 @@ FIGURES: dict[str, list[tuple[str, Figure, bool | None]]] = {
         ),
         ("wait p50 (s)", lambda f: f.get("wait_p50_s"), False),
         ("wait p99 (s)", lambda f: f.get("wait_p99_s"), False),
+        # With gangs bound in waves, the median falls on one side of a wave's edge or the
+        # other from run to run; the mean moves with every gang's wait.
+        ("wait mean (s)", lambda f: f.get("wait_mean_s"), False),
         ("utilization", lambda f: f.get("utilization_mean"), True),
         ("gangs partial beyond a bind burst", lambda f: f.get("gangs_partial_beyond_burst"), False),
         (
