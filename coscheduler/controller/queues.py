@@ -130,8 +130,8 @@ class QueueStatusWriter:
         self._events = reporter.events
         self._metrics = reporter.metrics
         self._backoff = RoundBackoff(debounce_seconds)
-        #: What was last written per queue (its wire form), to skip writing it again.
-        self._written: dict[str, dict[str, object]] = {}
+        #: What was last written per queue, to skip writing it again.
+        self._written: dict[str, QueueStatus] = {}
         self._metric_resources: dict[str, set[str]] = {}
         self._counts: tuple[float, dict[str, Counter[str]]] | None = None
         self.writes = 0
@@ -206,7 +206,10 @@ class QueueStatusWriter:
         self._report_metrics(name, usage, groups)
         status = derive_queue_status(queue, usage, groups, now)
         body = status.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if self._written.get(name) == body or _same(queue.status, status):
+        # Compared but for an unchanged condition's transition time: a round in the next
+        # second, before our write's echo reaches the read model, would move it and write.
+        last = self._written.get(name)
+        if (last is not None and _same(last, status)) or _same(queue.status, status):
             return UNCHANGED
         try:
             answer = await self._client.send(
@@ -221,7 +224,7 @@ class QueueStatusWriter:
             log.warning("queue status not written", queue=name, error=str(error))
             return FAILED if error.retryable else UNCHANGED
         self.writes += 1
-        self._written[name] = body
+        self._written[name] = status
         self._record_transition(queue, status)
         return Written(ok=True, version=answered_version(answer))
 

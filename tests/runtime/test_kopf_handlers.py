@@ -9,6 +9,8 @@ scripted API server.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import itertools
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, cast
@@ -18,7 +20,7 @@ import pytest
 
 from coscheduler.api.adapters.apis import SIGS
 from coscheduler.api.labels import GROUP, QUEUE_PLURAL, VERSION
-from coscheduler.controller import handlers
+from coscheduler.controller import handlers, queues
 from coscheduler.controller.handlers import Admission, GroupFollower, QueueFollower
 from coscheduler.controller.queues import QueueStatusWriter
 from coscheduler.controller.writer import StatusWriter
@@ -31,6 +33,7 @@ from tests.fed import Fed
 from tests.runtime.apiserver import FakeApiServer, RecordedRequest, Reply
 
 DEBOUNCE_SECONDS = 0.02
+EPOCH = datetime.datetime(2026, 11, 29, tzinfo=datetime.UTC)
 PODGROUPS = f"/apis/{GROUP}/{VERSION}/namespaces/default/podgroups"
 ELSEWHERE = f"/apis/{GROUP}/{VERSION}/namespaces/elsewhere/podgroups"
 QUEUES = f"/apis/{GROUP}/{VERSION}/{QUEUE_PLURAL}"
@@ -292,10 +295,19 @@ async def test_a_queue_handler_writes_its_queues_status(setup: Setup) -> None:
 
 
 async def test_a_queue_handler_that_wrote_ends_and_its_writes_echo_calls_it_again(
-    setup: Setup,
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kopf keeps an object's events while its handler runs: a Queue's follower that wrote
-    returns, and the event of its own write (a newer version) calls it again."""
+    returns, and the event of its own write (a newer version) calls it again. Each look
+    is a second later (the clock's whole second once turned between the two and a second
+    write followed): only the condition's transition time would differ, so nothing is
+    written again."""
+    seconds = itertools.count()
+    monkeypatch.setattr(
+        queues,
+        "utc_now",
+        lambda whole_seconds=False: EPOCH + datetime.timedelta(seconds=next(seconds)),
+    )
     path = f"{QUEUES}/team-a/status"
     setup.apiserver.on(
         "PATCH", path, lambda r: Reply(200, {**r.body, "metadata": {"resourceVersion": "2"}})
