@@ -33,7 +33,7 @@ from coscheduler.api.composite import ChildGroup, CompositePodGroup, read_compos
 from coscheduler.api.labels import pod_role
 from coscheduler.api.pod import PodInfo
 from coscheduler.core.group import KIND_COMPOSITE, KIND_NATIVE_POD_GROUP, GroupKey
-from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler, ObjectName
 
 if TYPE_CHECKING:
     from coscheduler.runtime.groups import Groups
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["CompositeChange", "CompositeHandler", "CompositeIndex"]
 
 
-#: A namespace and a name.
-Name = tuple[str, str]
+Name = ObjectName
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -25,13 +25,12 @@ from coscheduler.api.podgroup import DEFAULT_QUEUE
 from coscheduler.core.group import KIND_KUEUE, GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler, ObjectName
 
 __all__ = ["KueueGangs", "KueueWorkloadHandler"]
 
 
-#: A Workload's namespace and name.
-WorkloadName = tuple[str, str]
+WorkloadName = ObjectName
 #: What ties pods to a Workload in a namespace: its plain pods' group name, or its owner's uid.
 Anchor = tuple[str, str]
 

@@ -24,13 +24,12 @@ from coscheduler.api.workload_ref import WorkloadRef
 from coscheduler.core.group import GroupKey
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.groups import Groups
-from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler
+from coscheduler.runtime.handlers.base import Complaints, NamespacedHandler, ObjectName
 
 __all__ = ["WorkloadGangs", "WorkloadHandler"]
 
 
-#: A Workload's namespace and name.
-WorkloadName = tuple[str, str]
+WorkloadName = ObjectName
 
 
 class WorkloadGangs:
