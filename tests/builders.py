@@ -20,7 +20,9 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.quantity import parse_resource_list
 from coscheduler.core.decision import Decision, Order
 from coscheduler.core.group import GroupPolicy
+from coscheduler.core.queue import QueueSettings
 from coscheduler.core.scheduler import Scheduler
+from coscheduler.core.settings import SchedulerSettings
 
 
 def container(
@@ -345,6 +347,11 @@ def group(
 def gang(name: str, size: int, **fields: Any) -> list[PodInfo]:
     """``size`` pods ``name-0`` … of group ``name``."""
     return [pod(f"{name}-{i}", group=name, **fields) for i in range(size)]
+
+
+#: Every member's arrival tries its group at once (``--gather-seconds=0``): for tests of
+#: what a group short of members is told, on a clock that does not move.
+TOLD_AT_ONCE = SchedulerSettings(queue=QueueSettings(gather_seconds=0.0))
 
 
 @dataclass

@@ -15,6 +15,13 @@ when the cluster changes in a way that can help it, and never forgotten.
   ``initial_backoff_seconds`` up to ``max_backoff_seconds`` (kube-scheduler:
   1 s to 10 s); moved to active when the wait ends, or at once by a capacity
   event.
+- *gathering*: fewer members exist than its minimum, and it was tried (or
+  first seen) less than ``gather_seconds`` ago
+  (:meth:`~coscheduler.core.scheduler.Scheduler.next_decision` defers it): a
+  Job makes its pods within a second, and each attempt in between would only
+  tell its pods and its PodGroup a count about to change. Its last member
+  moves it to active at once (an event about the group); otherwise it is
+  tried, and its members told, when the time is up.
 - *unschedulable*: time alone does not help. ``WAITING`` for members or for
   its PodGroup: only an event about the group itself moves it to active. Refused
   for room with what it waits for kept beside it (:class:`~coscheduler.core.requeue.Wants`):
@@ -120,6 +127,8 @@ class QueueSettings:
     #: How long a group stays unschedulable without an event that can help it (the
     #: safety net under the hints).
     unschedulable_flush_seconds: float = 300.0
+    #: How long a group short of members gathers them between two attempts (*gathering*).
+    gather_seconds: float = 1.0
 
 
 class GroupQueue:
@@ -144,6 +153,8 @@ class GroupQueue:
         self._backoff_until: dict[GroupKey, float] = {}
         self._waiting: list[tuple[float, QueueOrder, GroupKey]] = []
         self._waiting_since: dict[GroupKey, float] = {}
+        self._gathering: list[tuple[float, QueueOrder, GroupKey]] = []
+        self._gathering_until: dict[GroupKey, float] = {}
         #: What each unschedulable group refused for room waits for (its hint).
         self._wants: dict[GroupKey, Wants] = {}
         #: Active groups a hint woke, with what woke them: checked again when popped.
@@ -166,6 +177,8 @@ class GroupQueue:
             return "backoff"
         if key in self._waiting_since:
             return "unschedulable"
+        if key in self._gathering_until:
+            return "gathering"
         if key in self._in_flight:
             return "in-flight"
         return None
@@ -189,6 +202,7 @@ class GroupQueue:
             "active": len(self._in_active),
             "backoff": len(self._backoff_until),
             "unschedulable": len(self._waiting_since),
+            "gathering": len(self._gathering_until),
         }
 
     def add(self, key: GroupKey, priority: int, created: float, queue: str = DEFAULT_QUEUE) -> None:
@@ -214,6 +228,7 @@ class GroupQueue:
         self._in_active.pop(key, None)
         self._backoff_until.pop(key, None)
         self._waiting_since.pop(key, None)
+        self._gathering_until.pop(key, None)
         self._wants.pop(key, None)
         self._woken.pop(key, None)
         self._in_flight.discard(key)
@@ -247,6 +262,16 @@ class GroupQueue:
         self._waiting_since[key] = woken.since
         heapq.heappush(self._waiting, (woken.since, self._order[key], key))
 
+    def gather(self, key: GroupKey, until: float) -> None:
+        """A popped group short of members, not tried before ``until`` unless an event
+        about it comes first (*gathering*)."""
+        self._in_flight.discard(key)
+        self._woken_in_flight.discard(key)
+        if key not in self._order:
+            return
+        self._gathering_until[key] = until
+        heapq.heappush(self._gathering, (until, self._order[key], key))
+
     def pop(self) -> GroupKey | None:
         """The next group to try, after moving groups whose wait is over to active."""
         self._flush()
@@ -274,12 +299,16 @@ class GroupQueue:
         first: one at the top would hide the groups behind it, and the loop would
         sleep without a timer until some unrelated event.
         """
-        backoff, waiting = self._backoff, self._waiting
+        backoff, waiting, gathering = self._backoff, self._waiting, self._gathering
         while backoff and self._backoff_until.get(backoff[0][2]) != backoff[0][0]:
             heapq.heappop(backoff)
         while waiting and self._waiting_since.get(waiting[0][2]) != waiting[0][0]:
             heapq.heappop(waiting)
+        while gathering and self._gathering_until.get(gathering[0][2]) != gathering[0][0]:
+            heapq.heappop(gathering)
         times = [backoff[0][0]] if backoff else []
+        if gathering:
+            times.append(gathering[0][0])
         if waiting:
             times.append(waiting[0][0] + self.settings.unschedulable_flush_seconds)
         return min(times) if times else None
@@ -330,6 +359,7 @@ class GroupQueue:
         self._in_active.pop(key, None)
         self._backoff_until.pop(key, None)
         self._waiting_since.pop(key, None)
+        self._gathering_until.pop(key, None)
         self._wants.pop(key, None)
         self.done(key, code)
 
@@ -343,6 +373,7 @@ class GroupQueue:
                 return 0
             self._backoff_until.pop(key, None)
             self._waiting_since.pop(key, None)
+            self._gathering_until.pop(key, None)
             self._wants.pop(key, None)
             self._push_active(key)
             return 1
@@ -381,6 +412,11 @@ class GroupQueue:
             until, _, key = heapq.heappop(self._backoff)
             if self._backoff_until.get(key) == until:
                 del self._backoff_until[key]
+                self._push_active(key)
+        while self._gathering and self._gathering[0][0] <= now:
+            until, _, key = heapq.heappop(self._gathering)
+            if self._gathering_until.get(key) == until:
+                del self._gathering_until[key]
                 self._push_active(key)
         horizon = now - self.settings.unschedulable_flush_seconds
         while self._waiting and self._waiting[0][0] <= horizon:

@@ -112,6 +112,8 @@ class Scheduler(SchedulerReads):
             self.volumes,
             self._running_priorities,
         )
+        #: Groups short of members: since when each gathers them (:meth:`_gathering`).
+        self._short_since: dict[GroupKey, float] = {}
         #: Inside :meth:`batch`: the groups whose queue entries wait for its end, in order.
         self._unsynced: dict[GroupKey, None] | None = None
 
@@ -414,7 +416,7 @@ class Scheduler(SchedulerReads):
             if not pending:
                 self.queue.remove(key)
                 continue
-            if self._room_went_before(key):
+            if self._room_went_before(key) or self._gathering(key, len(pending) + len(bound)):
                 continue
             try:
                 return self._decide(key, pending, bound)
@@ -515,6 +517,23 @@ class Scheduler(SchedulerReads):
             return False
         self.queue.park(key, hint)
         return True
+
+    def _gathering(self, key: GroupKey, members: int) -> bool:
+        """A popped group short of its minMember, popped before ``gather_seconds`` passed
+        since it was first popped short or last tried short: it gathers members,
+        unattempted (True). Once the time is up it is tried, and the time counts again."""
+        policy = self._membership.policies.get(key)
+        if policy is None or members >= policy.min_member:
+            self._short_since.pop(key, None)
+            return False
+        now = self.clock()
+        since = self._short_since.setdefault(key, now)
+        until = since + self.queue.settings.gather_seconds
+        if now < until:
+            self.queue.gather(key, until)
+            return True
+        self._short_since[key] = now
+        return False
 
     @contextlib.contextmanager
     def _own_trials(self) -> Iterator[None]:
@@ -621,6 +640,7 @@ class Scheduler(SchedulerReads):
             self.preemptions.forget(self.snapshot, key)
             self.queue.remove(key)
             self._pipeline.first_attempt.pop(key, None)
+            self._short_since.pop(key, None)
             self._accounts.withdraw(key)
             if members is None or not members.bound:
                 self.preemptions.let_go(self.snapshot, key)

@@ -123,6 +123,13 @@ class BackoffSettings(_Group):
         default=300.0,
         gt=0,
     )
+    gather_seconds: float = _setting(
+        "--gather-seconds",
+        "seconds a group short of its minMember gathers members between two attempts; its "
+        "last member is tried at once (0: try on every member's arrival)",
+        default=1.0,
+        ge=0,
+    )
 
     @model_validator(mode="after")
     def _max_not_below_initial(self) -> Self:

@@ -300,12 +300,15 @@ def test_a_group_that_does_not_fit_never_blocks_other_queues() -> None:
 
 
 def test_a_group_waiting_for_members_claims_no_nominal_of_its_queue() -> None:
-    scheduler = cluster("10")
+    clock = Clock()
+    scheduler = cluster("10", clock=clock)
     scheduler.upsert_queue(queue("a", nominal="cpu=8", namespaces=frozenset({"default"})))
     scheduler.upsert_queue(queue("b", namespaces=frozenset({"default"})))
     scheduler.upsert_group(group("a-short", 4, queue="a"))
     for member in gang("a-short", 2):  # 2 of 4 members exist
         scheduler.upsert_pod(member)
+    assert scheduler.next_decision() is None  # gathering its members
+    clock.advance(1.0)
     assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_MEMBERS
     submit(scheduler, "b-borrows", 8, "b")
     assert decide(scheduler).ok

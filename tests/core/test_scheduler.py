@@ -13,6 +13,7 @@ from coscheduler.api.reasons import Reason
 from coscheduler.core import (
     Code,
     GroupKey,
+    QueueSettings,
     Scheduler,
     SchedulerSettings,
     planner,
@@ -34,23 +35,83 @@ def cluster(
 
 
 def test_gang_waits_for_members_then_binds_when_the_last_arrives() -> None:
-    scheduler = cluster("8")
+    clock = Clock()
+    scheduler = cluster("8", clock=clock)
     scheduler.upsert_group(group("train", 3))
     members = gang("train", 3)
     for p in members[:2]:
         scheduler.upsert_pod(p)
+    # Short of members: it gathers them, untried and untold, for gather_seconds.
+    assert scheduler.next_decision() is None
+    assert scheduler.queue.pool(TRAIN) == "gathering"
+    assert scheduler.ready_at() == clock.now + 1.0
+    clock.advance(1.0)
     decision = scheduler.next_decision()
     assert decision is not None
     assert decision.status.code is Code.WAITING
     assert decision.status.message == "2/3 members exist"
     assert scheduler.next_decision() is None
-    scheduler.upsert_pod(members[2])
+    scheduler.upsert_pod(members[2])  # the last member: tried at once
     decision = scheduler.next_decision()
     assert decision is not None
     assert decision.ok
     assert len(decision.bindings) == 3
     assert scheduler.next_decision() is None
     assert TRAIN not in scheduler.queue
+
+
+def test_a_group_short_of_members_is_told_at_most_once_per_gather_seconds() -> None:
+    clock = Clock()
+    scheduler = cluster("8", clock=clock)
+    scheduler.upsert_group(group("train", 4))
+    members = gang("train", 4)
+    scheduler.upsert_pod(members[0])
+    assert scheduler.next_decision() is None
+    clock.advance(1.0)
+    told = scheduler.next_decision()
+    assert told is not None
+    assert told.status.message == "1/4 members exist"
+    clock.advance(0.2)
+    scheduler.upsert_pod(members[1])
+    # A node added is no event a short group can use: it keeps gathering.
+    scheduler.upsert_node(node("n1", cpu="8"))
+    assert scheduler.next_decision() is None
+    assert scheduler.queue.pool(TRAIN) == "gathering"
+    assert scheduler.ready_at() == clock.now + 0.8
+    clock.advance(0.8)
+    told = scheduler.next_decision()
+    assert told is not None
+    assert told.status.message == "2/4 members exist"
+    assert scheduler.next_decision() is None
+    # Time alone tries it no more: it waits for its members.
+    clock.advance(60.0)
+    assert scheduler.next_decision() is None
+    for member in members[2:]:
+        scheduler.upsert_pod(member)
+    placed = scheduler.next_decision()
+    assert placed is not None
+    assert len(placed.bindings) == 4
+
+
+def test_gathering_off_tells_each_arrival_at_once() -> None:
+    scheduler = cluster("8", settings=SchedulerSettings(queue=QueueSettings(gather_seconds=0.0)))
+    scheduler.upsert_group(group("train", 3))
+    scheduler.upsert_pod(gang("train", 3)[0])
+    told = scheduler.next_decision()
+    assert told is not None
+    assert told.status.message == "1/3 members exist"
+
+
+def test_a_group_deleted_while_gathering_leaves_no_trace() -> None:
+    scheduler = cluster("8")
+    scheduler.upsert_group(group("train", 3))
+    [first, *_] = gang("train", 3)
+    scheduler.upsert_pod(first)
+    assert scheduler.next_decision() is None
+    scheduler.remove_pod(first.uid)
+    assert TRAIN not in scheduler.queue
+    assert scheduler.queue.sizes()["gathering"] == 0
+    assert scheduler.ready_at() is None
 
 
 def test_pods_of_other_schedulers_count_but_are_not_placed() -> None:
@@ -227,11 +288,14 @@ def test_a_one_per_node_gang_larger_than_the_nodes_waits_whole() -> None:
 
 
 def test_gated_pods_are_not_members_to_place_until_their_gates_go() -> None:
-    scheduler = cluster("8")
+    clock = Clock()
+    scheduler = cluster("8", clock=clock)
     scheduler.upsert_group(group("train", 2))
     gate = {"schedulingGates": [{"name": "example.com/admission"}]}
     scheduler.upsert_pod(pod("train-0", group="train"))
     scheduler.upsert_pod(_with_spec("train-1", gate, group="train"))
+    assert scheduler.next_decision() is None  # gathering its members
+    clock.advance(1.0)
     decision = scheduler.next_decision()
     assert decision is not None
     assert decision.status.reason is Reason.NOT_ENOUGH_MEMBERS

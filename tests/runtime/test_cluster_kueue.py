@@ -17,7 +17,7 @@ from coscheduler.core.planner import Decision
 from coscheduler.core.preemption import Mode, PreemptionSettings
 from coscheduler.core.scheduler import Scheduler, SchedulerSettings
 from coscheduler.runtime.handlers.base import InvalidObject
-from tests.builders import job_object, node_object, pod_object, podgroup_object
+from tests.builders import TOLD_AT_ONCE, job_object, node_object, pod_object, podgroup_object
 from tests.fed import Fed
 
 WORKLOAD = "job-train-1a2b3"
@@ -33,7 +33,7 @@ JOB_OWNER = {
 
 def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    state = Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append)
+    state = Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE), on_invalid=invalid.append)
     state.handlers.jobs.replace([job_object("train", scheduler="coscheduler")])
     return state, invalid
 

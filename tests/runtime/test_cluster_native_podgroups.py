@@ -25,7 +25,13 @@ from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.device_writer import claim_status
 from coscheduler.runtime.handlers.base import InvalidObject
 from tests import dra
-from tests.builders import native_podgroup_object, node_object, pod_object, scheduling_group
+from tests.builders import (
+    TOLD_AT_ONCE,
+    native_podgroup_object,
+    node_object,
+    pod_object,
+    scheduling_group,
+)
 from tests.fed import Fed
 
 BETA = native.ADAPTERS[0]
@@ -33,7 +39,7 @@ BETA = native.ADAPTERS[0]
 
 def make_state() -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append), invalid
+    return Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE), on_invalid=invalid.append), invalid
 
 
 def member(name: str, group: str = "train", **pod: Any) -> dict[str, Any]:

@@ -14,13 +14,13 @@ from coscheduler.core.group import KIND_POD, KIND_WORKLOAD, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from coscheduler.runtime.handlers.base import InvalidObject
-from tests.builders import node_object, pod_object, workload_object, workload_ref
+from tests.builders import TOLD_AT_ONCE, node_object, pod_object, workload_object, workload_ref
 from tests.fed import Fed
 
 
 def make_state(**settings: Any) -> tuple[Fed, list[InvalidObject]]:
     invalid: list[InvalidObject] = []
-    return Fed(Scheduler(lambda: 0.0), on_invalid=invalid.append, **settings), invalid
+    return Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE), on_invalid=invalid.append, **settings), invalid
 
 
 def member(name: str, pod_group: str = "workers", replica: str | None = None, **pod: Any) -> Any:

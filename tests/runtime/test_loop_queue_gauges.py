@@ -45,18 +45,18 @@ async def test_the_gauges_follow_the_sizes_and_are_left_alone_while_they_hold(
         for _ in range(5):  # woken with nothing to do: the sizes hold
             loop.wake()
             await asyncio.sleep(0.01)
-        assert len(set_for) == 3  # once per pool, at the first look
+        assert len(set_for) == 4  # once per pool, at the first look
         # A lone pod and no node: it waits, and the gauges say so.
         state.handlers.pods.upsert(pod_object("lone"))
         loop.wake()
         for _ in range(200):
-            if len(set_for) > 3:
+            if len(set_for) > 4:
                 break
             await asyncio.sleep(0.01)
-        assert len(set_for) == 6
+        assert len(set_for) == 8
         waiting = sum(
             metrics.registry.get_sample_value("coscheduler_queue_groups", {"pool": pool}) or 0
-            for pool in ("active", "backoff", "unschedulable")
+            for pool in ("active", "backoff", "unschedulable", "gathering")
         )
         assert waiting == 1
     finally:

@@ -14,6 +14,7 @@ from coscheduler.core.group import KIND_NATIVE_POD_GROUP, GroupKey
 from coscheduler.core.planner import Decision
 from coscheduler.core.scheduler import Scheduler
 from tests.builders import (
+    TOLD_AT_ONCE,
     job_object,
     native_podgroup_object,
     node_object,
@@ -155,7 +156,7 @@ def members(state: Fed, count: int, owner: str | None = "train") -> None:
 
 
 def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_many() -> None:
-    state = Fed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.jobs.replace([job_object("train", parallelism=2)])
     state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
@@ -175,7 +176,7 @@ def test_a_gang_larger_than_its_job_s_parallelism_says_the_job_can_make_only_so_
 
 
 def test_the_job_named_by_the_workload_counts_before_any_pod_exists() -> None:
-    state = Fed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.jobs.replace([job_object("train", parallelism=8, completions=10, succeeded=7)])
     state.handlers.native_workloads.upsert(workload(job="train"))
@@ -198,7 +199,7 @@ def test_a_job_that_can_make_the_gang_changes_nothing() -> None:
 
 
 def test_without_a_known_job_the_count_is_all_that_is_said() -> None:
-    state = Fed(Scheduler(lambda: 0.0))
+    state = Fed(Scheduler(lambda: 0.0, TOLD_AT_ONCE))
     state.handlers.nodes.replace([node_object("n0", cpu="8")])
     state.handlers.podgroups[BETA.api].upsert(podgroup(min_count=4))
     members(state, 2, owner=None)

@@ -72,6 +72,7 @@ in float notation (1e+06), which an integer flag refuses.
 - --backoff-initial-seconds={{ .Values.backoff.initialSeconds }}
 - --backoff-max-seconds={{ .Values.backoff.maxSeconds }}
 - --unschedulable-flush-seconds={{ .Values.backoff.unschedulableFlushSeconds }}
+- --gather-seconds={{ .Values.backoff.gatherSeconds }}
 {{- if .Values.leaderElection.enabled }}
 - --leader-elect
 - --lease-name={{ include "coscheduler.fullname" . }}
