@@ -23,7 +23,12 @@ waiting gang from flooding the API server, and keep what it shows true:
    placing a burst of gangs is not slowed by explaining why they briefly
    waited. Other events pass the held warnings: a pod's ``Scheduled`` event
    does not wait for the burst to end.
-5. ``writers`` requests are in flight at once, not one round trip at a
+5. An event of a series already waiting to be written (queued, or held by
+   rule 4) is merged into it: the latest message is written once, counting
+   the repeats. Before this, a warning recorded on each attempt while
+   bindings were in flight queued once per attempt, and each was then
+   written: 800-1,000 event PATCHes in a 21 s trial of the DRA suite.
+6. ``writers`` requests are in flight at once, not one round trip at a
    time. While a burst of bindings keeps the API server busy each write
    waits as long as a binding does, so most ``Scheduled`` events of a large
    burst land just after it: bindings come first. Writes of one series take
@@ -34,6 +39,7 @@ waiting gang from flooding the API server, and keep what it shows true:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import functools
 import itertools
@@ -114,6 +120,8 @@ class _Pending:
     message: str
     key: tuple[str, str]
     still_true: Callable[[], bool] | None = None
+    #: Records of the series merged into this write while it waited (rule 5).
+    repeats: int = 0
 
 
 @dataclass
@@ -124,15 +132,17 @@ class EventRecorder:
     interval_seconds: float = 30.0
     max_pending: int = 10_000
     max_series: int = 50_000
-    #: Requests in flight at once (rule 5); the client's rate limit still applies.
+    #: Requests in flight at once (rule 6); the client's rate limit still applies.
     writers: int = 4
     clock: Callable[[], float] = time.monotonic
     on_drop: Callable[[], None] | None = None
     _queue: asyncio.Queue[_Pending] = field(init=False)
     _series: OrderedDict[tuple[str, str], _Series] = field(init=False)
     _deferred: set[tuple[str, str]] = field(init=False, default_factory=set)
+    #: The write each series has waiting, queued or held, as it now stands (rule 5).
+    _waiting: dict[tuple[str, str], _Pending] = field(init=False, default_factory=dict)
     _held: deque[_Pending] = field(init=False, default_factory=deque)
-    #: A series with a write in flight, and the writes of it waiting their turn (rule 5).
+    #: A series with a write in flight, and the writes of it waiting their turn (rule 6).
     _turns: dict[tuple[str, str], deque[asyncio.Future[None]]] = field(
         init=False, default_factory=dict
     )
@@ -182,11 +192,17 @@ class EventRecorder:
         ]
 
     def _enqueue(self, pending: _Pending) -> None:
+        waiting = self._waiting.get(pending.key)
+        if waiting is not None:  # rule 5: the write waiting says the latest
+            self._waiting[pending.key] = dataclasses.replace(pending, repeats=waiting.repeats + 1)
+            return
         try:
             self._queue.put_nowait(pending)
         except asyncio.QueueFull:
             if self.on_drop is not None:
                 self.on_drop()
+            return
+        self._waiting[pending.key] = pending
 
     def _release_deferred(self) -> None:
         now = self.clock()
@@ -228,6 +244,7 @@ class EventRecorder:
                     self._hold(pending)
                     continue
             key = pending.key
+            pending = self._waiting.pop(key, pending)  # as it stands now (rule 5)
             if key in self._turns:
                 await self._wait_turn(key)
             else:
@@ -242,7 +259,7 @@ class EventRecorder:
                 self._pass_turn(key)
 
     async def _wait_turn(self, key: tuple[str, str]) -> None:
-        """Wait until the writes of this series queued before are done (rule 5).
+        """Wait until the writes of this series queued before are done (rule 6).
 
         Not an asyncio.Lock per series: a lock, its context manager and its
         bookkeeping cost every event as much again as its write's own steps, and
@@ -272,6 +289,7 @@ class EventRecorder:
 
     def _hold(self, pending: _Pending) -> None:
         if len(self._held) >= self.max_pending:
+            self._waiting.pop(pending.key, None)
             if self.on_drop is not None:
                 self.on_drop()
             return
@@ -281,7 +299,7 @@ class EventRecorder:
         series = self._series.get(pending.key)
         now = _rfc3339_of(int(time.time()))
         if series is not None:
-            series.count += series.unwritten + 1
+            series.count += series.unwritten + pending.repeats + 1
             series.unwritten = 0
             series.message = pending.message
             series.last_written = self.clock()
@@ -318,7 +336,7 @@ class EventRecorder:
             "type": pending.kind,
             "reason": pending.reason,
             "message": pending.message,
-            "count": 1,
+            "count": 1 + pending.repeats,
             "firstTimestamp": now,
             "lastTimestamp": now,
             "source": {"component": _REPORTING_COMPONENT},
@@ -328,7 +346,9 @@ class EventRecorder:
         await self.client.send(
             "POST", f"/api/v1/namespaces/{ref.event_namespace}/events", body=body
         )
-        self._series[pending.key] = _Series(name, 1, pending.message, self.clock(), pending.kind)
+        self._series[pending.key] = _Series(
+            name, 1 + pending.repeats, pending.message, self.clock(), pending.kind
+        )
         while len(self._series) > self.max_series:
             self._series.popitem(last=False)
 

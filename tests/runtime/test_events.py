@@ -246,19 +246,52 @@ async def test_a_held_warning_no_longer_true_when_its_turn_comes_is_not_written(
     assert about(apiserver, "worker-1") == [], "a warning no longer true was written"
 
 
-async def test_writes_of_one_series_queued_together_make_one_event_counting_forward(
+async def test_records_of_one_series_waiting_together_make_one_write_counting_them_all(
     apiserver: FakeApiServer, recorders: Recorders
 ) -> None:
-    # A slow answer: the other writers are waiting for their turn meanwhile.
-    apiserver.on("POST", EVENTS, InFlight(created))
     recorder = recorders.running_recorder(writers=4)
     for attempt in (1, 2, 3):
         # Queued before the first is written: nothing is known of the series yet.
         recorder.record(pod("worker-1"), "Warning", "FailedScheduling", f"attempt {attempt}")
 
-    writes = await written(apiserver, "worker-1", count=3)
-    assert [r.verb for r in writes] == ["POST", "PATCH", "PATCH"]
-    assert patches_of(writes) == [(2, "attempt 2"), (3, "attempt 3")]
+    [write] = await written(apiserver, "worker-1", count=1)
+    await settle(apiserver, recorder, "marker-1")
+    assert about(apiserver, "worker-1") == [write]
+    assert (write.verb, write.body["count"], write.body["message"]) == ("POST", 3, "attempt 3")
+
+
+async def test_warnings_held_through_a_burst_of_bindings_are_written_once_each(
+    apiserver: FakeApiServer, recorders: Recorders
+) -> None:
+    idle = asyncio.Event()  # bindings in flight: warnings are held
+    recorder = recorders.running_recorder(idle=idle, writers=4)
+    for attempt in range(1, 31):  # a gang tried again and again meanwhile
+        for name in ("worker-1", "worker-2"):
+            recorder.record(pod(name), "Warning", "FailedScheduling", f"attempt {attempt}")
+    await settle(apiserver, recorder, "marker-1")
+
+    idle.set()
+    for name in ("worker-1", "worker-2"):
+        [write] = await written(apiserver, name, count=1)
+        assert (write.verb, write.body["count"], write.body["message"]) == ("POST", 30, "attempt 30")
+    await settle(apiserver, recorder, "marker-2")
+    assert len(about(apiserver, "worker-1")) == 1
+
+
+async def test_a_write_of_a_series_in_flight_is_followed_by_one_counting_forward(
+    apiserver: FakeApiServer, recorders: Recorders
+) -> None:
+    # A slow answer: the series is not known until it comes.
+    apiserver.on("POST", EVENTS, InFlight(created))
+    recorder = recorders.running_recorder(writers=4)
+    recorder.record(pod("worker-1"), "Warning", "FailedScheduling", "attempt 1")
+    await apiserver.wait_until(lambda: len(apiserver.requests_to("POST", EVENTS)) == 1)
+    for attempt in (2, 3):  # the first is on its way: these wait behind it, merged
+        recorder.record(pod("worker-1"), "Warning", "FailedScheduling", f"attempt {attempt}")
+
+    writes = await written(apiserver, "worker-1", count=2)
+    assert [r.verb for r in writes] == ["POST", "PATCH"]
+    assert patches_of(writes) == [(3, "attempt 3")]
 
 
 async def test_writers_write_several_events_at_once(
