@@ -273,7 +273,8 @@ async def test_warnings_held_through_a_burst_of_bindings_are_written_once_each(
     idle.set()
     for name in ("worker-1", "worker-2"):
         [write] = await written(apiserver, name, count=1)
-        assert (write.verb, write.body["count"], write.body["message"]) == ("POST", 30, "attempt 30")
+        said = (write.verb, write.body["count"], write.body["message"])
+        assert said == ("POST", 30, "attempt 30")
     await settle(apiserver, recorder, "marker-2")
     assert len(about(apiserver, "worker-1")) == 1
 
