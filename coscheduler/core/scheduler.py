@@ -334,12 +334,13 @@ class Scheduler(SchedulerReads):
         self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def upsert_resource_claim(self, claim: ResourceClaimInfo) -> None:
-        known = claim.key in self.snapshot.devices.claims
+        before = self.snapshot.devices.claims.get(claim.key)
         self.snapshot.devices.upsert_claim(claim)
-        charger = None if known else self._shared_claims.charger(claim.key)
+        charger = None if before is not None else self._shared_claims.charger(claim.key)
         if charger is not None:
             self._recount({charger})  # its spec is known now: queues count it
-        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+        if before is None or _frees_devices(before, claim):
+            self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def remove_resource_claim(self, key: str) -> None:
         self.snapshot.devices.remove_claim(key)
@@ -656,3 +657,14 @@ class Scheduler(SchedulerReads):
         else:
             created = min(pod.created for pod in members.pending.values())
         self.queue.add(key, priority, created, self._membership.queue_name(key))
+
+
+def _frees_devices(before: ResourceClaimInfo, after: ResourceClaimInfo) -> bool:
+    """Whether a known claim's change can let a waiting pod in: its allocation went or
+    moved, or a consumer left it. A claim allocated (our own write's echo, mostly) or
+    reserved for one more pod takes devices and frees none: the groups waiting for
+    devices are not woken by it (a new claim wakes them: a pod may wait for it).
+    """
+    if before.allocation is not None and after.allocation != before.allocation:
+        return True
+    return not set(before.consumers) <= set(after.consumers)

@@ -544,3 +544,44 @@ def test_preemption_frees_a_victim_gangs_gpus_in_its_plan() -> None:
     # The trial gave nothing away: the victims' GPUs are theirs until their claims are freed.
     assert len(scheduler.snapshot.devices.taken()) == 4
     assert scheduler.snapshot.devices._freed == set()
+
+
+def test_a_claim_taking_devices_wakes_no_gang_and_one_giving_them_back_does() -> None:
+    scheduler = _gpu_cluster(1)  # 8 GPUs
+    running = _submit_gpu_gang(scheduler, "running", 4, "default")
+    decision = scheduler.next_decision()
+    assert decision is not None
+    assert len(decision.bindings) == 4
+    waiting = _submit_gpu_gang(scheduler, "waiting", 2, "default")
+    refused = scheduler.next_decision()
+    assert refused is not None
+    assert refused.group.name == "waiting"
+    assert not refused.bindings
+    waiting_key = refused.group
+    assert scheduler.queue.pool(waiting_key) == "unschedulable"
+
+    def status(member: PodInfo, devices: list[str] | None) -> dict[str, Any]:
+        reserved = [{"resource": "pods", "name": member.name, "uid": member.uid}]
+        if devices is None:
+            return {}
+        results = [
+            {"request": "gpus", "driver": DRIVER, "pool": "n0", "device": d} for d in devices
+        ]
+        return {"allocation": {"devices": {"results": results}}, "reservedFor": reserved}
+
+    # The running gang's allocations echo back: they take devices, and wake nobody.
+    for number, member in enumerate(running):
+        devices = [f"gpu-{2 * number}", f"gpu-{2 * number + 1}"]
+        raw = claim(member.name, gpus(2), status=status(member, devices))
+        scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(raw))
+    assert scheduler.queue.pool(waiting_key) == "unschedulable"
+    assert scheduler.next_decision() is None
+
+    # One claim given back (deallocated as its pod ended): the waiting gang is tried.
+    raw = claim(running[0].name, gpus(2))
+    scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(raw))
+    assert scheduler.queue.pool(waiting_key) == "active"
+    tried = scheduler.next_decision()
+    assert tried is not None
+    assert tried.group == waiting_key
+    assert len(tried.pending) == len(waiting)
