@@ -93,7 +93,8 @@ def node_lease_seconds(nodes: int) -> int | None:
 PREEMPTION_PEERS_EXCLUDED = {"ceiling": "binds with no capacity checks: nothing to preempt"}
 #: The peers the idle suite compares (ours@REV too, for a before/after).
 IDLE_PEERS = ("ours", "default", "native")
-#: The peers that allocate DRA claims: ours and kube-scheduler (its DynamicResources plugin).
+#: The peers that allocate DRA claims: ours (ours@REV too, for a before/after) and
+#: kube-scheduler (its DynamicResources plugin).
 DRA_PEERS = ("ours", "default", "native")
 TOPOLOGY_PEERS_EXCLUDED = {
     "ceiling": "binds with no capacity checks",
@@ -170,7 +171,7 @@ def build_suite(
         # Issue #30: 8 GPUs per node in two NVLink domains, Jobs of 2/4/8 pods x 2 GPUs
         # (each member's pair in one domain), GPU demand 2x the cluster, beside
         # kube-scheduler with DRA (default plugins, and its native PodGroups).
-        dra_peers = [p for p in peers if p in DRA_PEERS]
+        dra_peers = [p for p in peers if p in DRA_PEERS or p.startswith("ours@")]
         for round_ in range(repeat):
             order = dra_peers if round_ % 2 == 0 else dra_peers[::-1]
             add([wl.dra(32 if big else 8, 8, (2, 4, 8), 2, 2.0, 10.0)], regimes, order)
