@@ -34,7 +34,7 @@ members; it knows nothing of queues, quota or the planner.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -98,8 +98,10 @@ class Membership:
         self.pods: dict[str, PodInfo] = {}
         self._member_of: dict[str, GroupKey] = {}
         self._members: dict[GroupKey, Members] = {}
-        #: Claim key (namespace/name) -> the pods that use it.
+        #: Volume claim key (namespace/name) -> the pods that use it.
         self._claim_users: dict[str, set[str]] = {}
+        #: The pods naming each ResourceClaim (``namespace/name``): a new claim wakes theirs.
+        self._device_claim_users: dict[str, set[str]] = {}
 
     # -- reading -------------------------------------------------------------
 
@@ -192,18 +194,22 @@ class Membership:
         )
 
     def use_claims(self, pod: PodInfo) -> None:
-        """Note the claims the pod uses."""
-        for claim in pod.claims:
-            self._claim_users.setdefault(f"{pod.namespace}/{claim}", set()).add(pod.uid)
+        """Note the claims the pod uses: its volume claims, and the ResourceClaims it names."""
+        for users, key in _claim_keys(self._claim_users, self._device_claim_users, pod):
+            users.setdefault(key, set()).add(pod.uid)
 
     def release_claims(self, pod: PodInfo) -> None:
         """The pod is gone: it uses its claims no more."""
-        for claim in pod.claims:
-            users = self._claim_users.get(f"{pod.namespace}/{claim}")
-            if users is not None:
-                users.discard(pod.uid)
-                if not users:
-                    del self._claim_users[f"{pod.namespace}/{claim}"]
+        for users, key in _claim_keys(self._claim_users, self._device_claim_users, pod):
+            uids = users.get(key)
+            if uids is not None:
+                uids.discard(pod.uid)
+                if not uids:
+                    del users[key]
+
+    def device_claim_users(self, key: str) -> Collection[str]:
+        """The pods naming the ResourceClaim ``namespace/name``."""
+        return self._device_claim_users.get(key, ())
 
     def claim_users(self) -> list[str]:
         """The uid of every pod that uses a claim, once per claim it uses."""
@@ -224,3 +230,14 @@ class Membership:
         members = self._members.get(key)
         if members is not None and not members.pending and not members.bound:
             del self._members[key]
+
+
+def _claim_keys(
+    volume_users: dict[str, set[str]], device_users: dict[str, set[str]], pod: PodInfo
+) -> Iterator[tuple[dict[str, set[str]], str]]:
+    """Each claim the pod uses, with the index that keeps its users."""
+    for claim in pod.claims:
+        yield volume_users, f"{pod.namespace}/{claim}"
+    for entry in pod.device_claims:
+        if entry.claim is not None:
+            yield device_users, f"{pod.namespace}/{entry.claim}"

@@ -24,10 +24,11 @@ relabelled node wakes every group kept in one domain, whatever rule 1 says of
 that node (relabels are rare; the scheduler does it, :meth:`Scheduler._wake_by_hints`).
 
 Devices (DRA) and volume claims are not in filters 1-5: a group whose members
-use them is woken as well by a change of slices or classes, a new claim or one
-that gives devices back (its allocation gone or moved, a consumer gone; not one
-allocated, which takes them), or a change of volumes
-(:class:`~coscheduler.core.queue.GroupQueue`). A group whose members
+use them is woken as well by a change of slices or classes, or a claim that
+gives devices back (its allocation gone or moved, a consumer gone, or deleted
+while allocated; not one allocated, which takes them), or a change of volumes
+(:class:`~coscheduler.core.queue.GroupQueue`). A new claim frees nothing: it
+wakes only the groups of the pods that name it. A group whose members
 carry inter-pod rules (spread, pod affinity) is given no hint: a pod placed or
 gone on any node of a domain can help it, so it backs off as before; so do
 one refused for any reason but room and one a victim search may yet find

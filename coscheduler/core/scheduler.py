@@ -339,12 +339,18 @@ class Scheduler(SchedulerReads):
         charger = None if before is not None else self._shared_claims.charger(claim.key)
         if charger is not None:
             self._recount({charger})  # its spec is known now: queues count it
-        if before is None or _frees_devices(before, claim):
+        if before is None:
+            # A new claim frees no device: it can let in only the pods that name it.
+            for uid in self._membership.device_claim_users(claim.key):
+                self.queue.on_event(ClusterEvent.GROUP_CHANGED, self._membership.group_of(uid))
+        elif _frees_devices(before, claim):
             self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def remove_resource_claim(self, key: str) -> None:
+        before = self.snapshot.devices.claims.get(key)
         self.snapshot.devices.remove_claim(key)
-        self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
+        if before is not None and before.allocation is not None:  # its devices are free
+            self.queue.on_event(ClusterEvent.DEVICE_CHANGED)
 
     def upsert_claim_template(self, template: ResourceClaimTemplateInfo) -> None:
         """A template: pending pods that use it count its devices (queues) from now on."""
@@ -663,7 +669,7 @@ def _frees_devices(before: ResourceClaimInfo, after: ResourceClaimInfo) -> bool:
     """Whether a known claim's change can let a waiting pod in: its allocation went or
     moved, or a consumer left it. A claim allocated (our own write's echo, mostly) or
     reserved for one more pod takes devices and frees none: the groups waiting for
-    devices are not woken by it (a new claim wakes them: a pod may wait for it).
+    devices are not woken by it.
     """
     if before.allocation is not None and after.allocation != before.allocation:
         return True

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
+from coscheduler.core.decision import Decision
 from coscheduler.core.devices import (
     CANNOT_ALLOCATE,
     NOT_ON_NODE,
@@ -585,3 +586,33 @@ def test_a_claim_taking_devices_wakes_no_gang_and_one_giving_them_back_does() ->
     assert tried is not None
     assert tried.group == waiting_key
     assert len(tried.pending) == len(waiting)
+
+
+def test_a_new_claim_wakes_only_the_gang_whose_pod_names_it() -> None:
+    scheduler = _gpu_cluster(1)  # 8 GPUs
+    _submit_gpu_gang(scheduler, "running", 4, "default")
+    assert len(_decided(scheduler).bindings) == 4
+    _submit_gpu_gang(scheduler, "waiting", 2, "default")  # no GPU left for it
+    waiting = _decided(scheduler).group
+    scheduler.upsert_group(group("late", 1))
+    raw = pod_object(
+        "late-0",
+        group="late",
+        spec_extra={"resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "pair"}]},
+    )
+    raw["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "late-0"}]}
+    scheduler.upsert_pod(PodInfo.from_object(raw))  # its claim is not made yet
+    late = _decided(scheduler)
+    assert 'resourceclaim.resource.k8s.io "late-0" not found' in late.status.message
+    assert scheduler.next_decision() is None
+
+    scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(claim("late-0", gpus(2))))
+    assert scheduler.queue.pool(late.group) == "active"
+    assert scheduler.queue.pool(waiting) == "unschedulable"
+    assert _decided(scheduler).group == late.group
+
+
+def _decided(scheduler: Scheduler) -> Decision:
+    decision = scheduler.next_decision()
+    assert decision is not None
+    return decision
