@@ -218,8 +218,9 @@ class Operator:
         admission only, and starts it again with the followers when it takes over.
 
         Kopf and the controller are imported in a thread while the cluster is listed: on
-        the event loop, that import (60-90 ms) held up the first Binding (65-97 ms from
-        the first decision to it in six trials) and the first Jobs' watch events.
+        the event loop, that import (60-90 ms) held up the first Binding and the first
+        Jobs' watch events. From the first decision to its Binding: 58-100 ms before,
+        3-34 ms since (bench/RESULTS.md, "The first whole gang led").
         """
         imported = asyncio.create_task(asyncio.to_thread(_import_the_controller))
         await self.listed.wait()
