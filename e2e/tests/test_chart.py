@@ -73,7 +73,12 @@ NON_DEFAULT: Json = {
         "requestTimeoutSeconds": 45,
         "watchTimeoutSeconds": 600,
     },
-    "backoff": {"initialSeconds": 0.5, "maxSeconds": 30, "unschedulableFlushSeconds": 120},
+    "backoff": {
+        "initialSeconds": 0.5,
+        "maxSeconds": 30,
+        "unschedulableFlushSeconds": 120,
+        "gatherSeconds": 0,
+    },
     "leaderElection": {
         "leaseDurationSeconds": 30,
         "renewDeadlineSeconds": 20,
@@ -303,6 +308,7 @@ def test_non_default_values_reach_the_flags_and_objects(helm: Helm) -> None:
         "initial_seconds": 0.5,
         "max_seconds": 30,
         "unschedulable_flush_seconds": 120,
+        "gather_seconds": 0,
     }
     lease = settings.leader_election
     assert lease.enabled
