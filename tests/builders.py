@@ -385,6 +385,13 @@ def decide(scheduler: Scheduler) -> Decision | None:
     return decision
 
 
+def decided(scheduler: Scheduler) -> Decision:
+    """``scheduler.next_decision()``, which must have a group ready."""
+    decision = scheduler.next_decision()
+    assert decision is not None
+    return decision
+
+
 def take_orders(scheduler: Scheduler) -> list[Order]:
     """The orders of the decisions taken through :func:`decide` since the last call."""
     return _ORDERS.pop(scheduler, [])

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from coscheduler.api.devices import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
-from coscheduler.core.decision import Decision
 from coscheduler.core.devices import (
     CANNOT_ALLOCATE,
     NOT_ON_NODE,
@@ -26,7 +25,7 @@ from coscheduler.core.scoring import Scoring
 from coscheduler.core.snapshot import Snapshot
 from coscheduler.core.statement import Statement
 from coscheduler.core.trial import greedy_trial
-from tests.builders import Clock, group, node, pod, pod_object
+from tests.builders import Clock, decided, group, node, pod, pod_object
 from tests.dra import DRIVER, claim, device_class, exactly, gpu, gpu_slice
 
 NVLINK = f"{DRIVER}/nvlink"
@@ -591,9 +590,9 @@ def test_a_claim_taking_devices_wakes_no_gang_and_one_giving_them_back_does() ->
 def test_a_new_claim_wakes_only_the_gang_whose_pod_names_it() -> None:
     scheduler = _gpu_cluster(1)  # 8 GPUs
     _submit_gpu_gang(scheduler, "running", 4, "default")
-    assert len(_decided(scheduler).bindings) == 4
+    assert len(decided(scheduler).bindings) == 4
     _submit_gpu_gang(scheduler, "waiting", 2, "default")  # no GPU left for it
-    waiting = _decided(scheduler).group
+    waiting = decided(scheduler).group
     scheduler.upsert_group(group("late", 1))
     raw = pod_object(
         "late-0",
@@ -602,17 +601,11 @@ def test_a_new_claim_wakes_only_the_gang_whose_pod_names_it() -> None:
     )
     raw["status"] = {"resourceClaimStatuses": [{"name": "gpus", "resourceClaimName": "late-0"}]}
     scheduler.upsert_pod(PodInfo.from_object(raw))  # its claim is not made yet
-    late = _decided(scheduler)
+    late = decided(scheduler)
     assert 'resourceclaim.resource.k8s.io "late-0" not found' in late.status.message
     assert scheduler.next_decision() is None
 
     scheduler.upsert_resource_claim(ResourceClaimInfo.from_object(claim("late-0", gpus(2))))
     assert scheduler.queue.pool(late.group) == "active"
     assert scheduler.queue.pool(waiting) == "unschedulable"
-    assert _decided(scheduler).group == late.group
-
-
-def _decided(scheduler: Scheduler) -> Decision:
-    decision = scheduler.next_decision()
-    assert decision is not None
-    return decision
+    assert decided(scheduler).group == late.group

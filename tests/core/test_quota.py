@@ -6,8 +6,8 @@ from coscheduler.api.pod_topology import LabelRequirement, LabelSelector
 from coscheduler.api.quantity import parse_resource_list
 from coscheduler.api.queue import QUEUE_LABEL
 from coscheduler.api.reasons import Reason
-from coscheduler.core import Code, Decision, GroupKey, QueuePolicy, Quotas, Scheduler
-from tests.builders import Clock, gang, group, node, pod
+from coscheduler.core import Code, GroupKey, QueuePolicy, Quotas, Scheduler
+from tests.builders import Clock, decided, gang, group, node, pod
 
 
 def queue(name: str, *, nominal: str = "", cap: str = "", **fields: object) -> QueuePolicy:
@@ -34,18 +34,12 @@ def submit(scheduler: Scheduler, name: str, size: int, q: str, **fields: object)
         scheduler.upsert_pod(member)
 
 
-def decide(scheduler: Scheduler) -> Decision:
-    decision = scheduler.next_decision()
-    assert decision is not None
-    return decision
-
-
 def test_without_queue_objects_every_group_uses_the_open_default_and_nothing_is_counted() -> None:
     scheduler = cluster("8")
     submit(scheduler, "train", 4, "default")
     submit(scheduler, "waits", 8, "default", created=1)
-    assert decide(scheduler).ok
-    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert decided(scheduler).ok
+    assert decided(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
     assert scheduler.quotas.usage("default") == {}
     # The first Queue object counts what is already bound and waiting.
     scheduler.upsert_queue(queue("team", nominal="cpu=8", namespaces=frozenset({"default"})))
@@ -56,35 +50,35 @@ def test_without_queue_objects_every_group_uses_the_open_default_and_nothing_is_
 def test_a_missing_queue_holds_the_group_until_it_is_created() -> None:
     scheduler = cluster("8")
     submit(scheduler, "train", 2, "research")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.code is Code.WAITING
     assert decision.status.reason is Reason.QUEUE_NOT_FOUND
     assert "queue research does not exist" in decision.status.message
     assert scheduler.next_decision() is None
     scheduler.upsert_queue(queue("research", namespaces=frozenset({"default"})))
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
 
 
 def test_a_closed_queue_admits_nothing_new_and_running_groups_stay() -> None:
     scheduler = cluster("8")
     scheduler.upsert_queue(queue("team-b", namespaces=frozenset({"default"})))
     submit(scheduler, "first", 2, "team-b")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
     scheduler.upsert_queue(queue("team-b", namespaces=frozenset({"default"}), open=False))
     submit(scheduler, "second", 2, "team-b")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_CLOSED
     assert decision.status.message == "queue team-b is Closed: it admits no new group"
     assert scheduler.quotas.usage("team-b")["cpu"] == 2000
     scheduler.upsert_queue(queue("team-b", namespaces=frozenset({"default"})))
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
 
 
 def test_a_namespace_outside_the_queue_cannot_spend_its_quota() -> None:
     scheduler = cluster("8")
     scheduler.upsert_queue(queue("team-a", namespaces=frozenset({"team-a"})))
     submit(scheduler, "sneaky", 1, "team-a", namespace="ml-dev")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_NOT_ALLOWED
     assert decision.status.message.startswith("namespace ml-dev may not use queue team-a")
     assert scheduler.quotas.usage("team-a") == {}
@@ -96,9 +90,9 @@ def test_a_namespace_selector_admits_by_namespace_labels_and_follows_their_chang
     scheduler.upsert_queue(queue("team-a", selector=selector))
     scheduler.upsert_namespace("ml", {"team": "b"})
     submit(scheduler, "train", 1, "team-a", namespace="ml")
-    assert decide(scheduler).status.reason is Reason.QUEUE_NOT_ALLOWED
+    assert decided(scheduler).status.reason is Reason.QUEUE_NOT_ALLOWED
     scheduler.upsert_namespace("ml", {"team": "a"})
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
 
 
 def test_a_queue_without_namespaces_admits_none_but_default_admits_all() -> None:
@@ -107,7 +101,7 @@ def test_a_queue_without_namespaces_admits_none_but_default_admits_all() -> None
     scheduler.upsert_queue(queue("default", nominal="cpu=2"))
     submit(scheduler, "a", 1, "locked")
     submit(scheduler, "b", 1, "default", namespace="anywhere")
-    reasons = {decide(scheduler).status.reason, decide(scheduler).status.reason}
+    reasons = {decided(scheduler).status.reason, decided(scheduler).status.reason}
     assert reasons == {Reason.QUEUE_NOT_ALLOWED, Reason.MIN_MEMBER_SCHEDULED}
 
 
@@ -115,9 +109,9 @@ def test_max_is_checked_for_the_whole_gang_at_once() -> None:
     scheduler = cluster("16")
     scheduler.upsert_queue(queue("research", cap="cpu=5", namespaces=frozenset({"default"})))
     submit(scheduler, "small", 2, "research", cpu="2")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
     submit(scheduler, "big", 2, "research", cpu="2")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_MAX_REACHED
     assert (
         decision.status.message == "queue research: cpu 4 of max 5 in use, this group needs 4 more"
@@ -133,14 +127,14 @@ def test_without_room_and_over_its_max_a_gang_is_told_the_max() -> None:
     scheduler = cluster("4")
     scheduler.upsert_queue(queue("research", cap="cpu=5", namespaces=frozenset({"default"})))
     submit(scheduler, "small", 2, "research", cpu="2")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
     submit(scheduler, "big", 2, "research", cpu="2")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_MAX_REACHED
     assert "cpu 4 of max 5 in use" in decision.status.message
     # Within its max, a gang without room is told about room.
     scheduler.upsert_queue(queue("research", cap="cpu=8", namespaces=frozenset({"default"})))
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.NOT_ENOUGH_RESOURCES
 
 
@@ -150,7 +144,7 @@ def test_min_resources_count_when_larger_than_the_members() -> None:
     policy = group("train", 1, queue="research", min_resources={"cpu": "6"})
     scheduler.upsert_group(policy)
     scheduler.upsert_pod(pod("train-0", group="train", cpu="1"))
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_MAX_REACHED
     assert "needs 6 more" in decision.status.message
 
@@ -161,7 +155,7 @@ def test_extra_members_beyond_min_member_are_admitted_one_by_one() -> None:
     scheduler.upsert_group(group("elastic", 2, queue="research"))
     for member in gang("elastic", 5):
         scheduler.upsert_pod(member)
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.ok
     assert len(decision.bindings) == 3
     assert len(decision.pending) == 2
@@ -175,9 +169,9 @@ def test_a_parent_max_caps_its_children() -> None:
     scheduler.upsert_queue(queue("a", parent="org", namespaces=frozenset({"default"})))
     scheduler.upsert_queue(queue("b", parent="org", namespaces=frozenset({"default"})))
     submit(scheduler, "one", 3, "a")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
     submit(scheduler, "two", 2, "b")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_MAX_REACHED
     assert decision.status.message.startswith("queue org (parent of queue b): cpu 3 of max 4")
 
@@ -187,11 +181,11 @@ def test_idle_capacity_is_borrowed_unless_a_queue_under_nominal_waits_for_it() -
     scheduler.upsert_queue(queue("a", nominal="cpu=8", namespaces=frozenset({"default"})))
     scheduler.upsert_queue(queue("b", namespaces=frozenset({"default"})))
     submit(scheduler, "b-first", 4, "b")
-    assert decide(scheduler).ok  # nobody claims the idle capacity: work-conserving
+    assert decided(scheduler).ok  # nobody claims the idle capacity: work-conserving
     submit(scheduler, "a-big", 8, "a")
-    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert decided(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
     submit(scheduler, "b-second", 2, "b")
-    decision = decide(scheduler)
+    decision = decided(scheduler)
     assert decision.status.reason is Reason.QUEUE_CANNOT_BORROW
     assert decision.status.message == (
         "queue b needs cpu 2 beyond its nominal quota; of cpu 6 idle, cpu 8 is held for "
@@ -208,11 +202,11 @@ def test_children_borrow_from_idle_siblings_first() -> None:
         )
     scheduler.upsert_queue(queue("other", nominal="cpu=12", namespaces=frozenset({"default"})))
     submit(scheduler, "other-wants", 12, "other", cpu="2")  # 24 cpu: never fits, claims 12
-    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
+    assert decided(scheduler).status.reason is Reason.NOT_ENOUGH_RESOURCES
     submit(scheduler, "a-wide", 6, "a")
-    assert decide(scheduler).ok  # 4 of its own and 2 of b's unused nominal, within org's 8
+    assert decided(scheduler).ok  # 4 of its own and 2 of b's unused nominal, within org's 8
     submit(scheduler, "a-wider", 3, "a")
-    assert decide(scheduler).status.reason is Reason.QUEUE_CANNOT_BORROW
+    assert decided(scheduler).status.reason is Reason.QUEUE_CANNOT_BORROW
 
 
 def test_groups_cannot_draw_from_a_parent_or_a_broken_tree() -> None:
@@ -227,7 +221,7 @@ def test_groups_cannot_draw_from_a_parent_or_a_broken_tree() -> None:
     submit(scheduler, "orphaned", 1, "orphan")
     messages = {}
     for _ in range(3):
-        decision = decide(scheduler)
+        decision = decided(scheduler)
         assert decision.status.reason is Reason.QUEUE_INVALID
         messages[decision.group.name] = decision.status.message
     assert messages["on-parent"] == (
@@ -242,8 +236,8 @@ def test_a_lone_pod_draws_from_the_queue_its_label_names() -> None:
     scheduler.upsert_queue(queue("batch", cap="cpu=1", namespaces=frozenset({"default"})))
     scheduler.upsert_pod(pod("one", labels={QUEUE_LABEL: "batch"}))
     scheduler.upsert_pod(pod("two", labels={QUEUE_LABEL: "batch"}, created=1))
-    assert decide(scheduler).ok
-    assert decide(scheduler).status.reason is Reason.QUEUE_MAX_REACHED
+    assert decided(scheduler).ok
+    assert decided(scheduler).status.reason is Reason.QUEUE_MAX_REACHED
     assert scheduler.quotas.usage("batch") == {"cpu": 1000, "pods": 1}
 
 
@@ -252,7 +246,7 @@ def test_moving_a_group_to_another_queue_moves_its_usage() -> None:
     scheduler.upsert_queue(queue("a", namespaces=frozenset({"default"})))
     scheduler.upsert_queue(queue("b", namespaces=frozenset({"default"})))
     submit(scheduler, "train", 2, "a")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
     scheduler.upsert_group(group("train", 2, queue="b"))
     assert scheduler.quotas.usage("a") == {}
     assert scheduler.quotas.usage("b")["cpu"] == 2000
@@ -262,15 +256,15 @@ def test_finished_pods_give_their_quota_back() -> None:
     scheduler = cluster("8")
     scheduler.upsert_queue(queue("a", cap="cpu=2", namespaces=frozenset({"default"})))
     submit(scheduler, "first", 2, "a")
-    first = decide(scheduler)
+    first = decided(scheduler)
     for binding in first.bindings:
         scheduler.upsert_pod(pod(binding.name, group="first", node=binding.node))
     submit(scheduler, "second", 2, "a")
-    assert decide(scheduler).status.reason is Reason.QUEUE_MAX_REACHED
+    assert decided(scheduler).status.reason is Reason.QUEUE_MAX_REACHED
     for binding in first.bindings:
         name = binding.name
         scheduler.upsert_pod(pod(name, group="first", node=binding.node, phase="Succeeded"))
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
 
 
 def test_the_queue_furthest_below_its_weighted_share_goes_first() -> None:
@@ -282,7 +276,7 @@ def test_the_queue_furthest_below_its_weighted_share_goes_first() -> None:
         submit(scheduler, f"h{i}", 1, "heavy", created=i)
     placed = {"light": 0, "heavy": 0}
     for _ in range(8):
-        decision = decide(scheduler)
+        decision = decided(scheduler)
         assert decision.ok
         placed["light" if decision.group.name.startswith("l") else "heavy"] += 1
     assert placed == {"light": 2, "heavy": 6}
@@ -294,7 +288,7 @@ def test_a_group_that_does_not_fit_never_blocks_other_queues() -> None:
     scheduler.upsert_queue(queue("b", namespaces=frozenset({"default"})))
     submit(scheduler, "huge", 8, "a")
     submit(scheduler, "small", 2, "b", created=5)
-    outcomes = {decide(scheduler).group: None for _ in range(2)}
+    outcomes = {decided(scheduler).group: None for _ in range(2)}
     assert GroupKey("default", "small") in outcomes
     assert scheduler.quotas.usage("b")["cpu"] == 2000
 
@@ -309,9 +303,9 @@ def test_a_group_waiting_for_members_claims_no_nominal_of_its_queue() -> None:
         scheduler.upsert_pod(member)
     assert scheduler.next_decision() is None  # gathering its members
     clock.advance(1.0)
-    assert decide(scheduler).status.reason is Reason.NOT_ENOUGH_MEMBERS
+    assert decided(scheduler).status.reason is Reason.NOT_ENOUGH_MEMBERS
     submit(scheduler, "b-borrows", 8, "b")
-    assert decide(scheduler).ok
+    assert decided(scheduler).ok
 
 
 def test_idle_capacity_goes_to_borrowers_by_weight_up_to_their_max() -> None:

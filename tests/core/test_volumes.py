@@ -8,8 +8,7 @@ from coscheduler.api.pod import PodInfo
 from coscheduler.api.reasons import Reason
 from coscheduler.api.volumes import ClaimInfo, StorageClassInfo, VolumeInfo
 from coscheduler.core import Scheduler
-from coscheduler.core.planner import Decision
-from tests.builders import Clock, group, node, pod
+from tests.builders import Clock, decided, group, node, pod
 
 HOST = "kubernetes.io/hostname"
 
@@ -41,12 +40,6 @@ def scheduler(*cpus: str) -> Scheduler:
     return made
 
 
-def decide(made: Scheduler) -> Decision:
-    decision = made.next_decision()
-    assert decision is not None
-    return decision
-
-
 def test_each_member_goes_where_its_local_volume_is() -> None:
     made = scheduler("8", "8", "8")
     for index, where in ((0, "n2"), (1, "n0")):
@@ -55,7 +48,7 @@ def test_each_member_goes_where_its_local_volume_is() -> None:
     made.upsert_group(group("g", 2))
     for index in range(2):
         made.upsert_pod(with_claim(f"w-{index}", f"data-{index}", group="g"))
-    placed = {b.name: b.node for b in decide(made).bindings}
+    placed = {b.name: b.node for b in decided(made).bindings}
     assert placed == {"w-0": "n2", "w-1": "n0"}
 
 
@@ -66,7 +59,7 @@ def test_a_volume_on_a_full_node_holds_the_gang_with_kube_schedulers_words() -> 
     made.upsert_group(group("g", 2))
     made.upsert_pod(pod("w-0", group="g", cpu="1"))
     made.upsert_pod(with_claim("w-1", "data", group="g", cpu="2"))
-    decision = decide(made)
+    decision = decided(made)
     assert not decision.bindings
     assert decision.status.reason == Reason.NOT_ENOUGH_RESOURCES
     assert "1 node(s) had volume node affinity conflict" in decision.status.message
@@ -80,14 +73,14 @@ def test_a_shared_volume_without_node_affinity_costs_nothing() -> None:
     made.upsert_group(group("g", 4))
     for index in range(4):
         made.upsert_pod(with_claim(f"w-{index}", "shared", group="g"))
-    assert len(decide(made).bindings) == 4
+    assert len(decided(made).bindings) == 4
 
 
 def test_a_missing_claim_holds_the_gang_until_it_exists_and_is_bound() -> None:
     made = scheduler("8")
     made.upsert_group(group("g", 1))
     made.upsert_pod(with_claim("w-0", "data", group="g"))
-    decision = decide(made)
+    decision = decided(made)
     assert (decision.status.reason, decision.status.message) == (
         Reason.VOLUME_NOT_READY,
         'pod default/w-0: persistentvolumeclaim "data" not found',
@@ -95,12 +88,12 @@ def test_a_missing_claim_holds_the_gang_until_it_exists_and_is_bound() -> None:
     assert not decision.status.room_would_help
     made.volumes.upsert_claim(claim("data"))  # created, not bound yet, no class: Immediate
     made.volumes_changed()
-    decision = decide(made)
+    decision = decided(made)
     assert "pod has unbound immediate PersistentVolumeClaims" in decision.status.message
     made.volumes.upsert_volume(volume("pv"))
     made.volumes.upsert_claim(claim("data", "pv"))
     made.volumes_changed()
-    assert [b.node for b in decide(made).bindings] == ["n0"]
+    assert [b.node for b in decided(made).bindings] == ["n0"]
 
 
 def first_consumer_class(
@@ -148,7 +141,7 @@ def test_first_consumer_claims_get_the_smallest_volume_reachable_from_their_memb
     for index in range(2):
         made.volumes.upsert_claim(waiting_claim(f"data-{index}"))
         made.upsert_pod(with_claim(f"w-{index}", f"data-{index}", group="g", cpu="5"))
-    decision = decide(made)
+    decision = decided(made)
     nodes = {b.name: b.node for b in decision.bindings}
     assert sorted(nodes.values()) == ["n0", "n1"]  # n2 has no volume big enough, nor cpu
     chosen = {a.claim: (a.node, a.volume) for a in decision.volume_actions}
@@ -161,7 +154,7 @@ def test_a_first_consumer_claim_with_no_volume_and_no_provisioner_waits() -> Non
     made.volumes.upsert_class(first_consumer_class("local"))
     made.volumes.upsert_claim(waiting_claim("data"))
     made.upsert_pod(with_claim("w-0", "data"))
-    decision = decide(made)
+    decision = decided(made)
     assert decision.status.reason == Reason.VOLUME_NOT_READY
     assert "node(s) didn't find available persistent volumes to bind" in decision.status.message
 
@@ -171,7 +164,7 @@ def test_a_provisioning_class_has_its_claim_provisioned_near_the_chosen_node() -
     made.volumes.upsert_class(first_consumer_class("fast", "ebs.csi.aws.com"))
     made.volumes.upsert_claim(waiting_claim("data", klass="fast"))
     made.upsert_pod(with_claim("w-0", "data"))
-    decision = decide(made)
+    decision = decided(made)
     assert [(a.claim, a.node, a.volume) for a in decision.volume_actions] == [("data", "n0", None)]
 
 
@@ -181,7 +174,7 @@ def test_a_read_write_once_pod_claim_in_use_holds_the_next_pod() -> None:
     made.volumes.upsert_claim(claim("data", "pv", modes=["ReadWriteOncePod"]))
     made.upsert_pod(with_claim("old", "data", node="n0", phase="Running"))
     made.upsert_pod(with_claim("new", "data"))
-    decision = decide(made)
+    decision = decided(made)
     assert decision.status.reason == Reason.VOLUME_NOT_READY
     assert "ReadWriteOncePod access mode already in-use by another pod" in decision.status.message
 
@@ -206,9 +199,9 @@ def test_attach_limits_count_running_pods_and_members_of_the_same_trial() -> Non
     made.upsert_group(group("g", 2))
     for index in (1, 2):
         made.upsert_pod(with_claim(f"w-{index}", f"disk-{index}", group="g"))
-    nodes = sorted(b.node for b in decide(made).bindings)
+    nodes = sorted(b.node for b in decided(made).bindings)
     assert nodes == ["n1", "n2"]  # one more volume per node; n0 has its one
     made.upsert_pod(with_claim("late", "disk-3"))
-    decision = decide(made)
+    decision = decided(made)
     assert not decision.bindings
     assert "3 node(s) exceed max volume count" in decision.status.message
